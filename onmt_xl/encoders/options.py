@@ -1,0 +1,59 @@
+"""Model options of onmt_xl's encoders (added to ``onmt_train -h`` by :mod:`onmt_xl.plugin`)."""
+
+from __future__ import annotations
+
+from onmt_xl.modules.inxl import INXL_FUSIONS
+
+#: encoder_type -> (uses InXL fusion, uses HeadXL split, reads XL positions)
+XL_ENCODERS = {
+    "xl_inxl": (True, False, True),
+    "xl_headxl": (False, True, True),
+    "xl_combination": (True, True, True),
+}
+RELATIVE_ENCODER = "xl_relative"
+
+
+def add_model_options(parser) -> None:
+    group = parser.add_argument_group(
+        "Model-Encoder-XL",
+        "onmt_xl encoders: -encoder_type xl_inxl | xl_headxl | xl_combination (cross-lingual position "
+        "encoding, Ding et al. 2020; needs the xl_position transform) or xl_relative (encoder-only "
+        "relative PE, Shaw et al. 2018)",
+    )
+    group.add(
+        "--xl_heads", "-xl_heads", type=int, default=4,
+        help="HeadXL (Eq. 9-11): number τ of first-layer self-attention heads that read X+PE_XL; the "
+        "other heads-τ read X+PE_abs. 0 <= τ <= heads; 0 is the stock encoder, heads puts XL on all heads.",
+    )
+    group.add(
+        "--inxl_fusion", "-inxl_fusion", type=str, default="block", choices=INXL_FUSIONS,
+        help="InXL (Eq. 7) parameterisation of U and V: 'block' = one 2x2 matrix per sinusoid "
+        "frequency (4*d_model parameters), 'diagonal' = element-wise (2*d_model), 'full' = d_model x "
+        "d_model matrices (2*d_model^2).",
+    )
+    group.add(
+        "--enc_max_relative_positions", "-enc_max_relative_positions", type=int, default=16,
+        help="xl_relative: clipping distance k of encoder-only relative position representations "
+        "(Shaw et al. 2018). The decoder keeps its absolute position encoding.",
+    )
+
+
+def validate_model_options(opt) -> None:
+    """Check our options once the whole model configuration is known; raise ``ValueError`` with the fix."""
+    enc = getattr(opt, "encoder_type", None)
+    if enc in XL_ENCODERS or enc == RELATIVE_ENCODER:
+        if not getattr(opt, "position_encoding", False):
+            raise ValueError(
+                f"-encoder_type {enc} needs -position_encoding true (the absolute sinusoid PE_abs of Eq. 1; "
+                "the stock decoder uses it too)"
+            )
+        if getattr(opt, "max_relative_positions", 0) != 0:
+            raise ValueError(
+                f"-encoder_type {enc} needs -max_relative_positions 0 (OpenNMT's option applies to encoder and "
+                "decoder; for encoder-only relative PE use -encoder_type xl_relative -enc_max_relative_positions K)"
+            )
+    if enc in XL_ENCODERS and XL_ENCODERS[enc][1]:
+        if not 0 <= opt.xl_heads <= opt.heads:
+            raise ValueError(f"-xl_heads must be in [0, heads={opt.heads}], got {opt.xl_heads}")
+    if enc == RELATIVE_ENCODER and opt.enc_max_relative_positions <= 0:
+        raise ValueError(f"-enc_max_relative_positions must be > 0, got {opt.enc_max_relative_positions}")

@@ -1,0 +1,16 @@
+"""Errors raised on bad user input: each names the file, the line and the problem."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+
+class XLInputError(ValueError):
+    """Bad input data or file. The message names the file, the line (1-based) and the problem."""
+
+    def __init__(self, path: Optional[str], line: Optional[int], problem: str):
+        self.path, self.line, self.problem = path, line, problem
+        where = str(path) if path is not None else "<input>"
+        if line is not None:
+            where += f", line {line}"
+        super().__init__(f"{where}: {problem}")

@@ -1,0 +1,120 @@
+"""The one place that touches OpenNMT-py internals.
+
+``register()`` (idempotent) imports our registered components and applies three small patches:
+
+1. **torch ≥ 2.6 checkpoints**: ``torch.load`` defaults to ``weights_only=True`` and refuses the
+   ``argparse.Namespace`` that OpenNMT stores in every checkpoint; we allow-list it, so
+   ``onmt_translate`` and ``-train_from`` work.
+2. **XL positions channel**: ``tensorify`` (batching) appends each example's ``xl_pos`` (set by the
+   ``xl_position`` transform) as the last column of ``batch["src"]``, ``(batch, src_len, 1+n_feats+1)``.
+   XL encoders read and strip it; no vocabulary and no embedding table are involved, so any position
+   (even beyond the longest training sentence) reaches the model exactly.
+3. **Options**: OpenNMT has no extension point for model options, so ``model_opts`` and
+   ``validate_model_opts`` are wrapped to add and check ours (they then appear in ``onmt_train -h``
+   and are stored in, and restored from, checkpoints).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+
+import torch
+from torch.nn.utils.rnn import pad_sequence
+
+from onmt_xl.errors import XLInputError
+
+XL_POS_KEY = "xl_pos"
+_registered = False
+
+
+def register() -> None:
+    """Register onmt_xl's encoders, transform and options with OpenNMT-py. Safe to call repeatedly."""
+    global _registered
+    if _registered:
+        return
+    _registered = True
+    _allow_namespace_in_checkpoints()
+    _patch_batching()
+    _patch_options()
+    import onmt_xl.encoders.xl_transformer  # noqa: F401  (registers encoders)
+    import onmt_xl.transforms.xl_position  # noqa: F401  (registers the transform)
+
+
+def _allow_namespace_in_checkpoints() -> None:
+    if hasattr(torch.serialization, "add_safe_globals"):
+        torch.serialization.add_safe_globals([argparse.Namespace])
+
+
+def tensorify_with_xl(stock_tensorify, vocabs, minibatch, device, left_pad=False):
+    """OpenNMT's ``tensorify`` plus the XL channel: ``batch["src"]`` gains a last column of ``pos_XL``."""
+    batch = stock_tensorify(vocabs, minibatch, device, left_pad=left_pad)
+    with_xl = [XL_POS_KEY in ex for ex, _ in minibatch]
+    if not any(with_xl):
+        return batch
+    seqs = []
+    for ex, _ in minibatch:
+        where = (ex.get("cid"), ex.get("cid_line_number"))
+        if XL_POS_KEY not in ex:
+            raise XLInputError(
+                str(where[0]), _line(where[1]),
+                "example has no XL positions while others in its batch do: add the xl_position "
+                "transform to every corpus of a model with an XL encoder",
+            )
+        if len(ex[XL_POS_KEY]) != len(ex["src"]["src_ids"]):
+            raise XLInputError(
+                str(where[0]), _line(where[1]),
+                f"{len(ex[XL_POS_KEY])} XL positions for {len(ex['src']['src_ids'])} source tokens: "
+                "xl_position must come after every transform that changes the source tokens",
+            )
+        pos = torch.tensor(ex[XL_POS_KEY], dtype=torch.long, device=device)
+        seqs.append(pos.flip(dims=[0]) if left_pad else pos)
+    xl = pad_sequence(seqs, batch_first=True, padding_value=0)
+    if left_pad:
+        xl = xl.flip(dims=[1])
+    batch["src"] = torch.cat((batch["src"], xl.unsqueeze(-1)), dim=2)
+    return batch
+
+
+def _line(line_number):
+    return None if line_number is None else int(line_number) + 1
+
+
+def _patch_batching() -> None:
+    import onmt.inputters.dynamic_iterator as dynamic_iterator
+    import onmt.inputters.text_utils as text_utils
+
+    stock = text_utils.tensorify
+    if getattr(stock, "_onmt_xl", False):
+        return
+    patched = functools.partial(tensorify_with_xl, stock)
+    patched._onmt_xl = True
+    for module in (text_utils, dynamic_iterator):
+        module.tensorify = patched
+
+
+def _patch_options() -> None:
+    import onmt.opts as opts
+    from onmt.utils.parse import ArgumentParser
+
+    from onmt_xl.encoders.options import add_model_options, validate_model_options
+
+    if getattr(opts.model_opts, "_onmt_xl", False):
+        return
+    stock_model_opts = opts.model_opts
+
+    @functools.wraps(stock_model_opts)
+    def model_opts(parser):
+        stock_model_opts(parser)
+        add_model_options(parser)
+
+    model_opts._onmt_xl = True
+    opts.model_opts = model_opts
+
+    stock_validate = ArgumentParser.validate_model_opts.__func__
+
+    def validate_model_opts(cls, model_opt):
+        stock_validate(cls, model_opt)
+        validate_model_options(model_opt)
+
+    ArgumentParser.validate_model_opts = classmethod(validate_model_opts)

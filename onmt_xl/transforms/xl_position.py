@@ -1,0 +1,136 @@
+"""The ``xl_position`` transform: attach ``pos_XL`` (paper Eq. 6) to every example.
+
+``example["xl_pos"][j]`` is the index of source token ``j`` in the source reordered into target order.
+It comes from the trained BTG preorderer (``-xl_source preorderer``, the default and the only source
+available when translating) or from the corpus' word alignments through the BTG oracle
+(``-xl_source align``: needs ``path_align``; training and analysis only). It must come after every
+transform that changes the source tokens, so it reorders exactly what the encoder reads (words, or
+BPE/SentencePiece pieces).
+
+At training time ``-xl_noise R`` swaps random pairs of reordered indices, ``round(R·n/2)`` swaps in
+an n-token sentence, i.e. a ratio R of its indices move (the noise attack of §4.5, footnote 4).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import List, Optional
+
+from onmt.transforms import register_transform
+from onmt.transforms.transform import Transform
+
+from onmt_xl.errors import XLInputError
+from onmt_xl.plugin import XL_POS_KEY
+
+XL_SOURCES = ("preorderer", "align")
+
+
+def swap_noise(pos_xl: List[int], ratio: float, rng: random.Random) -> List[int]:
+    """Swap ``round(ratio·n/2)`` random pairs of positions, so about ``ratio·n`` indices change place."""
+    n = len(pos_xl)
+    n_swaps = int(round(ratio * n / 2))
+    if n < 2 or n_swaps == 0:
+        return pos_xl
+    noisy = list(pos_xl)
+    chosen = rng.sample(range(n), min(n, 2 * n_swaps))
+    for a, b in zip(chosen[0::2], chosen[1::2]):
+        noisy[a], noisy[b] = noisy[b], noisy[a]
+    return noisy
+
+
+@register_transform(name="xl_position")
+class XLPositionTransform(Transform):
+    """Attach cross-lingual positions ``pos_XL`` to each example (read by onmt_xl's XL encoders)."""
+
+    def __init__(self, opts):
+        super().__init__(opts)
+        self.preorderer = None
+
+    @classmethod
+    def add_options(cls, parser):
+        group = parser.add_argument_group("Transform/XLPosition")
+        group.add(
+            "--xl_source", "-xl_source", type=str, default="preorderer", choices=XL_SOURCES,
+            help="Where pos_XL comes from: 'preorderer' (a trained BTG preorderer, -xl_preorderer; works "
+            "at inference) or 'align' (BTG oracle on the corpus' path_align alignments; training/analysis only).",
+        )
+        group.add(
+            "--xl_preorderer", "-xl_preorderer", type=str, default=None,
+            help="Preorderer file written by `onmt-xl preorder-train` (needed with -xl_source preorderer).",
+        )
+        group.add(
+            "--xl_noise", "-xl_noise", type=float, default=0.0,
+            help="Training only: ratio in [0, 1] of each sentence's XL indices moved by random pair swaps "
+            "(noise attack, paper §4.5).",
+        )
+
+    @classmethod
+    def _validate_options(cls, opts):
+        if not 0.0 <= opts.xl_noise <= 1.0:
+            raise ValueError(f"-xl_noise must be in [0, 1], got {opts.xl_noise}")
+        if opts.xl_source == "preorderer":
+            if not opts.xl_preorderer:
+                raise ValueError("-xl_source preorderer needs -xl_preorderer PATH (a file from `onmt-xl preorder-train`)")
+            _load_preorderer(opts.xl_preorderer)  # fail at start-up, not inside a data worker
+
+    def _parse_opts(self):
+        self.source = self.opts.xl_source
+        self.noise = self.opts.xl_noise
+        self.preorderer_path = self.opts.xl_preorderer
+
+    def _set_seed(self, seed):
+        self.rng = random.Random(seed)
+
+    def warm_up(self, vocabs=None):
+        self.rng = random.Random(1234)
+        super().warm_up(vocabs)
+        if self.source == "preorderer" and self.preorderer is None:
+            self.preorderer = _load_preorderer(self.preorderer_path)
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state["preorderer"] = self.preorderer  # ship the loaded model to data workers
+        return state
+
+    def __setstate__(self, state):
+        self.preorderer = state.get("preorderer")
+        super().__setstate__(state)
+
+    def apply(self, example, is_train=False, stats=None, **kwargs):
+        src = example["src"]
+        if self.source == "preorderer":
+            pos = self.preorderer.pos_xl(src)
+        else:
+            pos = self._oracle_positions(example, len(src))
+        if is_train and self.noise > 0:
+            pos = swap_noise(pos, self.noise, self.rng)
+        example[XL_POS_KEY] = pos
+        return example
+
+    def _oracle_positions(self, example, src_len: int) -> List[int]:
+        from onmt_xl.align.pharaoh import parse_pharaoh_line
+        from onmt_xl.reorder.oracle import btg_oracle
+
+        where = (example.get("cid"), example.get("cid_line_number"))
+        line = None if where[1] is None else where[1] + 1
+        if example.get("align") is None:
+            raise XLInputError(
+                str(where[0]), line,
+                "-xl_source align needs word alignments: set path_align for this corpus",
+            )
+        align = example["align"]
+        align = " ".join(align) if isinstance(align, list) else align
+        tgt = example.get("tgt")
+        links = parse_pharaoh_line(
+            align, src_len, len(tgt) if tgt is not None else None, path=f"{where[0]} (path_align)", lineno=line
+        )
+        return btg_oracle(src_len, links).pos_xl
+
+    def _repr_args(self):
+        return f"xl_source={self.source!r}, xl_preorderer={self.preorderer_path!r}, xl_noise={self.noise}"
+
+
+def _load_preorderer(path: Optional[str]):
+    from onmt_xl.reorder.preorderer import Preorderer
+
+    return Preorderer.load(path)
