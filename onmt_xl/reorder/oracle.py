@@ -1,0 +1,206 @@
+"""The BTG oracle: the source reordering closest to target order under word alignments.
+
+Target ranks (as in lader's ``Ranks`` over ``CombinedAlign`` spans, Neubig et al. 2012):
+source word ``i`` aligned to target positions ``A_i`` gets the span ``(min A_i, max A_i)``;
+spans are compared lexicographically by ``(lo, hi)`` and turned into dense ranks, equal spans
+sharing a rank. So
+
+* many-to-one / many-to-many links: every source word keeps its own span; words aligned to the
+  same target words tie (their relative order is free), overlapping spans are ordered by
+  ``(lo, hi)``;
+* unaligned source words get rank ``-1`` and take part in no pair: the loss never asks to move
+  them, they go wherever the tree puts them (the tie-break keeps them in source order when
+  nothing forces a move).
+
+Kendall loss of an order: the number of pairs of aligned words put in the wrong relative order
+(``a`` placed before ``b`` with ``rank_a > rank_b``); ties and unaligned words never count.
+The oracle minimizes it over all BTG trees by CKY (the criterion of Neubig et al. 2012);
+ties prefer fewer inverted nodes, then the left-most split, so the result is deterministic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+from numba import njit
+
+from onmt_xl.reorder.btg import BTGNode, order_to_pos_xl
+
+Links = Sequence[Tuple[int, int]]
+
+
+def target_ranks(src_len: int, links: Iterable[Tuple[int, int]]) -> np.ndarray:
+    """Dense target ranks of the source words, shape ``(src_len,)`` int64; ``-1`` = unaligned."""
+    lo = np.full(src_len, np.iinfo(np.int64).max, dtype=np.int64)
+    hi = np.full(src_len, -1, dtype=np.int64)
+    for i, j in links:
+        if not 0 <= i < src_len:
+            raise ValueError(f"link {i}-{j}: source index out of range for a {src_len}-token sentence")
+        if j < 0:
+            raise ValueError(f"link {i}-{j}: negative target index")
+        lo[i] = min(lo[i], j)
+        hi[i] = max(hi[i], j)
+    ranks = np.full(src_len, -1, dtype=np.int64)
+    aligned = np.flatnonzero(hi >= 0)
+    if aligned.size:
+        spans = np.stack([lo[aligned], hi[aligned]], axis=1)
+        uniq, inv = np.unique(spans, axis=0, return_inverse=True)  # unique rows sort lexicographically
+        ranks[aligned] = inv.reshape(-1)
+    return ranks
+
+
+def kendall_loss(order: Sequence[int], ranks: np.ndarray) -> int:
+    """Pairs of aligned words placed out of target order (``rank_a > rank_b``, a before b)."""
+    r = np.asarray(ranks, dtype=np.int64)[np.asarray(order, dtype=np.int64)]
+    r = r[r >= 0]
+    if r.size < 2:
+        return 0
+    return int(np.triu(r[:, None] > r[None, :], k=1).sum())
+
+
+def ordered_pairs(ranks: np.ndarray) -> int:
+    """Pairs of aligned words with distinct ranks: the most pairs an order can get right."""
+    r = np.asarray(ranks)
+    r = r[r >= 0]
+    k = r.size
+    if k < 2:
+        return 0
+    _, counts = np.unique(r, return_counts=True)
+    return int(k * (k - 1) // 2 - (counts * (counts - 1) // 2).sum())
+
+
+@njit(cache=True)
+def pair_prefix(ranks: np.ndarray) -> np.ndarray:
+    """2D prefix sums ``P[a, b] = #{i < a, j < b : rank_i > rank_j >= 0}``, shape ``(n+1, n+1)``.
+
+    Then the cost of yielding ``[s, m)`` before ``[m, e)`` is ``rect(P, s, m, m, e)``.
+    """
+    n = ranks.shape[0]
+    P = np.zeros((n + 1, n + 1), dtype=np.int64)
+    for i in range(n):
+        row = 0
+        for j in range(n):
+            if ranks[j] >= 0 and ranks[i] > ranks[j]:
+                row += 1
+            P[i + 1, j + 1] = P[i, j + 1] + row
+    return P
+
+
+@njit(cache=True)
+def rect(P: np.ndarray, r0: int, r1: int, c0: int, c1: int) -> int:
+    """Sum of the pair matrix over rows ``[r0, r1)`` and columns ``[c0, c1)``."""
+    return P[r1, c1] - P[r0, c1] - P[r1, c0] + P[r0, c0]
+
+
+@njit(cache=True)
+def oracle_chart(ranks: np.ndarray):
+    """CKY over spans minimizing (Kendall loss, #inverted nodes); ``O(n^3)``.
+
+    Returns ``(split, inv, loss)``: ``split[s, e]`` / ``inv[s, e]`` back-pointers, shape
+    ``(n+1, n+1)``, and the minimal loss of the whole sentence.
+    """
+    n = ranks.shape[0]
+    P = pair_prefix(ranks)
+    loss = np.zeros((n + 1, n + 1), dtype=np.int64)
+    ninv = np.zeros((n + 1, n + 1), dtype=np.int64)
+    split = np.zeros((n + 1, n + 1), dtype=np.int64)
+    inv = np.zeros((n + 1, n + 1), dtype=np.int8)
+    for length in range(2, n + 1):
+        for s in range(0, n - length + 1):
+            e = s + length
+            best_l = np.int64(1) << 62
+            best_i = np.int64(1) << 62
+            for m in range(s + 1, e):
+                base_l = loss[s, m] + loss[m, e]
+                base_i = ninv[s, m] + ninv[m, e]
+                cl = base_l + rect(P, s, m, m, e)  # straight: left before right
+                if cl < best_l or (cl == best_l and base_i < best_i):
+                    best_l, best_i = cl, base_i
+                    split[s, e], inv[s, e] = m, 0
+                cl = base_l + rect(P, m, e, s, m)  # inverted: right before left
+                if cl < best_l or (cl == best_l and base_i + 1 < best_i):
+                    best_l, best_i = cl, base_i + 1
+                    split[s, e], inv[s, e] = m, 1
+            loss[s, e], ninv[s, e] = best_l, best_i
+    return split, inv, loss[0, n] if n > 0 else np.int64(0)
+
+
+@njit(cache=True)
+def chart_order(split: np.ndarray, inv: np.ndarray, s0: int, e0: int) -> np.ndarray:
+    """The order yielded by back-pointers ``split``/``inv`` below span ``[s0, e0)``."""
+    out = np.empty(e0 - s0, dtype=np.int64)
+    if e0 <= s0:
+        return out
+    stack_s = np.empty(2 * (e0 - s0), dtype=np.int64)
+    stack_e = np.empty(2 * (e0 - s0), dtype=np.int64)
+    top, k = 0, 0
+    stack_s[0], stack_e[0] = s0, e0
+    top = 1
+    while top > 0:
+        top -= 1
+        s, e = stack_s[top], stack_e[top]
+        if e - s == 1:
+            out[k] = s
+            k += 1
+            continue
+        m = split[s, e]
+        if inv[s, e]:  # yield [m, e) first: push it last
+            stack_s[top], stack_e[top] = s, m
+            stack_s[top + 1], stack_e[top + 1] = m, e
+        else:
+            stack_s[top], stack_e[top] = m, e
+            stack_s[top + 1], stack_e[top + 1] = s, m
+        top += 2
+    return out
+
+
+def chart_tree(split: np.ndarray, inv: np.ndarray, n: int) -> Optional[BTGNode]:
+    """Build the :class:`BTGNode` tree from back-pointers (iterative, post-order)."""
+    if n == 0:
+        return None
+    built = {}
+    stack = [(0, n, False)]
+    while stack:
+        s, e, ready = stack.pop()
+        if e - s == 1:
+            built[s, e] = BTGNode(s, e)
+            continue
+        m = int(split[s, e])
+        if ready:
+            built[s, e] = BTGNode(s, e, bool(inv[s, e]), built.pop((s, m)), built.pop((m, e)))
+        else:
+            stack.extend([(s, e, True), (s, m, False), (m, e, False)])
+    return built[0, n]
+
+
+@dataclass
+class OracleResult:
+    """Oracle reordering of one sentence. ``order``/``pos_xl``: lists of length n."""
+
+    order: List[int]
+    pos_xl: List[int]
+    loss: int
+    tree: Optional[BTGNode] = field(repr=False, default=None)
+
+
+def btg_oracle_ranks(ranks: np.ndarray, with_tree: bool = True) -> OracleResult:
+    """Oracle from precomputed :func:`target_ranks` (shape ``(n,)``)."""
+    ranks = np.ascontiguousarray(ranks, dtype=np.int64)
+    n = ranks.shape[0]
+    if n <= 1:
+        order = list(range(n))
+        return OracleResult(order, order[:], 0, BTGNode(0, 1) if n == 1 else None)
+    split, inv, loss = oracle_chart(ranks)
+    order = chart_order(split, inv, 0, n).tolist()
+    tree = chart_tree(split, inv, n) if with_tree else None
+    return OracleResult(order, order_to_pos_xl(order), int(loss), tree)
+
+
+def btg_oracle(src_len: int, links: Iterable[Tuple[int, int]], with_tree: bool = True) -> OracleResult:
+    """The BTG tree whose order has minimal Kendall loss w.r.t. the target ranks of ``links``.
+
+    ``links``: Pharaoh pairs ``(src_index, tgt_index)``, 0-indexed. Exact, ``O(n^3)``.
+    """
+    return btg_oracle_ranks(target_ranks(src_len, links), with_tree)
