@@ -219,3 +219,55 @@ def test_oracle_long_sentence():
     res = btg_oracle(n, links, with_tree=False)
     assert sorted(res.order) == list(range(n)) and is_btg_permutation(res.order)
     assert res.tree is None
+
+
+def test_target_ranks_attach_null():
+    links = [(1, 3), (3, 1)]
+    assert target_ranks(6, links).tolist() == [-1, 1, -1, 0, -1, -1]
+    assert target_ranks(6, links, "right").tolist() == [1, 1, 0, 0, 0, 0]
+    assert target_ranks(6, links, "left").tolist() == [1, 1, 1, 0, 0, 0]
+    assert target_ranks(3, [], "right").tolist() == [-1, -1, -1]
+    with pytest.raises(ValueError):
+        target_ranks(3, [], "middle")
+    # "V the N" -> "N V": attached right, "the" must now precede "V" as well
+    res = btg_oracle(3, [(0, 1), (2, 0)], attach_null="right")
+    assert res.order == [1, 2, 0] and res.loss == 0
+
+
+# --- metrics ------------------------------------------------------------------------------
+
+
+def test_chunks_and_fuzzy_reordering_score():
+    from onmt_xl.reorder.metrics import count_chunks, fuzzy_reordering_score
+
+    assert count_chunks([0, 1, 2, 3], [0, 1, 2, 3]) == 1
+    assert count_chunks([2, 3, 0, 1], [0, 1, 2, 3]) == 2
+    assert count_chunks([3, 2, 1, 0], [0, 1, 2, 3]) == 4
+    assert fuzzy_reordering_score([2, 3, 0, 1], [0, 1, 2, 3]) == pytest.approx(1 - 1 / 3)
+    assert fuzzy_reordering_score([3, 2, 1, 0], [0, 1, 2, 3]) == 0.0
+    assert fuzzy_reordering_score([0], [0]) == 1.0
+
+
+def test_evaluate_hand_computed():
+    from onmt_xl.reorder.metrics import evaluate
+
+    # sentence 1: target order 2 0 1 (3 pairs); sentence 2: unaligned word + tie (1 pair)
+    r1 = target_ranks(3, [(0, 1), (1, 2), (2, 0)])
+    r2 = target_ranks(3, [(0, 0), (1, 0), (2, 1)])  # ranks 0 0 1: a tie
+    r3 = target_ranks(2, [(0, 0)])  # one aligned, one unaligned word: no pairs
+    pred = [[0, 1, 2], [1, 0, 2], [1, 0]]
+    s = evaluate(pred, [r1, r2, r3])
+    # pairs: s1 3 (monotone gets (0,1) right only), s2 2, s3 0
+    assert s.n_sentences == 3 and s.n_pairs == 5
+    assert s.tau == pytest.approx((1 + 2 + 0) / 5)
+    assert s.exact_match == pytest.approx(2 / 3)  # s2 (tie swapped) and s3 have zero loss
+    assert s.monotone_tau == pytest.approx(3 / 5) and s.oracle_tau == 1.0
+    # FRS vs oracle orders [2 0 1], [0 1 2], [0 1]: chunks 2, 3, 2 over M-1 = 2 + 2 + 1
+    assert s.frs == pytest.approx(1 - (1 + 2 + 1) / 5)
+    assert "monotone" in s.format() and "oracle" in s.format()
+    with pytest.raises(ValueError):
+        evaluate([[0, 0, 1]], [r1])
+    with pytest.raises(ValueError):
+        evaluate([[0, 1]], [r1])
+    empty = evaluate([], [])
+    assert empty.n_sentences == 0 and empty.tau == 1.0

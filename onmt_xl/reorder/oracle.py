@@ -10,7 +10,9 @@ sharing a rank. So
   ``(lo, hi)``;
 * unaligned source words get rank ``-1`` and take part in no pair: the loss never asks to move
   them, they go wherever the tree puts them (the tie-break keeps them in source order when
-  nothing forces a move).
+  nothing forces a move). ``attach_null="left"|"right"`` gives them the span of a neighbour
+  instead, as lader's ``attach_null`` option does; the preorderer trains that way (right by
+  default) so that unaligned words move with a neighbour rather than anywhere.
 
 Kendall loss of an order: the number of pairs of aligned words put in the wrong relative order
 (``a`` placed before ``b`` with ``rank_a > rank_b``); ties and unaligned words never count.
@@ -31,8 +33,18 @@ from onmt_xl.reorder.btg import BTGNode, order_to_pos_xl
 Links = Sequence[Tuple[int, int]]
 
 
-def target_ranks(src_len: int, links: Iterable[Tuple[int, int]]) -> np.ndarray:
-    """Dense target ranks of the source words, shape ``(src_len,)`` int64; ``-1`` = unaligned."""
+ATTACH_NULL = ("none", "left", "right")
+
+
+def target_ranks(src_len: int, links: Iterable[Tuple[int, int]], attach_null: str = "none") -> np.ndarray:
+    """Dense target ranks of the source words, shape ``(src_len,)`` int64; ``-1`` = unaligned.
+
+    ``attach_null="left"``/``"right"`` instead gives an unaligned word the span of its nearest
+    aligned neighbour on that side (the other side at the sentence edge), as lader's
+    ``CombinedAlign`` does: it then ties with that neighbour and counts in the loss.
+    """
+    if attach_null not in ATTACH_NULL:
+        raise ValueError(f"attach_null must be one of {ATTACH_NULL}, got {attach_null!r}")
     lo = np.full(src_len, np.iinfo(np.int64).max, dtype=np.int64)
     hi = np.full(src_len, -1, dtype=np.int64)
     for i, j in links:
@@ -42,6 +54,8 @@ def target_ranks(src_len: int, links: Iterable[Tuple[int, int]]) -> np.ndarray:
             raise ValueError(f"link {i}-{j}: negative target index")
         lo[i] = min(lo[i], j)
         hi[i] = max(hi[i], j)
+    if attach_null != "none" and (hi >= 0).any():
+        _attach_null(lo, hi, attach_null == "right")
     ranks = np.full(src_len, -1, dtype=np.int64)
     aligned = np.flatnonzero(hi >= 0)
     if aligned.size:
@@ -49,6 +63,17 @@ def target_ranks(src_len: int, links: Iterable[Tuple[int, int]]) -> np.ndarray:
         uniq, inv = np.unique(spans, axis=0, return_inverse=True)  # unique rows sort lexicographically
         ranks[aligned] = inv.reshape(-1)
     return ranks
+
+
+def _attach_null(lo: np.ndarray, hi: np.ndarray, right: bool) -> None:
+    """Copy spans into unaligned positions from the ``right`` (else left) neighbour, then the other way."""
+    n = lo.shape[0]
+    sweeps = (range(n - 2, -1, -1), range(1, n)) if right else (range(1, n), range(n - 2, -1, -1))
+    for first, sweep in enumerate(sweeps):
+        step = 1 if (right == (first == 0)) else -1
+        for i in sweep:
+            if hi[i] < 0 and hi[i + step] >= 0:
+                lo[i], hi[i] = lo[i + step], hi[i + step]
 
 
 def kendall_loss(order: Sequence[int], ranks: np.ndarray) -> int:
@@ -198,9 +223,11 @@ def btg_oracle_ranks(ranks: np.ndarray, with_tree: bool = True) -> OracleResult:
     return OracleResult(order, order_to_pos_xl(order), int(loss), tree)
 
 
-def btg_oracle(src_len: int, links: Iterable[Tuple[int, int]], with_tree: bool = True) -> OracleResult:
+def btg_oracle(
+    src_len: int, links: Iterable[Tuple[int, int]], with_tree: bool = True, attach_null: str = "none"
+) -> OracleResult:
     """The BTG tree whose order has minimal Kendall loss w.r.t. the target ranks of ``links``.
 
     ``links``: Pharaoh pairs ``(src_index, tgt_index)``, 0-indexed. Exact, ``O(n^3)``.
     """
-    return btg_oracle_ranks(target_ranks(src_len, links), with_tree)
+    return btg_oracle_ranks(target_ranks(src_len, links, attach_null), with_tree)
