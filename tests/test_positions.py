@@ -1,0 +1,29 @@
+import math
+
+import pytest
+import torch
+from onmt.modules.embeddings import PositionalEncoding
+
+from onmt_xl.positions import sinusoid
+
+
+@pytest.mark.parametrize("kind", ["SinusoidalInterleaved", "SinusoidalConcat"])
+def test_sinusoid_equals_opennmt_buffer(kind):
+    stock = PositionalEncoding(64, kind, max_len=200).pe[:, 0]
+    assert torch.equal(sinusoid(torch.arange(200), 64, kind), stock)
+
+
+def test_sinusoid_eq1_by_hand():
+    # Eq. 1 with d_model = 4: [sin(p), cos(p), sin(p / 100), cos(p / 100)]
+    pe = sinusoid(torch.tensor([[0, 3], [7, 1]]), 4)
+    assert pe.shape == (2, 2, 4)
+    for p, row in ((0, pe[0, 0]), (3, pe[0, 1]), (7, pe[1, 0]), (1, pe[1, 1])):
+        expected = [math.sin(p), math.cos(p), math.sin(p / 100), math.cos(p / 100)]
+        assert row.tolist() == pytest.approx(expected, abs=1e-6)
+
+
+def test_sinusoid_rejects_odd_dim_and_unknown_kind():
+    with pytest.raises(ValueError, match="even"):
+        sinusoid(torch.arange(3), 5)
+    with pytest.raises(ValueError, match="unknown position encoding"):
+        sinusoid(torch.arange(3), 4, "Learned")
