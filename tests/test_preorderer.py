@@ -183,3 +183,62 @@ def test_vocab_and_word_classes():
     assert word_shape("あいう").startswith("HIRAGANA|HIRAGANA")
     assert word_shape("漢字").startswith("CJK")
     assert word_shape("") == "EMPTY" and word_shape("▁") != ""
+
+
+# --- CLI -------------------------------------------------------------------------------------
+
+
+def _cli(*argv):
+    from onmt_xl.reorder.cli import main
+
+    return main([str(a) for a in argv])
+
+
+def test_cli_round_trip(tmp_path, capsys):
+    pre = tmp_path / "syn"
+    assert _cli("synth", "--n", 400, "--seed", 1, "--prefix", pre) == 0
+    files = {k: f"{pre}.{k}" for k in ("src", "tgt", "align")}
+    corpus = ["--src", files["src"], "--tgt", files["tgt"], "--align", files["align"]]
+    assert _cli("oracle", *corpus, "--out-order", tmp_path / "o", "--out-pos", tmp_path / "p") == 0
+    orders = [list(map(int, l.split())) for l in open(tmp_path / "o")]
+    pos = [list(map(int, l.split())) for l in open(tmp_path / "p")]
+    assert len(orders) == 400 and all(order_to_pos_xl(o) == p for o, p in zip(orders, pos))
+    model = tmp_path / "m.npz"
+    assert _cli("preorder-train", *corpus, "--model", model, "--iterations", 2, "--max-sentences", 300,
+                "--quiet", "--hash-bits", 18) == 0
+    assert "300 sentences" in capsys.readouterr().err
+    assert _cli("preorder-apply", "--model", model, "--src", files["src"], "--out-pos", tmp_path / "ap",
+                "--out-order", tmp_path / "ao", "--out-reordered", tmp_path / "ar") == 0
+    src = [l.split() for l in open(files["src"])]
+    ao = [list(map(int, l.split())) for l in open(tmp_path / "ao")]
+    ar = [l.split() for l in open(tmp_path / "ar")]
+    assert all(sorted(o) == list(range(len(s))) for o, s in zip(ao, src))
+    assert ar == [[s[i] for i in o] for s, o in zip(src, ao)]
+    capsys.readouterr()
+    assert _cli("preorder-eval", "--model", model, *corpus) == 0
+    out = capsys.readouterr().out
+    assert "model" in out and "monotone" in out and "sentences/s" in out
+
+
+def test_cli_input_errors(tmp_path, capsys):
+    (tmp_path / "s").write_text("a b c\n\nd e\n")
+    (tmp_path / "t").write_text("x y\nz\nw v\n")
+    (tmp_path / "a").write_text("0-0 2-1\n\n1-0 0-1\n")
+    corpus = ["--src", tmp_path / "s", "--tgt", tmp_path / "t", "--align", tmp_path / "a"]
+    # an empty side is skipped (monotone in the oracle output) and reported
+    assert _cli("oracle", *corpus, "--out-order", tmp_path / "o") == 0
+    assert "1 of 3 pairs have an empty side (lines 2)" in capsys.readouterr().err
+    assert open(tmp_path / "o").read().splitlines() == ["0 1 2", "", "1 0"]
+    # a link out of range names the file and the line
+    (tmp_path / "bad").write_text("0-0 2-1\n\n1-5\n")
+    assert _cli("oracle", "--src", tmp_path / "s", "--tgt", tmp_path / "t", "--align", tmp_path / "bad",
+                "--out-order", tmp_path / "o") == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / "bad") in err and "line 3" in err and "out of range" in err
+    (tmp_path / "short").write_text("x y\n")
+    assert _cli("oracle", "--src", tmp_path / "s", "--tgt", tmp_path / "short", "--align", tmp_path / "a",
+                "--out-order", tmp_path / "o") == 2
+    assert "has 1 lines" in capsys.readouterr().err
+    assert _cli("preorder-apply", "--model", tmp_path / "missing.npz", "--src", tmp_path / "s",
+                "--out-pos", tmp_path / "x") == 2
+    assert "missing.npz" in capsys.readouterr().err

@@ -45,35 +45,28 @@ def target_ranks(src_len: int, links: Iterable[Tuple[int, int]], attach_null: st
     """
     if attach_null not in ATTACH_NULL:
         raise ValueError(f"attach_null must be one of {ATTACH_NULL}, got {attach_null!r}")
-    lo = np.full(src_len, np.iinfo(np.int64).max, dtype=np.int64)
-    hi = np.full(src_len, -1, dtype=np.int64)
+    spans: List[Optional[Tuple[int, int]]] = [None] * src_len
     for i, j in links:
         if not 0 <= i < src_len:
             raise ValueError(f"link {i}-{j}: source index out of range for a {src_len}-token sentence")
         if j < 0:
             raise ValueError(f"link {i}-{j}: negative target index")
-        lo[i] = min(lo[i], j)
-        hi[i] = max(hi[i], j)
-    if attach_null != "none" and (hi >= 0).any():
-        _attach_null(lo, hi, attach_null == "right")
-    ranks = np.full(src_len, -1, dtype=np.int64)
-    aligned = np.flatnonzero(hi >= 0)
-    if aligned.size:
-        spans = np.stack([lo[aligned], hi[aligned]], axis=1)
-        uniq, inv = np.unique(spans, axis=0, return_inverse=True)  # unique rows sort lexicographically
-        ranks[aligned] = inv.reshape(-1)
-    return ranks
+        sp = spans[i]
+        spans[i] = (j, j) if sp is None else (min(sp[0], j), max(sp[1], j))
+    if attach_null != "none":
+        _attach_null(spans, attach_null == "right")
+    dense = {sp: r for r, sp in enumerate(sorted({sp for sp in spans if sp is not None}))}
+    return np.array([-1 if sp is None else dense[sp] for sp in spans], dtype=np.int64)
 
 
-def _attach_null(lo: np.ndarray, hi: np.ndarray, right: bool) -> None:
+def _attach_null(spans: List[Optional[Tuple[int, int]]], right: bool) -> None:
     """Copy spans into unaligned positions from the ``right`` (else left) neighbour, then the other way."""
-    n = lo.shape[0]
-    sweeps = (range(n - 2, -1, -1), range(1, n)) if right else (range(1, n), range(n - 2, -1, -1))
-    for first, sweep in enumerate(sweeps):
-        step = 1 if (right == (first == 0)) else -1
+    n = len(spans)
+    sweeps = ((range(n - 2, -1, -1), 1), (range(1, n), -1))
+    for sweep, step in sweeps if right else sweeps[::-1]:
         for i in sweep:
-            if hi[i] < 0 and hi[i + step] >= 0:
-                lo[i], hi[i] = lo[i + step], hi[i + step]
+            if spans[i] is None:
+                spans[i] = spans[i + step]
 
 
 def kendall_loss(order: Sequence[int], ranks: np.ndarray) -> int:

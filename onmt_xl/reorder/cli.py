@@ -1,0 +1,293 @@
+"""``onmt-xl`` subcommands for reordering: ``oracle``, ``preorder-train``, ``preorder-apply``,
+``preorder-eval`` and ``synth``.
+
+Corpus files hold one whitespace-tokenized sentence per line; alignments are Pharaoh ``i-j``
+(0-indexed, source first) and are checked against the sentence lengths. A pair with an empty
+side carries no reordering information: ``preorder-train``/``preorder-eval`` skip it (like
+OpenNMT) and ``oracle`` gives it the monotone order so its output stays line-parallel; each
+command reports how many pairs it skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+from onmt_xl.align.pharaoh import read_pharaoh
+from onmt_xl.errors import XLInputError
+
+Links = List[Tuple[int, int]]
+
+
+@dataclass
+class ParallelData:
+    """Line-parallel corpus; ``keep`` lists the (0-based) lines whose two sides are non-empty."""
+
+    src: List[List[str]]
+    tgt: List[List[str]]
+    links: List[Links]
+    keep: List[int]
+
+    @property
+    def skipped(self) -> int:
+        return len(self.src) - len(self.keep)
+
+
+def read_tokens(path: str) -> List[List[str]]:
+    """One whitespace-tokenized sentence per line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [line.split() for line in f]
+    except FileNotFoundError:
+        raise XLInputError(path, None, "file not found") from None
+    except UnicodeDecodeError as exc:
+        raise XLInputError(path, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def read_parallel(src_path: str, tgt_path: str, align_path: str) -> ParallelData:
+    """Read and validate a source/target/alignment triple (links checked against lengths)."""
+    src, tgt = read_tokens(src_path), read_tokens(tgt_path)
+    if len(src) != len(tgt):
+        raise XLInputError(tgt_path, None, f"has {len(tgt)} lines but the source {src_path} has {len(src)}")
+    if not src:
+        raise XLInputError(src_path, None, "is empty")
+    try:
+        links = read_pharaoh(align_path, [len(s) for s in src], [len(t) for t in tgt])
+    except FileNotFoundError:
+        raise XLInputError(align_path, None, "file not found") from None
+    keep = [k for k, (s, t) in enumerate(zip(src, tgt)) if s and t]
+    return ParallelData(src, tgt, links, keep)
+
+
+def _warn_skipped(command: str, data: ParallelData, what: str) -> None:
+    if data.skipped:
+        kept = set(data.keep)
+        empty = [k + 1 for k in range(len(data.src)) if k not in kept]
+        shown = ", ".join(map(str, empty[:10])) + (", ..." if len(empty) > 10 else "")
+        print(f"{command}: warning: {data.skipped} of {len(data.src)} pairs have an empty side "
+              f"(lines {shown}); {what}", file=sys.stderr)
+
+
+def _write_int_lines(path: str, rows: Iterable[Sequence[int]]) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(" ".join(map(str, row)) + "\n")
+
+
+def _write_token_lines(path: str, rows: Iterable[Sequence[str]]) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(" ".join(row) + "\n")
+
+
+# --- commands ----------------------------------------------------------------------------------
+
+
+def run_oracle(args: argparse.Namespace) -> int:
+    from onmt_xl.reorder.btg import order_to_pos_xl
+    from onmt_xl.reorder.oracle import btg_oracle
+
+    data = read_parallel(args.src, args.tgt, args.align)
+    keep = set(data.keep)
+    orders, total_loss = [], 0
+    for k, (src, links) in enumerate(zip(data.src, data.links)):
+        if k in keep:
+            res = btg_oracle(len(src), links, with_tree=False, attach_null=args.attach_null)
+            orders.append(res.order)
+            total_loss += res.loss
+        else:
+            orders.append(list(range(len(src))))
+    _warn_skipped("oracle", data, "they get the monotone order")
+    _write_int_lines(args.out_order, orders)
+    if args.out_pos:
+        _write_int_lines(args.out_pos, (order_to_pos_xl(o) for o in orders))
+    print(f"oracle: {len(orders)} lines written to {args.out_order}"
+          + (f" and {args.out_pos}" if args.out_pos else "")
+          + f"; total Kendall loss {total_loss} (pairs no BTG tree can order)", file=sys.stderr)
+    return 0
+
+
+def run_preorder_train(args: argparse.Namespace) -> int:
+    from onmt_xl.reorder.preorderer import Preorderer
+
+    data = read_parallel(args.src, args.tgt, args.align)
+    _warn_skipped("preorder-train", data, "skipped")
+    keep = data.keep[: args.max_sentences] if args.max_sentences else data.keep
+    t0 = time.perf_counter()
+    model = Preorderer.train(
+        [data.src[k] for k in keep],
+        [data.links[k] for k in keep],
+        iterations=args.iterations,
+        seed=args.seed,
+        hash_size=1 << args.hash_bits,
+        loss_aug=args.loss_aug,
+        attach_null=args.attach_null,
+        max_len=args.max_len,
+        class_words=args.class_words,
+        min_count=args.min_count,
+        progress=not args.quiet,
+    )
+    seconds = time.perf_counter() - t0
+    for st in model.train_log:
+        print(f"preorder-train: iteration {st.iteration}: predicted loss {st.pred_loss}, "
+              f"oracle loss {st.oracle_loss}, {st.updates} updates ({st.seconds:.1f}s)", file=sys.stderr)
+    model.save(args.model)
+    print(f"preorder-train: {len(keep)} sentences, {args.iterations} iterations in {seconds:.1f}s; "
+          f"model written to {args.model}", file=sys.stderr)
+    return 0
+
+
+def run_preorder_apply(args: argparse.Namespace) -> int:
+    from onmt_xl.reorder.btg import order_to_pos_xl
+    from onmt_xl.reorder.preorderer import Preorderer
+
+    if not (args.out_pos or args.out_order or args.out_reordered):
+        print("preorder-apply: error: give at least one of --out-pos, --out-order, --out-reordered", file=sys.stderr)
+        return 2
+    model = Preorderer.load(args.model)
+    src = read_tokens(args.src)
+    t0 = time.perf_counter()
+    orders: List[List[int]] = []
+    for a in range(0, len(src), args.batch_size):
+        orders.extend(model.reorder_batch(src[a : a + args.batch_size]))
+    seconds = time.perf_counter() - t0
+    if args.out_order:
+        _write_int_lines(args.out_order, orders)
+    if args.out_pos:
+        _write_int_lines(args.out_pos, (order_to_pos_xl(o) for o in orders))
+    if args.out_reordered:
+        _write_token_lines(args.out_reordered, ([s[i] for i in o] for s, o in zip(src, orders)))
+    n_empty = sum(1 for s in src if not s)
+    print(f"preorder-apply: {len(src)} lines ({n_empty} empty, written as empty lines) in {seconds:.2f}s",
+          file=sys.stderr)
+    return 0
+
+
+def run_preorder_eval(args: argparse.Namespace) -> int:
+    from onmt_xl.reorder.metrics import evaluate
+    from onmt_xl.reorder.oracle import target_ranks
+    from onmt_xl.reorder.preorderer import Preorderer
+
+    model = Preorderer.load(args.model)
+    data = read_parallel(args.src, args.tgt, args.align)
+    _warn_skipped("preorder-eval", data, "skipped")
+    src = [data.src[k] for k in data.keep]
+    ranks = [target_ranks(len(data.src[k]), data.links[k]) for k in data.keep]
+    model.reorder_batch(src[:1])  # compile / load the kernels before timing
+    t0 = time.perf_counter()
+    pred = model.reorder_batch(src)
+    batch_s = time.perf_counter() - t0
+    n1 = min(len(src), 2000)
+    t0 = time.perf_counter()
+    for toks in src[:n1]:
+        model.reorder(toks)
+    single_s = time.perf_counter() - t0
+    print(evaluate(pred, ranks).format())
+    n_tok = sum(len(s) for s in src)
+    print(f"speed: {len(src) / max(batch_s, 1e-9):,.0f} sentences/s batched, "
+          f"{n1 / max(single_s, 1e-9):,.0f} sentences/s one at a time "
+          f"(mean length {n_tok / max(len(src), 1):.1f} tokens, one process)")
+    return 0
+
+
+def run_synth(args: argparse.Namespace) -> int:
+    from onmt_xl.synthetic import generate, write
+
+    corpus = generate(args.n, seed=args.seed, divergence=args.divergence)
+    paths = write(corpus, args.prefix)
+    print(f"synth: {len(corpus)} pairs (seed {args.seed}, divergence {args.divergence}) written to "
+          + ", ".join(paths.values()), file=sys.stderr)
+    return 0
+
+
+# --- argparse ----------------------------------------------------------------------------------
+
+
+def _corpus_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--src", required=True, help="source side, one whitespace-tokenized sentence per line")
+    p.add_argument("--tgt", required=True, help="target side, line-parallel to --src")
+    p.add_argument("--align", required=True, help="Pharaoh alignments (i-j, 0-indexed, source first)")
+
+
+def _attach_null_arg(p: argparse.ArgumentParser, default: str) -> None:
+    p.add_argument("--attach-null", choices=("none", "left", "right"), default=default,
+                   help="unaligned source words: no rank (none) or the span of their left/right "
+                   f"neighbour, as lader's attach_null (default {default})")
+
+
+def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
+    """Register the reordering subcommands (each sets ``func`` via ``set_defaults``)."""
+    p = subparsers.add_parser(
+        "oracle", help="BTG oracle reordering from word alignments (minimal Kendall loss)",
+        description="Write, for each line, the BTG order closest to the target order under the alignments "
+        "(exact CKY, Neubig et al. 2012). Output is line-parallel to --src; a pair with an empty side gets "
+        "the monotone order.",
+    )
+    _corpus_args(p)
+    p.add_argument("--out-order", required=True, help="source indices in reordered order, one line per sentence")
+    p.add_argument("--out-pos", help="pos_XL (Ding et al. 2020, Eq. 6): position of each source token after reordering")
+    _attach_null_arg(p, "none")
+    p.set_defaults(func=run_oracle)
+
+    p = subparsers.add_parser(
+        "preorder-train", help="train the discriminative BTG preorderer on source + alignments",
+        description="Averaged latent-oracle perceptron over BTG trees (Neubig et al. 2012). The target side "
+        "is read only to check the alignments.",
+    )
+    _corpus_args(p)
+    p.add_argument("--model", required=True, help="output model file (one versioned .npz file)")
+    p.add_argument("--iterations", type=int, default=5, help="passes over the data (default 5)")
+    p.add_argument("--seed", type=int, default=1, help="shuffling seed (default 1)")
+    p.add_argument("--max-sentences", type=int, default=0, help="train on the first N usable pairs (0 = all)")
+    p.add_argument("--hash-bits", type=int, default=22, help="2^BITS hashed feature rows (default 22)")
+    p.add_argument("--loss-aug", type=float, default=1.0, help="loss-augmented decoding weight (default 1, 0 = off)")
+    p.add_argument("--max-len", type=int, default=400,
+                   help="longer sentences are left out of training and decoded in chunks (default 400)")
+    p.add_argument("--class-words", type=int, default=100, help="most frequent tokens that are their own class")
+    p.add_argument("--min-count", type=int, default=2, help="rarer tokens map to UNK (default 2)")
+    _attach_null_arg(p, "right")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run_preorder_train)
+
+    p = subparsers.add_parser("preorder-apply", help="reorder source sentences with a trained preorderer")
+    p.add_argument("--model", required=True, help="model file from preorder-train")
+    p.add_argument("--src", required=True, help="source sentences, one per line")
+    p.add_argument("--out-pos", help="write pos_XL (position of each token after reordering)")
+    p.add_argument("--out-order", help="write the order (source indices in reordered order)")
+    p.add_argument("--out-reordered", help="write the reordered tokens")
+    p.add_argument("--batch-size", type=int, default=1000, help="sentences per compiled call (default 1000)")
+    p.set_defaults(func=run_preorder_apply)
+
+    p = subparsers.add_parser(
+        "preorder-eval", help="Kendall tau, exact match and FRS of a preorderer vs monotone order",
+    )
+    p.add_argument("--model", required=True, help="model file from preorder-train")
+    _corpus_args(p)
+    p.set_defaults(func=run_preorder_eval)
+
+    p = subparsers.add_parser("synth", help="synthetic SVO->SOV parallel corpus with gold alignments")
+    p.add_argument("--n", type=int, required=True, help="sentence pairs")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--divergence", type=float, default=1.0,
+                   help="probability that a construction is head-final on the target side (0 monotone, 1 SOV)")
+    p.add_argument("--prefix", required=True, help="writes PREFIX.src, PREFIX.tgt, PREFIX.align")
+    p.set_defaults(func=run_synth)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Stand-alone entry point: ``python -m onmt_xl.reorder.cli COMMAND ...``."""
+    parser = argparse.ArgumentParser(prog="python -m onmt_xl.reorder.cli")
+    add_subcommands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except XLInputError as err:
+        print(f"{args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
