@@ -58,6 +58,8 @@ def read_parallel(src_path: str, tgt_path: str, align_path: str) -> ParallelData
         links = read_pharaoh(align_path, [len(s) for s in src], [len(t) for t in tgt])
     except FileNotFoundError:
         raise XLInputError(align_path, None, "file not found") from None
+    if len(links) != len(src):  # read_pharaoh cannot tell an empty file from one empty line
+        raise XLInputError(align_path, None, f"has {len(links)} lines but the corpus has {len(src)} sentences")
     keep = [k for k, (s, t) in enumerate(zip(src, tgt)) if s and t]
     return ParallelData(src, tgt, links, keep)
 
