@@ -44,8 +44,8 @@ TRAINING: Dict[str, Any] = {
     "optim": "adam",
     "adam_beta2": 0.998,
     "decay_method": "noam",
-    "learning_rate": 2.0,
-    "warmup_steps": 100,
+    "learning_rate": 1.0,
+    "warmup_steps": 150,
     "max_grad_norm": 0.0,
     "label_smoothing": 0.1,
     "param_init": 0.0,
@@ -83,7 +83,6 @@ def config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[st
         cfg["xl_source"] = "preorderer"
         cfg["xl_preorderer"] = f"{workdir}/preorderer.xlp"
     cfg["save_model"] = f"{workdir}/models/{system}"
-    cfg["log_file"] = f"{workdir}/logs/train_{system}.log"
     cfg.update(MODEL)
     cfg.update(encoder)
     cfg.update(TRAINING)

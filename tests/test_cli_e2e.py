@@ -1,0 +1,117 @@
+"""End to end through the stock OpenNMT-py commands, with nothing imported by hand."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+import onmt_xl
+from onmt_xl.configs import config
+from tests.conftest import run_env
+from tests.helpers import stock_cli, tiny_corpus, tiny_preorderer
+
+TINY = dict(
+    enc_layers=1, dec_layers=1, heads=4, hidden_size=32, word_vec_size=32, transformer_ff=64,
+    train_steps=12, valid_steps=12, save_checkpoint_steps=6, report_every=6, batch_size=512,
+    valid_batch_size=512, bucket_size=512, warmup_steps=4, xl_heads=2,
+)
+
+
+def run(*args, check=True):
+    proc = subprocess.run([stock_cli(args[0]), *args[1:]], capture_output=True, text=True, env=run_env())
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{args} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    wd = tmp_path_factory.mktemp("e2e")
+    data = wd / "data"
+    data.mkdir()
+    corpus = tiny_corpus(data, n=300)
+    for ext in ("src", "tgt"):
+        lines = (data / f"train.{ext}").read_text().splitlines()
+        (data / f"valid.{ext}").write_text("\n".join(lines[:40]) + "\n")
+    tiny_preorderer(wd, corpus).rename(wd / "preorderer.xlp")
+    return wd
+
+
+def write_config(wd: Path, system: str, **extra) -> Path:
+    cfg = config(system, str(wd), {**TINY, **extra})
+    path = wd / f"{system}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+@pytest.fixture(scope="module")
+def trained_combination(workdir):
+    cfg = write_config(workdir, "combination", num_workers=1)  # transform runs in a data worker
+    run("onmt_build_vocab", "-config", str(cfg), "-n_sample", "-1")
+    run("onmt_train", "-config", str(cfg))
+    return workdir / "models" / "combination_step_12.pt"
+
+
+def test_translate_with_the_transform(workdir, trained_combination):
+    src = workdir / "test.src"
+    train = (workdir / "data" / "train.src").read_text().splitlines()
+    longest = max(train, key=lambda s: len(s.split()))
+    long_line = " ".join([longest] * 3)  # longer than any training sentence: exact XL positions still
+    src.write_text("\n".join(train[:5] + [long_line]) + "\n")
+    out = workdir / "hyp.txt"
+    run("onmt_translate", "-model", str(trained_combination), "-src", str(src), "-output", str(out),
+        "-transforms", "xl_position", "-xl_preorderer", str(workdir / "preorderer.xlp"), "-beam_size", "2")
+    assert len(out.read_text().splitlines()) == 6
+
+
+def test_translate_without_the_transform_fails(workdir, trained_combination):
+    out = workdir / "nope.txt"
+    proc = run("onmt_translate", "-model", str(trained_combination), "-src", str(workdir / "data" / "valid.src"),
+               "-output", str(out), check=False)
+    assert proc.returncode != 0
+    assert "needs cross-lingual positions" in proc.stderr + proc.stdout
+
+
+def test_translate_with_a_bad_preorderer_fails_at_startup(workdir, trained_combination):
+    bad = workdir / "bad.xlp"
+    bad.write_text("not a preorderer")
+    proc = run("onmt_translate", "-model", str(trained_combination), "-src", str(workdir / "data" / "valid.src"),
+               "-output", str(workdir / "x.txt"), "-transforms", "xl_position", "-xl_preorderer", str(bad), check=False)
+    assert proc.returncode != 0 and str(bad) in proc.stderr + proc.stdout
+
+
+def test_train_from_resumes_an_xl_model(workdir, trained_combination):
+    cfg = write_config(workdir, "combination", train_steps=16, save_checkpoint_steps=16)
+    run("onmt_train", "-config", str(cfg), "-train_from", str(trained_combination))
+    onmt_xl.register()  # the torch>=2.6 checkpoint fix
+    resumed = torch.load(workdir / "models" / "combination_step_16.pt", map_location="cpu")
+    assert resumed["opt"].encoder_type == "xl_combination"
+    assert any("inxl" in k for k in resumed["model"])
+
+
+def test_average_models(workdir, trained_combination):
+    out = workdir / "avg.pt"
+    run("onmt_average_models", "-models", str(workdir / "models" / "combination_step_6.pt"),
+        str(trained_combination), "-output", str(out))
+    assert out.exists()
+
+
+def test_tau_above_heads_is_rejected_by_onmt_train(workdir):
+    cfg = write_config(workdir, "headxl", xl_heads=9, train_steps=1)
+    proc = run("onmt_train", "-config", str(cfg), check=False)
+    assert proc.returncode != 0 and "xl_heads must be in [0, heads=4]" in proc.stderr + proc.stdout
+
+
+def test_unknown_option_value_is_rejected(workdir):
+    cfg = write_config(workdir, "inxl", inxl_fusion="lowrank", train_steps=1)
+    proc = run("onmt_train", "-config", str(cfg), check=False)
+    assert proc.returncode != 0 and "inxl_fusion" in proc.stderr
+
+
+def test_baseline_and_relative_pe_train(workdir):
+    for system in ("baseline", "relative_pe"):
+        cfg = write_config(workdir, system, train_steps=4, save_checkpoint_steps=4, valid_steps=4)
+        run("onmt_train", "-config", str(cfg), "-src_vocab", str(workdir / "vocab.src"))
+        assert (workdir / "models" / f"{system}_step_4.pt").exists()

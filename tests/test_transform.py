@@ -1,0 +1,102 @@
+"""The xl_position transform: sources of pos_XL, noise, pickling to data workers, start-up errors."""
+
+import pickle
+import random
+from argparse import Namespace
+
+import pytest
+
+import onmt_xl
+from onmt_xl.errors import XLInputError
+from onmt_xl.reorder.oracle import btg_oracle
+from tests.helpers import tiny_corpus, tiny_preorderer
+
+onmt_xl.register()
+from onmt_xl.transforms.xl_position import XLPositionTransform, swap_noise  # noqa: E402
+
+
+def opts(**kw):
+    base = dict(xl_source="preorderer", xl_preorderer=None, xl_noise=0.0, seed=-1)
+    base.update(kw)
+    return Namespace(**base)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pre")
+    corpus = tiny_corpus(out, n=300)
+    return corpus, tiny_preorderer(out, corpus)
+
+
+def make(**kw):
+    XLPositionTransform._validate_options(opts(**kw))
+    t = XLPositionTransform(opts(**kw))
+    t.warm_up()
+    return t
+
+
+def test_positions_come_from_the_preorderer(trained):
+    corpus, path = trained
+    t = make(xl_preorderer=str(path))
+    ex = t.apply({"src": list(corpus.src[0]), "tgt": list(corpus.tgt[0])}, is_train=True)
+    assert ex["xl_pos"] == t.preorderer.pos_xl(corpus.src[0])
+    assert sorted(ex["xl_pos"]) == list(range(len(corpus.src[0])))
+
+
+def test_transform_pickles_for_data_workers(trained):
+    corpus, path = trained
+    t = make(xl_preorderer=str(path))
+    clone = pickle.loads(pickle.dumps(t))
+    src = corpus.src[1]
+    assert clone.apply({"src": list(src), "tgt": None})["xl_pos"] == t.apply({"src": list(src), "tgt": None})["xl_pos"]
+
+
+def test_positions_from_alignments_use_the_btg_oracle():
+    t = make(xl_source="align")
+    src, tgt = "a b c d".split(), "w x y z".split()
+    ex = t.apply({"src": src, "tgt": tgt, "align": ["0-3", "1-2", "2-0", "3-1"], "cid": "train", "cid_line_number": 0})
+    assert ex["xl_pos"] == btg_oracle(4, [(0, 3), (1, 2), (2, 0), (3, 1)]).pos_xl
+
+
+def test_align_source_errors_name_corpus_and_line():
+    t = make(xl_source="align")
+    with pytest.raises(XLInputError, match="train.*line 5.*out of range"):
+        t.apply({"src": ["a", "b"], "tgt": ["x"], "align": ["0-0", "1-3"], "cid": "train", "cid_line_number": 4})
+    with pytest.raises(XLInputError, match="line 5.*malformed Pharaoh token"):
+        t.apply({"src": ["a", "b"], "tgt": ["x"], "align": ["0-0", "1:0"], "cid": "train", "cid_line_number": 4})
+    with pytest.raises(XLInputError, match="set path_align"):
+        t.apply({"src": ["a"], "tgt": ["x"], "cid": "train", "cid_line_number": 4})
+
+
+def test_noise_only_at_training(trained):
+    corpus, path = trained
+    t = make(xl_preorderer=str(path), xl_noise=0.5)
+    src = max(corpus.src, key=len)
+    clean = t.preorderer.pos_xl(src)
+    assert t.apply({"src": list(src), "tgt": None}, is_train=False)["xl_pos"] == clean
+    noisy = t.apply({"src": list(src), "tgt": None}, is_train=True)["xl_pos"]
+    assert sorted(noisy) == sorted(clean) and noisy != clean
+
+
+@pytest.mark.parametrize("n,ratio", [(10, 0.2), (10, 1.0), (7, 0.5), (20, 0.05), (1, 1.0)])
+def test_swap_noise_moves_the_requested_ratio(n, ratio):
+    pos = list(range(n))
+    random.Random(0).shuffle(pos)
+    noisy = swap_noise(pos, ratio, random.Random(1))
+    assert sorted(noisy) == sorted(pos)
+    moved = sum(a != b for a, b in zip(pos, noisy))
+    assert moved == min(n, 2 * int(round(ratio * n / 2))) if n > 1 else moved == 0
+
+
+def test_startup_errors(tmp_path):
+    with pytest.raises(ValueError, match="needs -xl_preorderer"):
+        XLPositionTransform._validate_options(opts())
+    with pytest.raises(ValueError, match="-xl_noise must be in"):
+        XLPositionTransform._validate_options(opts(xl_source="align", xl_noise=1.5))
+    missing = tmp_path / "nope.xlp"
+    with pytest.raises(XLInputError, match=str(missing)):
+        XLPositionTransform._validate_options(opts(xl_preorderer=str(missing)))
+    corrupt = tmp_path / "corrupt.xlp"
+    corrupt.write_bytes(b"\x00garbage" * 10)
+    with pytest.raises(XLInputError, match=str(corrupt)):
+        XLPositionTransform._validate_options(opts(xl_preorderer=str(corrupt)))
