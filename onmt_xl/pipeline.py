@@ -253,11 +253,15 @@ class Pipeline:
                 self.result.significance[system] = f"p={res.p_value:.4f} vs baseline (paired bootstrap)"
 
     def count_parameters(self, system: str, model: Path) -> None:
+        import warnings
+
         import torch
 
         import onmt_xl
 
-        onmt_xl.register()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            onmt_xl.register()
         ckpt = torch.load(str(model), map_location="cpu")
         n = sum(v.numel() for k, v in ckpt["model"].items()) + sum(v.numel() for v in ckpt["generator"].values())
         self.result.params[system] = int(n)

@@ -1,0 +1,23 @@
+"""The main job end to end at smoke-test size: generate → align → oracle → preorderer → stock CLIs → sacrebleu."""
+
+import json
+import subprocess
+import sys
+
+from tests.conftest import run_env
+
+
+def test_demo_runs_and_resumes(tmp_path):
+    wd = tmp_path / "demo"
+    cmd = [sys.executable, "-m", "onmt_xl.cli", "demo", "--workdir", str(wd), "--train-steps", "6",
+           "--preorder-iterations", "2", "--beam-size", "1"]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=run_env())
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    result = json.loads((wd / "results.json").read_text())
+    assert set(result["bleu"]) == {"baseline", "combination"}
+    assert result["preorderer"]["tau"] > result["preorderer"]["monotone_tau"]
+    assert result["params"]["combination"] - result["params"]["baseline"] == 4 * 128  # InXL block fusion
+    assert "Kendall tau" in out.stdout and "BLEU" in out.stdout
+    # a second run finds every output and redoes nothing
+    again = subprocess.run(cmd, capture_output=True, text=True, env=run_env())
+    assert again.returncode == 0 and "onmt_train" not in again.stdout and "aligning" not in again.stdout
