@@ -8,4 +8,4 @@ PY=${PYTHON:-python3}
 $PY -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
 $PY -m pip install --quiet --disable-pip-version-check --no-deps "OpenNMT-py==3.5.1"
 $PY -m pip install --quiet --disable-pip-version-check ".[test]"
-$PY -c "import onmt_xl, onmt; print('onmt_xl', onmt_xl.__version__, 'with OpenNMT-py', onmt.__version__)"
+$PY -W ignore -c "import onmt_xl, onmt; print('onmt_xl', onmt_xl.__version__, 'with OpenNMT-py', onmt.__version__)"

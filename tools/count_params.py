@@ -1,0 +1,60 @@
+#!/usr/bin/env python
+"""Parameter count of every yaml_configs/ system against the baseline, built by OpenNMT's model builder.
+
+    python tools/count_params.py                  # the demo size of yaml_configs/
+    python tools/count_params.py --big            # Transformer BIG (d=1024, 16 heads, 6+6 layers, ff 4096)
+
+Vocabularies are synthetic (``--vocab`` tokens per side), so the totals depend on it; the differences do not.
+"""
+
+import argparse
+import warnings
+
+warnings.simplefilter("ignore")
+
+import pyonmttok  # noqa: E402
+from onmt import opts  # noqa: E402
+from onmt.constants import DefaultTokens, ModelTask  # noqa: E402
+from onmt.model_builder import build_base_model  # noqa: E402
+from onmt.utils.parse import ArgumentParser  # noqa: E402
+
+import onmt_xl  # noqa: E402
+from onmt_xl.configs import SYSTEMS, config  # noqa: E402
+
+BIG = dict(enc_layers=6, dec_layers=6, heads=16, hidden_size=1024, word_vec_size=1024, transformer_ff=4096)
+
+
+def count(system: str, overrides: dict, vocab: int) -> int:
+    parser = ArgumentParser()
+    opts.train_opts(parser)
+    opt = parser.parse_args(["-data", "{}", "-src_vocab", "unused"])
+    for k, v in config(system, overrides=overrides).items():
+        if k != "data":
+            setattr(opt, k, v)
+    ArgumentParser.update_model_opts(opt)
+    ArgumentParser.validate_model_opts(opt)
+    specials = [DefaultTokens.UNK, DefaultTokens.PAD, DefaultTokens.BOS, DefaultTokens.EOS]
+    v = pyonmttok.build_vocab_from_tokens([f"w{i}" for i in range(vocab - 4)], special_tokens=specials)
+    vocabs = {"src": v, "tgt": v, "data_task": ModelTask.SEQ2SEQ, "decoder_start_token": DefaultTokens.BOS}
+    return sum(p.numel() for p in build_base_model(opt, vocabs).parameters())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--big", action="store_true")
+    ap.add_argument("--vocab", type=int, default=32000)
+    args = ap.parse_args()
+    onmt_xl.register()
+    overrides = dict(BIG) if args.big else {}
+    base = count("baseline", overrides, args.vocab)
+    print(f"{'system':14s} {'parameters':>14s} {'vs baseline':>12s}")
+    for system in SYSTEMS:
+        n = count(system, overrides, args.vocab)
+        print(f"{system:14s} {n:14,d} {n - base:+12,d}")
+    for fusion in ("diagonal", "full"):
+        n = count("inxl", {**overrides, "inxl_fusion": fusion}, args.vocab)
+        print(f"{'inxl/' + fusion:14s} {n:14,d} {n - base:+12,d}")
+
+
+if __name__ == "__main__":
+    main()
