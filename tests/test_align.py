@@ -17,7 +17,8 @@ from onmt_xl.align.aer import (
     read_joint_text,
     score_alignments,
 )
-from onmt_xl.align.cli import add_subcommands, main
+from onmt_xl.align.cli import add_subcommands
+from onmt_xl.cli import main
 from onmt_xl.align.pharaoh import read_pharaoh
 from onmt_xl.align.symmetrize import grow_diag, grow_diag_final, grow_diag_final_and, intersection, union
 from onmt_xl.errors import XLInputError

@@ -189,7 +189,7 @@ def test_vocab_and_word_classes():
 
 
 def _cli(*argv):
-    from onmt_xl.reorder.cli import main
+    from onmt_xl.cli import main
 
     return main([str(a) for a in argv])
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import List, Optional
 
 from onmt_xl.align.aer import check_links_in_range, read_gold, read_joint_text, score_alignments
 from onmt_xl.align.pharaoh import read_pharaoh
@@ -98,19 +97,3 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
     idx.add_argument("--zero-indexed", dest="one_indexed", action="store_false", help="gold indices start at 0")
     q.add_argument("--text", help="optional 'source ||| target' file to check that all links are within the sentences")
     q.set_defaults(func=run_aer)
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    """Stand-alone entry point: ``python -m onmt_xl.align.cli {align,aer} ...``."""
-    parser = argparse.ArgumentParser(prog="python -m onmt_xl.align.cli")
-    add_subcommands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except XLInputError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

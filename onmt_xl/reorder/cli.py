@@ -14,7 +14,7 @@ import argparse
 import sys
 import time
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Iterable, List, Sequence, Tuple
 
 from onmt_xl.align.pharaoh import read_pharaoh
 from onmt_xl.errors import XLInputError
@@ -277,19 +277,3 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
                    help="probability that a construction is head-final on the target side (0 monotone, 1 SOV)")
     p.add_argument("--prefix", required=True, help="writes PREFIX.src, PREFIX.tgt, PREFIX.align")
     p.set_defaults(func=run_synth)
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    """Stand-alone entry point: ``python -m onmt_xl.reorder.cli COMMAND ...``."""
-    parser = argparse.ArgumentParser(prog="python -m onmt_xl.reorder.cli")
-    add_subcommands(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except XLInputError as err:
-        print(f"{args.command}: error: {err}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())
