@@ -146,7 +146,7 @@ class Preorderer:
             perm = rng.permutation(len(keep)).astype(np.int64)
             tot = np.zeros(3, dtype=np.int64)
             with tqdm(total=len(keep), desc=f"preorder-train it {it}/{iterations}", unit="sent",
-                      disable=not progress, leave=False) as bar:
+                      disable=None if progress else True, leave=False) as bar:
                 for a in range(0, len(perm), chunk):
                     idx = perm[a : a + chunk]
                     step, pl, gl, nu = train_chunk(ws, cs, pad_off, flat_ranks, rank_off, idx, W, U,
