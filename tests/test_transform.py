@@ -100,3 +100,21 @@ def test_startup_errors(tmp_path):
     corrupt.write_bytes(b"\x00garbage" * 10)
     with pytest.raises(XLInputError, match=str(corrupt)):
         XLPositionTransform._validate_options(opts(xl_preorderer=str(corrupt)))
+
+
+def test_preorderer_positions_are_cached_per_sentence(trained):
+    corpus, path = trained
+    t = make(xl_preorderer=str(path), xl_cache_size=2)
+    calls = []
+    real = t.preorderer.pos_xl
+    t.preorderer.pos_xl = lambda tokens: calls.append(tuple(tokens)) or real(tokens)
+    for src in (corpus.src[0], corpus.src[1], corpus.src[0], corpus.src[2], corpus.src[2]):
+        ex = t.apply({"src": list(src), "tgt": None}, is_train=True)
+        assert ex["xl_pos"] == real(src)
+    assert calls == [tuple(corpus.src[i]) for i in (0, 1, 2, 2)]  # third sentence: cache full
+    assert len(t.cache) == 2
+
+
+def test_empty_source_gets_no_positions(trained):
+    _, path = trained
+    assert make(xl_preorderer=str(path)).apply({"src": [], "tgt": None})["xl_pos"] == []

@@ -7,7 +7,9 @@ available when translating) or from the corpus' word alignments through the BTG 
 transform that changes the source tokens, so it reorders exactly what the encoder reads (words, or
 BPE/SentencePiece pieces).
 
-At training time ``-xl_noise R`` swaps random pairs of reordered indices, ``round(R·n/2)`` swaps in
+Preorderer outputs are cached per distinct source sentence (``-xl_cache_size`` entries per process,
+default 1M; OpenNMT re-applies transforms on every pass over the corpus), so the CKY parse runs once per
+sentence and process. At training time ``-xl_noise R`` swaps random pairs of reordered indices, ``round(R·n/2)`` swaps in
 an n-token sentence, i.e. a ratio R of its indices move (the noise attack of §4.5, footnote 4).
 """
 
@@ -59,6 +61,11 @@ class XLPositionTransform(Transform):
             help="Preorderer file written by `onmt-xl preorder-train` (needed with -xl_source preorderer).",
         )
         group.add(
+            "--xl_cache_size", "-xl_cache_size", type=int, default=1_000_000,
+            help="Cache the preorderer's positions for up to this many distinct source sentences per process "
+            "(0 disables).",
+        )
+        group.add(
             "--xl_noise", "-xl_noise", type=float, default=0.0,
             help="Training only: ratio in [0, 1] of each sentence's XL indices moved by random pair swaps "
             "(noise attack, paper §4.5).",
@@ -66,6 +73,8 @@ class XLPositionTransform(Transform):
 
     @classmethod
     def _validate_options(cls, opts):
+        if getattr(opts, "xl_cache_size", 0) < 0:
+            raise ValueError(f"-xl_cache_size must be >= 0, got {opts.xl_cache_size}")
         if not 0.0 <= opts.xl_noise <= 1.0:
             raise ValueError(f"-xl_noise must be in [0, 1], got {opts.xl_noise}")
         if opts.xl_source == "preorderer":
@@ -77,6 +86,8 @@ class XLPositionTransform(Transform):
         self.source = self.opts.xl_source
         self.noise = self.opts.xl_noise
         self.preorderer_path = self.opts.xl_preorderer
+        self.cache_size = getattr(self.opts, "xl_cache_size", 1_000_000)
+        self.cache = {}
 
     def _set_seed(self, seed):
         self.rng = random.Random(seed)
@@ -99,13 +110,22 @@ class XLPositionTransform(Transform):
     def apply(self, example, is_train=False, stats=None, **kwargs):
         src = example["src"]
         if self.source == "preorderer":
-            pos = self.preorderer.pos_xl(src)
+            pos = self._preordered_positions(src)
         else:
             pos = self._oracle_positions(example, len(src))
         if is_train and self.noise > 0:
             pos = swap_noise(pos, self.noise, self.rng)
-        example[XL_POS_KEY] = pos
+        example[XL_POS_KEY] = list(pos)
         return example
+
+    def _preordered_positions(self, src: List[str]) -> List[int]:
+        key = tuple(src)
+        pos = self.cache.get(key)
+        if pos is None:
+            pos = self.preorderer.pos_xl(src)
+            if len(self.cache) < self.cache_size:
+                self.cache[key] = pos
+        return pos
 
     def _oracle_positions(self, example, src_len: int) -> List[int]:
         from onmt_xl.align.pharaoh import parse_pharaoh_line
