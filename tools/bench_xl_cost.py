@@ -1,0 +1,115 @@
+#!/usr/bin/env python
+"""What XL costs end to end: training throughput and translation time, Combination vs the stock baseline.
+
+    python tools/bench_xl_cost.py [--workdir runs/bench_xl] [--data-dir DIR] [--steps 200] [--rounds 2]
+
+Both systems train from the configs of ``onmt_xl.configs`` (same model size, data, batch and seed),
+side by side in one run, alternating order over ``--rounds`` rounds; Combination pays for the
+``xl_position`` transform (preorderer + cache) inside OpenNMT's data pipeline and for its encoder.
+Throughput is OpenNMT's own source tokens/second per report, averaged over each run's reports after
+the first (warm-up). Translation: wall time of the stock ``onmt_translate`` on the test set, with the
+transform for Combination. ``--data-dir`` must hold train/valid ``.src``/``.tgt`` and ``test.src``
+(default: the demo's synthetic corpus) and ``--preorderer`` a trained preorderer (default: trained here).
+"""
+
+import argparse
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from onmt_xl.configs import config
+
+TOK_S = re.compile(r"Step\s+\d+/\s*\d+;.*?(\d+)/\s*(\d+) tok/s")
+
+
+def stock(cmd: str) -> str:
+    return shutil.which(cmd) or str(Path(sys.executable).with_name(cmd))
+
+
+def run(args, log: Path) -> float:
+    t0 = time.perf_counter()
+    with open(log, "w") as out:
+        subprocess.run(args, stdout=out, stderr=subprocess.STDOUT, check=True)
+    return time.perf_counter() - t0
+
+
+def prepare(args) -> Path:
+    wd = Path(args.workdir)
+    data = wd / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    if args.data_dir:
+        for name in ("train.src", "train.tgt", "valid.src", "valid.tgt", "test.src"):
+            shutil.copyfile(Path(args.data_dir) / name, data / name)
+    elif not (data / "test.src").exists():
+        from onmt_xl.demo import make_demo_data
+
+        d = make_demo_data(wd)
+        for name, src in (("train.src", d.train_src), ("train.tgt", d.train_tgt), ("valid.src", d.valid_src),
+                          ("valid.tgt", d.valid_tgt), ("test.src", d.test_src)):
+            shutil.copyfile(src, data / name)
+    pre = wd / "preorderer.xlp"
+    if args.preorderer:
+        shutil.copyfile(args.preorderer, pre)
+    elif not pre.exists():
+        from onmt_xl.align.eflomal_aligner import align_files
+        from onmt_xl.reorder.preorderer import Preorderer
+
+        res = align_files(str(data / "train.src"), str(data / "train.tgt"), str(wd / "train"))
+        src = [line.split() for line in (data / "train.src").read_text().splitlines()]
+        Preorderer.train(src, res.symmetrized, progress=False).save(str(pre))
+    return wd
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--workdir", default="runs/bench_xl")
+    ap.add_argument("--data-dir")
+    ap.add_argument("--preorderer")
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+    wd = prepare(args)
+    systems = ("baseline", "combination")
+    overrides = dict(train_steps=args.steps, valid_steps=10 * args.steps, save_checkpoint_steps=args.steps,
+                     report_every=max(args.steps // 8, 1))
+    cfgs = {}
+    for s in systems:
+        cfgs[s] = wd / f"{s}.yaml"
+        cfgs[s].write_text(yaml.safe_dump(config(s, str(wd), overrides)))
+    logs = wd / "logs"
+    logs.mkdir(exist_ok=True)
+    if not (wd / "vocab.src").exists():
+        run([stock("onmt_build_vocab"), "-config", str(cfgs["baseline"]), "-n_sample", "-1"], logs / "vocab.log")
+    tok_s = {s: [] for s in systems}
+    train_s = {s: [] for s in systems}
+    trans_s = {s: [] for s in systems}
+    for r in range(args.rounds):
+        order = systems if r % 2 == 0 else systems[::-1]
+        for s in order:
+            log = logs / f"train_{s}_{r}.log"
+            train_s[s].append(run([stock("onmt_train"), "-config", str(cfgs[s])], log))
+            rates = [int(m.group(1)) for m in TOK_S.finditer(log.read_text())]
+            tok_s[s].extend(rates[1:])
+            model = wd / "models" / f"{s}_step_{args.steps}.pt"
+            cmd = [stock("onmt_translate"), "-model", str(model), "-src", str(wd / "data" / "test.src"),
+                   "-output", str(wd / f"hyp.{s}"), "-beam_size", "5", "-batch_size", "64", "-batch_type", "sents"]
+            if s == "combination":
+                cmd += ["-transforms", "xl_position", "-xl_preorderer", str(wd / "preorderer.xlp")]
+            trans_s[s].append(run(cmd, logs / f"translate_{s}_{r}.log"))
+    mean = statistics.mean
+    print(f"{args.rounds} rounds x {args.steps} steps, data {args.data_dir or 'demo synthetic'}, workdir {wd}")
+    print(f"{'system':12s} {'src tok/s':>10s} {'train wall s':>13s} {'translate wall s':>17s}")
+    for s in systems:
+        print(f"{s:12s} {mean(tok_s[s]):10.0f} {mean(train_s[s]):13.1f} {mean(trans_s[s]):17.2f}")
+    print(f"combination / baseline: training throughput {mean(tok_s['combination']) / mean(tok_s['baseline']):.3f}x, "
+          f"translate wall time {mean(trans_s['combination']) / mean(trans_s['baseline']):.3f}x")
+
+
+if __name__ == "__main__":
+    main()
