@@ -98,20 +98,29 @@ def test_average_models(workdir, trained_combination):
     assert out.exists()
 
 
-def test_tau_above_heads_is_rejected_by_onmt_train(workdir):
+def test_tau_above_heads_is_rejected_by_onmt_train(workdir, trained_combination):
     cfg = write_config(workdir, "headxl", xl_heads=9, train_steps=1)
     proc = run("onmt_train", "-config", str(cfg), check=False)
     assert proc.returncode != 0 and "xl_heads must be in [0, heads=4]" in proc.stderr + proc.stdout
 
 
-def test_unknown_option_value_is_rejected(workdir):
+def test_unknown_option_value_is_rejected(workdir, trained_combination):
     cfg = write_config(workdir, "inxl", inxl_fusion="lowrank", train_steps=1)
     proc = run("onmt_train", "-config", str(cfg), check=False)
     assert proc.returncode != 0 and "inxl_fusion" in proc.stderr
 
 
-def test_baseline_and_relative_pe_train(workdir):
+def test_baseline_and_relative_pe_train(workdir, trained_combination):
     for system in ("baseline", "relative_pe"):
         cfg = write_config(workdir, system, train_steps=4, save_checkpoint_steps=4, valid_steps=4)
         run("onmt_train", "-config", str(cfg), "-src_vocab", str(workdir / "vocab.src"))
         assert (workdir / "models" / f"{system}_step_4.pt").exists()
+
+
+def test_xl_encoder_without_the_transform_is_rejected_at_startup(workdir, trained_combination):
+    cfg = config("combination", str(workdir), {**TINY, "train_steps": 1})
+    cfg["data"]["valid"]["transforms"] = []
+    path = workdir / "no_transform.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    proc = run("onmt_train", "-config", str(path), check=False)
+    assert proc.returncode != 0 and "corpus 'valid' does not list the xl_position transform" in proc.stderr + proc.stdout

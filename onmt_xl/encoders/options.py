@@ -52,6 +52,14 @@ def validate_model_options(opt) -> None:
                 f"-encoder_type {enc} needs -max_relative_positions 0 (OpenNMT's option applies to encoder and "
                 "decoder; for encoder-only relative PE use -encoder_type xl_relative -enc_max_relative_positions K)"
             )
+    data = getattr(opt, "data", None)
+    if enc in XL_ENCODERS and isinstance(data, dict):
+        for name, corpus in data.items():
+            if isinstance(corpus, dict) and "xl_position" not in (corpus.get("transforms") or []):
+                raise ValueError(
+                    f"-encoder_type {enc} reads cross-lingual positions, but corpus '{name}' does not list the "
+                    "xl_position transform: add it (last) to its transforms"
+                )
     if enc in XL_ENCODERS and XL_ENCODERS[enc][1]:
         if not 0 <= opt.xl_heads <= opt.heads:
             raise ValueError(f"-xl_heads must be in [0, heads={opt.heads}], got {opt.xl_heads}")
