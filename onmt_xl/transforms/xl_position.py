@@ -119,10 +119,10 @@ class XLPositionTransform(Transform):
         return example
 
     def _preordered_positions(self, src: List[str]) -> List[int]:
-        key = tuple(src)
+        key = " ".join(src)
         pos = self.cache.get(key)
         if pos is None:
-            pos = self.preorderer.pos_xl(src)
+            pos = tuple(self.preorderer.pos_xl(src))
             if len(self.cache) < self.cache_size:
                 self.cache[key] = pos
         return pos
