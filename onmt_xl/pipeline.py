@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence
 
 import yaml
 
-from onmt_xl.configs import SYSTEMS, config
+from onmt_xl.configs import SYSTEMS, config, source_transform
 
 
 @dataclass
@@ -227,8 +227,9 @@ class Pipeline:
             tmp = hyp.with_suffix(".partial")
             args = [_stock("onmt_translate"), "-model", str(model), "-src", str(self.path("data", "test.src")),
                     "-output", str(tmp), "-beam_size", str(self.beam_size), "-batch_size", "64", "-batch_type", "sents"]
-            if SYSTEMS[system][1]:
-                args += ["-transforms", "xl_position", "-xl_preorderer", str(self.preorderer_path)]
+            transform = source_transform(system)
+            if transform:
+                args += ["-transforms", transform, "-xl_preorderer", str(self.preorderer_path)]
             _say(f"onmt_translate {system}")
             _run(args, self.path("logs", f"onmt_translate_{system}.log"), show="")
             tmp.rename(hyp)

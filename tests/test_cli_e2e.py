@@ -8,7 +8,7 @@ import torch
 import yaml
 
 import onmt_xl
-from onmt_xl.configs import config
+from onmt_xl.configs import config, source_transform
 from tests.conftest import run_env
 from tests.helpers import stock_cli, tiny_corpus, tiny_preorderer
 
@@ -124,3 +124,17 @@ def test_xl_encoder_without_the_transform_is_rejected_at_startup(workdir, traine
     path.write_text(yaml.safe_dump(cfg))
     proc = run("onmt_train", "-config", str(path), check=False)
     assert proc.returncode != 0 and "corpus 'valid' does not list the xl_position transform" in proc.stderr + proc.stdout
+
+
+@pytest.mark.parametrize("system", ["disan", "enc_re", "encoder_free_inxl", "prereorder"])
+def test_baseline_systems_train_and_translate(workdir, trained_combination, system):
+    cfg = write_config(workdir, system, train_steps=4, save_checkpoint_steps=4, valid_steps=4)
+    run("onmt_train", "-config", str(cfg))
+    out = workdir / f"hyp.{system}"
+    args = ["onmt_translate", "-model", str(workdir / "models" / f"{system}_step_4.pt"), "-src",
+            str(workdir / "data" / "valid.src"), "-output", str(out), "-beam_size", "2"]
+    transform = source_transform(system)
+    if transform:
+        args += ["-transforms", transform, "-xl_preorderer", str(workdir / "preorderer.xlp")]
+    run(*args)
+    assert len(out.read_text().splitlines()) == 40

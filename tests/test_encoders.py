@@ -8,7 +8,7 @@ from onmt.constants import DefaultTokens, ModelTask
 from onmt.model_builder import build_base_model
 from onmt.utils.parse import ArgumentParser
 
-from onmt_xl.encoders.xl_transformer import MissingXLPositionsError
+from onmt_xl.encoders.common import MissingXLPositionsError
 
 SPECIALS = [DefaultTokens.UNK, DefaultTokens.PAD, DefaultTokens.BOS, DefaultTokens.EOS]
 

@@ -107,3 +107,22 @@ def test_tensorify_rejects_inconsistent_positions(examples, message):
 
     with pytest.raises(XLInputError, match=message):
         dynamic_iterator.tensorify(_vocabs(), [(ex, i) for i, ex in enumerate(examples)], "cpu")
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["onmt_xl.encoders.xl_transformer", "onmt_xl.encoders.baselines", "onmt_xl.modules.headxl",
+     "onmt_xl.transforms.xl_position", "onmt_xl.plugin"],
+)
+def test_any_module_can_be_imported_first(module):
+    """Importing one of ours first triggers registration mid-import; it must not meet a half-imported module."""
+    code = (
+        f"import {module}\n"
+        "import onmt\n"
+        "from onmt.encoders import str2enc\n"
+        "from onmt.transforms import AVAILABLE_TRANSFORMS\n"
+        "assert {'xl_combination', 'disan', 'encoder_free'} <= set(str2enc), sorted(str2enc)\n"
+        "assert {'xl_position', 'xl_prereorder'} <= set(AVAILABLE_TRANSFORMS)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=run_env())
+    assert proc.returncode == 0, proc.stderr[-2000:]

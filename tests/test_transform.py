@@ -118,3 +118,24 @@ def test_preorderer_positions_are_cached_per_sentence(trained):
 def test_empty_source_gets_no_positions(trained):
     _, path = trained
     assert make(xl_preorderer=str(path)).apply({"src": [], "tgt": None})["xl_pos"] == []
+
+
+def test_prereorder_puts_source_tokens_in_preorderer_order(trained):
+    from onmt_xl.transforms.xl_position import XLPreReorderTransform
+
+    corpus, path = trained
+    t = XLPreReorderTransform(opts(xl_preorderer=str(path)))
+    t.warm_up()
+    src = list(max(corpus.src, key=len))
+    order = t.preorderer.reorder(src)
+    assert t.apply({"src": list(src), "tgt": None})["src"] == [src[i] for i in order]
+
+
+def test_prereorder_with_oracle_alignments():
+    from onmt_xl.transforms.xl_position import XLPreReorderTransform
+
+    t = XLPreReorderTransform(opts(xl_source="align"))
+    t.warm_up()
+    ex = {"src": ["I", "ate", "apples"], "tgt": ["W", "R", "T"], "align": ["0-0", "1-2", "2-1"],
+          "cid": "train", "cid_line_number": 0}
+    assert t.apply(ex)["src"] == ["I", "apples", "ate"]

@@ -11,14 +11,18 @@ XL_ENCODERS = {
     "xl_combination": (True, True, True),
 }
 RELATIVE_ENCODER = "xl_relative"
+#: encoders that replace the stock absolute PE of the encoder with their own
+OWN_PE_ENCODERS = ("disan", "reordering_embedding", "additional_pe", "encoder_free")
+ENCODER_FREE_PES = ("none", "absolute", "inxl")
 
 
 def add_model_options(parser) -> None:
     group = parser.add_argument_group(
         "Model-Encoder-XL",
         "onmt_xl encoders: -encoder_type xl_inxl | xl_headxl | xl_combination (cross-lingual position "
-        "encoding, Ding et al. 2020; needs the xl_position transform) or xl_relative (encoder-only "
-        "relative PE, Shaw et al. 2018)",
+        "encoding, Ding et al. 2020; needs the xl_position transform); baselines: xl_relative (encoder-only "
+        "relative PE, Shaw et al. 2018), disan (Shen et al. 2018), reordering_embedding and additional_pe "
+        "(Chen et al. 2019), encoder_free (Tang et al. 2019)",
     )
     group.add(
         "--xl_heads", "-xl_heads", type=int, default=4,
@@ -38,10 +42,17 @@ def add_model_options(parser) -> None:
     )
 
 
+    group.add(
+        "--encoder_free_pe", "-encoder_free_pe", type=str, default="absolute", choices=ENCODER_FREE_PES,
+        help="encoder_free (Tang et al. 2019): position information added to the source embeddings: none, "
+        "absolute PE, or InXL PE (Eq. 7-8; needs the xl_position transform).",
+    )
+
+
 def validate_model_options(opt) -> None:
     """Check our options once the whole model configuration is known; raise ``ValueError`` with the fix."""
     enc = getattr(opt, "encoder_type", None)
-    if enc in XL_ENCODERS or enc == RELATIVE_ENCODER:
+    if enc in XL_ENCODERS or enc in (RELATIVE_ENCODER,) + OWN_PE_ENCODERS:
         if not getattr(opt, "position_encoding", False):
             raise ValueError(
                 f"-encoder_type {enc} needs -position_encoding true (the absolute sinusoid PE_abs of Eq. 1; "
@@ -53,7 +64,8 @@ def validate_model_options(opt) -> None:
                 "decoder; for encoder-only relative PE use -encoder_type xl_relative -enc_max_relative_positions K)"
             )
     data = getattr(opt, "data", None)
-    if enc in XL_ENCODERS and isinstance(data, dict):
+    reads_xl = enc in XL_ENCODERS or (enc == "encoder_free" and getattr(opt, "encoder_free_pe", None) == "inxl")
+    if reads_xl and isinstance(data, dict):
         for name, corpus in data.items():
             if isinstance(corpus, dict) and "xl_position" not in (corpus.get("transforms") or []):
                 raise ValueError(

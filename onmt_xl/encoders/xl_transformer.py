@@ -16,41 +16,17 @@ XL encoders take ``src`` of shape ``(batch, src_len, 1 + n_feats + 1)``: the las
 from __future__ import annotations
 
 import copy
-import math
 from typing import Optional, Tuple
 
 import torch
 from onmt.encoders import register_encoder
 from onmt.encoders.transformer import TransformerEncoder, TransformerEncoderLayer
-from onmt.modules.embeddings import Embeddings
-from onmt.utils.misc import sequence_mask
 
+from onmt_xl.encoders.common import MissingXLPositionsError, embed_words, padding_mask
 from onmt_xl.encoders.options import RELATIVE_ENCODER, XL_ENCODERS
 from onmt_xl.modules.headxl import make_headxl_attention
 from onmt_xl.modules.inxl import InXLPositionFusion
 from onmt_xl.positions import sinusoid
-
-
-class MissingXLPositionsError(RuntimeError):
-    """An XL encoder got a batch without XL positions (the ``xl_position`` transform is missing)."""
-
-
-def embed_words(embeddings: Embeddings, src: torch.Tensor) -> torch.Tensor:
-    """``X``: OpenNMT's word (+ feature) embeddings scaled by ``sqrt(d)``, before any PE and dropout.
-
-    ``src`` ``(batch, src_len, 1 + n_feats)`` -> ``(batch, src_len, d_model)``.
-    """
-    x = src
-    for name, module in embeddings.make_embedding.named_children():
-        if name != "pe":
-            x = module(x)
-    return x * math.sqrt(embeddings.embedding_size)
-
-
-def padding_mask(src_len: torch.Tensor, max_len: int) -> torch.Tensor:
-    """``(batch, 1, src_len, src_len)`` bool, True on padded keys (OpenNMT's convention)."""
-    mask = sequence_mask(src_len, max_len).unsqueeze(1).unsqueeze(1)
-    return mask.expand(-1, -1, mask.size(3), -1)
 
 
 def headxl_layer_forward(

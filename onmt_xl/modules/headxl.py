@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from onmt.modules.multi_headed_attn import MultiHeadedAttention
+
+if TYPE_CHECKING:  # no onmt import at run time: see onmt_xl/encoders/common.py
+    from onmt.modules.multi_headed_attn import MultiHeadedAttention
 
 
 class HeadSplitLinear(nn.Module):
@@ -48,7 +50,7 @@ class HeadSplitLinear(nn.Module):
         return f"d_in={self.d_in}, d_out={self.d_out}, xl_outputs={self.n_first}"
 
 
-def make_headxl_attention(attn: MultiHeadedAttention, xl_heads: int) -> MultiHeadedAttention:
+def make_headxl_attention(attn: "MultiHeadedAttention", xl_heads: int) -> "MultiHeadedAttention":
     """Turn OpenNMT's multi-head self-attention into HeadXL self-attention (Eq. 10–11), in place.
 
     Heads ``0 … τ−1`` then compute ``Q, K, V`` from ``Z_XL`` (Eq. 10) and heads ``τ … H−1`` from

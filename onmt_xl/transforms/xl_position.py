@@ -154,3 +154,24 @@ def _load_preorderer(path: Optional[str]):
     from onmt_xl.reorder.preorderer import Preorderer
 
     return Preorderer.load(path)
+
+
+@register_transform(name="xl_prereorder")
+class XLPreReorderTransform(XLPositionTransform):
+    """Pre-reordering baseline (Du and Way 2017; Chen et al. 2019, Tab. 3): the source tokens themselves
+    are put in the preorderer's (or, with ``-xl_source align``, the oracle's) order before a stock
+    Transformer reads them. Shares the ``xl_position`` options; ``-xl_noise`` does not apply.
+    """
+
+    @classmethod
+    def add_options(cls, parser):
+        """Options are those of ``xl_position`` (``-xl_source``, ``-xl_preorderer``, ``-xl_cache_size``)."""
+
+    def apply(self, example, is_train=False, stats=None, **kwargs):
+        src = example["src"]
+        pos = self._preordered_positions(src) if self.source == "preorderer" else self._oracle_positions(example, len(src))
+        reordered = [None] * len(src)
+        for token, p in zip(src, pos):
+            reordered[p] = token
+        example["src"] = reordered
+        return example

@@ -1,0 +1,129 @@
+"""Reordering-aware baseline encoders from the papers (the decoder stays stock).
+
+* ``disan``: directional self-attention with DiSAN's fusion gate in every layer (Shen et al. 2018;
+  baseline of Ding et al. 2020, Tab. 1–2). See :mod:`onmt_xl.modules.disan`.
+* ``reordering_embedding``: encoder reordering embeddings (Chen et al. 2019, Eq. 6–9).
+* ``additional_pe``: the control of Chen et al. 2019: the plain PE added in every layer instead of RE.
+* ``encoder_free``: no encoder layers; the source embeddings (+ no / absolute / InXL PE, option
+  ``-encoder_free_pe``) go straight to the decoder (Tang et al. 2019; Ding et al. 2020, Tab. 4).
+
+OpenNMT's layers are pre-norm, so the post-norm equations are mapped as follows: Chen et al.'s
+``H̃ = LN(SelfAttn(H) + H)`` is the stock ``H̃ = H + SelfAttn(LN(H))``; ``C = LN(H̃ + RE)`` (Eq. 8)
+becomes ``C = H̃ + RE`` normalised by the feed-forward block's own pre-norm; and
+``H' = LN(FFN(C) + H̃)`` (Eq. 9) keeps ``H̃`` on the residual path.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.nn as nn
+from onmt.encoders import register_encoder
+from onmt.encoders.encoder import EncoderBase
+from onmt.encoders.transformer import TransformerEncoder, TransformerEncoderLayer
+
+from onmt_xl.encoders.common import MissingXLPositionsError, embed_words, padding_mask
+from onmt_xl.modules.disan import FusionGate, directional_masks
+from onmt_xl.modules.inxl import InXLPositionFusion
+from onmt_xl.modules.reordering_embedding import PositionalPenalty
+from onmt_xl.positions import sinusoid
+
+
+def _attend(layer: TransformerEncoderLayer, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Dropped-out self-attention output of a stock pre-norm layer, ``(batch, src_len, d_model)``."""
+    norm = layer.layer_norm(x)
+    context, _ = layer.self_attn(norm, norm, norm, mask=mask)
+    return layer.dropout(context) if layer.dropout_p > 0 else context
+
+
+@register_encoder("disan")
+class DiSANEncoder(TransformerEncoder):
+    """Transformer encoder whose self-attention is directional (forward/backward heads) and gated."""
+
+    @classmethod
+    def from_opt(cls, opt, embeddings):
+        encoder = super().from_opt(opt, embeddings)
+        encoder.heads = opt.heads
+        encoder.gates = nn.ModuleList(FusionGate(opt.enc_hid_size) for _ in encoder.transformer)
+        return encoder
+
+    def forward(self, src: torch.Tensor, src_len: Optional[torch.Tensor] = None):
+        x = self.embeddings(src)
+        mask = directional_masks(padding_mask(src_len, src.size(1)), self.heads)
+        for layer, gate in zip(self.transformer, self.gates):
+            x = layer.feed_forward(gate(_attend(layer, x, mask), x))
+        return self.layer_norm(x), None, src_len
+
+
+@register_encoder("reordering_embedding")
+class ReorderingEmbeddingEncoder(TransformerEncoder):
+    """Encoder REs (Chen et al. 2019, Eq. 9): every layer adds ``RE^n = PE · PP^n`` after self-attention."""
+
+    use_penalty = True
+
+    @classmethod
+    def from_opt(cls, opt, embeddings):
+        encoder = super().from_opt(opt, embeddings)
+        encoder.pe_type = opt.position_encoding_type
+        encoder.penalties = (
+            nn.ModuleList(PositionalPenalty(opt.enc_hid_size) for _ in encoder.transformer) if cls.use_penalty else None
+        )
+        return encoder
+
+    def forward(self, src: torch.Tensor, src_len: Optional[torch.Tensor] = None):
+        x = self.embeddings(src)
+        mask = padding_mask(src_len, src.size(1))
+        pe = sinusoid(torch.arange(src.size(1), device=src.device), x.size(-1), self.pe_type)  # (src_len, d)
+        for n, layer in enumerate(self.transformer):
+            h_tilde = x + _attend(layer, x, mask)
+            re = pe * self.penalties[n](x, h_tilde) if self.penalties is not None else pe  # Eq. 6-7
+            c = h_tilde + re  # Eq. 8
+            x = h_tilde + (layer.feed_forward(c) - c)  # Eq. 9: FFN(C) on the H~ residual
+        return self.layer_norm(x), None, src_len
+
+
+@register_encoder("additional_pe")
+class AdditionalPEEncoder(ReorderingEmbeddingEncoder):
+    """Chen et al. 2019's control: ``C = H̃ + PE`` in every layer (no positional penalty)."""
+
+    use_penalty = False
+
+
+@register_encoder("encoder_free")
+class EncoderFreeEncoder(EncoderBase):
+    """No encoder layers: ``(batch, src_len, d_model)`` source embeddings (+ PE) go to the decoder.
+
+    ``-encoder_free_pe none | absolute | inxl``: no position information, ``X + PE_abs``, or
+    ``X + PE_IN-XL`` (Eq. 7–8, needs the ``xl_position`` transform).
+    """
+
+    def __init__(self, embeddings, pe: str, pe_type: str, inxl_fusion: str):
+        super().__init__()
+        self.embeddings, self.pe, self.pe_type = embeddings, pe, pe_type
+        d_model = embeddings.embedding_size
+        self.inxl = InXLPositionFusion(d_model, inxl_fusion, pe_type) if pe == "inxl" else None
+
+    @classmethod
+    def from_opt(cls, opt, embeddings):
+        return cls(embeddings, opt.encoder_free_pe, opt.position_encoding_type, opt.inxl_fusion)
+
+    def forward(self, src: torch.Tensor, src_len: Optional[torch.Tensor] = None):
+        n_cols = len(self.embeddings.emb_luts)
+        if self.pe == "inxl":
+            if src.size(2) != n_cols + 1:
+                raise MissingXLPositionsError(
+                    "encoder_free with -encoder_free_pe inxl needs cross-lingual positions: add the xl_position "
+                    "transform (onmt_translate ... -transforms xl_position -xl_preorderer FILE)"
+                )
+            src, pos_xl = src[:, :, :-1], src[:, :, -1]
+        x = embed_words(self.embeddings, src)
+        d_model = x.size(-1)
+        if self.pe != "none":
+            abs_pos = torch.arange(src.size(1), device=src.device).expand(src.size(0), -1)
+            pe = sinusoid(abs_pos, d_model, self.pe_type)
+            x = x + (self.inxl(pe, sinusoid(pos_xl, d_model, self.pe_type)) if self.inxl is not None else pe)
+        return self.embeddings.dropout(x), None, src_len
+
+    def update_dropout(self, dropout, attention_dropout):
+        self.embeddings.update_dropout(dropout)
