@@ -1,14 +1,15 @@
 #!/usr/bin/env python
-"""What XL costs end to end: training throughput and translation time, Combination vs the stock baseline.
+"""What XL (or any system) costs end to end: training throughput and translation time vs the stock baseline.
 
     python tools/bench_xl_cost.py [--workdir runs/bench_xl] [--data-dir DIR] [--steps 200] [--rounds 2]
+                                  [--systems baseline,combination,disan,...]
 
-Both systems train from the configs of ``onmt_xl.configs`` (same model size, data, batch and seed),
-side by side in one run, alternating order over ``--rounds`` rounds; Combination pays for the
-``xl_position`` transform (preorderer + cache) inside OpenNMT's data pipeline and for its encoder.
+All systems train from the configs of ``onmt_xl.configs`` (same model size, data, batch and seed),
+side by side in one run, reversing their order every other round; XL systems pay for the
+``xl_position`` transform (preorderer + cache) inside OpenNMT's data pipeline and for their encoder.
 Throughput is OpenNMT's own source tokens/second per report, averaged over each run's reports after
 the first (warm-up). Translation: wall time of the stock ``onmt_translate`` on the test set, with the
-transform for Combination. ``--data-dir`` must hold train/valid ``.src``/``.tgt`` and ``test.src``
+system's transform if it has one. ``--data-dir`` must hold train/valid ``.src``/``.tgt`` and ``test.src``
 (default: the demo's synthetic corpus) and ``--preorderer`` a trained preorderer (default: trained here).
 """
 
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from onmt_xl.configs import config
+from onmt_xl.configs import SYSTEMS, config, source_transform
 
 TOK_S = re.compile(r"Step\s+\d+/\s*\d+;.*?(\d+)/\s*(\d+) tok/s")
 
@@ -73,9 +74,14 @@ def main() -> None:
     ap.add_argument("--preorderer")
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--systems", default="baseline,combination",
+                    help=f"comma-separated, the first is the reference; from: {', '.join(SYSTEMS)}")
     args = ap.parse_args()
+    systems = tuple(args.systems.split(","))
+    unknown = [s for s in systems if s not in SYSTEMS]
+    if unknown:
+        ap.error(f"unknown systems {unknown}")
     wd = prepare(args)
-    systems = ("baseline", "combination")
     overrides = dict(train_steps=args.steps, valid_steps=10 * args.steps, save_checkpoint_steps=args.steps,
                      report_every=max(args.steps // 8, 1))
     cfgs = {}
@@ -85,12 +91,12 @@ def main() -> None:
     logs = wd / "logs"
     logs.mkdir(exist_ok=True)
     if not (wd / "vocab.src").exists():
-        run([stock("onmt_build_vocab"), "-config", str(cfgs["baseline"]), "-n_sample", "-1"], logs / "vocab.log")
+        run([stock("onmt_build_vocab"), "-config", str(cfgs[systems[0]]), "-n_sample", "-1"], logs / "vocab.log")
     tok_s = {s: [] for s in systems}
     train_s = {s: [] for s in systems}
     trans_s = {s: [] for s in systems}
     for r in range(args.rounds):
-        order = systems if r % 2 == 0 else systems[::-1]
+        order = systems if r % 2 == 0 else systems[::-1]  # cancels drift of a shared machine
         for s in order:
             log = logs / f"train_{s}_{r}.log"
             train_s[s].append(run([stock("onmt_train"), "-config", str(cfgs[s])], log))
@@ -99,16 +105,16 @@ def main() -> None:
             model = wd / "models" / f"{s}_step_{args.steps}.pt"
             cmd = [stock("onmt_translate"), "-model", str(model), "-src", str(wd / "data" / "test.src"),
                    "-output", str(wd / f"hyp.{s}"), "-beam_size", "5", "-batch_size", "64", "-batch_type", "sents"]
-            if s == "combination":
-                cmd += ["-transforms", "xl_position", "-xl_preorderer", str(wd / "preorderer.xlp")]
+            if source_transform(s):
+                cmd += ["-transforms", source_transform(s), "-xl_preorderer", str(wd / "preorderer.xlp")]
             trans_s[s].append(run(cmd, logs / f"translate_{s}_{r}.log"))
     mean = statistics.mean
+    ref = systems[0]
     print(f"{args.rounds} rounds x {args.steps} steps, data {args.data_dir or 'demo synthetic'}, workdir {wd}")
-    print(f"{'system':12s} {'src tok/s':>10s} {'train wall s':>13s} {'translate wall s':>17s}")
+    print(f"{'system':18s} {'src tok/s':>10s} {'vs ' + ref:>14s} {'train wall s':>13s} {'translate wall s':>17s} {'vs ' + ref:>14s}")
     for s in systems:
-        print(f"{s:12s} {mean(tok_s[s]):10.0f} {mean(train_s[s]):13.1f} {mean(trans_s[s]):17.2f}")
-    print(f"combination / baseline: training throughput {mean(tok_s['combination']) / mean(tok_s['baseline']):.3f}x, "
-          f"translate wall time {mean(trans_s['combination']) / mean(trans_s['baseline']):.3f}x")
+        print(f"{s:18s} {mean(tok_s[s]):10.0f} {mean(tok_s[s]) / mean(tok_s[ref]):13.3f}x {mean(train_s[s]):13.1f} "
+              f"{mean(trans_s[s]):17.2f} {mean(trans_s[s]) / mean(trans_s[ref]):13.3f}x")
 
 
 if __name__ == "__main__":
