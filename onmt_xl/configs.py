@@ -61,6 +61,8 @@ SYSTEMS: Dict[str, tuple] = {
     "combination": ({"encoder_type": "xl_combination", "xl_heads": 4, "inxl_fusion": "block"}, True),
     "disan": ({"encoder_type": "disan"}, False),
     "enc_re": ({"encoder_type": "reordering_embedding"}, False),
+    "dec_re": ({"decoder_type": "reordering_embedding"}, False),
+    "both_re": ({"encoder_type": "reordering_embedding", "decoder_type": "reordering_embedding"}, False),
     "additional_pe": ({"encoder_type": "additional_pe"}, False),
     "encoder_free": ({"encoder_type": "encoder_free", "encoder_free_pe": "absolute"}, False),
     "encoder_free_inxl": ({"encoder_type": "encoder_free", "encoder_free_pe": "inxl", "inxl_fusion": "block"}, True),

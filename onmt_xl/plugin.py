@@ -37,6 +37,7 @@ def register() -> None:
     _allow_namespace_in_checkpoints()
     _patch_batching()
     _patch_options()
+    import onmt_xl.decoders.reordering_embedding  # noqa: F401  (registers the decoder)
     import onmt_xl.encoders.baselines  # noqa: F401  (registers encoders)
     import onmt_xl.encoders.xl_transformer  # noqa: F401
     import onmt_xl.transforms.xl_position  # noqa: F401  (registers the transform)

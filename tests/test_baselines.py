@@ -111,3 +111,24 @@ def test_baseline_parameter_counts():
     layers = sum(p.numel() for p in build("transformer").encoder.transformer.parameters()) + 2 * 16
     assert count(build("encoder_free", encoder_free_pe="absolute")) == base - layers
     assert count(build("encoder_free", encoder_free_pe="inxl")) == base - layers + 4 * 16
+
+
+def test_decoder_res_step_by_step_equals_full_sequence():
+    """Beam search decodes one step at a time with caches: it must see exactly the training-time layer."""
+    model = build("transformer", decoder_type="reordering_embedding")
+    src, src_len = batch()
+    enc_out, _, _ = model.encoder(src, src_len)
+    tgt = torch.tensor([[2, 5, 6, 7], [2, 8, 9, 10]])[:, :, None]
+    model.decoder.init_state(src, enc_out, None)
+    full, _ = model.decoder(tgt, enc_out, src_len=src_len)
+    model.decoder.init_state(src, enc_out, None)
+    steps = [model.decoder(tgt[:, t : t + 1], enc_out, step=t, src_len=src_len)[0] for t in range(4)]
+    assert torch.allclose(full, torch.cat(steps, dim=1), atol=1e-5)
+
+
+def test_decoder_res_change_the_decoder_and_count_parameters():
+    stock = build("transformer")
+    re = build("transformer", decoder_type="reordering_embedding")
+    n = sum(p.numel() for p in re.parameters()) - sum(p.numel() for p in stock.parameters())
+    assert n == 1 * 3 * 16 * 16  # one decoder layer, 3 d x d matrices (Eq. 6)
+    assert all(hasattr(layer, "penalty") for layer in re.decoder.transformer_layers)

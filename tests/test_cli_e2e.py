@@ -126,7 +126,7 @@ def test_xl_encoder_without_the_transform_is_rejected_at_startup(workdir, traine
     assert proc.returncode != 0 and "corpus 'valid' does not list the xl_position transform" in proc.stderr + proc.stdout
 
 
-@pytest.mark.parametrize("system", ["disan", "enc_re", "encoder_free_inxl", "prereorder"])
+@pytest.mark.parametrize("system", ["disan", "both_re", "encoder_free_inxl", "prereorder"])
 def test_baseline_systems_train_and_translate(workdir, trained_combination, system):
     cfg = write_config(workdir, system, train_steps=4, save_checkpoint_steps=4, valid_steps=4)
     run("onmt_train", "-config", str(cfg))

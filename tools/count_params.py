@@ -47,13 +47,13 @@ def main() -> None:
     onmt_xl.register()
     overrides = dict(BIG) if args.big else {}
     base = count("baseline", overrides, args.vocab)
-    print(f"{'system':14s} {'parameters':>14s} {'vs baseline':>12s}")
+    print(f"{'system':18s} {'parameters':>14s} {'vs baseline':>12s}")
     for system in SYSTEMS:
         n = count(system, overrides, args.vocab)
-        print(f"{system:14s} {n:14,d} {n - base:+12,d}")
+        print(f"{system:18s} {n:14,d} {n - base:+12,d}")
     for fusion in ("diagonal", "full"):
         n = count("inxl", {**overrides, "inxl_fusion": fusion}, args.vocab)
-        print(f"{'inxl/' + fusion:14s} {n:14,d} {n - base:+12,d}")
+        print(f"{'inxl/' + fusion:18s} {n:14,d} {n - base:+12,d}")
 
 
 if __name__ == "__main__":
