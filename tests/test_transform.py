@@ -139,3 +139,16 @@ def test_prereorder_with_oracle_alignments():
     ex = {"src": ["I", "ate", "apples"], "tgt": ["W", "R", "T"], "align": ["0-0", "1-2", "2-1"],
           "cid": "train", "cid_line_number": 0}
     assert t.apply(ex)["src"] == ["I", "apples", "ate"]
+
+
+def test_oracle_positions_at_translation_from_an_alignment_file(tmp_path):
+    """Oracle upper bound (test-side alignments): the INFER corpus carries no path_align."""
+    path = tmp_path / "test.align"
+    path.write_text("0-1 1-0\n0-0 1-2 2-1\n")
+    t = make(xl_source="align", xl_align_path=str(path))
+    ex = t.apply({"src": ["a", "b", "c"], "tgt": None, "cid": "infer", "cid_line_number": 1})
+    assert ex["xl_pos"] == btg_oracle(3, [(0, 0), (1, 2), (2, 1)]).pos_xl
+    with pytest.raises(XLInputError, match="test.align, line 3: no alignment line"):
+        t.apply({"src": ["a"], "tgt": None, "cid": "infer", "cid_line_number": 2})
+    with pytest.raises(XLInputError, match="test.align, line 1: .*source index 1 out of range"):
+        t.apply({"src": ["a"], "tgt": None, "cid": "infer", "cid_line_number": 0})

@@ -3,7 +3,9 @@
 ``example["xl_pos"][j]`` is the index of source token ``j`` in the source reordered into target order.
 It comes from the trained BTG preorderer (``-xl_source preorderer``, the default and the only source
 available when translating) or from the corpus' word alignments through the BTG oracle
-(``-xl_source align``: needs ``path_align``; training and analysis only). It must come after every
+(``-xl_source align``: needs ``path_align``, or ``-xl_align_path`` for ``onmt_translate``, whose
+corpora carry no alignments; training and analysis only — with test-side alignments this is the
+oracle upper bound of Chen et al. 2020, Sec. 3, which uses test information). It must come after every
 transform that changes the source tokens, so it reorders exactly what the encoder reads (words, or
 BPE/SentencePiece pieces).
 
@@ -61,6 +63,12 @@ class XLPositionTransform(Transform):
             help="Preorderer file written by `onmt-xl preorder-train` (needed with -xl_source preorderer).",
         )
         group.add(
+            "--xl_align_path", "-xl_align_path", type=str, default=None,
+            help="-xl_source align without path_align (e.g. in onmt_translate): Pharaoh alignments of the "
+            "corpus being transformed, one line per source line. At translation time this uses test-side "
+            "information: an oracle upper bound, for analysis only.",
+        )
+        group.add(
             "--xl_cache_size", "-xl_cache_size", type=int, default=1_000_000,
             help="Cache the preorderer's positions for up to this many distinct source sentences per process "
             "(0 disables).",
@@ -87,6 +95,7 @@ class XLPositionTransform(Transform):
         self.noise = self.opts.xl_noise
         self.preorderer_path = self.opts.xl_preorderer
         self.cache_size = getattr(self.opts, "xl_cache_size", 1_000_000)
+        self.align_path = getattr(self.opts, "xl_align_path", None)
         self.cache = {}
 
     def _set_seed(self, seed):
@@ -97,6 +106,13 @@ class XLPositionTransform(Transform):
         super().warm_up(vocabs)
         if self.source == "preorderer" and self.preorderer is None:
             self.preorderer = _load_preorderer(self.preorderer_path)
+        self.align_lines = None
+        if self.source == "align" and self.align_path:
+            try:
+                with open(self.align_path, encoding="utf-8") as f:
+                    self.align_lines = f.read().splitlines()
+            except OSError as err:
+                raise XLInputError(self.align_path, None, f"cannot read the alignments: {err.strerror}") from None
 
     def __getstate__(self):
         state = super().__getstate__()
@@ -133,17 +149,19 @@ class XLPositionTransform(Transform):
 
         where = (example.get("cid"), example.get("cid_line_number"))
         line = None if where[1] is None else where[1] + 1
-        if example.get("align") is None:
+        align, source = example.get("align"), f"{where[0]} (path_align)"
+        if align is None and self.align_lines is not None:
+            if line is None or line > len(self.align_lines):
+                raise XLInputError(self.align_path, line, f"no alignment line for source line {line}")
+            align, source = self.align_lines[line - 1], self.align_path
+        if align is None:
             raise XLInputError(
                 str(where[0]), line,
-                "-xl_source align needs word alignments: set path_align for this corpus",
+                "-xl_source align needs word alignments: set path_align for this corpus (or -xl_align_path)",
             )
-        align = example["align"]
         align = " ".join(align) if isinstance(align, list) else align
         tgt = example.get("tgt")
-        links = parse_pharaoh_line(
-            align, src_len, len(tgt) if tgt is not None else None, path=f"{where[0]} (path_align)", lineno=line
-        )
+        links = parse_pharaoh_line(align, src_len, len(tgt) if tgt is not None else None, path=source, lineno=line)
         return btg_oracle(src_len, links).pos_xl
 
     def _repr_args(self):
