@@ -291,3 +291,43 @@ def test_gold_jaen_with_extra_data():
     scores: AERScores = score_alignments(res.symmetrized, sure, possible)
     assert scores.n_sentences == 582
     assert scores.aer < 0.7, scores.format()
+
+
+# --- the benchmark tools, on tiny synthetic data ---------------------------------------------------------------
+
+
+def _load_tool(name):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bench_align_tool(tmp_path, capsys):
+    import json
+
+    src, tgt, gold = synthetic_corpus(150, seed=4)
+    (tmp_path / "g.src-tgt").write_text(
+        "".join(" ".join(s) + " ||| " + " ".join(t) + "\n" for s, t in zip(src[:20], tgt[:20])), encoding="utf-8"
+    )
+    # 1-indexed gold with one possible link per sentence
+    (tmp_path / "g.gold").write_text(
+        "".join(" ".join(f"{i + 1}{'p' if i == 0 else '-'}{j + 1}" for i, j in sorted(g)) + "\n" for g in gold[:20]),
+        encoding="utf-8",
+    )
+    _write(tmp_path / "x.src", src[20:])
+    _write(tmp_path / "x.tgt", tgt[20:])
+    out = tmp_path / "r.json"
+    rc = _load_tool("bench_align").main([
+        "--text", str(tmp_path / "g.src-tgt"), "--gold", str(tmp_path / "g.gold"), "--extra-src",
+        str(tmp_path / "x.src"), "--extra-tgt", str(tmp_path / "x.tgt"), "--runs", "2", "--json", str(out),
+    ])
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "| gdfa | " in text and "| forward | " in text and "| reverse | " in text
+    res = json.loads(out.read_text(encoding="utf-8"))
+    assert len(res["runs"]) == 2 and res["sentences"] == 20
+    assert res["summary"]["gdfa"]["aer"]["mean"] < 0.2
+    assert res["summary"]["gdfa"]["precision"]["mean"] > 0.8
