@@ -52,54 +52,63 @@ TRAINING: Dict[str, Any] = {
     "param_init_glorot": True,
 }
 
-#: system name -> (encoder options, source transform: True = xl_position, a name, or False = none)
+#: Source transforms: ``XL`` = xl_position from the preorderer (training, validation and translation);
+#: ``PREREORDER`` = the source itself reordered by the preorderer (idem); ``ALIGNED_R`` = xl_position from
+#: the training corpus' alignments (``workdir/align/train.gdfa``), training corpus only: ExGRE/ReFSR's r_j.
+XL, PREREORDER, ALIGNED_R = "xl_position", "xl_prereorder", "aligned_r"
+
+#: system name -> (model options, source transform or None)
 SYSTEMS: Dict[str, tuple] = {
-    "baseline": ({}, False),
-    "relative_pe": ({"encoder_type": "xl_relative", "enc_max_relative_positions": 16}, False),
-    "inxl": ({"encoder_type": "xl_inxl", "inxl_fusion": "block"}, True),
-    "headxl": ({"encoder_type": "xl_headxl", "xl_heads": 4}, True),
-    "combination": ({"encoder_type": "xl_combination", "xl_heads": 4, "inxl_fusion": "block"}, True),
-    "disan": ({"encoder_type": "disan"}, False),
-    "enc_re": ({"encoder_type": "reordering_embedding"}, False),
-    "dec_re": ({"decoder_type": "reordering_embedding"}, False),
-    "both_re": ({"encoder_type": "reordering_embedding", "decoder_type": "reordering_embedding"}, False),
-    "additional_pe": ({"encoder_type": "additional_pe"}, False),
-    "encoder_free": ({"encoder_type": "encoder_free", "encoder_free_pe": "absolute"}, False),
-    "encoder_free_inxl": ({"encoder_type": "encoder_free", "encoder_free_pe": "inxl", "inxl_fusion": "block"}, True),
-    "prereorder": ({}, "xl_prereorder"),
+    "baseline": ({}, None),
+    "relative_pe": ({"encoder_type": "xl_relative", "enc_max_relative_positions": 16}, None),
+    "inxl": ({"encoder_type": "xl_inxl", "inxl_fusion": "block"}, XL),
+    "headxl": ({"encoder_type": "xl_headxl", "xl_heads": 4}, XL),
+    "combination": ({"encoder_type": "xl_combination", "xl_heads": 4, "inxl_fusion": "block"}, XL),
+    "disan": ({"encoder_type": "disan"}, None),
+    "enc_re": ({"encoder_type": "reordering_embedding"}, None),
+    "dec_re": ({"decoder_type": "reordering_embedding"}, None),
+    "both_re": ({"encoder_type": "reordering_embedding", "decoder_type": "reordering_embedding"}, None),
+    "additional_pe": ({"encoder_type": "additional_pe"}, None),
+    "exgre": ({"encoder_type": "exgre", "reordering_loss_weight": 0.6}, ALIGNED_R),
+    "refsr": ({"encoder_type": "refsr", "reordering_loss_weight": 0.6}, ALIGNED_R),
+    "encoder_free": ({"encoder_type": "encoder_free", "encoder_free_pe": "absolute"}, None),
+    "encoder_free_inxl": ({"encoder_type": "encoder_free", "encoder_free_pe": "inxl", "inxl_fusion": "block"}, XL),
+    "prereorder": ({}, PREREORDER),
 }
 
 
 def source_transform(system: str) -> Optional[str]:
-    """The onmt_xl transform a system needs on its source (also at translation), or None."""
-    xl = SYSTEMS[system][1]
-    return (xl if isinstance(xl, str) else "xl_position") if xl else None
+    """The onmt_xl transform a system needs on its source when translating, or None."""
+    transform = SYSTEMS[system][1]
+    return transform if transform in (XL, PREREORDER) else None
 
 
 def config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The full ``onmt_train`` configuration of ``system`` reading data from ``workdir/data``."""
     if system not in SYSTEMS:
         raise ValueError(f"unknown system {system!r}; choose one of {sorted(SYSTEMS)}")
-    encoder, _ = SYSTEMS[system]
-    xl = source_transform(system)
-    transforms = [xl] if xl else []
+    options, transform = SYSTEMS[system]
     data = f"{workdir}/data"
+    train = {"path_src": f"{data}/train.src", "path_tgt": f"{data}/train.tgt", "transforms": []}
+    valid = {"path_src": f"{data}/valid.src", "path_tgt": f"{data}/valid.tgt", "transforms": []}
     cfg: Dict[str, Any] = {
         "save_data": f"{workdir}/{system}",
         "src_vocab": f"{workdir}/vocab.src",
         "tgt_vocab": f"{workdir}/vocab.tgt",
         "overwrite": True,
-        "data": {
-            "train": {"path_src": f"{data}/train.src", "path_tgt": f"{data}/train.tgt", "transforms": list(transforms)},
-            "valid": {"path_src": f"{data}/valid.src", "path_tgt": f"{data}/valid.tgt", "transforms": list(transforms)},
-        },
+        "data": {"train": train, "valid": valid},
     }
-    if xl:
+    if transform in (XL, PREREORDER):
+        train["transforms"], valid["transforms"] = [transform], [transform]
         cfg["xl_source"] = "preorderer"
         cfg["xl_preorderer"] = f"{workdir}/preorderer.xlp"
+    elif transform == ALIGNED_R:
+        train["path_align"] = f"{workdir}/align/train.gdfa"
+        train["transforms"] = [XL]
+        cfg["xl_source"] = "align"
     cfg["save_model"] = f"{workdir}/models/{system}"
     cfg.update(MODEL)
-    cfg.update(encoder)
+    cfg.update(options)
     cfg.update(TRAINING)
     cfg.update(overrides or {})
     return cfg

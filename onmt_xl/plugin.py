@@ -12,6 +12,10 @@
 3. **Options**: OpenNMT has no extension point for model options, so ``model_opts`` and
    ``validate_model_opts`` are wrapped to add and check ours (they then appear in ``onmt_train -h``
    and are stored in, and restored from, checkpoints).
+4. **Auxiliary encoder losses** (the reordering loss of ExGRE/ReFSR): ``LossCompute`` adds the
+   encoder's ``reordering_loss`` (a sum over source words) to its summed token loss while training, so
+   OpenNMT's normalisation (``loss /= normalization``) and gradient accumulation apply to it unchanged;
+   the statistics (perplexity, accuracy) stay those of translation, and the term is logged.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ def register() -> None:
     _allow_namespace_in_checkpoints()
     _patch_batching()
     _patch_options()
+    _patch_loss()
     import onmt_xl.decoders.reordering_embedding  # noqa: F401  (registers the decoder)
     import onmt_xl.encoders.baselines  # noqa: F401  (registers encoders)
     import onmt_xl.encoders.xl_transformer  # noqa: F401
@@ -93,6 +98,58 @@ def _patch_batching() -> None:
     patched._onmt_xl = True
     for module in (text_utils, dynamic_iterator):
         module.tensorify = patched
+
+
+class _AuxLossLog:
+    """Running mean of the auxiliary loss per source word, logged every ``every`` (``-report_every``) batches."""
+
+    def __init__(self, every: int = 100):
+        self.every, self.total, self.words, self.batches = every, 0.0, 0, 0
+
+    def add(self, value: float, words: int) -> None:
+        from onmt.utils.logging import logger
+
+        self.total, self.words, self.batches = self.total + value, self.words + words, self.batches + 1
+        if self.batches % self.every == 0:
+            logger.info("reordering loss (lambda * (1 - cos)) per source word, last %d batches: %.4f",
+                        self.every, self.total / max(self.words, 1))
+            self.total, self.words = 0.0, 0
+
+
+def add_encoder_loss(stock_forward, loss_compute, batch, output, attns, trunc_start=0, trunc_size=None):
+    """``LossCompute.forward`` plus the encoder's auxiliary loss (once per batch, training only)."""
+    loss, stats = stock_forward(loss_compute, batch, output, attns, trunc_start=trunc_start, trunc_size=trunc_size)
+    encoder = loss_compute.__dict__.get("_onmt_xl_encoder")
+    aux = getattr(encoder, "reordering_loss", None)
+    if aux is not None and encoder.training and trunc_start == 0 and loss is not None:
+        loss = loss + aux
+        log = loss_compute.__dict__.setdefault("_onmt_xl_log", _AuxLossLog(loss_compute.__dict__.get("_onmt_xl_every", 100)))
+        log.add(aux.item(), int(encoder.similarity[1]))
+    return loss, stats
+
+
+def _patch_loss() -> None:
+    from onmt.utils.loss import LossCompute
+
+    if getattr(LossCompute.forward, "_onmt_xl", False):
+        return
+    stock_from_opts = LossCompute.from_opts.__func__
+
+    def from_opts(cls, opt, model, vocab, train=True):
+        loss_compute = stock_from_opts(cls, opt, model, vocab, train)
+        if train and getattr(model, "encoder", None) is not None:
+            loss_compute.__dict__["_onmt_xl_encoder"] = model.encoder  # not a submodule of the loss
+            loss_compute.__dict__["_onmt_xl_every"] = max(int(getattr(opt, "report_every", 100)), 1)
+        return loss_compute
+
+    stock_forward = LossCompute.forward
+
+    def forward(self, batch, output, attns, trunc_start=0, trunc_size=None):
+        return add_encoder_loss(stock_forward, self, batch, output, attns, trunc_start, trunc_size)
+
+    forward._onmt_xl = True
+    LossCompute.from_opts = classmethod(from_opts)
+    LossCompute.forward = forward
 
 
 def _patch_options() -> None:

@@ -132,3 +132,69 @@ def test_decoder_res_change_the_decoder_and_count_parameters():
     n = sum(p.numel() for p in re.parameters()) - sum(p.numel() for p in stock.parameters())
     assert n == 1 * 3 * 16 * 16  # one decoder layer, 3 d x d matrices (Eq. 6)
     assert all(hasattr(layer, "penalty") for layer in re.decoder.transformer_layers)
+
+
+def test_reordered_position_predictor_eq5_by_hand():
+    from onmt_xl.modules.explicit_reordering import ReorderedPositionPredictor
+
+    p = ReorderedPositionPredictor(2)
+    with torch.no_grad():
+        p.W.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 2.0]]))
+        p.v.weight.copy_(torch.tensor([[1.0, -1.0]]))
+    h = torch.tensor([[[0.5, 0.25], [0.0, 0.0]]])
+    z = math.tanh(0.5) - math.tanh(0.5)  # v . tanh(W h) for the first word
+    got = p(h, torch.tensor([5]))
+    assert got[0].tolist() == pytest.approx([4 / (1 + math.exp(-z)), 4 * 0.5], abs=1e-6)  # (J - 1) sigmoid
+
+
+def test_gaussian_window_pe_eq6_by_hand():
+    from onmt_xl.modules.explicit_reordering import gaussian_window_pe
+
+    pe = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]])
+    b = torch.tensor([[1.2, 1.5, 0.0]])
+    pr = gaussian_window_pe(b, pe, window=0.5)  # sigma = 0.25: exp(-(s - b)^2 / 0.5)
+    assert pr[0, 0].tolist() == pytest.approx([0.0, math.exp(-0.04 / 0.5)], abs=1e-6)  # only s = 1 in [0.7, 1.7]
+    w = math.exp(-0.25 / 0.5)  # s = 1 and s = 2 both at distance 0.5
+    assert pr[0, 1].tolist() == pytest.approx([2 * w, w + 2 * w], abs=1e-6)
+    assert pr[0, 2].tolist() == pytest.approx([1.0, 0.0], abs=1e-6)
+
+
+def test_reordering_fusion_gate_eq10_11_by_hand():
+    from onmt_xl.modules.explicit_reordering import ReorderingFusionGate
+
+    gate = ReorderingFusionGate(2)
+    with torch.no_grad():
+        gate.U_g.weight.copy_(torch.tensor([[1.0, 0.0]]))
+        gate.W_g.weight.copy_(torch.tensor([[0.0, 1.0]]))
+    h, h_bar = torch.tensor([[1.0, 2.0]]), torch.tensor([[3.0, -1.0]])
+    g = 1 / (1 + math.exp(-(1.0 - 1.0)))
+    assert gate(h, h_bar)[0].tolist() == pytest.approx([g * 3 + (1 - g) * 1, g * -1 + (1 - g) * 2], abs=1e-6)
+
+
+@pytest.mark.parametrize("encoder_type", ["exgre", "refsr"])
+def test_exgre_positions_only_feed_the_loss(encoder_type):
+    model = build(encoder_type)
+    enc = model.encoder
+    plain, _, _ = enc(*batch())
+    assert enc.reordering_loss is None
+    with_r, _, _ = enc(*batch(REVERSED))
+    assert torch.equal(plain, with_r)  # r_j never changes the representation: inference needs no alignment
+    sim, words = enc.similarity
+    assert words.item() == 8 and -8 <= sim.item() <= 8
+    assert enc.reordering_loss.item() == pytest.approx(0.6 * (8 - sim.item()), rel=1e-5)
+    enc.reordering_loss.backward()
+    assert enc.predictors[-1].W.weight.grad.abs().sum() > 0  # Eq. 9 trains the position predictor
+
+
+def test_encoder_loss_is_added_in_training_only():
+    from types import SimpleNamespace
+
+    from onmt_xl.plugin import add_encoder_loss
+
+    encoder = SimpleNamespace(reordering_loss=torch.tensor(1.5), training=True, similarity=(torch.tensor(3.0), 4))
+    lc = SimpleNamespace(_onmt_xl_encoder=encoder, _onmt_xl_every=1)
+    stock = lambda self, batch, output, attns, trunc_start=0, trunc_size=None: (torch.tensor(10.0), "stats")  # noqa: E731
+    loss, stats = add_encoder_loss(stock, lc, None, None, None)
+    assert loss.item() == 11.5 and stats == "stats"
+    encoder.training = False
+    assert add_encoder_loss(stock, lc, None, None, None)[0].item() == 10.0

@@ -36,6 +36,8 @@ def workdir(tmp_path_factory):
         lines = (data / f"train.{ext}").read_text().splitlines()
         (data / f"valid.{ext}").write_text("\n".join(lines[:40]) + "\n")
     tiny_preorderer(wd, corpus).rename(wd / "preorderer.xlp")
+    (wd / "align").mkdir()
+    (data / "train.align").rename(wd / "align" / "train.gdfa")  # gold links stand in for eflomal's
     return wd
 
 
@@ -137,4 +139,14 @@ def test_baseline_systems_train_and_translate(workdir, trained_combination, syst
     if transform:
         args += ["-transforms", transform, "-xl_preorderer", str(workdir / "preorderer.xlp")]
     run(*args)
+    assert len(out.read_text().splitlines()) == 40
+
+
+def test_refsr_trains_with_the_reordering_loss_and_translates_without_alignments(workdir, trained_combination):
+    cfg = write_config(workdir, "refsr", train_steps=4, save_checkpoint_steps=4, valid_steps=4, report_every=2)
+    proc = run("onmt_train", "-config", str(cfg))
+    assert "reordering loss (lambda * (1 - cos)) per source word" in proc.stdout + proc.stderr
+    out = workdir / "hyp.refsr"
+    run("onmt_translate", "-model", str(workdir / "models" / "refsr_step_4.pt"), "-src",
+        str(workdir / "data" / "valid.src"), "-output", str(out), "-beam_size", "2")
     assert len(out.read_text().splitlines()) == 40

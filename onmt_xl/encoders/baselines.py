@@ -4,6 +4,8 @@
   baseline of Ding et al. 2020, Tab. 1–2). See :mod:`onmt_xl.modules.disan`.
 * ``reordering_embedding``: encoder reordering embeddings (Chen et al. 2019, Eq. 6–9).
 * ``additional_pe``: the control of Chen et al. 2019: the plain PE added in every layer instead of RE.
+* ``exgre`` / ``refsr``: explicit global reordering and reordering fusion (Chen et al. 2020, Eq. 5–11),
+  trained with the reordering loss of Eq. 9.
 * ``encoder_free``: no encoder layers; the source embeddings (+ no / absolute / InXL PE, option
   ``-encoder_free_pe``) go straight to the decoder (Tang et al. 2019; Ding et al. 2020, Tab. 4).
 
@@ -25,6 +27,12 @@ from onmt.encoders.transformer import TransformerEncoder, TransformerEncoderLaye
 
 from onmt_xl.encoders.common import MissingXLPositionsError, embed_words, padding_mask
 from onmt_xl.modules.disan import FusionGate, directional_masks
+from onmt_xl.modules.explicit_reordering import (
+    ReorderedPositionPredictor,
+    ReorderingFusionGate,
+    gaussian_window_pe,
+    reordering_similarity,
+)
 from onmt_xl.modules.inxl import InXLPositionFusion
 from onmt_xl.modules.reordering_embedding import PositionalPenalty
 from onmt_xl.positions import sinusoid
@@ -127,3 +135,63 @@ class EncoderFreeEncoder(EncoderBase):
 
     def update_dropout(self, dropout, attention_dropout):
         self.embeddings.update_dropout(dropout)
+
+
+@register_encoder("exgre")
+class ExGREEncoder(TransformerEncoder):
+    """Explicit global reordering (Chen et al. 2020, Eq. 5–8): after every layer each word predicts its
+    reordered position ``b_j`` and adds the Gaussian-windowed PE around it, ``H̄^n = H^n + PR^n``.
+
+    Training adds ``λ · Σ_j (1 − Sim(pr_j^N, re_j))`` to OpenNMT's loss (Eq. 9; ``-reordering_loss_weight``
+    λ), where ``re_j`` is the sinusoid of the reordered position ``r_j`` that the ``xl_position`` transform
+    (``-xl_source align``: from the alignments) attaches at training time. Translation needs nothing but
+    the source: without XL positions in the batch there is simply no loss.
+    """
+
+    fuse = False
+
+    @classmethod
+    def from_opt(cls, opt, embeddings):
+        encoder = super().from_opt(opt, embeddings)
+        d_model = opt.enc_hid_size
+        encoder.pe_type, encoder.window = opt.position_encoding_type, opt.exgre_window
+        encoder.loss_weight = opt.reordering_loss_weight
+        encoder.predictors = nn.ModuleList(ReorderedPositionPredictor(d_model) for _ in encoder.transformer)
+        encoder.gate = ReorderingFusionGate(d_model) if cls.fuse else None
+        encoder.reordering_loss = None  # set by forward when the batch carries r_j
+        encoder.similarity = None  # (Σ_j Sim, number of words) of the last such batch: the Sim metric, Eq. 12
+        return encoder
+
+    def forward(self, src: torch.Tensor, src_len: Optional[torch.Tensor] = None):
+        pos_xl = None
+        if src.size(2) == len(self.embeddings.emb_luts) + 1:  # r_j attached by xl_position
+            src, pos_xl = src[:, :, :-1], src[:, :, -1]
+        x0 = self.embeddings(src)
+        pad = padding_mask(src_len, src.size(1))
+        pe = sinusoid(torch.arange(src.size(1), device=src.device), x0.size(-1), self.pe_type)
+        x = x0
+        for layer, predictor in zip(self.transformer, self.predictors):
+            h = layer(x, pad)
+            pr = gaussian_window_pe(predictor(h, src_len), pe, self.window)  # Eq. 5-6
+            x = h + pr  # Eq. 7
+        out = x
+        if self.gate is not None:  # ReFSR: the same layers over the original order (Eq. 2), fused (Eq. 10-11)
+            h = x0
+            for layer in self.transformer:
+                h = layer(h, pad)
+            out = self.gate(h, x)
+        self.reordering_loss = self.similarity = None
+        if pos_xl is not None:
+            valid = ~pad[:, 0, 0, :]
+            sim = reordering_similarity(pr, pos_xl, valid, self.pe_type)
+            n_words = valid.sum()
+            self.similarity = (sim.detach(), n_words)
+            self.reordering_loss = self.loss_weight * (n_words - sim)  # Eq. 9 as a loss to minimise
+        return self.layer_norm(out), None, src_len
+
+
+@register_encoder("refsr")
+class ReFSREncoder(ExGREEncoder):
+    """Reordering fusion-based source representation (Chen et al. 2020, Eq. 10–11) over ExGRE."""
+
+    fuse = True

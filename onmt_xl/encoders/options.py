@@ -12,7 +12,9 @@ XL_ENCODERS = {
 }
 RELATIVE_ENCODER = "xl_relative"
 #: encoders that replace the stock absolute PE of the encoder with their own
-OWN_PE_ENCODERS = ("disan", "reordering_embedding", "additional_pe", "encoder_free")
+OWN_PE_ENCODERS = ("disan", "reordering_embedding", "additional_pe", "encoder_free", "exgre", "refsr")
+#: encoders trained with the reordering loss of Chen et al. 2020 (Eq. 9), fed r_j by xl_position
+REORDERING_LOSS_ENCODERS = ("exgre", "refsr")
 ENCODER_FREE_PES = ("none", "absolute", "inxl")
 
 
@@ -22,7 +24,7 @@ def add_model_options(parser) -> None:
         "onmt_xl encoders: -encoder_type xl_inxl | xl_headxl | xl_combination (cross-lingual position "
         "encoding, Ding et al. 2020; needs the xl_position transform); baselines: xl_relative (encoder-only "
         "relative PE, Shaw et al. 2018), disan (Shen et al. 2018), reordering_embedding and additional_pe "
-        "(Chen et al. 2019), encoder_free (Tang et al. 2019)",
+        "(Chen et al. 2019), exgre and refsr (Chen et al. 2020), encoder_free (Tang et al. 2019)",
     )
     group.add(
         "--xl_heads", "-xl_heads", type=int, default=4,
@@ -46,6 +48,14 @@ def add_model_options(parser) -> None:
         "--encoder_free_pe", "-encoder_free_pe", type=str, default="absolute", choices=ENCODER_FREE_PES,
         help="encoder_free (Tang et al. 2019): position information added to the source embeddings: none, "
         "absolute PE, or InXL PE (Eq. 7-8; needs the xl_position transform).",
+    )
+    group.add(
+        "--reordering_loss_weight", "-reordering_loss_weight", type=float, default=0.6,
+        help="exgre/refsr: weight λ of the reordering loss λ·Σ_j(1 - cos(pr_j, re_j)) (Chen et al. 2020, Eq. 9).",
+    )
+    group.add(
+        "--exgre_window", "-exgre_window", type=float, default=0.5,
+        help="exgre/refsr: half-width D of the Gaussian window around the predicted position (Eq. 6, σ = D/2).",
     )
 
 
@@ -72,6 +82,18 @@ def validate_model_options(opt) -> None:
                     f"-encoder_type {enc} reads cross-lingual positions, but corpus '{name}' does not list the "
                     "xl_position transform: add it (last) to its transforms"
                 )
+    if enc in REORDERING_LOSS_ENCODERS:
+        if opt.reordering_loss_weight < 0:
+            raise ValueError(f"-reordering_loss_weight must be >= 0, got {opt.reordering_loss_weight}")
+        if opt.exgre_window <= 0:
+            raise ValueError(f"-exgre_window must be > 0, got {opt.exgre_window}")
+        if isinstance(data, dict):
+            for name, corpus in data.items():
+                if name != "valid" and isinstance(corpus, dict) and "xl_position" not in (corpus.get("transforms") or []):
+                    raise ValueError(
+                        f"-encoder_type {enc} learns from reordered positions r_j, but training corpus '{name}' does "
+                        "not list the xl_position transform (with -xl_source align for alignment-derived r_j)"
+                    )
     if enc in XL_ENCODERS and XL_ENCODERS[enc][1]:
         if not 0 <= opt.xl_heads <= opt.heads:
             raise ValueError(f"-xl_heads must be in [0, heads={opt.heads}], got {opt.xl_heads}")
