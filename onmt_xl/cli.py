@@ -13,6 +13,7 @@ from typing import List, Optional
 def build_parser() -> argparse.ArgumentParser:
     from onmt_xl import __version__
     from onmt_xl.align.cli import add_subcommands as add_align
+    from onmt_xl.analysis import add_subcommands as add_analysis
     from onmt_xl.demo import add_subcommands as add_demo
     from onmt_xl.reorder.cli import add_subcommands as add_reorder
 
@@ -22,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_align(sub)
     add_reorder(sub)
     add_demo(sub)
+    add_analysis(sub)
     return parser
 
 

@@ -150,3 +150,10 @@ def test_refsr_trains_with_the_reordering_loss_and_translates_without_alignments
     run("onmt_translate", "-model", str(workdir / "models" / "refsr_step_4.pt"), "-src",
         str(workdir / "data" / "valid.src"), "-output", str(out), "-beam_size", "2")
     assert len(out.read_text().splitlines()) == 40
+    from onmt_xl.align.pharaoh import read_pharaoh
+    from onmt_xl.analysis import sim_metric
+
+    src = [line.split() for line in (workdir / "data" / "valid.src").read_text().splitlines()]
+    links = read_pharaoh(str(workdir / "align" / "train.gdfa"))[: len(src)]
+    sim, words = sim_metric(str(workdir / "models" / "refsr_step_4.pt"), src, links)
+    assert words == sum(map(len, src)) and -1.0 <= sim <= 1.0

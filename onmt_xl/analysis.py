@@ -1,0 +1,74 @@
+"""Analyses that read a trained model directly: the Sim metric of ExGRE/ReFSR (Chen et al. 2020, Eq. 12)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import List, Sequence, Tuple
+
+import torch
+from torch.nn.utils.rnn import pad_sequence
+
+
+def load_model(path: str):
+    """``(model, vocabs, model_opt)`` of an OpenNMT checkpoint, in eval mode on the CPU (any onmt_xl system)."""
+    import onmt_xl
+
+    onmt_xl.register()
+    from onmt.inputters.inputter import dict_to_vocabs
+    from onmt.model_builder import build_base_model
+    from onmt.models.model_saver import load_checkpoint
+    from onmt.utils.parse import ArgumentParser
+
+    ckpt = load_checkpoint(path)
+    model_opt = ArgumentParser.ckpt_model_opts(ckpt["opt"])
+    ArgumentParser.update_model_opts(model_opt)
+    ArgumentParser.validate_model_opts(model_opt)
+    vocabs = dict_to_vocabs(ckpt["vocab"])
+    model = build_base_model(model_opt, vocabs)
+    model.load_state_dict(ckpt, precision=torch.float32, device=torch.device("cpu"), strict=True)
+    return model.eval(), vocabs, model_opt
+
+
+def sim_metric(model_path: str, src: Sequence[Sequence[str]], links: Sequence[Sequence[Tuple[int, int]]],
+               batch_size: int = 64) -> Tuple[float, int]:
+    """Eq. 12: mean over all words of ``cos(pr_j^N, re_j)``, ``re_j`` from the BTG oracle of ``links``.
+
+    Returns ``(Sim, number of words)``. The model must be an ``exgre`` or ``refsr`` system.
+    """
+    from onmt_xl.reorder.oracle import btg_oracle
+
+    model, vocabs, model_opt = load_model(model_path)
+    if model_opt.encoder_type not in ("exgre", "refsr"):
+        raise ValueError(f"{model_path}: the Sim metric needs an exgre or refsr model, not {model_opt.encoder_type}")
+    total, words = 0.0, 0
+    pairs = [(s, ls) for s, ls in zip(src, links) if s]
+    with torch.no_grad():
+        for i in range(0, len(pairs), batch_size):
+            chunk = pairs[i : i + batch_size]
+            ids = [torch.tensor(vocabs["src"](list(s))) for s, _ in chunk]
+            pos = [torch.tensor(btg_oracle(len(s), ls).pos_xl) for s, ls in chunk]
+            batch = torch.stack((pad_sequence(ids, batch_first=True, padding_value=vocabs["src"]["<blank>"]),
+                                 pad_sequence(pos, batch_first=True)), dim=2)
+            model.encoder(batch, torch.tensor([len(s) for s, _ in chunk]))
+            sim, n = model.encoder.similarity
+            total, words = total + float(sim), words + int(n)
+    return total / max(words, 1), words
+
+
+def run_sim(args) -> int:
+    from onmt_xl.align.pharaoh import read_pharaoh
+
+    with open(args.src, encoding="utf-8") as f:
+        src: List[List[str]] = [line.split() for line in f]
+    links = read_pharaoh(args.align, [len(s) for s in src])
+    sim, words = sim_metric(args.model, src, links)
+    print(f"Sim (Chen et al. 2020, Eq. 12) over {words} words: {sim:.4f}")
+    return 0
+
+
+def add_subcommands(sub) -> None:
+    p = sub.add_parser("sim", help="Sim metric (Eq. 12) of an exgre/refsr model on a held-out set with alignments")
+    p.add_argument("--model", required=True)
+    p.add_argument("--src", required=True, help="tokenized source, as the model reads it")
+    p.add_argument("--align", required=True, help="Pharaoh links of --src with its reference (test-side information)")
+    p.set_defaults(func=run_sim)
