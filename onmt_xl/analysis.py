@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 from typing import List, Sequence, Tuple
 
 import torch
