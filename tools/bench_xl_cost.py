@@ -54,16 +54,21 @@ def prepare(args) -> Path:
         for name, src in (("train.src", d.train_src), ("train.tgt", d.train_tgt), ("valid.src", d.valid_src),
                           ("valid.tgt", d.valid_tgt), ("test.src", d.test_src)):
             shutil.copyfile(src, data / name)
+    gdfa = wd / "align" / "train.gdfa"  # read by the preorderer's training and by exgre/refsr configs
+    if not gdfa.exists():
+        from onmt_xl.align.eflomal_aligner import align_files
+
+        gdfa.parent.mkdir(exist_ok=True)
+        align_files(str(data / "train.src"), str(data / "train.tgt"), str(gdfa.with_suffix("")))
     pre = wd / "preorderer.xlp"
     if args.preorderer:
         shutil.copyfile(args.preorderer, pre)
     elif not pre.exists():
-        from onmt_xl.align.eflomal_aligner import align_files
+        from onmt_xl.align.pharaoh import read_pharaoh
         from onmt_xl.reorder.preorderer import Preorderer
 
-        res = align_files(str(data / "train.src"), str(data / "train.tgt"), str(wd / "train"))
         src = [line.split() for line in (data / "train.src").read_text().splitlines()]
-        Preorderer.train(src, res.symmetrized, progress=False).save(str(pre))
+        Preorderer.train(src, read_pharaoh(str(gdfa), [len(s) for s in src]), progress=False).save(str(pre))
     return wd
 
 
