@@ -74,15 +74,19 @@ def _grow(
         src_cov[i] = tgt_cov[j] = True
 
     neighbours = _NEIGHBOURS + (_DIAGONALS if diagonal else ())
+    # Union points not yet in the alignment: the only ones growing can add (a point already in it has
+    # both words covered). When none is left, nothing more can be added and the passes stop early.
+    cand = uni - fwd.intersection(rev)
     added = True
-    while added:
+    while added and cand:
         added = False
         k = 0
-        while k < len(cur):
+        while k < len(cur) and cand:
             j, i = cur[k]
             for dj, di in neighbours:
                 nj, ni = j + dj, i + di
-                if 0 <= nj < tgt_len and 0 <= ni < src_len and (ni, nj) in uni and not (tgt_cov[nj] and src_cov[ni]):
+                if (ni, nj) in cand and not (tgt_cov[nj] and src_cov[ni]):
+                    cand.discard((ni, nj))
                     pos = bisect_left(cur, (nj, ni))
                     cur.insert(pos, (nj, ni))
                     if pos <= k:  # inserted before the scan position: keep pointing at the same point
