@@ -31,6 +31,10 @@ eflomal on the sub-word text:
 * the price: a piece cannot be linked more precisely than its word (a compound whose halves
   translate to separate target words keeps one span for both halves).
 
+:func:`collapse_links` goes the other way (words linked when any of their pieces are), to score a
+sub-word aligner against word-level gold; ``tools/bench_align.py --subword`` and
+``tools/bench_subword.py --subword-eflomal`` measure the alternative.
+
 Word orders and sub-word orders are converted with :func:`collapse_order` (sub-words -> words: a word
 goes where the **mean** reordered position of its pieces is, ties by source position) and
 :func:`expand_order` (words -> sub-words: each word's pieces stay together, in source order).
@@ -165,6 +169,29 @@ def project_corpus(
     ]
 
 
+def collapse_links(
+    sub_links: Iterable[Link], src_offsets: Sequence[int], tgt_offsets: Optional[Sequence[int]] = None
+) -> List[Link]:
+    """Word links from sub-word links: words ``i`` and ``j`` are linked when any piece of ``i`` is linked
+    to any piece of ``j`` (the usual way to score a sub-word aligner against word-level gold).
+    ``tgt_offsets=None``: the target side is at word level already. Inverse of :func:`project_links`
+    on its output (``collapse_links(project_links(L, s, t), s, t) == sorted(set(L))``)."""
+    _check_offsets(src_offsets, "source")
+    s_word = piece_to_word(src_offsets)
+    t_word = None
+    if tgt_offsets is not None:
+        _check_offsets(tgt_offsets, "target")
+        t_word = piece_to_word(tgt_offsets)
+    out = set()
+    for a, b in sub_links:
+        if not 0 <= a < len(s_word):
+            raise ValueError(f"link {a}-{b}: source piece {a} out of range for {len(s_word)} pieces")
+        if t_word is not None and not 0 <= b < len(t_word):
+            raise ValueError(f"link {a}-{b}: target piece {b} out of range for {len(t_word)} pieces")
+        out.add((s_word[a], b if t_word is None else t_word[b]))
+    return sorted(out)
+
+
 def collapse_order(sub_order: Sequence[int], offsets: Sequence[int]) -> List[int]:
     """Word order from a sub-word order.
 
@@ -244,6 +271,9 @@ class SubwordModel:
         """
         import pyonmttok
 
+        size = int(size)
+        if size < 1:
+            raise ValueError(f"size must be positive, got {size}")
         tok = _tokenizer(kind)
         if kind == "bpe":
             learner = pyonmttok.BPELearner(tokenizer=tok, symbols=size, **learner_options)

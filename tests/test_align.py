@@ -323,6 +323,7 @@ def test_bench_align_tool(tmp_path, capsys):
     rc = _load_tool("bench_align").main([
         "--text", str(tmp_path / "g.src-tgt"), "--gold", str(tmp_path / "g.gold"), "--extra-src",
         str(tmp_path / "x.src"), "--extra-tgt", str(tmp_path / "x.tgt"), "--runs", "2", "--json", str(out),
+        "--subword", "bpe:20", "--in-process",
     ])
     assert rc == 0
     text = capsys.readouterr().out
@@ -331,3 +332,6 @@ def test_bench_align_tool(tmp_path, capsys):
     assert len(res["runs"]) == 2 and res["sentences"] == 20
     assert res["summary"]["gdfa"]["aer"]["mean"] < 0.2
     assert res["summary"]["gdfa"]["precision"]["mean"] > 0.8
+    sub = res["subword"]["bpe:20"]
+    assert len(sub["runs"]) == 2 and sub["runs"][0]["pieces_per_word"] > 1
+    assert 0 <= sub["summary"]["gdfa"]["aer"]["mean"] <= 1

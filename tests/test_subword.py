@@ -11,6 +11,7 @@ from onmt_xl.subword import (
     JOINER,
     Segmentation,
     SubwordModel,
+    collapse_links,
     collapse_order,
     expand_order,
     merge_pieces,
@@ -39,6 +40,23 @@ def test_project_links_hand_example():
     # identity offsets: links unchanged; no links: none
     assert project_links([(2, 0), (0, 1)], [0, 1, 2, 3], [0, 1, 2]) == [(0, 1), (2, 0)]
     assert project_links([], [0, 2], [0, 1]) == []
+
+
+def test_collapse_links():
+    # any piece pair linked -> word pair linked
+    assert collapse_links([(1, 2), (2, 0)], [0, 2, 3], [0, 1, 3]) == [(0, 1), (1, 0)]
+    assert collapse_links([(0, 5), (1, 5), (3, 1)], [0, 2, 4]) == [(0, 5), (1, 1)]
+    rng = random.Random(2)
+    for _ in range(100):
+        so, to = [0], [0]
+        for _ in range(rng.randint(1, 6)):
+            so.append(so[-1] + rng.randint(1, 3))
+        for _ in range(rng.randint(1, 6)):
+            to.append(to[-1] + rng.randint(1, 3))
+        links = [(rng.randrange(len(so) - 1), rng.randrange(len(to) - 1)) for _ in range(rng.randint(0, 8))]
+        assert collapse_links(project_links(links, so, to), so, to) == sorted(set(links))
+    with pytest.raises(ValueError, match="source piece 3"):
+        collapse_links([(3, 0)], [0, 1, 3])
 
 
 def test_project_links_errors():

@@ -11,6 +11,10 @@ in a subprocess and scores ``RUN.fwd``, ``RUN.rev`` and ``RUN.gdfa`` (plus the o
 of the same two directions) with Och & Ney AER / precision / recall. eflomal cannot be seeded, so the
 command runs ``--runs`` times (default 3) and figures are mean +- sample standard deviation.
 
+``--subword KIND:SIZE`` (e.g. ``bpe:8000``) also aligns the sub-word text (pyonmttok models learned on the
+extra corpus, :mod:`onmt_xl.subword`) with eflomal through the Python API, ``--runs`` times, and scores the
+links collapsed to words (a word pair is linked when any of their pieces are).
+
 ``--time-50k`` also times eflomal on the extra corpus alone (both directions in one run, as ``align``
 does, then forward only and reverse only through eflomal's Python API).
 
@@ -54,15 +58,66 @@ def mean_sd(xs: Sequence[float], digits: int = 4) -> str:
     return f"{statistics.mean(xs):.{digits}f} ± {sd:.{digits}f}"
 
 
-def run_align_command(args: List[str]) -> tuple:
-    """Run ``onmt-xl align ARGS``; return (eflomal seconds as reported, process wall seconds)."""
+def score_directions(fwd, rev, gdfa, src, tgt, sure, possible) -> Dict[str, Dict[str, float]]:
+    hyps = {
+        "forward": fwd, "reverse": rev, "gdfa": gdfa,
+        "intersection": [intersection(f, b) for f, b in zip(fwd, rev)],
+        "grow-diag": [grow_diag(f, b, len(s), len(t)) for f, b, s, t in zip(fwd, rev, src, tgt)],
+        "grow-diag-final": [grow_diag_final(f, b, len(s), len(t)) for f, b, s, t in zip(fwd, rev, src, tgt)],
+        "union": [union(f, b) for f, b in zip(fwd, rev)],
+    }
+    out = {}
+    for m, hyp in hyps.items():
+        sc = score_alignments(hyp, sure, possible)
+        out[m] = dict(aer=sc.aer, precision=sc.precision, recall=sc.recall, links=sc.n_hyp)
+    return out
+
+
+def summarize(runs: List[Dict[str, object]]) -> Dict[str, Dict[str, Dict[str, float]]]:
+    summary = {}
+    for m in METHODS:
+        summary[m] = {}
+        for k in ("aer", "precision", "recall", "links"):
+            v = [r[m][k] for r in runs]  # type: ignore[index]
+            summary[m][k] = dict(mean=statistics.mean(v), sd=statistics.stdev(v) if len(v) > 1 else 0.0)
+    return summary
+
+
+def print_table(title: str, runs: List[Dict[str, object]]) -> None:
+    print(f"\n{title}\n")
+    print("| symmetrization | AER | precision | recall | links |")
+    print("| --- | --- | --- | --- | --- |")
+    for m in METHODS:
+        d = {k: [r[m][k] for r in runs] for k in ("aer", "precision", "recall", "links")}  # type: ignore[index]
+        print(f"| {m} | {mean_sd(d['aer'])} | {mean_sd(d['precision'])} | {mean_sd(d['recall'])} | "
+              f"{statistics.mean(d['links']):.0f} |")
+
+
+def run_align_command(args: List[str], in_process: bool = False) -> tuple:
+    """Run ``onmt-xl align ARGS``; return (eflomal seconds as reported, command wall seconds)."""
     cmd = [sys.executable, "-m", "onmt_xl.cli", "align", *args]
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if in_process:
+        import contextlib
+        import io
+
+        from onmt_xl.align.cli import add_subcommands
+
+        # the align subcommand's own parser and function, without importing the other subcommands
+        parser = argparse.ArgumentParser(prog="onmt-xl")
+        add_subcommands(parser.add_subparsers(dest="command", required=True))
+        ns = parser.parse_args(["align", *args])
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            rc = ns.func(ns)
+        stderr = err.getvalue()
+    else:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        rc, stderr = proc.returncode, proc.stderr
     wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
-    m = re.search(r"aligned in ([0-9.]+) s wall time", proc.stderr)
+    if rc != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({rc}):\n{stderr}")
+    m = re.search(r"aligned in ([0-9.]+) s wall time", stderr)
     return (float(m.group(1)) if m else float("nan")), wall
 
 
@@ -76,7 +131,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--no-extra", action="store_true", help="align the gold pairs alone")
     ap.add_argument("--runs", type=int, default=3, help="independent eflomal runs (default 3)")
     ap.add_argument("--align-args", default="", help="more options for 'onmt-xl align', e.g. '--model 2'")
+    ap.add_argument("--subword", action="append", default=[], metavar="KIND:SIZE",
+                    help="also align at sub-word level (bpe:MERGES or sentencepiece:VOCAB; repeatable)")
     ap.add_argument("--time-50k", action="store_true", help="also time eflomal on the extra corpus alone")
+    ap.add_argument("--in-process", action="store_true",
+                    help="run the align subcommand's parser and function in this process instead of a "
+                    "subprocess (no start-up cost)")
     ap.add_argument("--json", default=None, help="also write the results as JSON")
     args = ap.parse_args(argv)
     for p in [args.text, args.gold] + ([] if args.no_extra else [args.extra_src, args.extra_tgt]):
@@ -84,6 +144,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             ap.error(f"{p} not found")
     if args.runs < 1:
         ap.error("--runs must be >= 1")
+    subword_specs = []
+    for spec in args.subword:
+        kind, _, size = spec.partition(":")
+        if kind not in ("bpe", "sentencepiece") or not size.isdigit():
+            ap.error(f"--subword {spec!r}: expected bpe:N or sentencepiece:N")
+        subword_specs.append((spec, kind, int(size)))
 
     src, tgt = read_joint_text(args.text)
     sure, possible = read_gold(args.gold, one_indexed=not args.zero_indexed)
@@ -95,37 +161,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{len(src)} gold pairs, {sum(map(len, sure))} sure + {sum(map(len, possible)) - sum(map(len, sure))} "
           f"possible-only links; {n_extra} extra pairs; {os.cpu_count()} CPUs; {load_avg()}", flush=True)
 
-    per_method: Dict[str, Dict[str, List[float]]] = {m: dict(aer=[], precision=[], recall=[], links=[]) for m in METHODS}
     seconds: List[float] = []
+    runs: List[Dict[str, object]] = out["runs"]  # type: ignore[assignment]
+    src_lens, tgt_lens = [len(x) for x in src], [len(x) for x in tgt]
     with tempfile.TemporaryDirectory(prefix="bench_align_") as tmp:
         for r in range(1, args.runs + 1):
             prefix = os.path.join(tmp, f"run{r}")
             cmd = ["--text", args.text, "--out-prefix", prefix] + args.align_args.split()
             if not args.no_extra:
                 cmd += ["--extra-src", args.extra_src, "--extra-tgt", args.extra_tgt]
-            secs, wall = run_align_command(cmd)
+            secs, wall = run_align_command(cmd, args.in_process)
             seconds.append(secs)
-            fwd = read_pharaoh(prefix + ".fwd", [len(s) for s in src], [len(t) for t in tgt])
-            rev = read_pharaoh(prefix + ".rev", [len(s) for s in src], [len(t) for t in tgt])
-            gdfa = read_pharaoh(prefix + ".gdfa", [len(s) for s in src], [len(t) for t in tgt])
-            hyps = {
-                "forward": fwd, "reverse": rev, "gdfa": gdfa,
-                "intersection": [intersection(f, b) for f, b in zip(fwd, rev)],
-                "grow-diag": [grow_diag(f, b, len(s), len(t)) for f, b, s, t in zip(fwd, rev, src, tgt)],
-                "grow-diag-final": [grow_diag_final(f, b, len(s), len(t)) for f, b, s, t in zip(fwd, rev, src, tgt)],
-                "union": [union(f, b) for f, b in zip(fwd, rev)],
-            }
+            fwd, rev, gdfa = (read_pharaoh(f"{prefix}.{ext}", src_lens, tgt_lens) for ext in ("fwd", "rev", "gdfa"))
             run: Dict[str, object] = dict(eflomal_seconds=secs, command_seconds=wall)
-            for m, hyp in hyps.items():
-                s = score_alignments(hyp, sure, possible)
-                run[m] = dict(aer=s.aer, precision=s.precision, recall=s.recall, links=s.n_hyp)
-                for k in ("aer", "precision", "recall"):
-                    per_method[m][k].append(getattr(s, k))
-                per_method[m]["links"].append(s.n_hyp)
-            out["runs"].append(run)  # type: ignore[union-attr]
-            print(f"run {r}: eflomal {secs:.1f} s ({wall:.1f} s for the whole command); "
+            run.update(score_directions(fwd, rev, gdfa, src, tgt, sure, possible))
+            runs.append(run)
+            print(f"run {r}: eflomal {secs:.1f} s ({wall:.1f} s for the whole command"
+                  f"{', in process' if args.in_process else ''}); "
                   f"gdfa AER {run['gdfa']['aer']:.4f}, forward {run['forward']['aer']:.4f}, "
                   f"reverse {run['reverse']['aer']:.4f}; {load_avg()}", flush=True)
+
+        sub_results: Dict[str, List[Dict[str, object]]] = {}
+        for spec, kind, size in subword_specs:
+            from onmt_xl.align.eflomal_aligner import align_corpus, read_parallel
+            from onmt_xl.subword import SubwordModel, collapse_links
+
+            ex_src, ex_tgt = read_parallel(args.extra_src, args.extra_tgt) if not args.no_extra else (src, tgt)
+            sm_s = SubwordModel.learn(ex_src, os.path.join(tmp, f"src.{kind}{size}"), kind, size)
+            sm_t = SubwordModel.learn(ex_tgt, os.path.join(tmp, f"tgt.{kind}{size}"), kind, size)
+            seg_s, seg_t = sm_s.segment_corpus(src), sm_t.segment_corpus(tgt)
+            ex_s = [] if args.no_extra else [g.pieces for g in sm_s.segment_corpus(ex_src)]
+            ex_t = [] if args.no_extra else [g.pieces for g in sm_t.segment_corpus(ex_tgt)]
+            n_words = sum(src_lens) + sum(tgt_lens)
+            n_pieces = sum(len(g.pieces) for g in seg_s + seg_t)
+            sub_runs = []
+            for r in range(1, args.runs + 1):
+                res = align_corpus([g.pieces for g in seg_s] + ex_s, [g.pieces for g in seg_t] + ex_t)
+                n = len(src)
+                back = [[collapse_links(ls, a.offsets, b.offsets) for ls, a, b in zip(links[:n], seg_s, seg_t)]
+                        for links in (res.forward, res.reverse, res.symmetrized)]
+                run = dict(eflomal_seconds=res.seconds, pieces_per_word=n_pieces / n_words)
+                run.update(score_directions(*back, src, tgt, sure, possible))
+                sub_runs.append(run)
+                print(f"{spec} run {r}: eflomal {res.seconds:.1f} s; gold text {n_pieces / n_words:.3f} pieces/word; "
+                      f"gdfa AER (collapsed to words) {run['gdfa']['aer']:.4f}; {load_avg()}", flush=True)
+            sub_results[spec] = sub_runs
+        out["subword"] = {k: dict(runs=v, summary=summarize(v)) for k, v in sub_results.items()}
 
         if args.time_50k and not args.no_extra:
             import eflomal
@@ -146,17 +227,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"eflomal on the {len(ex_src)} extra pairs: both directions {both:.1f} s, forward only "
                   f"{one['fwd']:.1f} s, reverse only {one['rev']:.1f} s; {load_avg()}", flush=True)
 
-    out["summary"] = {m: {k: dict(mean=statistics.mean(v), sd=statistics.stdev(v) if len(v) > 1 else 0.0)
-                          for k, v in d.items()} for m, d in per_method.items()}
+    out["summary"] = summarize(runs)
     out["load_end"] = load_avg()
     print(f"\n{args.runs} runs of eflomal on {len(src) + n_extra} pairs (both directions): "
           f"{mean_sd(seconds, 1)} s")
-    print("\n| symmetrization | AER | precision | recall | links |")
-    print("| --- | --- | --- | --- | --- |")
-    for m in METHODS:
-        d = per_method[m]
-        print(f"| {m} | {mean_sd(d['aer'])} | {mean_sd(d['precision'])} | {mean_sd(d['recall'])} | "
-              f"{statistics.mean(d['links']):.0f} |")
+    print_table(f"Word level, `onmt-xl align` (mean ± sd over {args.runs} runs):", runs)
+    for spec, sub_runs in sub_results.items():
+        print_table(f"eflomal on {spec} sub-words, links collapsed to words (mean ± sd over {args.runs} runs):", sub_runs)
     print(f"\n{load_avg()}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
