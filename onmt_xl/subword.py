@@ -22,18 +22,23 @@ Words are recovered two ways:
 every piece of source word ``i`` is linked to every piece of target word ``j``. Compared with running
 eflomal on the sub-word text:
 
-* word alignments are better estimated (eflomal's counts are not split over fragments whose
-  translation depends on the rest of the word), and one word alignment serves any sub-word model;
 * all pieces of a word get the same target span, hence the same target rank (see
   :func:`onmt_xl.reorder.oracle.target_ranks`): the oracle and the preorderer's loss never ask to
   tear a word apart or to reorder its pieces, while a sub-word aligner can link the pieces of one word
   to distant target words and so ask for intra-word reordering that no target order justifies;
+* one word alignment serves any sub-word model (no re-alignment per segmentation), and the
+  preorderer's training targets do not depend on how the aligner copes with fragments;
 * the price: a piece cannot be linked more precisely than its word (a compound whose halves
-  translate to separate target words keeps one span for both halves).
+  translate to separate target words keeps one span for both halves), and whatever a sub-word
+  aligner gains in word-level accuracy is not used. That gain depends on the data: on the KFTT
+  gold set (out of domain for the 50k Tanaka training pairs), eflomal on BPE-8000 pieces, scored at
+  word level, has a lower AER than eflomal on words, SentencePiece-2000 a higher one (see
+  ``reports/PREORDER.md``). Both can be had: align the sub-words, :func:`collapse_links` to words,
+  then :func:`project_links` back.
 
-:func:`collapse_links` goes the other way (words linked when any of their pieces are), to score a
-sub-word aligner against word-level gold; ``tools/bench_align.py --subword`` and
-``tools/bench_subword.py --subword-eflomal`` measure the alternative.
+:func:`collapse_links` (words linked when any of their pieces are) also scores a sub-word aligner
+against word-level gold; ``tools/bench_align.py --subword`` and ``tools/bench_subword.py
+--subword-eflomal`` measure the alternative.
 
 Word orders and sub-word orders are converted with :func:`collapse_order` (sub-words -> words: a word
 goes where the **mean** reordered position of its pieces is, ties by source position) and
