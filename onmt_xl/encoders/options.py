@@ -59,6 +59,27 @@ def add_model_options(parser) -> None:
     )
 
 
+def _corpora(opt):
+    """``{name: {"transforms": [...], ...}}`` from ``opt.data``, which ``onmt_train`` validates only *after*
+    the model options (it is still the YAML text then); None when there is none (e.g. translation)."""
+    import yaml
+
+    data = getattr(opt, "data", None)
+    if isinstance(data, str):
+        try:
+            data = yaml.safe_load(data)
+        except yaml.YAMLError:
+            return None  # OpenNMT's own data validation reports it
+    if not isinstance(data, dict):
+        return None
+    default = list(getattr(opt, "transforms", None) or [])
+    return {
+        name: {**corpus, "transforms": list(corpus.get("transforms") or default)}
+        for name, corpus in data.items()
+        if isinstance(corpus, dict)
+    }
+
+
 def validate_model_options(opt) -> None:
     """Check our options once the whole model configuration is known; raise ``ValueError`` with the fix."""
     enc = getattr(opt, "encoder_type", None)
@@ -73,11 +94,11 @@ def validate_model_options(opt) -> None:
                 f"-encoder_type {enc} needs -max_relative_positions 0 (OpenNMT's option applies to encoder and "
                 "decoder; for encoder-only relative PE use -encoder_type xl_relative -enc_max_relative_positions K)"
             )
-    data = getattr(opt, "data", None)
+    data = _corpora(opt)
     reads_xl = enc in XL_ENCODERS or (enc == "encoder_free" and getattr(opt, "encoder_free_pe", None) == "inxl")
-    if reads_xl and isinstance(data, dict):
+    if reads_xl and data is not None:
         for name, corpus in data.items():
-            if isinstance(corpus, dict) and "xl_position" not in (corpus.get("transforms") or []):
+            if "xl_position" not in corpus["transforms"]:
                 raise ValueError(
                     f"-encoder_type {enc} reads cross-lingual positions, but corpus '{name}' does not list the "
                     "xl_position transform: add it (last) to its transforms"
@@ -87,13 +108,12 @@ def validate_model_options(opt) -> None:
             raise ValueError(f"-reordering_loss_weight must be >= 0, got {opt.reordering_loss_weight}")
         if opt.exgre_window <= 0:
             raise ValueError(f"-exgre_window must be > 0, got {opt.exgre_window}")
-        if isinstance(data, dict):
-            for name, corpus in data.items():
-                if name != "valid" and isinstance(corpus, dict) and "xl_position" not in (corpus.get("transforms") or []):
-                    raise ValueError(
-                        f"-encoder_type {enc} learns from reordered positions r_j, but training corpus '{name}' does "
-                        "not list the xl_position transform (with -xl_source align for alignment-derived r_j)"
-                    )
+        for name, corpus in (data or {}).items():
+            if name != "valid" and "xl_position" not in corpus["transforms"]:
+                raise ValueError(
+                    f"-encoder_type {enc} learns from reordered positions r_j, but training corpus '{name}' does "
+                    "not list the xl_position transform (with -xl_source align for alignment-derived r_j)"
+                )
     if enc in XL_ENCODERS and XL_ENCODERS[enc][1]:
         if not 0 <= opt.xl_heads <= opt.heads:
             raise ValueError(f"-xl_heads must be in [0, heads={opt.heads}], got {opt.xl_heads}")
