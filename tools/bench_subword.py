@@ -98,7 +98,8 @@ def train_reorder(sents, links, dev_sents, args) -> tuple:
     orders, secs = [], []
     for seed in args.seeds:
         t0 = time.perf_counter()
-        model = Preorderer.train(sents, links, iterations=args.iterations, seed=seed, progress=False)
+        kwargs = {} if args.iterations is None else dict(iterations=args.iterations)
+        model = Preorderer.train(sents, links, seed=seed, progress=False, **kwargs)
         secs.append(time.perf_counter() - t0)
         orders.append(model.reorder_batch(dev_sents))
     return orders, secs
@@ -130,7 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--tgt", default="en")
     ap.add_argument("--subword", action="append", default=None, metavar="KIND:SIZE",
                     help="bpe:MERGES or sentencepiece:VOCAB (repeatable; default bpe:8000)")
-    ap.add_argument("--iterations", type=int, default=5, help="preorderer training passes (default 5)")
+    ap.add_argument("--iterations", type=int, default=None,
+                    help="preorderer training passes (default: Preorderer.train's default)")
     ap.add_argument("--seeds", default="1", help="comma-separated preorderer training seeds (default 1); "
                     "figures are means over seeds, +- their standard deviation")
     ap.add_argument("--subword-eflomal", action="store_true",
@@ -159,9 +161,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     tr_src, tr_tgt = read_parallel(str(data / f"train.{args.src}"), str(data / f"train.{args.tgt}"))
     dv_src, dv_tgt = read_parallel(str(data / f"dev.{args.src}"), str(data / f"dev.{args.tgt}"))
     n_tr = len(tr_src)
-    out: Dict[str, object] = dict(data=str(data), train=n_tr, dev=len(dv_src), iterations=args.iterations, seeds=args.seeds,
+    out: Dict[str, object] = dict(data=str(data), train=n_tr, dev=len(dv_src), iterations=args.iterations or "Preorderer.train default", seeds=args.seeds,
                                   cpus=os.cpu_count(), python=platform.python_version(), load_start=load_avg())
-    print(f"{n_tr} train / {len(dv_src)} dev pairs; {os.cpu_count()} CPUs; {load_avg()}", flush=True)
+    print(f"{n_tr} train / {len(dv_src)} dev pairs; preorderer iterations: {out['iterations']}, seeds {args.seeds}; "
+          f"{os.cpu_count()} CPUs; {load_avg()}", flush=True)
 
     t0 = time.perf_counter()
     res = align_corpus(tr_src + dv_src, tr_tgt + dv_tgt)
