@@ -264,7 +264,9 @@ def test_evaluate_hand_computed():
     assert s.monotone_tau == pytest.approx(3 / 5) and s.oracle_tau == 1.0
     # FRS vs oracle orders [2 0 1], [0 1 2], [0 1]: chunks 2, 3, 2 over M-1 = 2 + 2 + 1
     assert s.frs == pytest.approx(1 - (1 + 2 + 1) / 5)
-    assert "monotone" in s.format() and "oracle" in s.format()
+    # over aligned words only: s3 has one aligned word, so 2 + 2 word gaps; monotone breaks s1 once
+    assert s.frs_aligned == pytest.approx(1 - (1 + 2) / 4) and s.monotone_frs_aligned == pytest.approx(1 - 1 / 4)
+    assert "monotone" in s.format() and "oracle" in s.format() and "FRS-al" in s.format()
     with pytest.raises(ValueError):
         evaluate([[0, 0, 1]], [r1])
     with pytest.raises(ValueError):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from onmt_xl.errors import XLInputError
-from onmt_xl.reorder.btg import is_btg_permutation, order_to_pos_xl
+from onmt_xl.reorder.btg import is_btg_permutation, order_to_pos_xl, tree_to_order
 from onmt_xl.reorder.features import UNK, Vocab, word_shape
 from onmt_xl.reorder.metrics import evaluate
 from onmt_xl.reorder.oracle import target_ranks
@@ -55,14 +55,23 @@ def test_predictions_are_btg_permutations_on_random_tokens(trained):
     assert model.pos_xl_batch(batch[:3]) == [model.pos_xl(t) for t in batch[:3]]
 
 
-def test_long_sentences_are_chunked_and_valid(trained):
+def test_long_sentences_use_the_span_limit_and_stay_valid(trained):
     model, train = trained
     toks = [w for s in train.src[:80] for w in s][:900]
-    order = model.reorder(toks)
+    longest = max(len(s) for s in train.src)
+    assert model.max_span == model.effective_span == longest  # default: the longest training sentence
+    order, tree, _ = model.reorder_tree(toks)
+    assert order == model.reorder(toks) and tree_to_order(tree) == order
     assert sorted(order) == list(range(len(toks))) and is_btg_permutation(order)
-    # chunks keep their own span: nothing crosses a max_len boundary
-    ml = model.max_len
-    assert sorted(order[:ml]) == list(range(ml))
+    assert all(not nd.inverted for nd in tree.nodes() if nd.end - nd.start > longest)
+    model.max_span = 0  # exact up to max_len; longer inputs get span limit max_len
+    try:
+        assert model.effective_span == model.max_len < len(toks)
+        order, tree, _ = model.reorder_tree(toks)
+        assert is_btg_permutation(order) and tree_to_order(tree) == order
+        assert all(not nd.inverted for nd in tree.nodes() if nd.end - nd.start > model.max_len)
+    finally:
+        model.max_span = longest
 
 
 def test_untrained_model_is_monotone():
@@ -82,7 +91,9 @@ def test_save_load_round_trip(trained, tmp_path):
     test = generate(200, seed=3)
     assert loaded.reorder_batch(test.src) == model.reorder_batch(test.src)
     assert loaded.header() == model.header()
-    assert loaded.header()["format"] == "onmt_xl.preorderer" and loaded.header()["version"] == 1
+    assert loaded.header()["format"] == "onmt_xl.preorderer" and loaded.header()["version"] == 2
+    assert loaded.header()["clustered"] and np.array_equal(loaded.vocab.clusters, model.vocab.clusters)
+    assert np.array_equal(loaded.weights, model.weights)
 
 
 def test_pickle_is_small_and_equivalent(trained):
@@ -125,13 +136,14 @@ def test_load_corrupt_files(trained, tmp_path):
     _raises_naming(str(tmp_path))  # a directory
 
 
-def _write_with_header(path, header):
+def _write_with_header(path, header, vocab=b"[]"):
     import json
 
     np.savez(
         path,
         header=np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
-        vocab=np.frombuffer(b"[]", dtype=np.uint8),
+        vocab=np.frombuffer(vocab, dtype=np.uint8),
+        clusters=np.zeros(0, dtype=np.int32),
         feat_index=np.zeros(0, dtype=np.int64),
         feat_weight=np.zeros((0, 2), dtype=np.float32),
     )
@@ -142,7 +154,8 @@ def test_load_wrong_version_and_format(trained, tmp_path):
     header = model.header()
     wrong_version = str(tmp_path / "v99.npz")
     _write_with_header(wrong_version, {**header, "version": 99})
-    assert "version 99" in _raises_naming(wrong_version)
+    msg = _raises_naming(wrong_version)
+    assert "version 99" in msg and "reads versions 1, 2" in msg and "retrain" in msg
 
     other = str(tmp_path / "other.npz")
     _write_with_header(other, {**header, "format": "something.else"})
@@ -153,8 +166,12 @@ def test_load_wrong_version_and_format(trained, tmp_path):
     assert "not an onmt_xl.preorderer" in _raises_naming(plain)
 
     ok = str(tmp_path / "ok.npz")
-    _write_with_header(ok, header)
+    _write_with_header(ok, {**header, "clustered": False})
     assert Preorderer.load(ok).reorder(["a", "b", "c"]) == [0, 1, 2]
+
+    bad_clusters = str(tmp_path / "bad_clusters.npz")
+    _write_with_header(bad_clusters, {**header, "clustered": True}, b'["a", "b"]')  # no classes for 2 words
+    assert "0 word classes for 2 vocabulary entries" in _raises_naming(bad_clusters)
 
 
 def test_train_rejects_mismatched_input():
@@ -174,10 +191,12 @@ def test_training_is_deterministic():
 def test_vocab_and_word_classes():
     vocab = Vocab.build([["the", "cat", "the", "dog", "cat", "the"]], min_count=2, class_words=1)
     assert vocab.tokens == ["the", "cat"]
-    w, c = vocab.encode(["the", "cat", "dog", "犬"])
-    assert w.shape == (6,) and w[3] == UNK and w[4] == UNK
-    assert c[1] == w[1]  # most frequent word is its own class
-    assert c[2] != w[2]  # the others get a shape class
+    w, c, g = vocab.encode(["the", "cat", "dog", "犬"])
+    assert w.shape == c.shape == g.shape == (8,) and w[4] == UNK and w[5] == UNK
+    assert list(w[:2]) == [1, 1] and list(w[-2:]) == [2, 2]  # BOS BOS ... EOS EOS
+    assert c[2] == w[2]  # most frequent word is its own class
+    assert c[3] != w[3] and c[3] == g[3]  # the others get a shape class (no clustering)
+    assert g[4] != g[5]  # unknown words keep their shape
     assert word_shape("▁Hello") == "▁LATIN^|LATIN|3"
     assert word_shape("ing￭") == word_shape("ing￭")
     assert word_shape("あいう").startswith("HIRAGANA|HIRAGANA")
@@ -242,3 +261,276 @@ def test_cli_input_errors(tmp_path, capsys):
     assert _cli("preorder-apply", "--model", tmp_path / "missing.npz", "--src", tmp_path / "s",
                 "--out-pos", tmp_path / "x") == 2
     assert "missing.npz" in capsys.readouterr().err
+
+
+# --- exactness of the parser (brute force over all BTG trees) -----------------------------------
+
+
+def _all_trees(s, e):
+    """Every BTG tree over [s, e) as a tuple of internal nodes (s, m, e, t)."""
+    if e - s == 1:
+        return [()]
+    out = []
+    for m in range(s + 1, e):
+        for left in _all_trees(s, m):
+            for right in _all_trees(m, e):
+                for t in (0, 1):
+                    out.append(((s, m, e, t),) + left + right)
+    return out
+
+
+def _allowed(tree, K):
+    """The span-limit search space: every node over more than K tokens is a straight glue node
+    (0, m, e) whose right child has at most K tokens."""
+    return all(e - s <= K or (s == 0 and t == 0 and e - m <= K) for s, m, e, t in tree)
+
+
+def _tree_order(tree, n):
+    from onmt_xl.reorder.btg import BTGNode
+
+    kids = {(s, e): (m, t) for s, m, e, t in tree}
+
+    def build(s, e):
+        if e - s == 1:
+            return BTGNode(s, e)
+        m, t = kids[s, e]
+        return BTGNode(s, e, bool(t), build(s, m), build(m, e))
+
+    return tree_to_order(build(0, n))
+
+
+@pytest.fixture(scope="module")
+def random_model():
+    rng = np.random.default_rng(7)
+    vocab = Vocab(["a", "b", "c", "d"], 2, np.array([0, 1, 0, 1]))
+    weights = rng.normal(size=(1 << 10, 2)).astype(np.float32)
+    return Preorderer(vocab, weights)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 7])
+def test_cky_finds_the_best_tree_exactly_and_under_span_limits(random_model, n):
+    from onmt_xl.reorder.features import N_FEATS_NODE, node_features
+    from onmt_xl.reorder.parser import decode_tree
+
+    model = random_model
+    rng = random.Random(n)
+    toks = [rng.choice(["a", "b", "c", "d", "zz", "あ"]) for _ in range(n)]
+    w, c, g = model.vocab.encode(toks)
+    buf = np.empty(N_FEATS_NODE, dtype=np.int64)
+    node_score = {}
+    for s in range(n):
+        for m in range(s + 1, n):
+            for e in range(m + 1, n + 1):
+                node_features(w, c, g, 0, s, m, e, model.mask, buf)
+                for t in (0, 1):
+                    node_score[s, m, e, t] = float(model.weights[buf, t].astype(np.float64).sum())
+    trees = _all_trees(0, n)
+    for K in sorted({0, 1, 2, 3, n - 1}):
+        allowed = [t for t in trees if K == 0 or _allowed(t, K)]
+        scores = [sum(node_score[x] for x in t) for t in allowed]
+        best = int(np.argmax(scores))
+        order, nodes, score = decode_tree(w, c, g, n, model.weights, model.mask, K)
+        assert score == pytest.approx(scores[best], abs=1e-6), (n, K)
+        assert order.tolist() == _tree_order(allowed[best], n), (n, K)
+        got = tuple(map(tuple, nodes.tolist()))
+        assert (K == 0 or _allowed(got, K)) and sorted(got) == sorted(allowed[best])
+
+
+@pytest.mark.parametrize("K", [0, 2, 3])
+def test_latent_oracle_and_loss_augmented_search_are_exact(random_model, K):
+    from onmt_xl.reorder.oracle import btg_oracle_ranks, kendall_loss
+    from onmt_xl.reorder.parser import _loss_matrix, cky, score_tables, span_limit
+
+    model = random_model
+    rng = np.random.default_rng(K)
+    n = 6
+    trees = [t for t in _all_trees(0, n) if K == 0 or _allowed(t, K)]
+    orders = [_tree_order(t, n) for t in trees]
+    for _ in range(5):
+        r1 = rng.integers(-1, 5, size=n).astype(np.int64)
+        r2 = np.where(r1 < 0, rng.integers(0, 5, size=n), r1).astype(np.int64)
+        toks = list(rng.choice(["a", "b", "c", "d"], size=n))
+        w, c, g = model.vocab.encode(toks)
+        kk = span_limit(n, K)
+        tables = score_tables(w, c, g, 0, n, kk, model.weights, model.mask)
+        P, kb = _loss_matrix(r1, r2, True)
+        best = min(kendall_loss(o, r1) * kb + kendall_loss(o, r2) for o in orders)
+        if K == 0:
+            assert best // kb == btg_oracle_ranks(r1, False).loss
+        _, _, _, loss, _ = cky(*tables, P, 0.0, True, float(kb))
+        assert loss == best
+        # a huge negative augmentation weight turns the loss-augmented search into loss minimization
+        _, _, _, loss, _ = cky(*tables, P, -1e9, False, 1.0)
+        assert loss == best
+        # a huge positive one finds the worst tree
+        _, _, _, loss, _ = cky(*tables, P, 1e9, False, 1.0)
+        assert loss == max(kendall_loss(o, r1) * kb + kendall_loss(o, r2) for o in orders)
+
+
+def test_minibatch_training_gives_the_same_weights_on_any_number_of_threads():
+    import numba
+
+    from onmt_xl.reorder.preorderer import set_threads
+
+    data = generate(300, seed=9)
+    kw = dict(iterations=2, seed=3, hash_size=1 << 16, batch=8, parallel="minibatch", progress=False)
+    try:
+        one = Preorderer.train(data.src, data.links, threads=1, **kw)
+        every = Preorderer.train(data.src, data.links, threads=0, **kw)
+    finally:
+        set_threads(None)
+    assert one.train_info["threads"] == 1 and every.train_info["threads"] == numba.config.NUMBA_NUM_THREADS
+    assert np.array_equal(one.weights, every.weights)
+    assert one.reorder_batch(data.src[:50]) == every.reorder_batch(data.src[:50])
+
+
+def test_span_limit_is_a_decoding_option(trained, tmp_path):
+    model, train = trained
+    long = [w for s in train.src[:12] for w in s]
+    default = model.max_span
+    model.max_span = 0
+    exact = model.reorder(long)
+    model.max_span = 6
+    try:
+        limited, tree, _ = model.reorder_tree(long)
+        assert limited == model.reorder(long) == model.reorder_batch([long])[0]
+        assert is_btg_permutation(limited) and tree_to_order(tree) == limited
+        assert all(not nd.inverted for nd in tree.nodes() if nd.end - nd.start > 6)
+        model.save(str(tmp_path / "k6.npz"))
+        assert Preorderer.load(str(tmp_path / "k6.npz")).max_span == 6
+        model.max_span = len(long)  # a limit >= the length is exact
+        assert model.reorder(long) == exact
+    finally:
+        model.max_span = default
+
+
+def test_parameter_mixing_learns_and_is_deterministic_per_thread_count():
+    from onmt_xl.reorder.preorderer import set_threads
+
+    data = generate(600, seed=11)
+    test = generate(200, seed=12)
+    ranks = [target_ranks(len(s), links) for s, links in zip(test.src, test.links)]
+    kw = dict(iterations=4, seed=3, hash_size=1 << 16, parallel="mix", progress=False)
+    try:
+        one = Preorderer.train(data.src, data.links, threads=1, **kw)
+        # one shard = the plain online perceptron = minibatch training with batches of one sentence
+        online = Preorderer.train(data.src, data.links, threads=1, **{**kw, "parallel": "minibatch", "batch": 1})
+        every = Preorderer.train(data.src, data.links, threads=0, **kw)
+        again = Preorderer.train(data.src, data.links, threads=0, **kw)
+    finally:
+        set_threads(None)
+    assert one.hparams["parallel"] == "mix" and one.hparams["train_threads"] == 1
+    assert np.array_equal(every.weights, again.weights)
+    assert one.reorder_batch(test.src) == online.reorder_batch(test.src)
+    for model in (one, every):
+        assert evaluate(model.reorder_batch(test.src), ranks).tau > 0.9
+
+
+# --- version-1 files -----------------------------------------------------------------------------
+
+
+# reorderings of the version-1 decoder for the weights below, computed with onmt_xl before version 2
+V1_EXPECTED = [[4, 3, 2, 1, 0, 5], [2, 1, 0], [0], [], [10, 5, 9, 8, 7, 6, 4, 3, 2, 1, 0]]
+
+
+def test_version_1_files_still_load_and_decode_as_before(tmp_path):
+    from onmt_xl.reorder.legacy_v1 import VocabV1
+
+    rng = np.random.default_rng(0)
+    weights = rng.normal(size=(1 << 12, 2)).astype(np.float32)
+    model = Preorderer(VocabV1(["a", "b", "c"], 1), weights, {"max_len": 400})
+    path = str(tmp_path / "v1.npz")
+    model.save(path)
+    loaded = Preorderer.load(path)
+    assert loaded.version == 1 and loaded.header()["version"] == 1 and "clustered" not in loaded.header()
+    import zipfile
+
+    assert sorted(zipfile.ZipFile(path).namelist()) == ["feat_index.npy", "feat_weight.npy", "header.npy", "vocab.npy"]
+    sents = [["a", "b", "c", "a", "x", "b"], ["c", "c", "a"], ["b"], [], list("abcabcabcab")]
+    got = [loaded.reorder(s) for s in sents]
+    assert got == loaded.reorder_batch(sents) == [model.reorder(s) for s in sents]
+    # pinned output of the version-1 decoder (checked identical to onmt_xl before version 2)
+    assert got == V1_EXPECTED
+    assert all(is_btg_permutation(o) for o in got)
+    order, tree, _ = loaded.reorder_tree(sents[0])
+    assert order == got[0] and tree_to_order(tree) == order
+
+
+# --- word clusters -------------------------------------------------------------------------------
+
+
+def test_exchange_clustering_recovers_word_roles():
+    from onmt_xl.reorder.clusters import exchange_clusters
+    from onmt_xl.reorder.features import N_SPECIAL
+
+    rng = random.Random(0)
+    roles = [["the", "a", "this"], ["cat", "dog", "bird", "fish"], ["runs", "sleeps", "eats"]]
+    sents = [[rng.choice(r) for r in roles] for _ in range(400)]
+    vocab = Vocab.build(sents, min_count=1, class_words=0)
+    ids = [vocab.encode(s)[0] for s in sents]
+    classes = exchange_clusters(ids, len(vocab), N_SPECIAL, n_classes=3)
+    by_word = dict(zip(vocab.tokens, classes.tolist()))
+    groups = {frozenset(by_word[w] for w in r) for r in roles}
+    assert all(len(g) == 1 for g in groups) and len(groups) == 3
+    assert np.array_equal(classes, exchange_clusters(ids, len(vocab), N_SPECIAL, n_classes=3))  # deterministic
+    # a clustered vocabulary gives its words their cluster as class (beyond the class_words first)
+    clustered = Vocab.build(sents, min_count=1, class_words=0, n_clusters=3)
+    cls = {t: clustered.encode([t])[1][2] for t in clustered.tokens}
+    assert all(len({cls[w] for w in r}) == 1 for r in roles) and len({cls[r[0]] for r in roles}) == 3
+    assert clustered.encode(["unseen"])[1][2] == clustered.encode(["unseen"])[2][2]  # unknown: its shape
+
+
+# --- show-reordering -----------------------------------------------------------------------------
+
+
+def test_show_reordering_text_and_png(tmp_path, capsys):
+    pre = tmp_path / "syn"
+    assert _cli("synth", "--n", 300, "--seed", 1, "--prefix", pre) == 0
+    corpus = ["--src", f"{pre}.src", "--tgt", f"{pre}.tgt", "--align", f"{pre}.align"]
+    model = tmp_path / "m.npz"
+    assert _cli("preorder-train", *corpus, "--model", model, "--iterations", 2, "--quiet", "--hash-bits", 16) == 0
+    capsys.readouterr()
+    png = tmp_path / "show.png"
+    assert _cli("show-reordering", "--model", model, *corpus, "--line", 3, "--png", png) == 0
+    captured = capsys.readouterr()
+    out = captured.out
+    for needle in ("source", "target", "predicted", "oracle", "predicted tree:", "oracle tree:", "Kendall loss",
+                   "aligned to", "straight"):
+        assert needle in out, needle
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "drawing written" in captured.err
+    assert _cli("show-reordering", "--model", model, "--sentence", "the cat sees a dog", "--max-span", 2) == 0
+    out = capsys.readouterr().out
+    assert "predicted tree" in out and "oracle" not in out
+    assert _cli("show-reordering", "--model", model, *corpus, "--line", 999) == 2
+    assert "out of range" in capsys.readouterr().err
+
+
+def test_draw_png_falls_back_to_labels_without_a_font(tmp_path):
+    from onmt_xl.reorder.btg import order_to_tree
+    from onmt_xl.reorder.show import Reordering, draw_png
+
+    toks = ["\ue000", "\ue001", "x"]  # private-use characters: no font draws them
+    sysm = Reordering("predicted", [2, 0, 1], order_to_tree([2, 0, 1]), 1, 3)
+    note = draw_png(str(tmp_path / "f.png"), toks, [sysm], ["p", "q", "r"], [(0, 1), (2, 0)])
+    assert "no installed font" in note and (tmp_path / "f.png").stat().st_size > 1000
+
+
+def test_cli_defaults_are_the_library_defaults():
+    import argparse
+    import inspect
+
+    from onmt_xl.reorder import cli, preorderer
+
+    assert (cli.DEFAULT_CLUSTERS, cli.DEFAULT_BATCH, cli.DEFAULT_ITERATIONS, cli.DEFAULT_PARALLEL) == (
+        preorderer.DEFAULT_CLUSTERS, preorderer.DEFAULT_BATCH, preorderer.DEFAULT_ITERATIONS,
+        preorderer.DEFAULT_PARALLEL)
+    parser = argparse.ArgumentParser()
+    cli.add_subcommands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["preorder-train", "--src", "s", "--tgt", "t", "--align", "a", "--model", "m"])
+    sig = inspect.signature(Preorderer.train).parameters
+    for arg, param in (("attach_null", "attach_null"), ("tiebreak_null", "tiebreak_null"), ("max_span", "max_span"),
+                       ("iterations", "iterations"), ("clusters", "n_clusters"), ("batch", "batch"),
+                       ("class_words", "class_words"), ("min_count", "min_count"), ("loss_aug", "loss_aug"),
+                       ("max_len", "max_len"), ("parallel", "parallel")):
+        assert getattr(args, arg) == sig[param].default, arg
+    assert 1 << args.hash_bits == sig["hash_size"].default

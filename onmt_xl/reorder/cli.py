@@ -1,5 +1,5 @@
 """``onmt-xl`` subcommands for reordering: ``oracle``, ``preorder-train``, ``preorder-apply``,
-``preorder-eval`` and ``synth``.
+``preorder-eval``, ``show-reordering`` and ``synth``.
 
 Corpus files hold one whitespace-tokenized sentence per line; alignments are Pharaoh ``i-j``
 (0-indexed, source first) and are checked against the sentence lengths. A pair with an empty
@@ -18,6 +18,12 @@ from typing import Iterable, List, Sequence, Tuple
 
 from onmt_xl.align.pharaoh import read_pharaoh
 from onmt_xl.errors import XLInputError
+
+# = the defaults of onmt_xl.reorder.preorderer (not imported here: numba loads lazily; a test checks)
+DEFAULT_CLUSTERS = 256
+DEFAULT_BATCH = 16
+DEFAULT_ITERATIONS = 10
+DEFAULT_PARALLEL = "mix"
 
 Links = List[Tuple[int, int]]
 
@@ -127,9 +133,15 @@ def run_preorder_train(args: argparse.Namespace) -> int:
         hash_size=1 << args.hash_bits,
         loss_aug=args.loss_aug,
         attach_null=args.attach_null,
+        tiebreak_null=args.tiebreak_null,
         max_len=args.max_len,
+        max_span=args.max_span,
         class_words=args.class_words,
+        n_clusters=args.clusters,
         min_count=args.min_count,
+        batch=args.batch,
+        threads=args.threads,
+        parallel=args.parallel,
         progress=not args.quiet,
     )
     seconds = time.perf_counter() - t0
@@ -137,19 +149,23 @@ def run_preorder_train(args: argparse.Namespace) -> int:
         print(f"preorder-train: iteration {st.iteration}: predicted loss {st.pred_loss}, "
               f"oracle loss {st.oracle_loss}, {st.updates} updates ({st.seconds:.1f}s)", file=sys.stderr)
     model.save(args.model)
-    print(f"preorder-train: {len(keep)} sentences, {args.iterations} iterations in {seconds:.1f}s; "
-          f"model written to {args.model}", file=sys.stderr)
+    print(f"preorder-train: {len(keep)} sentences, {args.iterations} iterations in {seconds:.1f}s "
+          f"({model.train_info['threads']} threads; vocabulary and word classes "
+          f"{model.train_info['vocab_seconds']:.1f}s); model written to {args.model}", file=sys.stderr)
     return 0
 
 
 def run_preorder_apply(args: argparse.Namespace) -> int:
     from onmt_xl.reorder.btg import order_to_pos_xl
-    from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.reorder.preorderer import Preorderer, set_threads
 
     if not (args.out_pos or args.out_order or args.out_reordered):
         print("preorder-apply: error: give at least one of --out-pos, --out-order, --out-reordered", file=sys.stderr)
         return 2
     model = Preorderer.load(args.model)
+    if args.max_span is not None:
+        model.max_span = args.max_span
+    set_threads(args.threads)
     src = read_tokens(args.src)
     t0 = time.perf_counter()
     orders: List[List[int]] = []
@@ -171,9 +187,12 @@ def run_preorder_apply(args: argparse.Namespace) -> int:
 def run_preorder_eval(args: argparse.Namespace) -> int:
     from onmt_xl.reorder.metrics import evaluate
     from onmt_xl.reorder.oracle import target_ranks
-    from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.reorder.preorderer import Preorderer, set_threads
 
     model = Preorderer.load(args.model)
+    if args.max_span is not None:
+        model.max_span = args.max_span
+    n_threads = set_threads(args.threads)
     data = read_parallel(args.src, args.tgt, args.align)
     _warn_skipped("preorder-eval", data, "skipped")
     src = [data.src[k] for k in data.keep]
@@ -191,7 +210,49 @@ def run_preorder_eval(args: argparse.Namespace) -> int:
     n_tok = sum(len(s) for s in src)
     print(f"speed: {len(src) / max(batch_s, 1e-9):,.0f} sentences/s batched, "
           f"{n1 / max(single_s, 1e-9):,.0f} sentences/s one at a time "
-          f"(mean length {n_tok / max(len(src), 1):.1f} tokens, one process)")
+          f"(mean length {n_tok / max(len(src), 1):.1f} tokens; batched on {n_threads} threads)")
+    return 0
+
+
+def run_show_reordering(args: argparse.Namespace) -> int:
+    from onmt_xl.reorder.oracle import btg_oracle, target_ranks
+    from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.reorder.show import draw_png, score, text_report
+
+    model = Preorderer.load(args.model)
+    if args.max_span is not None:
+        model.max_span = args.max_span
+    target = links = ranks = None
+    if args.sentence is not None:
+        if args.src or args.tgt or args.align:
+            print("show-reordering: error: give either --sentence or --src/--tgt/--align, not both", file=sys.stderr)
+            return 2
+        tokens, where = args.sentence.split(), "--sentence"
+    else:
+        if not (args.src and args.tgt and args.align):
+            print("show-reordering: error: give --sentence, or --src, --tgt and --align (with --line)",
+                  file=sys.stderr)
+            return 2
+        data = read_parallel(args.src, args.tgt, args.align)
+        if not 1 <= args.line <= len(data.src):
+            raise XLInputError(args.src, None, f"has {len(data.src)} lines; --line {args.line} is out of range")
+        k = args.line - 1
+        tokens, target, links = data.src[k], data.tgt[k], data.links[k]
+        where = f"{args.src} line {args.line}"
+        ranks = target_ranks(len(tokens), links)
+    if not tokens:
+        print(f"show-reordering: error: {where} is empty", file=sys.stderr)
+        return 2
+    order, tree, _ = model.reorder_tree(tokens)
+    systems = [score("predicted", order, tree, ranks)]
+    if ranks is not None:
+        oracle = btg_oracle(len(tokens), links)
+        systems.append(score("oracle", oracle.order, oracle.tree, ranks))
+    print(f"{where}:")
+    print(text_report(tokens, systems, target, ranks, links))
+    if args.png:
+        note = draw_png(args.png, tokens, systems, target, links, title=where)
+        print(f"show-reordering: drawing written to {args.png} ({note})", file=sys.stderr)
     return 0
 
 
@@ -220,6 +281,15 @@ def _attach_null_arg(p: argparse.ArgumentParser, default: str) -> None:
                    f"neighbour, as lader's attach_null (default {default})")
 
 
+def _span_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-span", type=int, default=None,
+                   help="override the model's span limit K (0 = exact CKY up to the model's max_len)")
+
+
+def _threads_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threads", type=int, default=0, help="numba threads (default 0 = all cores)")
+
+
 def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
     """Register the reordering subcommands (each sets ``func`` via ``set_defaults``)."""
     p = subparsers.add_parser(
@@ -241,16 +311,32 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
     )
     _corpus_args(p)
     p.add_argument("--model", required=True, help="output model file (one versioned .npz file)")
-    p.add_argument("--iterations", type=int, default=5, help="passes over the data (default 5)")
+    p.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS,
+                   help=f"passes over the data (default {DEFAULT_ITERATIONS})")
     p.add_argument("--seed", type=int, default=1, help="shuffling seed (default 1)")
     p.add_argument("--max-sentences", type=int, default=0, help="train on the first N usable pairs (0 = all)")
-    p.add_argument("--hash-bits", type=int, default=22, help="2^BITS hashed feature rows (default 22)")
+    p.add_argument("--hash-bits", type=int, default=20,
+                   help="2^BITS hashed feature rows (default 20; more for corpora much larger than 50k pairs)")
     p.add_argument("--loss-aug", type=float, default=1.0, help="loss-augmented decoding weight (default 1, 0 = off)")
     p.add_argument("--max-len", type=int, default=400,
-                   help="longer sentences are left out of training and decoded in chunks (default 400)")
+                   help="longer sentences are left out of training and decoded with span limit MAX_LEN (default 400)")
+    p.add_argument("--max-span", type=int, default=None,
+                   help="span limit K: no inverted node spans more than K tokens, O(n K^2) parsing "
+                   "(default: the longest training sentence; 0 = exact CKY)")
     p.add_argument("--class-words", type=int, default=100, help="most frequent tokens that are their own class")
+    p.add_argument("--clusters", type=int, default=DEFAULT_CLUSTERS,
+                   help=f"word classes from exchange clustering of the source side (default {DEFAULT_CLUSTERS}, 0 = shapes only)")
     p.add_argument("--min-count", type=int, default=2, help="rarer tokens map to UNK (default 2)")
-    _attach_null_arg(p, "right")
+    _threads_arg(p)
+    p.add_argument("--parallel", choices=("mix", "minibatch"), default=DEFAULT_PARALLEL,
+                   help="how threads share training: mix = one shard per thread, weights averaged after each pass "
+                   "(robust on shared cores; the model depends on the thread count); minibatch = --batch sentences "
+                   f"parsed in parallel, then updated in order (same model for any thread count) (default {DEFAULT_PARALLEL})")
+    p.add_argument("--batch", type=int, default=DEFAULT_BATCH,
+                   help=f"--parallel minibatch: sentences parsed in parallel between updates (default {DEFAULT_BATCH})")
+    _attach_null_arg(p, "none")
+    p.add_argument("--tiebreak-null", choices=("none", "left", "right"), default="left",
+                   help="break ties of the loss by the loss with this null attachment (default left)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run_preorder_train)
 
@@ -261,6 +347,8 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
     p.add_argument("--out-order", help="write the order (source indices in reordered order)")
     p.add_argument("--out-reordered", help="write the reordered tokens")
     p.add_argument("--batch-size", type=int, default=1000, help="sentences per compiled call (default 1000)")
+    _span_arg(p)
+    _threads_arg(p)
     p.set_defaults(func=run_preorder_apply)
 
     p = subparsers.add_parser(
@@ -268,7 +356,24 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
     )
     p.add_argument("--model", required=True, help="model file from preorder-train")
     _corpus_args(p)
+    _span_arg(p)
+    _threads_arg(p)
     p.set_defaults(func=run_preorder_eval)
+
+    p = subparsers.add_parser(
+        "show-reordering", help="one sentence's predicted BTG tree and reordering next to the oracle's",
+        description="Print the predicted and (with --src/--tgt/--align) the oracle reordering of one sentence: "
+        "orders, bracketings, indented trees and pos_XL per token; --png also draws both trees.",
+    )
+    p.add_argument("--model", required=True, help="model file from preorder-train")
+    p.add_argument("--src", help="source side, one whitespace-tokenized sentence per line")
+    p.add_argument("--tgt", help="target side, line-parallel to --src")
+    p.add_argument("--align", help="Pharaoh alignments (i-j, 0-indexed, source first)")
+    p.add_argument("--line", type=int, default=1, help="1-based line of --src to show (default 1)")
+    p.add_argument("--sentence", help="a tokenized sentence instead of --src/--line (no oracle)")
+    p.add_argument("--png", help="also draw the trees to this PNG file (matplotlib)")
+    _span_arg(p)
+    p.set_defaults(func=run_show_reordering)
 
     p = subparsers.add_parser("synth", help="synthetic SVO->SOV parallel corpus with gold alignments")
     p.add_argument("--n", type=int, required=True, help="sentence pairs")

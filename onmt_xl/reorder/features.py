@@ -4,23 +4,30 @@ A binary node over ``[s, e)`` split at ``m`` (left child ``[s, m)``, right child
 of type ``t`` (0 straight, 1 inverted) scores ``sum_f W[f, t]`` over its features ``f``.
 Every feature looks at no more than two of ``s, m, e``, so the score factorizes as
 
-    score(t, s, m, e) = A_t[s, m] + B_t[m, e] + C_t[m] + D_t[s, e]
+    score(t, s, m, e) = S_t[s] + M_t[m] + E_t[e] + A_t[s, m] + B_t[m, e] + D_t[s, e]
 
-(left-child, right-child, split and span tables), each filled once in ``O(n^2 F)``:
+* ``S`` (start boundary): first word of the node, the word before it, classes, class bigram;
+* ``M`` (split boundary): last word of the left child, first word of the right child, their
+  classes, word/class bigrams across the split and class trigrams around it;
+* ``E`` (end boundary): last word of the node, the word after it, classes, class bigram;
+* ``A`` (left child ``[s, m)``): first x last class, length bucket, first-left x first-right class;
+* ``B`` (right child ``[m, e)``): first x last class, length bucket, last-left x last-right class
+  and word (e.g. a Japanese particle ending the left child x the verb ending the right child);
+* ``D`` (node ``[s, e)``): bias, first x last class, length bucket, outside class pair.
 
-* ``A`` (left child): first/last word, their classes and class pair, length bucket, the word
-  and class just left of the span, first-left x first-right class pair;
-* ``B`` (right child): the mirror image, plus last-left x last-right class pair;
-* ``C`` (split): word and class bigrams across the split ``(w_{m-1}, w_m)``;
-* ``D`` (span): bias, first x last class of the span, span length bucket, outside class pair.
+The one-position tables cost ``O(L F)`` hash look-ups, the two-position ones ``O(L K F)`` for a
+span limit ``K`` (``K = L``: exact). Conjunction with the node type is implicit: ``W`` has shape
+``(size, 2)``, one column per type.
 
-Conjunction with the node type is implicit: ``W`` has shape ``(size, 2)``, one column per type.
+Tokens map to ids of a training vocabulary (``UNK`` for unseen or rare ones, two ``BOS``/``EOS``
+pad each side). Each token has three views: the word id, a *class* and a *shape*:
 
-Tokens map to ids of a training vocabulary (``UNK`` for unseen or rare ones, ``BOS``/``EOS``
-pad the sentence). Word *classes* are cheap and deterministic: the token itself for the ``K``
-most frequent training tokens, else a shape class (Unicode script and case of the first and last
-letter, length bucket, subword joiner/spacer marks ``￭`` ``▁`` ``@@``), so a Japanese KyTea
-token, an English word and a SentencePiece piece all get a sensible class.
+* class: the token itself for the ``class_words`` most frequent training tokens, else its
+  exchange-clustering class (:mod:`onmt_xl.reorder.clusters`, learnt on the training source),
+  else (an unknown word, or no clustering) its shape;
+* shape: Unicode script and case of the first and last letter, length bucket, subword
+  joiner/spacer marks ``￭`` ``▁`` ``@@`` -- a Japanese KyTea token, an English word and a
+  SentencePiece piece all get a sensible one.
 """
 
 from __future__ import annotations
@@ -29,16 +36,18 @@ import unicodedata
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from numba import njit
 
 UNK, BOS, EOS = 0, 1, 2
 N_SPECIAL = 3
+PAD = 2  # boundary tokens on each side of an encoded sentence
 SHAPE_CLASS_BASE = 1 << 40  # shape-class ids live above every word id
+CLUSTER_BASE = 1 << 36  # cluster-class ids live above every word id, below shape ids
 
-# --- word classes ------------------------------------------------------------------------------
+# --- word shapes ---------------------------------------------------------------------------------
 
 _JOINERS = ("￭", "▁", "@@")
 
@@ -84,34 +93,70 @@ def shape_class_id(token: str) -> int:
 
 @dataclass
 class Vocab:
-    """Token ids (``UNK``/``BOS``/``EOS`` first) and the class id of every known token."""
+    """Token ids (``UNK``/``BOS``/``EOS`` first), and the class and shape id of every known token.
+
+    ``tokens`` are stored by decreasing training frequency; ``clusters[i]`` (optional) is the
+    exchange-clustering class of ``tokens[i]``.
+    """
 
     tokens: List[str]  # tokens[i] is the token of id i + N_SPECIAL
     class_words: int  # how many of the most frequent tokens are their own class
+    clusters: Optional[np.ndarray] = None
     index: Dict[str, int] = field(init=False, repr=False)
     classes: np.ndarray = field(init=False, repr=False)  # (len(tokens) + N_SPECIAL,) int64
+    shapes: np.ndarray = field(init=False, repr=False)  # (len(tokens) + N_SPECIAL,) int64
     _unk_cls: Dict[str, int] = field(init=False, repr=False, default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.clusters is not None:
+            self.clusters = np.asarray(self.clusters, dtype=np.int64)
+            if self.clusters.shape != (len(self.tokens),):
+                raise ValueError(f"clusters has shape {self.clusters.shape}, expected ({len(self.tokens)},)")
         self.index = {t: i + N_SPECIAL for i, t in enumerate(self.tokens)}
-        cls = np.empty(len(self.tokens) + N_SPECIAL, dtype=np.int64)
-        cls[:N_SPECIAL] = np.arange(N_SPECIAL)
+        n = len(self.tokens) + N_SPECIAL
+        cls = np.empty(n, dtype=np.int64)
+        shp = np.empty(n, dtype=np.int64)
+        cls[:N_SPECIAL] = shp[:N_SPECIAL] = np.arange(N_SPECIAL)
         for i, t in enumerate(self.tokens):
-            # tokens are stored by decreasing frequency: the first ``class_words`` are their own class
-            cls[i + N_SPECIAL] = i + N_SPECIAL if i < self.class_words else shape_class_id(t)
-        self.classes = cls
+            shp[i + N_SPECIAL] = shape_class_id(t)
+            if i < self.class_words:
+                cls[i + N_SPECIAL] = i + N_SPECIAL
+            elif self.clusters is not None:
+                cls[i + N_SPECIAL] = CLUSTER_BASE + int(self.clusters[i])
+            else:
+                cls[i + N_SPECIAL] = shp[i + N_SPECIAL]
+        self.classes, self.shapes = cls, shp
+
+    @staticmethod
+    def count(sentences: Iterable[Sequence[str]], min_count: int = 2) -> List[str]:
+        """Tokens seen at least ``min_count`` times, most frequent first (ties: code point order)."""
+        counts = Counter(t for sent in sentences for t in sent)
+        return sorted((t for t, c in counts.items() if c >= min_count), key=lambda t: (-counts[t], t))
 
     @classmethod
-    def build(cls, sentences: Iterable[Sequence[str]], min_count: int = 2, class_words: int = 100) -> "Vocab":
-        """Tokens seen at least ``min_count`` times, most frequent first (ties: alphabetical)."""
-        counts = Counter(t for sent in sentences for t in sent)
-        kept = sorted((t for t, c in counts.items() if c >= min_count), key=lambda t: (-counts[t], t))
-        return cls(kept, min(class_words, len(kept)))
+    def build(
+        cls,
+        sentences: Sequence[Sequence[str]],
+        min_count: int = 2,
+        class_words: int = 100,
+        n_clusters: int = 0,
+        cluster_passes: int = 10,
+    ) -> "Vocab":
+        """Vocabulary of ``sentences``; ``n_clusters > 0`` also clusters it (exchange algorithm)."""
+        tokens = cls.count(sentences, min_count)
+        vocab = cls(tokens, min(class_words, len(tokens)))
+        if n_clusters > 0:
+            from onmt_xl.reorder.clusters import exchange_clusters
+
+            ids = [vocab.encode(s)[0] for s in sentences]
+            clusters = exchange_clusters(ids, len(vocab), N_SPECIAL, n_clusters, cluster_passes)
+            vocab = cls(tokens, vocab.class_words, clusters)
+        return vocab
 
     def __len__(self) -> int:
         return len(self.tokens) + N_SPECIAL
 
-    def _class_of_unknown(self, token: str) -> int:
+    def _shape_of_unknown(self, token: str) -> int:
         c = self._unk_cls.get(token)
         if c is None:
             c = shape_class_id(token)
@@ -119,19 +164,25 @@ class Vocab:
                 self._unk_cls[token] = c
         return c
 
-    def encode(self, tokens: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
-        """Padded word ids and class ids, each shape ``(n + 2,)`` int64: ``BOS w_0 .. w_{n-1} EOS``."""
+    def encode(self, tokens: Sequence[str]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Padded word, class and shape ids, each shape ``(n + 2 PAD,)`` int64:
+        ``BOS BOS w_0 .. w_{n-1} EOS EOS``."""
         n = len(tokens)
-        w = np.empty(n + 2, dtype=np.int64)
-        c = np.empty(n + 2, dtype=np.int64)
-        w[0] = c[0] = BOS
-        w[n + 1] = c[n + 1] = EOS
-        index, classes = self.index, self.classes
+        w = np.empty(n + 2 * PAD, dtype=np.int64)
+        c = np.empty(n + 2 * PAD, dtype=np.int64)
+        g = np.empty(n + 2 * PAD, dtype=np.int64)
+        w[:PAD] = c[:PAD] = g[:PAD] = BOS
+        w[n + PAD:] = c[n + PAD:] = g[n + PAD:] = EOS
+        index, classes, shapes = self.index, self.classes, self.shapes
         for i, tok in enumerate(tokens):
             k = index.get(tok, UNK)
-            w[i + 1] = k
-            c[i + 1] = classes[k] if k != UNK else self._class_of_unknown(tok)
-        return w, c
+            w[i + PAD] = k
+            if k != UNK:
+                c[i + PAD] = classes[k]
+                g[i + PAD] = shapes[k]
+            else:
+                c[i + PAD] = g[i + PAD] = self._shape_of_unknown(tok)
+        return w, c, g
 
 
 # --- hashing and feature templates ---------------------------------------------------------------
@@ -142,19 +193,14 @@ _M2 = np.uint64(0x94D049BB133111EB)
 _S6, _S2 = np.uint64(6), np.uint64(2)
 _S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 
-N_FEATS_A = 9
-N_FEATS_B = 9
-N_FEATS_C = 4
-N_FEATS_D = 4
-N_FEATS_NODE = N_FEATS_A + N_FEATS_B + N_FEATS_C + N_FEATS_D
 
-
-@njit(cache=True)
-def fhash(template: int, a: int, b: int, mask: int) -> int:
-    """Feature index in ``[0, mask]`` of ``(template, a, b)`` (boost-style combine + splitmix64)."""
+@njit(cache=True, inline="always")
+def fhash(template: int, a: int, b: int, c: int, mask: int) -> int:
+    """Feature index in ``[0, mask]`` of ``(template, a, b, c)`` (boost-style combine + splitmix64)."""
     x = np.uint64(template) * _G
     x ^= np.uint64(a) + _G + (x << _S6) + (x >> _S2)
     x ^= np.uint64(b) + _G + (x << _S6) + (x >> _S2)
+    x ^= np.uint64(c) + _G + (x << _S6) + (x >> _S2)
     x ^= x >> _S30
     x *= _M1
     x ^= x >> _S27
@@ -165,7 +211,7 @@ def fhash(template: int, a: int, b: int, mask: int) -> int:
 
 @njit(cache=True)
 def len_bucket(n: int) -> int:
-    """1, 2, 3, 4, 5-6, 7-9, 10-14, 15+ -> 0..7."""
+    """1, 2, 3, 4, 5-6, 7-9, 10-14, 15-24, 25+ -> 0..8."""
     if n <= 4:
         return n - 1
     if n <= 6:
@@ -174,71 +220,114 @@ def len_bucket(n: int) -> int:
         return 5
     if n <= 14:
         return 6
-    return 7
+    if n <= 24:
+        return 7
+    return 8
 
 
-# Positions are indices into the padded arrays: token i of the (chunk starting at ``lo``) is
-# at ``lo + i + 1``; ``w[lo + s]`` is the word just left of span ``[s, .)``.
+# Positions index the padded arrays of the chunk starting at ``lo``: token ``i`` is at
+# ``lo + PAD + i``. Each function writes its features to ``out[k:]`` and returns the new ``k``.
+
+N_FEATS_S = 6
+N_FEATS_M = 12
+N_FEATS_E = 6
+N_FEATS_A = 3
+N_FEATS_B = 5
+N_FEATS_D = 4
+N_FEATS_NODE = N_FEATS_S + N_FEATS_M + N_FEATS_E + N_FEATS_A + N_FEATS_B + N_FEATS_D
 
 
 @njit(cache=True)
-def feats_left(w, c, lo: int, s: int, m: int, mask: int, out, k: int) -> int:
-    """Features of the left child ``[s, m)`` -> ``out[k:k+N_FEATS_A]``; returns the new ``k``."""
-    f, l, r = lo + s + 1, lo + m, lo + m + 1  # first, last of left; first of right
-    out[k + 0] = fhash(1, w[f], 0, mask)
-    out[k + 1] = fhash(2, w[l], 0, mask)
-    out[k + 2] = fhash(3, c[f], 0, mask)
-    out[k + 3] = fhash(4, c[l], 0, mask)
-    out[k + 4] = fhash(5, c[f], c[l], mask)
-    out[k + 5] = fhash(6, len_bucket(m - s), 0, mask)
-    out[k + 6] = fhash(7, c[f], c[r], mask)
-    out[k + 7] = fhash(8, w[f - 1], 0, mask)
-    out[k + 8] = fhash(9, c[f - 1], c[f], mask)
+def feats_start(w, c, g, lo: int, s: int, mask: int, out, k: int) -> int:
+    """Node start ``s``: first word ``a`` and the word ``p`` before the node."""
+    a = lo + PAD + s
+    out[k + 0] = fhash(1, w[a], 0, 0, mask)
+    out[k + 1] = fhash(2, c[a], 0, 0, mask)
+    out[k + 2] = fhash(3, w[a - 1], 0, 0, mask)
+    out[k + 3] = fhash(4, c[a - 1], 0, 0, mask)
+    out[k + 4] = fhash(5, c[a - 1], c[a], 0, mask)
+    out[k + 5] = fhash(6, g[a], 0, 0, mask)
+    return k + N_FEATS_S
+
+
+@njit(cache=True)
+def feats_split(w, c, g, lo: int, m: int, mask: int, out, k: int) -> int:
+    """Split ``m``: last word ``x`` of the left child, first word ``y`` of the right child."""
+    y = lo + PAD + m
+    x = y - 1
+    out[k + 0] = fhash(11, w[x], 0, 0, mask)
+    out[k + 1] = fhash(12, c[x], 0, 0, mask)
+    out[k + 2] = fhash(13, w[y], 0, 0, mask)
+    out[k + 3] = fhash(14, c[y], 0, 0, mask)
+    out[k + 4] = fhash(15, w[x], w[y], 0, mask)
+    out[k + 5] = fhash(16, c[x], c[y], 0, mask)
+    out[k + 6] = fhash(17, w[x], c[y], 0, mask)
+    out[k + 7] = fhash(18, c[x], w[y], 0, mask)
+    out[k + 8] = fhash(19, c[x - 1], c[x], c[y], mask)
+    out[k + 9] = fhash(20, c[x], c[y], c[y + 1], mask)
+    out[k + 10] = fhash(21, g[x], 0, 0, mask)
+    out[k + 11] = fhash(22, g[y], 0, 0, mask)
+    return k + N_FEATS_M
+
+
+@njit(cache=True)
+def feats_end(w, c, g, lo: int, e: int, mask: int, out, k: int) -> int:
+    """Node end ``e``: last word ``z`` of the node and the word ``q`` after it."""
+    q = lo + PAD + e
+    z = q - 1
+    out[k + 0] = fhash(31, w[z], 0, 0, mask)
+    out[k + 1] = fhash(32, c[z], 0, 0, mask)
+    out[k + 2] = fhash(33, w[q], 0, 0, mask)
+    out[k + 3] = fhash(34, c[q], 0, 0, mask)
+    out[k + 4] = fhash(35, c[z], c[q], 0, mask)
+    out[k + 5] = fhash(36, g[z], 0, 0, mask)
+    return k + N_FEATS_E
+
+
+@njit(cache=True)
+def feats_left(w, c, g, lo: int, s: int, m: int, mask: int, out, k: int) -> int:
+    """Left child ``[s, m)``."""
+    a = lo + PAD + s
+    y = lo + PAD + m
+    x = y - 1
+    out[k + 0] = fhash(41, c[a], c[x], 0, mask)
+    out[k + 1] = fhash(42, len_bucket(m - s), 0, 0, mask)
+    out[k + 2] = fhash(43, c[a], c[y], 0, mask)
     return k + N_FEATS_A
 
 
 @njit(cache=True)
-def feats_right(w, c, lo: int, m: int, e: int, mask: int, out, k: int) -> int:
-    """Features of the right child ``[m, e)``."""
-    f, l, p = lo + m + 1, lo + e, lo + m  # first, last of right; last of left
-    out[k + 0] = fhash(11, w[f], 0, mask)
-    out[k + 1] = fhash(12, w[l], 0, mask)
-    out[k + 2] = fhash(13, c[f], 0, mask)
-    out[k + 3] = fhash(14, c[l], 0, mask)
-    out[k + 4] = fhash(15, c[f], c[l], mask)
-    out[k + 5] = fhash(16, len_bucket(e - m), 0, mask)
-    out[k + 6] = fhash(17, c[p], c[l], mask)
-    out[k + 7] = fhash(18, w[l + 1], 0, mask)
-    out[k + 8] = fhash(19, c[l], c[l + 1], mask)
+def feats_right(w, c, g, lo: int, m: int, e: int, mask: int, out, k: int) -> int:
+    """Right child ``[m, e)``."""
+    y = lo + PAD + m
+    x = y - 1
+    z = lo + PAD + e - 1
+    out[k + 0] = fhash(51, c[y], c[z], 0, mask)
+    out[k + 1] = fhash(52, len_bucket(e - m), 0, 0, mask)
+    out[k + 2] = fhash(53, c[x], c[z], 0, mask)
+    out[k + 3] = fhash(54, w[x], w[z], 0, mask)
+    out[k + 4] = fhash(55, c[x], g[z], 0, mask)
     return k + N_FEATS_B
 
 
 @njit(cache=True)
-def feats_split(w, c, lo: int, m: int, mask: int, out, k: int) -> int:
-    """Features across the split: ``(w_{m-1}, w_m)`` and class variants."""
-    p, q = lo + m, lo + m + 1
-    out[k + 0] = fhash(21, w[p], w[q], mask)
-    out[k + 1] = fhash(22, c[p], c[q], mask)
-    out[k + 2] = fhash(23, w[p], c[q], mask)
-    out[k + 3] = fhash(24, c[p], w[q], mask)
-    return k + N_FEATS_C
-
-
-@njit(cache=True)
-def feats_span(w, c, lo: int, s: int, e: int, mask: int, out, k: int) -> int:
-    """Features of the whole span ``[s, e)``."""
-    f, l = lo + s + 1, lo + e
-    out[k + 0] = fhash(31, 0, 0, mask)
-    out[k + 1] = fhash(32, c[f], c[l], mask)
-    out[k + 2] = fhash(33, len_bucket(e - s), 0, mask)
-    out[k + 3] = fhash(34, c[f - 1], c[l + 1], mask)
+def feats_span(w, c, g, lo: int, s: int, e: int, mask: int, out, k: int) -> int:
+    """The whole node ``[s, e)``."""
+    a = lo + PAD + s
+    q = lo + PAD + e
+    out[k + 0] = fhash(61, 0, 0, 0, mask)
+    out[k + 1] = fhash(62, c[a], c[q - 1], 0, mask)
+    out[k + 2] = fhash(63, len_bucket(e - s), 0, 0, mask)
+    out[k + 3] = fhash(64, c[a - 1], c[q], 0, mask)
     return k + N_FEATS_D
 
 
 @njit(cache=True)
-def node_features(w, c, lo: int, s: int, m: int, e: int, mask: int, out) -> None:
+def node_features(w, c, g, lo: int, s: int, m: int, e: int, mask: int, out) -> None:
     """All ``N_FEATS_NODE`` feature indices of node ``(s, m, e)`` into ``out``."""
-    k = feats_left(w, c, lo, s, m, mask, out, 0)
-    k = feats_right(w, c, lo, m, e, mask, out, k)
-    k = feats_split(w, c, lo, m, mask, out, k)
-    feats_span(w, c, lo, s, e, mask, out, k)
+    k = feats_start(w, c, g, lo, s, mask, out, 0)
+    k = feats_split(w, c, g, lo, m, mask, out, k)
+    k = feats_end(w, c, g, lo, e, mask, out, k)
+    k = feats_left(w, c, g, lo, s, m, mask, out, k)
+    k = feats_right(w, c, g, lo, m, e, mask, out, k)
+    feats_span(w, c, g, lo, s, e, mask, out, k)

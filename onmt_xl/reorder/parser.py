@@ -1,231 +1,485 @@
 """CKY over BTG trees with a hashed linear model, and the latent-oracle perceptron (numba).
 
-Shapes: a sentence (or chunk) of ``L`` tokens has padded id arrays ``w``, ``c`` and offset
-``lo`` (see :mod:`onmt_xl.reorder.features`); weights ``W`` have shape ``(size, 2)``,
-column 0 straight, column 1 inverted. Tables (the factorization of features.py):
-``A[s, m, t]``, ``B[m, e, t]``, ``D[s, e, t]`` of shape ``(L+1, L+1, 2)``, ``C[m, t]`` of
-shape ``(L+1, 2)``. Back-pointers ``split[s, e]``, ``inv[s, e]`` as in oracle.py.
+Shapes: a sentence (or chunk) of ``L`` tokens has padded id arrays ``w``, ``c``, ``g`` and offset
+``lo`` (see :mod:`onmt_xl.reorder.features`); weights ``W`` have shape ``(size, 2)``, column 0
+straight, column 1 inverted. With a span limit ``K`` (``K = L``: exact), the tables are banded:
+``A[s, d, t]`` scores the left child ``[s, s+d)``, ``B[m, d, t]`` the right child ``[m, m+d)``,
+``D[s, d, t]`` the node ``[s, s+d)``, ``C[m, t]`` the split, each of shape ``(L+1, K+1, 2)`` or
+``(L+1, 2)``; one-position features are folded in (start into ``A``, end into ``B``).
 
-Training (Neubig et al. 2012, Sec. 3-4): the target tree is *latent*: the highest-scoring tree
-among those with minimal Kendall loss (CKY, lexicographic on ``(loss, -score)``, exact). An
+**Span limit.** The chart covers every BTG tree over spans of at most ``K`` tokens. A longer
+input is covered by a left-branching chain of *straight* glue nodes ``(0, m, e)`` whose right
+children are chart spans of at most ``K`` tokens, chosen by a segmentation DP: so no inverted
+node spans more than ``K`` tokens, the cost is ``O(L K^2)`` instead of ``O(L^3)``, and the
+result is still a BTG tree. ``K >= L`` is exact CKY.
+
+**Training** (Neubig et al. 2012, Sec. 3-4): the target tree is *latent*: the highest-scoring
+tree among those with minimal loss (CKY, lexicographic on ``(loss, -score)``, exact). An
 averaged structured perceptron (Collins 2002) updates toward it whenever the predicted tree
-(optionally loss-augmented: ``score + aug * loss``) has a larger loss.
+(loss-augmented: ``score + aug * loss``) has a larger loss. The loss is an integer
+``primary * KB + secondary`` over two rank arrays (Kendall loss over the aligned words, then over
+the words with null attachment), so the secondary loss only breaks ties of the primary one.
+Training runs in mini-batches: the trees of a batch are found in parallel (``prange``) with the
+weights fixed, then the updates are applied in corpus order -- the same result for any number
+of threads.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from onmt_xl.reorder.features import (
     N_FEATS_A,
     N_FEATS_B,
-    N_FEATS_C,
     N_FEATS_D,
+    N_FEATS_E,
+    N_FEATS_M,
     N_FEATS_NODE,
+    N_FEATS_S,
+    feats_end,
     feats_left,
     feats_right,
     feats_span,
     feats_split,
+    feats_start,
     node_features,
 )
-from onmt_xl.reorder.oracle import chart_order, pair_prefix, rect
+from onmt_xl.reorder.oracle import pair_prefix, rect
 
 _NEG = -1e300
 _BIG = np.int64(1) << 62
+_NBUF = 16  # >= the largest N_FEATS_* group
+
+
+@njit(cache=True, inline="always")
+def _sum(W, buf, n: int):
+    a0 = a1 = 0.0
+    for k in range(n):
+        a0 += W[buf[k], 0]
+        a1 += W[buf[k], 1]
+    return a0, a1
 
 
 @njit(cache=True)
-def score_tables(w, c, lo: int, L: int, W, mask: int):
-    """Fill ``A, B, C, D`` for the chunk of ``L`` tokens at ``lo``: ``O(L^2 F)`` lookups."""
-    A = np.zeros((L + 1, L + 1, 2), dtype=np.float64)
-    B = np.zeros((L + 1, L + 1, 2), dtype=np.float64)
-    D = np.zeros((L + 1, L + 1, 2), dtype=np.float64)
-    C = np.zeros((L + 1, 2), dtype=np.float64)
-    buf = np.empty(max(N_FEATS_A, N_FEATS_B, N_FEATS_C, N_FEATS_D), dtype=np.int64)
+def score_tables(w, c, g, lo: int, L: int, K: int, W, mask: int):
+    """``(A, B, C, D, GA, GD)`` for the chunk of ``L`` tokens at ``lo`` with span limit ``K <= L``.
+
+    ``GA[m]`` / ``GD[e]``: left-child / node features of the glue nodes ``(0, m, e)`` (only filled
+    when ``K < L``). ``O(L K)`` hash look-ups per template.
+    """
+    buf = np.empty(_NBUF, dtype=np.int64)
+    S = np.zeros((L + 1, 2))
+    E = np.zeros((L + 1, 2))
+    C = np.zeros((L + 1, 2))
     for s in range(L - 1):
-        for m in range(s + 1, L):  # left child [s, m), right child starts at m < L
-            feats_left(w, c, lo, s, m, mask, buf, 0)
-            a0 = a1 = 0.0
-            for k in range(N_FEATS_A):
-                a0 += W[buf[k], 0]
-                a1 += W[buf[k], 1]
-            A[s, m, 0], A[s, m, 1] = a0, a1
+        feats_start(w, c, g, lo, s, mask, buf, 0)
+        S[s, 0], S[s, 1] = _sum(W, buf, N_FEATS_S)
     for m in range(1, L):
-        for e in range(m + 1, L + 1):
-            feats_right(w, c, lo, m, e, mask, buf, 0)
-            b0 = b1 = 0.0
-            for k in range(N_FEATS_B):
-                b0 += W[buf[k], 0]
-                b1 += W[buf[k], 1]
-            B[m, e, 0], B[m, e, 1] = b0, b1
-        feats_split(w, c, lo, m, mask, buf, 0)
-        c0 = c1 = 0.0
-        for k in range(N_FEATS_C):
-            c0 += W[buf[k], 0]
-            c1 += W[buf[k], 1]
-        C[m, 0], C[m, 1] = c0, c1
+        feats_split(w, c, g, lo, m, mask, buf, 0)
+        C[m, 0], C[m, 1] = _sum(W, buf, N_FEATS_M)
+    for e in range(2, L + 1):
+        feats_end(w, c, g, lo, e, mask, buf, 0)
+        E[e, 0], E[e, 1] = _sum(W, buf, N_FEATS_E)
+    A = np.zeros((L + 1, K + 1, 2))
+    B = np.zeros((L + 1, K + 1, 2))
+    D = np.zeros((L + 1, K + 1, 2))
     for s in range(L - 1):
-        for e in range(s + 2, L + 1):
-            feats_span(w, c, lo, s, e, mask, buf, 0)
-            d0 = d1 = 0.0
-            for k in range(N_FEATS_D):
-                d0 += W[buf[k], 0]
-                d1 += W[buf[k], 1]
-            D[s, e, 0], D[s, e, 1] = d0, d1
-    return A, B, C, D
+        for d in range(1, min(K, L - 1 - s) + 1):  # left child [s, s+d), right child starts < L
+            feats_left(w, c, g, lo, s, s + d, mask, buf, 0)
+            a0, a1 = _sum(W, buf, N_FEATS_A)
+            A[s, d, 0], A[s, d, 1] = a0 + S[s, 0], a1 + S[s, 1]
+    for m in range(1, L):
+        for d in range(1, min(K, L - m) + 1):
+            feats_right(w, c, g, lo, m, m + d, mask, buf, 0)
+            b0, b1 = _sum(W, buf, N_FEATS_B)
+            B[m, d, 0], B[m, d, 1] = b0 + E[m + d, 0], b1 + E[m + d, 1]
+    for s in range(L - 1):
+        for d in range(2, min(K, L - s) + 1):
+            feats_span(w, c, g, lo, s, s + d, mask, buf, 0)
+            D[s, d, 0], D[s, d, 1] = _sum(W, buf, N_FEATS_D)
+    GA = np.zeros(L + 1)
+    GD = np.zeros(L + 1)
+    if K < L:
+        for m in range(1, L):
+            feats_left(w, c, g, lo, 0, m, mask, buf, 0)
+            GA[m] = _sum(W, buf, N_FEATS_A)[0] + S[0, 0]
+        for e in range(2, L + 1):
+            feats_span(w, c, g, lo, 0, e, mask, buf, 0)
+            GD[e] = _sum(W, buf, N_FEATS_D)[0]
+    return A, B, C, D, GA, GD
 
 
 @njit(cache=True)
-def cky(A, B, C, D, P, aug: float, lexicographic: bool):
-    """Best BTG tree: ``O(L^3)``.
+def cky(A, B, C, D, GA, GD, P, aug: float, lexicographic: bool, loss_scale: float):
+    """Best BTG tree under span limit ``K = A.shape[1] - 1``; ``O(L K^2)``.
 
-    * ``lexicographic=False``: maximize ``score + aug * loss`` (``aug = 0``: plain decoding;
-      the loss needs the pair prefix sums ``P``, pass an empty ``(0, 0)`` array when unused);
+    * ``lexicographic=False``: maximize ``score + aug * loss / loss_scale`` (``aug = 0``: plain
+      decoding; the loss needs the pair prefix sums ``P``, an empty ``(0, 0)`` array when unused);
     * ``lexicographic=True``: minimal loss first, then maximal score (the latent oracle).
 
-    Ties prefer the left-most split, then straight. Returns ``(split, inv, loss, score)``.
+    Ties prefer the left-most split, then straight. Returns ``(split, inv, gsplit, loss, score)``:
+    banded back-pointers ``split[s, d]``, ``inv[s, d]`` of span ``[s, s+d)`` and the glue
+    back-pointers ``gsplit[e]`` (0: ``[0, e)`` is a chart span).
     """
     L = A.shape[0] - 1
+    K = A.shape[1] - 1
     use_loss = P.shape[0] > 0
-    obj = np.zeros((L + 1, L + 1), dtype=np.float64)  # maximized objective
-    sco = np.zeros((L + 1, L + 1), dtype=np.float64)  # model score of the chosen subtree
-    los = np.zeros((L + 1, L + 1), dtype=np.int64)
-    split = np.zeros((L + 1, L + 1), dtype=np.int64)
-    inv = np.zeros((L + 1, L + 1), dtype=np.int8)
-    for length in range(2, L + 1):
-        for s in range(0, L - length + 1):
-            e = s + length
-            d0, d1 = D[s, e, 0], D[s, e, 1]
+    obj = np.zeros((L + 1, K + 1))  # maximized objective
+    sco = np.zeros((L + 1, K + 1))  # model score of the chosen subtree
+    los = np.zeros((L + 1, K + 1), dtype=np.int64)
+    split = np.zeros((L + 1, K + 1), dtype=np.int64)
+    inv = np.zeros((L + 1, K + 1), dtype=np.int8)
+    for d in range(2, K + 1):
+        for s in range(0, L - d + 1):
+            e = s + d
             best_obj, best_sco, best_los = _NEG, _NEG, _BIG
             best_m, best_t = s + 1, 0
             for m in range(s + 1, e):
-                base_sco = sco[s, m] + sco[m, e]
-                base_obj = obj[s, m] + obj[m, e]
-                base_los = los[s, m] + los[m, e]
+                dl, dr = m - s, e - m
+                base_sco = sco[s, dl] + sco[m, dr]
+                base_obj = obj[s, dl] + obj[m, dr]
+                base_los = los[s, dl] + los[m, dr]
                 for t in range(2):
-                    node = A[s, m, t] + B[m, e, t] + C[m, t] + (d0 if t == 0 else d1)
+                    node = A[s, dl, t] + B[m, dr, t] + C[m, t] + D[s, d, t]
                     cl = base_los
                     if use_loss:
                         cl += rect(P, s, m, m, e) if t == 0 else rect(P, m, e, s, m)
                     if lexicographic:
-                        better = cl < best_los or (cl == best_los and base_sco + node > best_sco)
                         o = base_sco + node
+                        better = cl < best_los or (cl == best_los and o > best_sco)
                     else:
-                        o = base_obj + node + (aug * (cl - base_los) if use_loss else 0.0)
+                        o = base_obj + node
+                        if use_loss:
+                            o += aug * (cl - base_los) / loss_scale
                         better = o > best_obj
                     if better:
                         best_obj, best_sco, best_los = o, base_sco + node, cl
                         best_m, best_t = m, t
-            obj[s, e], sco[s, e], los[s, e] = best_obj, best_sco, best_los
-            split[s, e], inv[s, e] = best_m, best_t
-    return split, inv, los[0, L], sco[0, L]
+            obj[s, d], sco[s, d], los[s, d] = best_obj, best_sco, best_los
+            split[s, d], inv[s, d] = best_m, best_t
+    gsplit = np.zeros(L + 1, dtype=np.int64)
+    if K >= L:
+        return split, inv, gsplit, los[0, L], sco[0, L]
+    gobj = np.zeros(L + 1)
+    gsco = np.zeros(L + 1)
+    glos = np.zeros(L + 1, dtype=np.int64)
+    for e in range(1, K + 1):
+        gobj[e], gsco[e], glos[e] = obj[0, e], sco[0, e], los[0, e]
+    for e in range(K + 1, L + 1):
+        best_obj, best_sco, best_los = _NEG, _NEG, _BIG
+        best_m = e - K
+        for m in range(e - K, e):
+            dr = e - m
+            node = GA[m] + B[m, dr, 0] + C[m, 0] + GD[e]
+            cl = glos[m] + los[m, dr]
+            if use_loss:
+                cl += rect(P, 0, m, m, e)
+            if lexicographic:
+                o = gsco[m] + sco[m, dr] + node
+                better = cl < best_los or (cl == best_los and o > best_sco)
+            else:
+                o = gobj[m] + obj[m, dr] + node
+                if use_loss:
+                    o += aug * (cl - glos[m] - los[m, dr]) / loss_scale
+                better = o > best_obj
+            if better:
+                best_obj, best_sco, best_los, best_m = o, gsco[m] + sco[m, dr] + node, cl, m
+        gobj[e], gsco[e], glos[e], gsplit[e] = best_obj, best_sco, best_los, best_m
+    return split, inv, gsplit, glos[L], gsco[L]
 
 
 @njit(cache=True)
-def tree_nodes(split, inv, L: int):
-    """Internal nodes of the back-pointer tree: array ``(L - 1, 4)`` of ``(s, m, e, t)``."""
-    out = np.empty((max(L - 1, 0), 4), dtype=np.int64)
-    if L < 2:
-        return out
-    st_s = np.empty(L, dtype=np.int64)
-    st_e = np.empty(L, dtype=np.int64)
-    st_s[0], st_e[0] = 0, L
-    top, k = 1, 0
-    while top > 0:
-        top -= 1
-        s, e = st_s[top], st_e[top]
-        m = split[s, e]
-        out[k, 0], out[k, 1], out[k, 2], out[k, 3] = s, m, e, inv[s, e]
-        k += 1
-        if m - s > 1:
-            st_s[top], st_e[top] = s, m
-            top += 1
-        if e - m > 1:
-            st_s[top], st_e[top] = m, e
-            top += 1
-    return out
+def extract(split, inv, gsplit, L: int, K: int, order, nodes) -> None:
+    """The tree's order into ``order`` (shape ``(L,)``) and its internal nodes ``(s, m, e, t)``
+    into ``nodes`` (shape ``(L - 1, 4)``, glue nodes first, then each segment pre-order)."""
+    if L == 0:
+        return
+    seg = np.empty(L + 1, dtype=np.int64)  # segment boundaries, right to left
+    nseg = 0
+    e = L
+    nn = 0
+    while e > 0:
+        seg[nseg] = e
+        nseg += 1
+        if e <= K:
+            e = 0
+        else:
+            m = gsplit[e]
+            nodes[nn, 0], nodes[nn, 1], nodes[nn, 2], nodes[nn, 3] = 0, m, e, 0
+            nn += 1
+            e = m
+    st_s = np.empty(2 * L, dtype=np.int64)
+    st_e = np.empty(2 * L, dtype=np.int64)
+    k = 0
+    for j in range(nseg - 1, -1, -1):  # segments left to right
+        st_s[0] = 0 if j == nseg - 1 else seg[j + 1]
+        st_e[0] = seg[j]
+        top = 1
+        while top > 0:
+            top -= 1
+            s, e = st_s[top], st_e[top]
+            if e - s == 1:
+                order[k] = s
+                k += 1
+                continue
+            m = split[s, e - s]
+            t = inv[s, e - s]
+            nodes[nn, 0], nodes[nn, 1], nodes[nn, 2], nodes[nn, 3] = s, m, e, t
+            nn += 1
+            if t:  # yield [m, e) first: push it last
+                st_s[top], st_e[top] = s, m
+                st_s[top + 1], st_e[top + 1] = m, e
+            else:
+                st_s[top], st_e[top] = m, e
+                st_s[top + 1], st_e[top + 1] = s, m
+            top += 2
+
+
+@njit(cache=True, inline="always")
+def span_limit(L: int, max_span: int) -> int:
+    return L if max_span <= 0 or max_span >= L else max_span
 
 
 @njit(cache=True)
-def update(W, U, w, c, lo: int, nodes, delta: float, step: float, mask: int) -> None:
-    """Perceptron update ``W[f, t] += delta`` for every feature of every node; ``U`` keeps
-    ``step * delta`` sums for averaging (``W_avg = W - U / step``)."""
+def update(W, U, w, c, g, gold, pred, step: float, mask: int) -> None:
+    """Perceptron update: ``W[f, t] += 1`` for the features of the ``gold`` tree's nodes, ``-= 1``
+    for the ``pred`` tree's; nodes in both trees cancel and are skipped. ``U`` keeps ``step * delta``
+    sums for averaging (``W_avg = W - U / step``)."""
     buf = np.empty(N_FEATS_NODE, dtype=np.int64)
-    for k in range(nodes.shape[0]):
-        s, m, e, t = nodes[k, 0], nodes[k, 1], nodes[k, 2], nodes[k, 3]
-        node_features(w, c, lo, s, m, e, mask, buf)
-        for j in range(N_FEATS_NODE):
-            W[buf[j], t] += delta
-            U[buf[j], t] += step * delta
+    for side in range(2):
+        nodes, other = (gold, pred) if side == 0 else (pred, gold)
+        delta = 1.0 if side == 0 else -1.0
+        for k in range(nodes.shape[0]):
+            s, m, e, t = nodes[k, 0], nodes[k, 1], nodes[k, 2], nodes[k, 3]
+            shared = False
+            for q in range(other.shape[0]):
+                if other[q, 0] == s and other[q, 1] == m and other[q, 2] == e and other[q, 3] == t:
+                    shared = True
+                    break
+            if shared:
+                continue
+            node_features(w, c, g, 0, s, m, e, mask, buf)
+            for j in range(N_FEATS_NODE):
+                W[buf[j], t] += delta
+                U[buf[j], t] += step * delta
 
 
 @njit(cache=True)
-def train_chunk(ws, cs, pad_off, ranks, rank_off, idx, W, U, step: float, aug: float, mask: int):
-    """One perceptron pass over sentences ``idx`` (flat corpus arrays, see preorderer.py).
+def _loss_matrix(r1, r2, use_r2: bool):
+    """Integer pair prefix sums ``P1 * KB + P2`` and ``KB`` (``P2`` only breaks ties of ``P1``)."""
+    L = r1.shape[0]
+    P = pair_prefix(r1)
+    if not use_r2:
+        return P, np.int64(1)
+    kb = np.int64(L) * L + 1
+    P2 = pair_prefix(r2)
+    for i in range(L + 1):
+        for j in range(L + 1):
+            P[i, j] = P[i, j] * kb + P2[i, j]
+    return P, kb
 
-    Returns ``(step, sum of predicted losses, sum of oracle losses, #updates)``.
+
+@njit(cache=True)
+def _train_one(ws, cs, gs, lo, L, r1, r2, use_r2, W, aug, mask, max_span, nodes_p, nodes_g):
+    """Predicted and latent-oracle trees of one sentence -> ``(pred loss, oracle loss, KB)``."""
+    K = span_limit(L, max_span)
+    w = ws[lo : lo + L + 4]
+    c = cs[lo : lo + L + 4]
+    g = gs[lo : lo + L + 4]
+    P, kb = _loss_matrix(r1, r2, use_r2)
+    A, B, C, D, GA, GD = score_tables(w, c, g, 0, L, K, W, mask)
+    order = np.empty(L, dtype=np.int64)
+    sp, iv, gsp, l_p, _ = cky(A, B, C, D, GA, GD, P, aug, False, float(kb))
+    extract(sp, iv, gsp, L, K, order, nodes_p)
+    sp, iv, gsp, l_g, _ = cky(A, B, C, D, GA, GD, P, 0.0, True, float(kb))
+    extract(sp, iv, gsp, L, K, order, nodes_g)
+    return l_p, l_g, kb
+
+
+@njit(cache=True)
+def _train_slot(j, k, ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2, W, aug, mask, max_span,
+                nodes_p, nodes_g, lp, lg, kbs) -> None:
+    """Trees of sentence ``k`` into batch slot ``j``."""
+    L = lens[k]
+    lp[j] = lg[j] = 0
+    kbs[j] = 1
+    if L >= 2:
+        ro = rank_off[k]
+        lp[j], lg[j], kbs[j] = _train_one(ws, cs, gs, pad_off[k], L, r1[ro : ro + L], r2[ro : ro + L], use_r2,
+                                          W, aug, mask, max_span, nodes_p[j, : L - 1], nodes_g[j, : L - 1])
+
+
+@njit(cache=True, parallel=True)
+def train_pass(ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2: bool, perm, W, U, step: float,
+               aug: float, mask: int, max_span: int, batch: int, serial: bool):
+    """One perceptron pass over the sentences ``perm`` (flat corpus arrays, see preorderer.py).
+
+    Mini-batches of ``batch`` sentences: trees in parallel (``serial``: in a plain loop, for one
+    thread -- a parallel region wakes threads up even then), updates in ``perm`` order.
+    Returns ``(step, sum of predicted primary losses, sum of oracle primary losses, #updates)``.
     """
+    Lmax = 2
+    for k in range(lens.shape[0]):
+        Lmax = max(Lmax, lens[k])
+    nodes_p = np.zeros((batch, Lmax - 1, 4), dtype=np.int64)
+    nodes_g = np.zeros((batch, Lmax - 1, 4), dtype=np.int64)
+    lp = np.zeros(batch, dtype=np.int64)
+    lg = np.zeros(batch, dtype=np.int64)
+    kbs = np.ones(batch, dtype=np.int64)
     pred_loss = 0
     gold_loss = 0
     n_upd = 0
-    for q in range(idx.shape[0]):
-        k = idx[q]
-        lo = pad_off[k]
-        L = rank_off[k + 1] - rank_off[k]
-        step += 1.0
-        if L < 2:
-            continue
-        w = ws[lo : lo + L + 2]
-        c = cs[lo : lo + L + 2]
-        P = pair_prefix(ranks[rank_off[k] : rank_off[k + 1]])
-        A, B, C, D = score_tables(w, c, 0, L, W, mask)
-        sp_p, iv_p, l_p, _ = cky(A, B, C, D, P, aug, False)
-        sp_g, iv_g, l_g, _ = cky(A, B, C, D, P, 0.0, True)
-        pred_loss += l_p
-        gold_loss += l_g
-        if l_p > l_g:
-            n_upd += 1
-            update(W, U, w, c, 0, tree_nodes(sp_g, iv_g, L), 1.0, step, mask)
-            update(W, U, w, c, 0, tree_nodes(sp_p, iv_p, L), -1.0, step, mask)
+    for b0 in range(0, perm.shape[0], batch):
+        nb = min(batch, perm.shape[0] - b0)
+        if serial:
+            for j in range(nb):
+                _train_slot(j, perm[b0 + j], ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2, W, aug, mask,
+                            max_span, nodes_p, nodes_g, lp, lg, kbs)
+        else:
+            for j in prange(nb):
+                _train_slot(j, perm[b0 + j], ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2, W, aug, mask,
+                            max_span, nodes_p, nodes_g, lp, lg, kbs)
+        for j in range(nb):
+            step += 1.0
+            k = perm[b0 + j]
+            L = lens[k]
+            if L < 2:
+                continue
+            pred_loss += lp[j] // kbs[j]
+            gold_loss += lg[j] // kbs[j]
+            if lp[j] > lg[j]:
+                n_upd += 1
+                lo = pad_off[k]
+                w = ws[lo : lo + L + 4]
+                c = cs[lo : lo + L + 4]
+                g = gs[lo : lo + L + 4]
+                update(W, U, w, c, g, nodes_g[j, : L - 1], nodes_p[j, : L - 1], step, mask)
     return step, pred_loss, gold_loss, n_upd
 
 
 @njit(cache=True)
-def decode_sentence(w, c, L: int, W, mask: int, max_len: int, out) -> None:
-    """Best order of one sentence into ``out`` (shape ``(L,)``).
+def _pass_serial(ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2: bool, perm, W, U, step: float,
+                 aug: float, mask: int, max_span: int, Lmax: int):
+    """The plain online perceptron over ``perm`` (one sentence at a time); as :func:`train_pass`."""
+    nodes_p = np.zeros((1, Lmax - 1, 4), dtype=np.int64)
+    nodes_g = np.zeros((1, Lmax - 1, 4), dtype=np.int64)
+    lp = np.zeros(1, dtype=np.int64)
+    lg = np.zeros(1, dtype=np.int64)
+    kbs = np.ones(1, dtype=np.int64)
+    pred_loss = 0
+    gold_loss = 0
+    n_upd = 0
+    for q in range(perm.shape[0]):
+        k = perm[q]
+        step += 1.0
+        L = lens[k]
+        if L < 2:
+            continue
+        _train_slot(0, k, ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2, W, aug, mask, max_span,
+                    nodes_p, nodes_g, lp, lg, kbs)
+        pred_loss += lp[0] // kbs[0]
+        gold_loss += lg[0] // kbs[0]
+        if lp[0] > lg[0]:
+            n_upd += 1
+            lo = pad_off[k]
+            update(W, U, ws[lo : lo + L + 4], cs[lo : lo + L + 4], gs[lo : lo + L + 4], nodes_g[0, : L - 1],
+                   nodes_p[0, : L - 1], step, mask)
+    return step, pred_loss, gold_loss, n_upd
 
-    Sentences longer than ``max_len`` (if ``> 0``) are cut into consecutive chunks of at most
-    ``max_len`` tokens, each decoded exactly and joined by straight nodes (still BTG-valid).
+
+@njit(cache=True, parallel=True)
+def train_pass_mix(ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2: bool, perm, W, Acc, aug: float,
+                   mask: int, max_span: int, shards: int):
+    """One pass with iterative parameter mixing (McDonald et al. 2010): ``perm`` is cut into
+    ``shards`` contiguous shards, each trained by the online perceptron on its own copy of ``W`` in
+    parallel, and ``W`` becomes the mean of the copies. ``Acc`` accumulates the sum of every
+    shard's weights over its steps (for the averaged perceptron: ``W_avg = Acc / total steps``).
+    One parallel region per pass, so a thread that the OS deschedules delays the pass by its own
+    share only. Deterministic for a given number of shards.
+    Returns ``(steps, sum of predicted primary losses, sum of oracle primary losses, #updates)``.
     """
-    empty = np.zeros((0, 0), dtype=np.int64)
-    chunk = L if max_len <= 0 or L <= max_len else max_len
-    lo = 0
-    while lo < L:
-        n = min(chunk, L - lo)
-        if n == 1:
-            out[lo] = lo
-        elif n > 1:
-            A, B, C, D = score_tables(w, c, lo, n, W, mask)
-            split, inv, _, _ = cky(A, B, C, D, empty, 0.0, False)
-            o = chart_order(split, inv, 0, n)
-            for i in range(n):
-                out[lo + i] = lo + o[i]
-        lo += n
+    n = perm.shape[0]
+    H = W.shape[0]
+    Lmax = 2
+    for k in range(lens.shape[0]):
+        Lmax = max(Lmax, lens[k])
+    Wt = np.empty((shards, H, 2), dtype=W.dtype)
+    Ut = np.zeros((shards, H, 2))
+    stats = np.zeros((shards, 4), dtype=np.int64)
+    for t in prange(shards):
+        Wt[t] = W
+        a = (t * n) // shards
+        b = ((t + 1) * n) // shards
+        st, pl, gl, nu = _pass_serial(ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2, perm[a:b], Wt[t], Ut[t],
+                                      0.0, aug, mask, max_span, Lmax)
+        stats[t, 0], stats[t, 1], stats[t, 2], stats[t, 3] = np.int64(st), pl, gl, nu
+    for i in prange(H):
+        for col in range(2):
+            w0 = W[i, col]
+            tot = 0.0
+            acc = 0.0
+            for t in range(shards):
+                wt = Wt[t, i, col]
+                tot += wt
+                # sum over the shard's steps k = 1..n_t of its weights after step k
+                acc += (stats[t, 0] + 1) * wt - w0 - Ut[t, i, col]
+            W[i, col] = tot / shards
+            Acc[i, col] += acc
+    return stats[:, 0].sum(), stats[:, 1].sum(), stats[:, 2].sum(), stats[:, 3].sum()
 
 
 @njit(cache=True)
-def decode_batch(ws, cs, pad_off, lens, W, mask: int, max_len: int):
-    """Orders of a batch (flat padded arrays); returns a flat int64 array, sentence ``k`` at
-    ``[sum(lens[:k]), sum(lens[:k+1]))``."""
-    total = 0
-    for k in range(lens.shape[0]):
-        total += lens[k]
-    out = np.empty(total, dtype=np.int64)
-    pos = 0
-    for k in range(lens.shape[0]):
-        L = lens[k]
-        lo = pad_off[k]
-        decode_sentence(ws[lo : lo + L + 2], cs[lo : lo + L + 2], L, W, mask, max_len, out[pos : pos + L])
-        pos += L
+def decode_sentence(w, c, g, L: int, W, mask: int, max_span: int, out) -> None:
+    """Best order of one sentence (padded arrays ``w, c, g``) into ``out`` (shape ``(L,)``)."""
+    if L == 1:
+        out[0] = 0
+    if L < 2:
+        return
+    K = span_limit(L, max_span)
+    empty = np.zeros((0, 0), dtype=np.int64)
+    A, B, C, D, GA, GD = score_tables(w, c, g, 0, L, K, W, mask)
+    split, inv, gsplit, _, _ = cky(A, B, C, D, GA, GD, empty, 0.0, False, 1.0)
+    nodes = np.empty((L - 1, 4), dtype=np.int64)
+    extract(split, inv, gsplit, L, K, out, nodes)
+
+
+@njit(cache=True)
+def decode_tree(w, c, g, L: int, W, mask: int, max_span: int):
+    """``(order, nodes, score)`` of the best tree (``nodes`` as in :func:`extract`)."""
+    order = np.arange(L)
+    nodes = np.zeros((max(L - 1, 0), 4), dtype=np.int64)
+    if L < 2:
+        return order, nodes, 0.0
+    K = span_limit(L, max_span)
+    empty = np.zeros((0, 0), dtype=np.int64)
+    A, B, C, D, GA, GD = score_tables(w, c, g, 0, L, K, W, mask)
+    split, inv, gsplit, _, score = cky(A, B, C, D, GA, GD, empty, 0.0, False, 1.0)
+    extract(split, inv, gsplit, L, K, order, nodes)
+    return order, nodes, score
+
+
+@njit(cache=True, parallel=True)
+def decode_batch(ws, cs, gs, pad_off, lens, W, mask: int, max_span: int, serial: bool):
+    """Orders of a batch (flat padded arrays), sentences in parallel (``serial``: in a plain loop);
+    returns a flat int64 array, sentence ``k`` at ``[sum(lens[:k]), sum(lens[:k+1]))``."""
+    n = lens.shape[0]
+    off = np.zeros(n + 1, dtype=np.int64)
+    for k in range(n):
+        off[k + 1] = off[k] + lens[k]
+    out = np.empty(off[n], dtype=np.int64)
+    if serial or n == 1:  # no parallel region: no thread wake-ups
+        for k in range(n):
+            _decode_slot(k, ws, cs, gs, pad_off, lens, off, W, mask, max_span, out)
+    else:
+        for k in prange(n):
+            _decode_slot(k, ws, cs, gs, pad_off, lens, off, W, mask, max_span, out)
     return out
+
+
+@njit(cache=True)
+def _decode_slot(k, ws, cs, gs, pad_off, lens, off, W, mask: int, max_span: int, out) -> None:
+    L = lens[k]
+    lo = pad_off[k]
+    decode_sentence(ws[lo : lo + L + 4], cs[lo : lo + L + 4], gs[lo : lo + L + 4], L, W, mask, max_span,
+                    out[off[k] : off[k + 1]])
