@@ -52,7 +52,7 @@ def test_beats_monotone_on_dev(enja, model):
     assert scores.oracle_tau > 0.99
 
 
-def test_clusters_group_japanese_function_words(model):
+def test_clusters_group_person_words(model):
     vocab = model.vocab
     assert vocab.clusters is not None and len(set(vocab.clusters.tolist())) > 50
     cls = dict(zip(vocab.tokens, vocab.clusters.tolist()))

@@ -20,7 +20,10 @@ Steps (each writes into ``--workdir``, default ``runs/enja``, and into the JSON 
   limits (including the model's default, the longest training sentence); the batched speed on
   all threads; and the tau of each span limit on concatenated dev pairs of about 20, 50 and 100
   tokens (their links offset, so the oracle is the concatenation of the oracles).
-* ``threads``: training time of 2 iterations with 1 thread and with all threads (scaling).
+* ``threads``: training time of 2 iterations with 1 thread and with all threads (scaling);
+* ``heldout``: the default hyper-parameters (chosen on dev) on data they were not chosen on:
+  trained on all but the last 2,000 training pairs, scored on those;
+* ``small``: trained on the first 10,000 pairs only (the setting of lader's figure), scored on dev.
 """
 
 from __future__ import annotations
@@ -131,16 +134,21 @@ def step_train(data: Path, work: Path, model: Path, extra: Sequence[str]) -> Dic
 
 
 def step_threads(data: Path, work: Path) -> Dict[str, object]:
+    """2 training iterations with 1 thread and with all threads, in both parallel modes."""
     import numba
 
     out = {}
-    for n in sorted({1, numba.config.NUMBA_NUM_THREADS}):
-        model = work / f"threads{n}.xlp"
-        res = _time_v(train_command(data, work, model, ["--iterations", "2", "--threads", str(n)]))
-        lines = [l for l in res.pop("stderr").splitlines() if l.startswith("preorder-train: iteration")]
-        secs = [float(re.search(r"\(([\d.]+)s\)", l).group(1)) for l in lines]
-        out[str(n)] = dict(iteration_seconds=secs, wall_seconds=res["wall_seconds"])
-        say(f"threads {n}: iterations {secs}, wall {res['wall_seconds']:.1f}s")
+    every = numba.config.NUMBA_NUM_THREADS
+    for n, mode in ((1, "mix"), (every, "mix"), (every, "minibatch")):
+        model = work / f"threads{n}_{mode}.xlp"
+        res = _time_v(train_command(data, work, model, ["--iterations", "2", "--threads", str(n), "--parallel", mode]))
+        lines = [l for l in res.pop("stderr").splitlines() if l.startswith("preorder-train")]
+        secs = [float(re.search(r"\(([\d.]+)s\)", l).group(1)) for l in lines if "iteration" in l[:27]]
+        vocab = re.search(r"word classes ([\d.]+)s", lines[-1])
+        out[f"{n}_{mode}"] = dict(threads=n, parallel=mode, iteration_seconds=secs, wall_seconds=res["wall_seconds"],
+                                  vocab_seconds=float(vocab.group(1)) if vocab else None, load=os.getloadavg())
+        say(f"threads {n} {mode}: iterations {secs}, classes {out[f'{n}_{mode}']['vocab_seconds']}s, "
+            f"wall {res['wall_seconds']:.1f}s, load {os.getloadavg()}")
     return out
 
 
@@ -167,6 +175,41 @@ def step_quality(model_path: Path, data: Path, work: Path) -> Dict[str, object]:
     say(f"FRS vs the attach-left oracle: model {alt.frs:.4f}, monotone {alt.monotone_frs:.4f}")
     return dict(vars(scores), table=scores.format(), frs_vs_left_attached_oracle=alt.frs,
                 monotone_frs_vs_left_attached_oracle=alt.monotone_frs, hparams=model.hparams)
+
+
+def step_heldout(data: Path, work: Path, n_heldout: int = 2000) -> Dict[str, object]:
+    """Default hyper-parameters (chosen on dev) checked on data they were not chosen on: train on
+    all but the last ``n_heldout`` training pairs, score on those (alignments from the same run)."""
+    from onmt_xl.reorder.metrics import evaluate
+    from onmt_xl.reorder.oracle import target_ranks
+    from onmt_xl.reorder.preorderer import Preorderer
+
+    train = read_split(data, work, "train")
+    keep = train.keep
+    fit, held = keep[:-n_heldout], keep[-n_heldout:]
+    t0 = time.perf_counter()
+    model = Preorderer.train([train.src[k] for k in fit], [train.links[k] for k in fit], progress=False)
+    seconds = time.perf_counter() - t0
+    ranks = [target_ranks(len(train.src[k]), train.links[k]) for k in held]
+    scores = evaluate(model.reorder_batch([train.src[k] for k in held]), ranks)
+    say(f"held-out {n_heldout} training pairs (trained on {len(fit)}):\n{scores.format()}")
+    return dict(vars(scores), table=scores.format(), train_pairs=len(fit), seconds=seconds)
+
+
+def step_small(data: Path, work: Path, n: int = 10000) -> Dict[str, object]:
+    """Trained on the first ``n`` pairs only (lader's setting: 10k pairs), scored on dev."""
+    from onmt_xl.reorder.metrics import evaluate
+    from onmt_xl.reorder.oracle import target_ranks
+    from onmt_xl.reorder.preorderer import Preorderer
+
+    train = read_split(data, work, "train")
+    dev = read_split(data, work, "dev")
+    fit = train.keep[:n]
+    model = Preorderer.train([train.src[k] for k in fit], [train.links[k] for k in fit], progress=False)
+    ranks = [target_ranks(len(dev.src[k]), dev.links[k]) for k in dev.keep]
+    scores = evaluate(model.reorder_batch([dev.src[k] for k in dev.keep]), ranks)
+    say(f"trained on {len(fit)} pairs, dev:\n{scores.format()}")
+    return dict(vars(scores), table=scores.format(), train_pairs=len(fit))
 
 
 # --- speed ---------------------------------------------------------------------------------------
@@ -297,7 +340,7 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default=str(REPO.parent / "shared" / "data" / "enja"), help="directory with {train,dev}.{ja,en}")
     ap.add_argument("--workdir", default=str(REPO / "runs" / "enja"))
     ap.add_argument("--model", help="model file (default WORKDIR/preorder.xlp)")
-    ap.add_argument("--steps", default="align,train,quality,speed,threads")
+    ap.add_argument("--steps", default="align,train,quality,speed,threads,heldout,small")
     ap.add_argument("--train-args", default="", help="extra preorder-train arguments, e.g. '--iterations 5'")
     ap.add_argument("--spans", default="10,15,20,30", help="span limits to time and score")
     ap.add_argument("--out", help="JSON results (default WORKDIR/bench_preorder.json)")
@@ -326,6 +369,10 @@ def main(argv=None) -> int:
             plot_speed(result, work / "preorder_speed.png")
         elif step == "threads":
             result["threads"] = step_threads(data, work)
+        elif step == "heldout":
+            result["heldout"] = step_heldout(data, work)
+        elif step == "small":
+            result["small"] = step_small(data, work)
         else:
             raise SystemExit(f"unknown step {step!r}")
         result.setdefault("load_after", {})[step] = os.getloadavg()

@@ -46,6 +46,17 @@ def score(name: str, order: Sequence[int], tree: Optional[BTGNode], ranks: Optio
     return Reordering(name, list(order), tree, kendall_loss(order, ranks), ordered_pairs(ranks))
 
 
+def display_width(text: str) -> int:
+    """Terminal columns of ``text``: East Asian wide and full-width characters take two."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _ljust(text: str, width: int) -> str:
+    return text + " " * max(width - display_width(text), 0)
+
+
 def tree_lines(tree: Optional[BTGNode], tokens: Sequence[str]) -> List[str]:
     """Indented drawing, one node per line: ``[]`` straight, ``<>`` inverted (children swapped)."""
     if tree is None:
@@ -87,12 +98,12 @@ def text_report(
         out.append(f"{s.name} tree: {tree_to_str(s.tree, tokens)}")
     out.append("")
     blocks = [[f"{s.name} tree"] + tree_lines(s.tree, tokens) for s in systems]
-    col = max((len(line) for b in blocks[:-1] for line in b), default=0) + 4
+    col = max((display_width(line) for b in blocks[:-1] for line in b), default=0) + 4
     for k in range(max((len(b) for b in blocks), default=0)):
         row = ""
         for j, b in enumerate(blocks):
             cell = b[k] if k < len(b) else ""
-            row += cell.ljust(col) if j < len(blocks) - 1 else cell
+            row += _ljust(cell, col) if j < len(blocks) - 1 else cell
         out.append(row.rstrip())
     out.append("")
     aligned = _aligned_words(len(tokens), target, links)
@@ -103,7 +114,7 @@ def text_report(
     pos = [order_to_pos_xl(s.order) for s in systems]
     for j, tok in enumerate(tokens):
         r = "-" if ranks is None or ranks[j] < 0 else str(int(ranks[j]))
-        row = f"{j:3d}  {tok:10s} {r:>4s}  " + "  ".join(f"{p[j]:9d}" for p in pos)
+        row = f"{j:3d}  {_ljust(tok, 10)} {r:>4s}  " + "  ".join(f"{p[j]:9d}" for p in pos)
         if aligned is not None:
             row += "  " + (aligned[j] or "(unaligned)")
         out.append(row)
@@ -210,7 +221,7 @@ def draw_png(
         heights.append(h)
         pos = order_to_pos_xl(sysm.order)
         y_src = -0.35
-        y_top = y_src - (0.95 if gloss else 0.55)  # lines start below the tokens (and their glosses)
+        y_top = y_src - (1.05 if gloss else 0.55)  # lines start below the tokens (and their glosses)
         y_out = y_top - 1.9
         kw = dict(ha="center", fontsize=10, rotation=0 if font is not None else 30)
         if font is not None:
@@ -218,7 +229,7 @@ def draw_png(
         for j in range(n):
             ax.text(j, y_src, labels[j], va="top", **kw)
             if gloss:
-                ax.text(j, y_src - 0.5, aligned[j] or "-", va="top", ha="center", color="#616161",
+                ax.text(j, y_src - 0.6, aligned[j] or "-", va="top", ha="center", color="#616161",
                         fontproperties=gloss_font, fontsize=7)
             moved = pos[j] != j
             ax.plot([j, pos[j]], [y_top, y_out + 0.35], color="#c62828" if moved else "#9e9e9e",
