@@ -15,6 +15,7 @@ def build_parser() -> argparse.ArgumentParser:
     from onmt_xl.align.cli import add_subcommands as add_align
     from onmt_xl.analysis import add_subcommands as add_analysis
     from onmt_xl.demo import add_subcommands as add_demo
+    from onmt_xl.experiments import add_subcommands as add_experiments
     from onmt_xl.reorder.cli import add_subcommands as add_reorder
 
     parser = argparse.ArgumentParser(prog="onmt-xl", description=__doc__.splitlines()[0])
@@ -24,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_reorder(sub)
     add_demo(sub)
     add_analysis(sub)
+    add_experiments(sub)
     return parser
 
 

@@ -14,6 +14,8 @@ system's transform if it has one. ``--data-dir`` must hold train/valid ``.src``/
 """
 
 import argparse
+import json
+import os
 import re
 import shutil
 import statistics
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from onmt_xl.configs import SYSTEMS, config, source_transform
+from onmt_xl.configs import PRESETS, SYSTEMS, config, source_transform
 
 TOK_S = re.compile(r"Step\s+\d+/\s*\d+;.*?(\d+)/\s*(\d+) tok/s")
 
@@ -78,6 +80,10 @@ def main() -> None:
     ap.add_argument("--data-dir")
     ap.add_argument("--preorderer")
     ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--preset", default="demo", choices=sorted(PRESETS), help="model size (onmt_xl.configs.PRESETS)")
+    ap.add_argument("--decode-length", type=int, default=0,
+                    help="translate exactly N target tokens per sentence (-min_length = -max_length = N), so every "
+                         "system decodes the same work whatever its (barely trained) outputs; 0: natural lengths")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--systems", default="baseline,combination",
                     help=f"comma-separated, the first is the reference; from: {', '.join(SYSTEMS)}")
@@ -92,7 +98,7 @@ def main() -> None:
     cfgs = {}
     for s in systems:
         cfgs[s] = wd / f"{s}.yaml"
-        cfgs[s].write_text(yaml.safe_dump(config(s, str(wd), overrides)))
+        cfgs[s].write_text(yaml.safe_dump(config(s, str(wd), overrides, args.preset)))
     logs = wd / "logs"
     logs.mkdir(exist_ok=True)
     if not (wd / "vocab.src").exists():
@@ -110,12 +116,24 @@ def main() -> None:
             model = wd / "models" / f"{s}_step_{args.steps}.pt"
             cmd = [stock("onmt_translate"), "-model", str(model), "-src", str(wd / "data" / "test.src"),
                    "-output", str(wd / f"hyp.{s}"), "-beam_size", "5", "-batch_size", "64", "-batch_type", "sents"]
+            if args.decode_length:
+                cmd += ["-min_length", str(args.decode_length), "-max_length", str(args.decode_length)]
             if source_transform(s):
                 cmd += ["-transforms", source_transform(s), "-xl_preorderer", str(wd / "preorderer.xlp")]
             trans_s[s].append(run(cmd, logs / f"translate_{s}_{r}.log"))
+            with open(wd / "results.jsonl", "a") as out:  # kept if the run is cut short
+                out.write(json.dumps(dict(system=s, round=r, steps=args.steps, preset=args.preset, tok_s=rates[1:],
+                                          train_wall_s=train_s[s][-1], translate_wall_s=trans_s[s][-1])) + "\n")
     mean = statistics.mean
     ref = systems[0]
-    print(f"{args.rounds} rounds x {args.steps} steps, data {args.data_dir or 'demo synthetic'}, workdir {wd}")
+    import platform
+
+    import torch
+
+    print(f"{args.rounds} rounds x {args.steps} steps, preset {args.preset}, data {args.data_dir or 'demo synthetic'}, "
+          f"decode length {args.decode_length or 'natural'}, workdir {wd}")
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
+          f"{torch.get_num_threads()} torch threads, load after run {os.getloadavg()}")
     print(f"{'system':18s} {'src tok/s':>10s} {'vs ' + ref:>14s} {'train wall s':>13s} {'translate wall s':>17s} {'vs ' + ref:>14s}")
     for s in systems:
         print(f"{s:18s} {mean(tok_s[s]):10.0f} {mean(tok_s[s]) / mean(tok_s[ref]):13.3f}x {mean(train_s[s]):13.1f} "

@@ -1,0 +1,574 @@
+"""``onmt-xl experiments``: the papers' experiments on one tokenized corpus, resumable.
+
+One command aligns, trains the preorderer, builds the vocabularies, trains every system of the chosen
+experiments with the same model size, data, steps and seed through the stock ``onmt_build_vocab`` /
+``onmt_train`` / ``onmt_translate``, scores with sacrebleu and writes a markdown report with plots.
+
+Work directory layout (every stage is skipped when its outputs exist, so a killed run resumes)::
+
+    data/      train/valid/test (+ swapped test sources, gold AER set)   stage_data
+    align/     eflomal grow-diag-final-and of test+valid+train, one run    align
+    preorderer.xlp, preorderer.json                                        preorder
+    vocab.src, vocab.tgt                                                   vocab
+    jobs/NAME/ config.yaml, train.log, commands.sh, done.json, hyp.VARIANT, translate_VARIANT.log
+    manifest.json (machine, versions, wall times), results.json
+
+A job is one trained model (a system of :data:`onmt_xl.configs.SYSTEMS`, a seed and option overrides);
+a *variant* is one ``onmt_translate`` run of it (clean test set, swapped words, oracle XL indices from
+test-side alignments, forced decoding of a gold reference for attention AER). A killed training
+restarts from its last checkpoint (``-train_from``); a job whose configuration changed is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import random
+import re
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import yaml
+
+from onmt_xl.configs import PRESETS, PREREORDER, SYSTEMS, XL, config
+from onmt_xl.errors import XLInputError
+
+#: Experiments in the issue's priority order (``--experiments`` keeps this order whatever is given).
+EXPERIMENTS = ("main", "oracle", "tau", "noise", "aer", "encoder_free", "robustness", "sim")
+MAIN_SYSTEMS = ("baseline", "combination", "inxl", "headxl", "relative_pe", "disan", "enc_re", "both_re",
+                "exgre", "refsr", "prereorder")
+SEEDED_SYSTEMS = ("baseline", "combination")  # trained with every --seeds value
+NOISE_RATIOS = (0.05, 0.10, 0.15, 0.20)  # Ding et al. 2020, Fig. 4 (0 % is the main Combination)
+SWAP_RATIOS = (0.10, 0.20, 0.30, 0.40, 0.50)  # Chen et al. 2019a, Sec. 6.5
+AER_SYSTEMS = ("baseline", "inxl", "headxl", "combination")  # Ding et al. 2020, Tab. 3
+ROBUST_SYSTEMS = ("baseline", "both_re", "combination")
+TOK_S = re.compile(r"Step\s+(\d+)/\s*\d+;.*?(\d+)/\s*(\d+) tok/s")
+
+
+def say(msg: str) -> None:
+    print(f"[onmt-xl experiments] {msg}", flush=True)
+
+
+# --- the plan --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Job:
+    """One trained model. ``xl_train``: where its training XL indices (or reordered sources) come from:
+    the preorderer, or ``align`` = the BTG oracle of the training alignments (oracle upper bound)."""
+
+    name: str
+    system: str
+    seed: int
+    overrides: Dict[str, Any] = field(default_factory=dict)
+    xl_train: str = "preorderer"
+    variants: List[str] = field(default_factory=list)
+    experiments: List[str] = field(default_factory=list)
+
+    def add(self, experiment: str, variants: Iterable[str]) -> None:
+        if experiment not in self.experiments:
+            self.experiments.append(experiment)
+        for v in variants:
+            if v not in self.variants:
+                self.variants.append(v)
+
+
+def plan(experiments: Sequence[str], seeds: Sequence[int], heads: int) -> List[Job]:
+    """The jobs of ``experiments`` in priority order, each trained once however many experiments use it."""
+    unknown = [e for e in experiments if e not in EXPERIMENTS]
+    if unknown:
+        raise ValueError(f"unknown experiments {unknown}; choose from {', '.join(EXPERIMENTS)}")
+    jobs: Dict[str, Job] = {}
+    first = seeds[0]
+
+    def job(name: str, system: str, experiment: str, variants=("test",), seed: int = first, **kw) -> None:
+        if name not in jobs:
+            jobs[name] = Job(name, system, seed, **kw)
+        jobs[name].add(experiment, variants)
+
+    for exp in EXPERIMENTS:
+        if exp not in experiments:
+            continue
+        if exp == "main":
+            for s in MAIN_SYSTEMS:
+                job(s, s, exp)
+            for seed in seeds[1:]:
+                for s in SEEDED_SYSTEMS:
+                    job(f"{s}_seed{seed}", s, exp, seed=seed)
+        elif exp == "oracle":
+            for s in ("combination", "prereorder"):
+                job(s, s, exp, ("test", "oracle"))
+                job(f"{s}_oracle", s, exp, ("oracle",), xl_train="align")
+        elif exp == "tau":
+            for tau in range(heads + 1):
+                name = "headxl" if tau == heads // 2 else f"headxl_tau{tau}"
+                job(name, "headxl", exp, overrides={"xl_heads": tau})
+        elif exp == "noise":
+            job("combination", "combination", exp)
+            for r in NOISE_RATIOS:
+                job(f"combination_noise{round(100 * r)}", "combination", exp, overrides={"xl_noise": r})
+        elif exp == "aer":
+            for s in AER_SYSTEMS:
+                job(s, s, exp, ("gold_align", "test_align"))
+        elif exp == "encoder_free":
+            job("encoder_free_none", "encoder_free", exp, overrides={"encoder_free_pe": "none"})
+            job("encoder_free", "encoder_free", exp)
+            job("encoder_free_inxl", "encoder_free_inxl", exp)
+        elif exp == "robustness":
+            for s in ROBUST_SYSTEMS:
+                job(s, s, exp, ["test"] + [f"swap{round(100 * r)}" for r in SWAP_RATIOS])
+        elif exp == "sim":
+            for s in ("exgre", "refsr"):
+                job(s, s, exp, ("test", "sim"))
+    return list(jobs.values())
+
+
+def swap_words(tokens: Sequence[str], ratio: float, rng: random.Random) -> List[str]:
+    """``round(ratio·n/2)`` random pairs of words swapped (about ``ratio·n`` words moved)."""
+    from onmt_xl.transforms.xl_position import swap_noise
+
+    perm = swap_noise(list(range(len(tokens))), ratio, rng)
+    return [tokens[p] for p in perm]
+
+
+# --- the runner ------------------------------------------------------------------------------------
+
+
+def _stock(cmd: str) -> str:
+    import shutil
+
+    return shutil.which(cmd) or str(Path(sys.executable).with_name(cmd))
+
+
+def _read_lines(path: Path) -> List[str]:
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+def _write_lines(path: Path, lines: Iterable[str]) -> None:
+    tmp = path.with_name(path.name + ".partial")
+    with open(tmp, "w", encoding="utf-8") as f:
+        for line in lines:
+            f.write(line + "\n")
+    tmp.replace(path)
+
+
+@dataclass
+class Corpus:
+    """Tokenized input files: ``train``/``test`` source and target; optional gold AER pairs."""
+
+    train_src: str
+    train_tgt: str
+    test_src: str
+    test_tgt: str
+    gold_text: Optional[str] = None  # "source ||| target" per line
+    gold_align: Optional[str] = None  # 1-indexed, source first
+
+
+class Experiments:
+    """Runs ``jobs`` on ``corpus`` in ``workdir`` (see the module docstring)."""
+
+    def __init__(self, corpus: Corpus, workdir: str, jobs: Sequence[Job], preset: str = "enja",
+                 train_steps: Optional[int] = None, valid_size: int = 1000, beam_size: int = 5,
+                 time_budget_min: Optional[float] = None, checkpoint_every: int = 500,
+                 gpu: Optional[bool] = None):
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
+        self.corpus, self.jobs, self.preset = corpus, list(jobs), preset
+        self.workdir = Path(workdir).resolve()
+        self.valid_size, self.beam_size = valid_size, beam_size
+        self.time_budget_s = None if time_budget_min is None else 60.0 * time_budget_min
+        self.overrides: Dict[str, Any] = {}
+        steps = train_steps or config("baseline", str(self.workdir), None, preset)["train_steps"]
+        self.train_steps = steps
+        self.overrides.update(train_steps=steps, save_checkpoint_steps=min(checkpoint_every, steps),
+                              keep_checkpoint=2, valid_steps=max(steps // 3, 1))
+        if gpu is None:
+            import torch
+
+            gpu = torch.cuda.is_available()
+        self.gpu = gpu
+        if gpu:
+            self.overrides.update(gpu_ranks=[0], world_size=1)
+        self.started = time.perf_counter()
+
+    # -- helpers --------------------------------------------------------------------------------
+    def path(self, *parts: str) -> Path:
+        return self.workdir.joinpath(*parts)
+
+    def _run(self, args: Sequence[str], log: Path, commands: Path, echo: str = "") -> float:
+        """Run a stock CLI, logging to ``log``; ``echo``: print the log lines containing it. Returns seconds."""
+        log.parent.mkdir(parents=True, exist_ok=True)
+        line = " ".join(str(a) for a in args)
+        with open(commands, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+        t0 = time.perf_counter()
+        with open(log, "a", encoding="utf-8") as out:
+            proc = subprocess.Popen([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True)
+            assert proc.stdout is not None
+            for text in proc.stdout:
+                out.write(text)
+                if echo and echo in text:
+                    print("      " + text.rstrip().split(" INFO] ")[-1], flush=True)
+            if proc.wait() != 0:
+                raise RuntimeError(f"{line}\nfailed (exit {proc.returncode}); see {log}")
+        return time.perf_counter() - t0
+
+    # -- stages ---------------------------------------------------------------------------------
+    def stage_data(self) -> None:
+        """train/valid split (the last ``valid_size`` training pairs validate), test, swapped tests, gold set."""
+        data = self.path("data")
+        if (data / "ready").exists():
+            return
+        data.mkdir(parents=True, exist_ok=True)
+        src, tgt = _read_lines(Path(self.corpus.train_src)), _read_lines(Path(self.corpus.train_tgt))
+        if len(src) != len(tgt):
+            raise XLInputError(self.corpus.train_tgt, None, f"has {len(tgt)} lines but {self.corpus.train_src} has {len(src)}")
+        if not 0 < self.valid_size < len(src):
+            raise ValueError(f"--valid-size {self.valid_size} must be between 1 and {len(src) - 1} (training pairs)")
+        cut = len(src) - self.valid_size
+        _write_lines(data / "train.src", src[:cut])
+        _write_lines(data / "train.tgt", tgt[:cut])
+        _write_lines(data / "valid.src", src[cut:])
+        _write_lines(data / "valid.tgt", tgt[cut:])
+        test_src, test_tgt = _read_lines(Path(self.corpus.test_src)), _read_lines(Path(self.corpus.test_tgt))
+        if len(test_src) != len(test_tgt):
+            raise XLInputError(self.corpus.test_tgt, None, f"has {len(test_tgt)} lines but {self.corpus.test_src} has {len(test_src)}")
+        for n, line in enumerate(test_src, 1):
+            if not line.split():
+                raise XLInputError(self.corpus.test_src, n, "empty source line (onmt_translate drops it, so outputs would no longer be parallel)")
+        _write_lines(data / "test.src", test_src)
+        _write_lines(data / "test.ref", test_tgt)
+        for r in SWAP_RATIOS:
+            rng = random.Random(round(100 * r))
+            _write_lines(data / f"test.swap{round(100 * r)}.src", (" ".join(swap_words(l.split(), r, rng)) for l in test_src))
+        if self.corpus.gold_text and self.corpus.gold_align:
+            from onmt_xl.align.aer import read_gold, read_joint_text
+
+            gsrc, gtgt = read_joint_text(self.corpus.gold_text)
+            sure, _ = read_gold(self.corpus.gold_align)
+            if len(sure) != len(gsrc):
+                raise XLInputError(self.corpus.gold_align, None, f"has {len(sure)} lines but {self.corpus.gold_text} has {len(gsrc)}")
+            keep = [k for k in range(len(gsrc)) if gsrc[k] and gtgt[k]]
+            _write_lines(data / "gold.src", (" ".join(gsrc[k]) for k in keep))
+            _write_lines(data / "gold.tgt", (" ".join(gtgt[k]) for k in keep))
+            import shutil
+
+            shutil.copyfile(self.corpus.gold_align, data / "gold.align")
+            (data / "gold.keep").write_text(" ".join(map(str, keep)) + "\n")
+        (data / "ready").write_text("")
+        say(f"data: {cut} train, {self.valid_size} valid, {len(test_src)} test pairs -> {data}")
+
+    def align(self) -> None:
+        """eflomal on test+valid+train in one run (unsupervised: the test side only adds statistics),
+        grow-diag-final-and; the test links serve the oracle, the attention AER reference, Sim and tau."""
+        from onmt_xl.align.eflomal_aligner import align_corpus, read_tokenized
+        from onmt_xl.align.pharaoh import write_pharaoh
+
+        out = self.path("align")
+        if (out / "train.gdfa").exists():
+            return
+        out.mkdir(exist_ok=True)
+        parts = {name: (read_tokenized(str(self.path("data", f"{name}.src"))),
+                        read_tokenized(str(self.path("data", f"{name}.{'ref' if name == 'test' else 'tgt'}"))))
+                 for name in ("test", "valid", "train")}
+        say(f"aligning test+valid+train ({sum(len(s) for s, _ in parts.values())} pairs) with eflomal")
+        res = align_corpus([s for p in parts.values() for s in p[0]], [t for p in parts.values() for t in p[1]])
+        start = 0
+        for name, (s, _) in parts.items():  # train last: its file marks the stage as done
+            write_pharaoh(str(out / f"{name}.gdfa"), res.symmetrized[start : start + len(s)])
+            start += len(s)
+        self._manifest_update(align_seconds=res.seconds)
+        say(f"  aligned in {res.seconds:.1f}s")
+
+    def preorder(self) -> None:
+        """Train the BTG preorderer on the training links; score it on the test set against the test links."""
+        from onmt_xl.align.pharaoh import read_pharaoh
+        from onmt_xl.reorder.metrics import evaluate
+        from onmt_xl.reorder.oracle import target_ranks
+        from onmt_xl.reorder.preorderer import Preorderer
+
+        model_path = self.path("preorderer.xlp")
+        if not model_path.exists():
+            src = [l.split() for l in _read_lines(self.path("data", "train.src"))]
+            links = read_pharaoh(str(self.path("align", "train.gdfa")), [len(s) for s in src])
+            say(f"training the preorderer on {len(src)} pairs")
+            t0 = time.perf_counter()
+            Preorderer.train(src, links).save(str(model_path))
+            self._manifest_update(preorderer_train_seconds=time.perf_counter() - t0)
+        out = self.path("preorderer.json")
+        if not out.exists():
+            model = Preorderer.load(str(model_path))
+            src = [l.split() for l in _read_lines(self.path("data", "test.src"))]
+            links = read_pharaoh(str(self.path("align", "test.gdfa")), [len(s) for s in src])
+            scores = evaluate(model.reorder_batch(src), [target_ranks(len(s), l) for s, l in zip(src, links)])
+            out.write_text(json.dumps(dict(tau=scores.tau, monotone_tau=scores.monotone_tau, oracle_tau=scores.oracle_tau,
+                                           exact_match=scores.exact_match, frs=scores.frs, sentences=len(src)), indent=2))
+            say("preorderer on the test set:\n" + scores.format())
+
+    def job_config(self, job: Job) -> Dict[str, Any]:
+        wd = str(self.workdir)
+        cfg = config(job.system, wd, {**self.overrides, "seed": job.seed, **job.overrides}, self.preset)
+        cfg["save_model"] = str(self.path("jobs", job.name, "model"))
+        cfg["save_data"] = str(self.path("jobs", job.name, "samples"))
+        if job.xl_train == "align":
+            if SYSTEMS[job.system][1] not in (XL, PREREORDER):
+                raise ValueError(f"job {job.name}: xl_train=align needs an XL or pre-reordering system")
+            cfg["xl_source"] = "align"
+            cfg.pop("xl_preorderer", None)
+            for split in ("train", "valid"):
+                cfg["data"][split]["path_align"] = str(self.path("align", f"{split}.gdfa"))
+        return cfg
+
+    def vocab(self) -> None:
+        if self.path("vocab.tgt").exists():
+            return
+        cfg = self.path("vocab_config.yaml")
+        cfg.write_text(yaml.safe_dump(config("baseline", str(self.workdir), self.overrides, self.preset)))
+        say("onmt_build_vocab")
+        self._run([_stock("onmt_build_vocab"), "-config", cfg, "-n_sample", "-1"], self.path("logs", "build_vocab.log"),
+                  self.path("commands.sh"))
+
+    def model_path(self, job: Job) -> Path:
+        return self.path("jobs", job.name, f"model_step_{self.train_steps}.pt")
+
+    def train(self, job: Job) -> bool:
+        """Train ``job`` unless done; resumes from its last checkpoint. False when the time budget is spent."""
+        jd = self.path("jobs", job.name)
+        done = jd / "done.json"
+        cfg = self.job_config(job)
+        text = yaml.safe_dump(cfg, sort_keys=False)
+        cfg_path = jd / "config.yaml"
+        if cfg_path.exists() and cfg_path.read_text(encoding="utf-8") != text:
+            raise XLInputError(str(cfg_path), None, f"differs from what job {job.name} needs now (other steps, preset "
+                               "or options?): use another --workdir, or delete that job directory to retrain it")
+        if done.exists():
+            return True
+        if self.time_budget_s is not None and time.perf_counter() - self.started > self.time_budget_s:
+            return False
+        jd.mkdir(parents=True, exist_ok=True)
+        cfg_path.write_text(text, encoding="utf-8")
+        args = [_stock("onmt_train"), "-config", cfg_path]
+        ckpts = sorted(jd.glob("model_step_*.pt"), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
+        resumed = None
+        if ckpts:
+            resumed = ckpts[-1].name
+            args += ["-train_from", ckpts[-1]]
+            say(f"  resuming {job.name} from {resumed}")
+        seconds = self._run(args, jd / "train.log", jd / "commands.sh", echo="Step")
+        if not self.model_path(job).exists():
+            raise RuntimeError(f"onmt_train finished but {self.model_path(job)} is missing; see {jd / 'train.log'}")
+        info = dict(system=job.system, seed=job.seed, overrides=job.overrides, xl_train=job.xl_train,
+                    train_seconds=seconds, resumed_from=resumed,  # a resumed job: the last attempt's time only
+                    parameters=count_checkpoint_parameters(str(self.model_path(job))),
+                    src_tok_s=train_throughput((jd / "train.log").read_text(encoding="utf-8")))
+        done.write_text(json.dumps(info, indent=2))
+        return True
+
+    def translate(self, job: Job, variant: str) -> None:
+        jd = self.path("jobs", job.name)
+        if variant == "sim":
+            return self._sim(job)
+        hyp = jd / f"hyp.{variant}"
+        if hyp.exists():
+            return
+        data = self.path("data")
+        src = {"test": data / "test.src", "oracle": data / "test.src", "test_align": data / "test.src",
+               "gold_align": data / "gold.src"}.get(variant, data / f"test.{variant}.src")
+        if variant == "gold_align" and not src.exists():
+            say(f"  {job.name}: no gold alignment set given, skipping {variant}")
+            return
+        tmp = jd / f"hyp.{variant}.partial"
+        args = [_stock("onmt_translate"), "-model", self.model_path(job), "-src", src, "-output", tmp,
+                "-beam_size", self.beam_size, "-batch_size", 64, "-batch_type", "sents", "-seed", job.seed]
+        if variant in ("gold_align", "test_align"):
+            args += ["-tgt", data / ("gold.tgt" if variant == "gold_align" else "test.ref"), "-report_align", "-gold_align"]
+        transform = SYSTEMS[job.system][1]
+        if transform in (XL, PREREORDER):
+            args += ["-transforms", transform]
+            if variant == "oracle":  # test-side information: labelled as such in the report
+                args += ["-xl_source", "align", "-xl_align_path", self.path("align", "test.gdfa")]
+            elif job.xl_train == "align":
+                raise ValueError(f"job {job.name} was trained on oracle XL indices; translate it with the 'oracle' variant")
+            else:
+                args += ["-xl_preorderer", self.path("preorderer.xlp")]
+        elif variant == "oracle":
+            return
+        if self.gpu:
+            args += ["-gpu", 0]
+        say(f"  onmt_translate {job.name} [{variant}]")
+        seconds = self._run(args, jd / f"translate_{variant}.log", jd / "commands.sh")
+        tmp.replace(hyp)
+        timing = jd / "translate_seconds.json"
+        times = json.loads(timing.read_text()) if timing.exists() else {}
+        times[variant] = seconds
+        timing.write_text(json.dumps(times, indent=2))
+
+    def _sim(self, job: Job) -> None:
+        out = self.path("jobs", job.name, "sim.json")
+        if out.exists():
+            return
+        from onmt_xl.align.pharaoh import read_pharaoh
+        from onmt_xl.analysis import sim_metric
+
+        src = [l.split() for l in _read_lines(self.path("data", "test.src"))]
+        links = read_pharaoh(str(self.path("align", "test.gdfa")), [len(s) for s in src])
+        sim, words = sim_metric(str(self.model_path(job)), src, links)
+        out.write_text(json.dumps(dict(sim=sim, words=words), indent=2))
+        say(f"  Sim ({job.name}) = {sim:.4f} over {words} words")
+
+    # -- manifest -------------------------------------------------------------------------------
+    def _manifest_update(self, **kw) -> None:
+        path = self.path("manifest.json")
+        data = json.loads(path.read_text()) if path.exists() else {}
+        data.update(kw)
+        path.write_text(json.dumps(data, indent=2))
+
+    def write_manifest(self, argv: Sequence[str]) -> None:
+        import importlib.metadata as md
+
+        import torch
+
+        versions = {}
+        for pkg in ("onmt_xl", "OpenNMT-py", "torch", "sacrebleu", "numba", "numpy", "eflomal", "pyonmttok"):
+            try:
+                versions[pkg] = md.version(pkg)
+            except md.PackageNotFoundError:
+                versions[pkg] = None
+        gpu = torch.cuda.get_device_name(0) if self.gpu else None
+        self._manifest_update(command=" ".join([Path(sys.argv[0]).name] + list(argv)), versions=versions,
+                              machine=dict(platform=platform.platform(), processor=platform.processor() or platform.machine(),
+                                           cpus=os.cpu_count(), torch_threads=torch.get_num_threads(), gpu=gpu),
+                              preset=self.preset, model=config("baseline", str(self.workdir), self.overrides, self.preset),
+                              train_steps=self.train_steps)
+
+    def run(self, argv: Sequence[str] = ()) -> Dict[str, Any]:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.write_manifest(argv)
+        self.stage_data()
+        self.align()
+        self.preorder()
+        self.vocab()
+        stopped = None
+        for k, job in enumerate(self.jobs, 1):
+            say(f"[job {k}/{len(self.jobs)}] {job.name} ({job.system}, seed {job.seed}"
+                + (f", {job.overrides}" if job.overrides else "") + f"; {', '.join(job.experiments)})")
+            if not self.train(job):
+                stopped = job.name
+                say(f"time budget spent: {job.name} and the jobs after it are left for the next run")
+                break
+            for variant in job.variants:
+                self.translate(job, variant)
+        runs = json.loads(self.path("manifest.json").read_text()).get("runs", [])
+        runs.append(dict(finished=time.strftime("%Y-%m-%d %H:%M:%S"), wall_seconds=time.perf_counter() - self.started,
+                         stopped_before=stopped))
+        self._manifest_update(runs=runs)
+        from onmt_xl.results import collect
+
+        return collect(self.workdir, self.jobs)
+
+
+# --- small readers shared with the report ------------------------------------------------------------
+
+
+def train_throughput(log_text: str) -> Optional[float]:
+    """Mean source tokens/second of OpenNMT's training reports, the first one (warm-up) left out."""
+    rates = [int(m.group(2)) for m in TOK_S.finditer(log_text)]
+    rates = rates[1:] if len(rates) > 1 else rates
+    return statistics.mean(rates) if rates else None
+
+
+def count_checkpoint_parameters(path: str) -> int:
+    """Parameters of an OpenNMT checkpoint (model and generator)."""
+    import warnings
+
+    import torch
+
+    import onmt_xl
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        onmt_xl.register()
+    ckpt = torch.load(path, map_location="cpu")
+    return int(sum(v.numel() for v in ckpt["model"].values()) + sum(v.numel() for v in ckpt["generator"].values()))
+
+
+# --- CLI -----------------------------------------------------------------------------------------------
+
+
+def _csv(text: str) -> List[str]:
+    return [t for t in text.split(",") if t]
+
+
+def run_experiments(args) -> int:
+    d = Path(args.data)
+    corpus = Corpus(str(d / f"{args.train}.{args.src}"), str(d / f"{args.train}.{args.tgt}"),
+                    str(d / f"{args.test}.{args.src}"), str(d / f"{args.test}.{args.tgt}"),
+                    args.gold_text, args.gold_align)
+    for p in (corpus.train_src, corpus.train_tgt, corpus.test_src, corpus.test_tgt):
+        if not Path(p).exists():
+            raise XLInputError(p, None, "not found (see --data, --src, --tgt, --train, --test)")
+    if bool(args.gold_text) != bool(args.gold_align):
+        raise XLInputError(args.gold_text or args.gold_align, None, "--gold-text and --gold-align go together")
+    experiments = [e for e in EXPERIMENTS if e in _csv(args.experiments)]
+    seeds = [int(s) for s in _csv(args.seeds)]
+    preset_cfg = config("baseline", args.workdir, None, args.preset)
+    jobs = plan(_csv(args.experiments), seeds, preset_cfg["heads"])
+    if args.only:
+        wanted = set(_csv(args.only))
+        missing = wanted - {j.name for j in jobs}
+        if missing:
+            raise ValueError(f"--only {sorted(missing)}: not a job of {experiments}")
+        jobs = [j for j in jobs if j.name in wanted]
+    if args.list:
+        for j in jobs:
+            xl = j.xl_train if SYSTEMS[j.system][1] in (XL, PREREORDER) else "-"
+            print(f"{j.name:24s} {j.system:18s} seed {j.seed:<5d} {json.dumps(j.overrides) if j.overrides else '':28s} "
+                  f"train XL: {xl:10s} variants: {','.join(j.variants):40s} ({','.join(j.experiments)})")
+        return 0
+    runner = Experiments(corpus, args.workdir, jobs, args.preset, args.train_steps, args.valid_size, args.beam_size,
+                         args.time_budget, gpu={"auto": None, "yes": True, "no": False}[args.gpu])
+    if not args.report_only:
+        runner.run(sys.argv[1:])
+    from onmt_xl.results import write_report
+
+    out = write_report(runner.workdir, plan(EXPERIMENTS, seeds, preset_cfg["heads"]), args.report_dir)
+    say(f"report: {out}")
+    return 0
+
+
+def add_subcommands(sub) -> None:
+    shared = Path(__file__).resolve().parents[2] / "shared" / "data"
+    p = sub.add_parser("experiments", help="the papers' experiments on a tokenized corpus: resumable runner + report",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", default=str(shared / "enja"), help="directory with TRAIN.SRC, TRAIN.TGT, TEST.SRC, TEST.TGT")
+    p.add_argument("--src", default="ja")
+    p.add_argument("--tgt", default="en")
+    p.add_argument("--train", default="train", help="training split name (its last --valid-size pairs validate)")
+    p.add_argument("--test", default="dev", help="test split name (reported on)")
+    p.add_argument("--valid-size", type=int, default=1000)
+    gold = shared / "gold"
+    p.add_argument("--gold-text", default=str(gold / "jaen.src-tgt") if (gold / "jaen.src-tgt").exists() else None,
+                   help="'source ||| target' pairs for attention AER (default: ../shared/data/gold/jaen.src-tgt)")
+    p.add_argument("--gold-align", default=str(gold / "jaen.gold") if (gold / "jaen.gold").exists() else None,
+                   help="their gold links, 1-indexed, source first")
+    p.add_argument("--workdir", default="runs/experiments")
+    p.add_argument("--experiments", default=",".join(EXPERIMENTS), help=f"comma-separated from {','.join(EXPERIMENTS)}")
+    p.add_argument("--only", help="comma-separated job names (see --list) to restrict the plan to")
+    p.add_argument("--seeds", default="1234,5678", help="the first seeds every system; the others the baseline and Combination")
+    p.add_argument("--preset", default="enja", choices=sorted(PRESETS), help="model size (onmt_xl.configs.PRESETS)")
+    p.add_argument("--train-steps", type=int, help="default: the preset's")
+    p.add_argument("--beam-size", type=int, default=5)
+    p.add_argument("--time-budget", type=float, help="minutes: start no new training after this (resume later)")
+    p.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto")
+    p.add_argument("--list", action="store_true", help="print the plan and exit")
+    p.add_argument("--report-only", action="store_true", help="write the report from what has run")
+    p.add_argument("--report-dir", default="reports", help="where RESULTS.md and the plots go")
+    p.set_defaults(func=run_experiments)

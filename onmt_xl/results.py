@@ -1,0 +1,390 @@
+"""Scores, significance, tables and plots of ``onmt-xl experiments`` (read from its work directory).
+
+BLEU and chrF are sacrebleu's; significance against the baseline is sacrebleu's paired bootstrap
+resampling (1,000 samples) and the sign test of Collins et al. (2005) that the papers use: for each
+sentence, does putting the system's translation in place of the baseline's raise or lower corpus BLEU?
+The counts of raises and drops go to a two-sided binomial test (ties left out).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from onmt_xl.experiments import NOISE_RATIOS, SWAP_RATIOS, Job
+
+
+def _lines(path: Path) -> List[str]:
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+# --- significance ------------------------------------------------------------------------------------
+
+
+def binomial_two_sided(k: int, n: int) -> float:
+    """Exact two-sided binomial test p-value of ``k`` successes in ``n`` trials at p = 1/2."""
+    if n == 0:
+        return 1.0
+    probs = [math.comb(n, i) / 2.0**n for i in range(n + 1)]
+    observed = probs[k]
+    return min(1.0, sum(p for p in probs if p <= observed * (1 + 1e-9)))
+
+
+@dataclass
+class SignTest:
+    better: int
+    worse: int
+    ties: int
+    p_value: float
+
+
+def sign_test(system: Sequence[str], baseline: Sequence[str], refs: Sequence[str]) -> SignTest:
+    """Collins et al. (2005) sign test on corpus BLEU: sentence ``i`` counts as better (worse) when
+    replacing the baseline's translation of ``i`` by the system's raises (lowers) corpus BLEU."""
+    import numpy as np
+    from sacrebleu.metrics import BLEU
+
+    bleu = BLEU()
+    base = np.asarray(bleu._extract_corpus_statistics(list(baseline), [list(refs)]), dtype=float)
+    sys_ = np.asarray(bleu._extract_corpus_statistics(list(system), [list(refs)]), dtype=float)
+    total = base.sum(axis=0)
+    ref_score = bleu._compute_score_from_stats(total.tolist()).score
+    better = worse = 0
+    for b, s in zip(base, sys_):
+        if np.array_equal(b, s):
+            continue
+        score = bleu._compute_score_from_stats((total - b + s).tolist()).score
+        better += score > ref_score + 1e-12
+        worse += score < ref_score - 1e-12
+    ties = len(base) - better - worse
+    return SignTest(better, worse, ties, binomial_two_sided(better, better + worse))
+
+
+def paired_bootstrap(systems: Dict[str, List[str]], baseline: List[str], refs: List[str], n_samples: int = 1000,
+                     seed: int = 12345) -> Dict[str, float]:
+    """sacrebleu's paired bootstrap resampling p-value of each system's BLEU against ``baseline``."""
+    if not systems:
+        return {}
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.significance import PairedTest
+
+    named = [("baseline", baseline)] + list(systems.items())
+    test = PairedTest(named, {"BLEU": BLEU()}, references=[refs], test_type="bs", n_samples=n_samples)
+    import numpy as np
+
+    state = np.random.get_state()
+    np.random.seed(seed)  # sacrebleu draws from numpy's global generator
+    try:
+        _, scores = test()
+    finally:
+        np.random.set_state(state)
+    return {name: res.p_value for (name, _), res in zip(named[1:], scores["BLEU"][1:])}
+
+
+# --- collecting ------------------------------------------------------------------------------------
+
+
+def _job_info(workdir: Path, job: Job) -> Optional[Dict[str, Any]]:
+    done = workdir / "jobs" / job.name / "done.json"
+    return json.loads(done.read_text()) if done.exists() else None
+
+
+def _hyp(workdir: Path, job: Job, variant: str) -> Optional[List[str]]:
+    path = workdir / "jobs" / job.name / f"hyp.{variant}"
+    return _lines(path) if path.exists() else None
+
+
+def attention_aer(hyp_lines: Sequence[str], sure, possible):
+    """AER of the alignments ``onmt_translate -report_align -gold_align`` appends after `` ||| ``."""
+    from onmt_xl.align.aer import score_alignments
+
+    links = []
+    for line in hyp_lines:
+        _, _, text = line.partition(" ||| ")
+        links.append({(int(a), int(b)) for a, b in (tok.split("-") for tok in text.split())})
+    return score_alignments(links, sure, possible)
+
+
+def collect(workdir: Path, jobs: Sequence[Job]) -> Dict[str, Any]:
+    """Everything measured so far: per job its info, and per variant BLEU/chrF/timing (and AER, Sim)."""
+    import sacrebleu
+
+    workdir = Path(workdir)
+    refs = _lines(workdir / "data" / "test.ref")
+    out: Dict[str, Any] = {"jobs": {}}
+    pre = workdir / "preorderer.json"
+    if pre.exists():
+        out["preorderer"] = json.loads(pre.read_text())
+    for job in jobs:
+        info = _job_info(workdir, job)
+        if info is None:
+            continue
+        jd = workdir / "jobs" / job.name
+        timing = json.loads((jd / "translate_seconds.json").read_text()) if (jd / "translate_seconds.json").exists() else {}
+        entry = dict(info, variants={})
+        for variant in job.variants:
+            if variant == "sim":
+                if (jd / "sim.json").exists():
+                    entry["sim"] = json.loads((jd / "sim.json").read_text())
+                continue
+            hyp = _hyp(workdir, job, variant)
+            if hyp is None:
+                continue
+            v: Dict[str, Any] = {"translate_seconds": timing.get(variant)}
+            if variant in ("gold_align", "test_align"):
+                v.update(_aer(workdir, variant, hyp))
+            else:
+                if len(hyp) != len(refs):
+                    raise ValueError(f"{jd / ('hyp.' + variant)}: {len(hyp)} lines but {len(refs)} references")
+                v["bleu"] = sacrebleu.corpus_bleu(hyp, [refs]).score
+                v["chrf"] = sacrebleu.corpus_chrf(hyp, [refs]).score
+            entry["variants"][variant] = v
+        out["jobs"][job.name] = entry
+    _significance(workdir, jobs, out, refs)
+    (workdir / "results.json").write_text(json.dumps(out, indent=2))
+    return out
+
+
+def _aer(workdir: Path, variant: str, hyp: List[str]) -> Dict[str, Any]:
+    from onmt_xl.align.aer import read_gold
+    from onmt_xl.align.pharaoh import read_pharaoh
+
+    data = workdir / "data"
+    if variant == "gold_align":
+        sure, possible = read_gold(str(data / "gold.align"))
+        keep = [int(k) for k in (data / "gold.keep").read_text().split()]
+        sure, possible = [sure[k] for k in keep], [possible[k] for k in keep]
+    else:
+        src = [l.split() for l in _lines(data / "test.src")]
+        sure = [set(ls) for ls in read_pharaoh(str(workdir / "align" / "test.gdfa"), [len(s) for s in src])]
+        possible = sure
+    s = attention_aer(hyp, sure, possible)
+    return dict(aer=s.aer, precision=s.precision, recall=s.recall, sentences=s.n_sentences)
+
+
+def _significance(workdir: Path, jobs: Sequence[Job], out: Dict[str, Any], refs: List[str]) -> None:
+    base_job = next((j for j in jobs if j.name == "baseline"), None)
+    base = _hyp(workdir, base_job, "test") if base_job else None
+    if base is None:
+        return
+    others = {j.name: _hyp(workdir, j, "test") for j in jobs if j.name != "baseline" and "test" in j.variants}
+    others = {k: v for k, v in others.items() if v is not None and k in out["jobs"]}
+    boot = paired_bootstrap(others, base, refs)
+    for name, hyp in others.items():
+        st = sign_test(hyp, base, refs)
+        out["jobs"][name]["variants"]["test"].update(p_bootstrap=boot[name], sign_better=st.better, sign_worse=st.worse,
+                                                     p_sign=st.p_value)
+
+
+# --- the report --------------------------------------------------------------------------------------
+
+
+def _fmt(x: Optional[float], spec: str = ".2f") -> str:
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+
+
+def _bleu(res, name: str, variant: str = "test") -> Optional[float]:
+    return res["jobs"].get(name, {}).get("variants", {}).get(variant, {}).get("bleu")
+
+
+def _p(p: Optional[float]) -> str:
+    if p is None:
+        return "–"
+    return f"{p:.3f}" + (" **" if p < 0.01 else " *" if p < 0.05 else "")
+
+
+def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports") -> Path:
+    """``report_dir/RESULTS.md`` and its plots from what has run in ``workdir``."""
+    workdir = Path(workdir)
+    res = collect(workdir, jobs)
+    manifest = json.loads((workdir / "manifest.json").read_text()) if (workdir / "manifest.json").exists() else {}
+    rdir = Path(report_dir)
+    rdir.mkdir(parents=True, exist_ok=True)
+    by_name = {j.name: j for j in jobs}
+    J = res["jobs"]
+    md: List[str] = ["# Experiments on Japanese→English (`onmt-xl experiments`)", ""]
+    md += _header(manifest, res, jobs)
+    base = J.get("baseline")
+
+    # 1. main table
+    md += ["## 1. Main table (Ding et al. 2020 Tab. 1–2; Chen et al. 2019a Tab. 1; Chen et al. 2020 Tab. 1)", "",
+           "p-values against the baseline: sacrebleu paired bootstrap (1,000 samples) and the sign test "
+           "(better/worse sentences); * p < 0.05, ** p < 0.01. Parameters from the checkpoints; tok/s is OpenNMT's "
+           "training source tokens/second (first report left out).", "",
+           "| system | params | Δ params | train src tok/s | × baseline | BLEU | Δ BLEU | chrF | p (bootstrap) | sign test +/− | p (sign) |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    main = [j for j in jobs if "main" in j.experiments]
+    for j in main:
+        e = J.get(j.name)
+        if e is None:
+            md.append(f"| {j.name} | not run | | | | | | | | | |")
+            continue
+        t = e["variants"].get("test", {})
+        dp = e["parameters"] - base["parameters"] if base else None
+        ratio = e["src_tok_s"] / base["src_tok_s"] if base and e.get("src_tok_s") and base.get("src_tok_s") else None
+        db = t["bleu"] - base["variants"]["test"]["bleu"] if base and "bleu" in t and "test" in base["variants"] else None
+        md.append(f"| {j.name} | {e['parameters']:,} | {'' if dp is None else f'{dp:+,}'} | {_fmt(e.get('src_tok_s'), ',.0f')} | "
+                  f"{_fmt(ratio, '.3f')} | {_fmt(t.get('bleu'))} | {_fmt(db, '+.2f')} | {_fmt(t.get('chrf'))} | "
+                  f"{_p(t.get('p_bootstrap'))} | {t.get('sign_better', '–')}/{t.get('sign_worse', '–')} | {_p(t.get('p_sign'))} |")
+    md.append("")
+    seeded = {}
+    for j in main:
+        if j.name in J and "bleu" in J[j.name]["variants"].get("test", {}):
+            seeded.setdefault(j.system, []).append((j.seed, J[j.name]["variants"]["test"]["bleu"], J[j.name]["variants"]["test"]["chrf"]))
+    rows = [(s, v) for s, v in seeded.items() if len(v) > 1]
+    if rows:
+        md += ["Seeds (BLEU / chrF per seed; mean ± sample standard deviation):", "",
+               "| system | seeds | BLEU per seed | BLEU mean ± sd | chrF mean ± sd |", "| --- | --- | --- | --- | --- |"]
+        for s, v in rows:
+            b, c = [x[1] for x in v], [x[2] for x in v]
+            md.append(f"| {s} | {', '.join(str(x[0]) for x in v)} | {', '.join(f'{x:.2f}' for x in b)} | "
+                      f"{statistics.mean(b):.2f} ± {statistics.stdev(b):.2f} | {statistics.mean(c):.2f} ± {statistics.stdev(c):.2f} |")
+        md.append("")
+
+    # 2. oracle
+    md += ["## 2. Oracle upper bound (Chen et al. 2020 Fig. 2) — uses test-side information", "",
+           "`oracle` rows take the test sentences' XL indices (or reordered sources) from the BTG oracle of the "
+           "eflomal alignments of the test set itself, i.e. from the reference translations: an upper bound, not a result.",
+           "", "| model | training XL / order from | test XL / order from | BLEU | chrF |", "| --- | --- | --- | ---: | ---: |"]
+    for name in ("combination", "combination_oracle", "prereorder", "prereorder_oracle"):
+        j = by_name.get(name)
+        if j is None or "oracle" not in j.experiments:
+            continue
+        for variant in ("test", "oracle"):
+            if variant not in j.variants:
+                continue
+            v = J.get(name, {}).get("variants", {}).get(variant)
+            md.append(f"| {name} | {'alignments (oracle)' if j.xl_train == 'align' else 'preorderer'} | "
+                      f"{'test alignments (oracle)' if variant == 'oracle' else 'preorderer'} | "
+                      f"{_fmt(v and v.get('bleu'))} | {_fmt(v and v.get('chrf'))} |")
+    md.append("")
+
+    # 3. tau sweep
+    taus = sorted((j.overrides.get("xl_heads"), j.name) for j in jobs if "tau" in j.experiments)
+    pts = [(t, _bleu(res, n)) for t, n in taus]
+    md += ["## 3. τ sweep (Ding et al. 2020 Fig. 3): HeadXL with τ of the H heads reading X+PE_XL", "",
+           "| τ | " + " | ".join(str(t) for t, _ in pts) + " |", "| --- |" + " ---: |" * len(pts),
+           "| BLEU | " + " | ".join(_fmt(b) for _, b in pts) + " |", ""]
+    if _plot(rdir / "results_tau.png", "τ (XL heads)", {"HeadXL": pts}, "BLEU against τ"):
+        md += ["![tau sweep](results_tau.png)", ""]
+
+    # 4. noise
+    noise = [(0.0, _bleu(res, "combination"))] + [(r, _bleu(res, f"combination_noise{round(100 * r)}")) for r in NOISE_RATIOS]
+    md += ["## 4. Noise attack (Ding et al. 2020 Fig. 4): Combination trained on XL indices with a share swapped", "",
+           "Training indices only (`-xl_noise`, `round(ratio·n/2)` random swaps per sentence); test indices are clean.", "",
+           "| noise | " + " | ".join(f"{round(100 * r)} %" for r, _ in noise) + " |", "| --- |" + " ---: |" * len(noise),
+           "| BLEU | " + " | ".join(_fmt(b) for _, b in noise) + " |", ""]
+    if _plot(rdir / "results_noise.png", "noisy XL indices (%)", {"Combination": [(100 * r, b) for r, b in noise]},
+             "BLEU against training noise"):
+        md += ["![noise attack](results_noise.png)", ""]
+
+    # 5. AER
+    md += ["## 5. Attention alignment quality (Ding et al. 2020 Tab. 3)", "",
+           "Alignments read from the decoder's cross-attention, penultimate layer, averaged over heads "
+           "(`alignment_layer -2`, `onmt_translate -report_align -gold_align` with the reference as `-tgt`): each target "
+           "word is linked to its most attended source word. *gold*: the 582 KFTT pairs of `shared/data/gold` "
+           "(Kyoto Wikipedia: a different domain from the training data, many unknown words); *eflomal*: the test set "
+           "against its own eflomal grow-diag-final-and links (a noisy reference).", "",
+           "| system | AER (gold) | P | R | AER (eflomal, test) | P | R |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for j in jobs:
+        if "aer" not in j.experiments:
+            continue
+        v = J.get(j.name, {}).get("variants", {})
+        g, t = v.get("gold_align", {}), v.get("test_align", {})
+        md.append(f"| {j.name} | {_fmt(g.get('aer'), '.4f')} | {_fmt(g.get('precision'), '.4f')} | {_fmt(g.get('recall'), '.4f')} | "
+                  f"{_fmt(t.get('aer'), '.4f')} | {_fmt(t.get('precision'), '.4f')} | {_fmt(t.get('recall'), '.4f')} |")
+    md.append("")
+
+    # 6. encoder-free
+    md += ["## 6. Encoder-free Transformer (Ding et al. 2020 Tab. 4)", "",
+           "Source embeddings straight to the decoder. Relative PE has no place here (no source self-attention).", "",
+           "| PE | params | BLEU | chrF |", "| --- | ---: | ---: | ---: |"]
+    for name, label in (("encoder_free_none", "none"), ("encoder_free", "absolute"), ("encoder_free_inxl", "InXL")):
+        e = J.get(name)
+        t = e["variants"].get("test", {}) if e else {}
+        params = f"{e['parameters']:,}" if e else "not run"
+        md.append(f"| {label} | {params} | {_fmt(t.get('bleu'))} | {_fmt(t.get('chrf'))} |")
+    md.append("")
+
+    # 7. robustness
+    robust = {}
+    for j in jobs:
+        if "robustness" in j.experiments:
+            robust[j.name] = [(0.0, _bleu(res, j.name))] + [(100 * r, _bleu(res, j.name, f"swap{round(100 * r)}")) for r in SWAP_RATIOS]
+    md += ["## 7. Robustness to swapped source words (Chen et al. 2019a Sec. 6.5)", "",
+           "Test sources with `round(ratio·n/2)` random word pairs swapped (seeded); XL systems preorder the swapped source.", "",
+           "| system | " + " | ".join(f"{round(r)} %" for r, _ in next(iter(robust.values()), [])) + " |",
+           "| --- |" + " ---: |" * (1 + len(SWAP_RATIOS))]
+    for name, pts in robust.items():
+        md.append(f"| {name} | " + " | ".join(_fmt(b) for _, b in pts) + " |")
+    md.append("")
+    if _plot(rdir / "results_robustness.png", "swapped words (%)", robust, "BLEU on swapped test sources"):
+        md += ["![robustness](results_robustness.png)", ""]
+
+    # 8. Sim
+    md += ["## 8. Sim (Chen et al. 2020 Eq. 12) on the test set", "",
+           "Mean cosine between the predicted reordering embedding pr_j^N and the sinusoid of the oracle position "
+           "r_j from the test alignments.", "", "| system | Sim | words |", "| --- | ---: | ---: |"]
+    for name in ("exgre", "refsr"):
+        sim = J.get(name, {}).get("sim")
+        md.append(f"| {name} | {_fmt(sim and sim['sim'], '.4f')} | {sim['words'] if sim else '–'} |")
+    md.append("")
+    out = rdir / "RESULTS.md"
+    out.write_text("\n".join(md) + "\n", encoding="utf-8")
+    return out
+
+
+def _header(manifest: Dict[str, Any], res: Dict[str, Any], jobs: Sequence[Job]) -> List[str]:
+    m = manifest.get("model", {})
+    mach = manifest.get("machine", {})
+    ran = [j.name for j in jobs if j.name in res["jobs"]]
+    left = [j.name for j in jobs if j.name not in res["jobs"]]
+    pre = res.get("preorderer", {})
+    lines = [
+        f"Command: `{manifest.get('command', '?')}` (resumable; the last run's command).", "",
+        f"Model (preset `{manifest.get('preset', '?')}`, the same for every system): d_model {m.get('hidden_size')}, "
+        f"{m.get('enc_layers')}+{m.get('dec_layers')} layers, {m.get('heads')} heads, FFN {m.get('transformer_ff')}, "
+        f"dropout {m.get('dropout')}, Adam β2 {m.get('adam_beta2')}, noam lr {m.get('learning_rate')} / warm-up "
+        f"{m.get('warmup_steps')}, {m.get('batch_size')}-token batches, label smoothing {m.get('label_smoothing')}, "
+        f"{manifest.get('train_steps')} steps; beam 5. Test set: the corpus' test split; validation: the last pairs of train.", "",
+        f"Machine: {mach.get('processor')}, {mach.get('cpus')} CPUs, GPU: {mach.get('gpu') or 'none'}. "
+        f"Versions: " + ", ".join(f"{k} {v}" for k, v in manifest.get("versions", {}).items()) + ".", "",
+        f"Preorderer on the test set (against the test alignments): Kendall tau {_fmt(pre.get('tau'), '.4f')} "
+        f"(monotone {_fmt(pre.get('monotone_tau'), '.4f')}, BTG oracle {_fmt(pre.get('oracle_tau'), '.4f')}).", "",
+        f"Trained so far ({len(ran)} of {len(jobs)} jobs): {', '.join(ran) or 'none'}.", "",
+        f"Not run yet: {', '.join(left) or 'none'}.", "",
+    ]
+    for r in manifest.get("runs", []):
+        lines.append(f"- run finished {r['finished']}: {r['wall_seconds'] / 60:.1f} min"
+                     + (f", stopped by the time budget before {r['stopped_before']}" if r.get("stopped_before") else ""))
+    return lines + [""]
+
+
+def _plot(path: Path, xlabel: str, series: Dict[str, List[Tuple[float, Optional[float]]]], title: str) -> bool:
+    pts = {k: [(x, y) for x, y in v if y is not None] for k, v in series.items()}
+    if not any(len(v) > 1 for v in pts.values()):
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    for name, v in pts.items():
+        if v:
+            ax.plot([x for x, _ in v], [y for _, y in v], marker="o", label=name)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("BLEU")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    if len(pts) > 1:
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True

@@ -1,0 +1,125 @@
+"""``onmt-xl experiments``: the plan, the significance tests, and a resumable run through the stock CLIs."""
+
+import json
+import math
+import random
+import subprocess
+import sys
+
+import pytest
+
+from onmt_xl.experiments import EXPERIMENTS, NOISE_RATIOS, SWAP_RATIOS, plan, swap_words, train_throughput
+from onmt_xl.results import attention_aer, binomial_two_sided, sign_test
+from tests.conftest import run_env
+
+
+def test_plan_trains_each_model_once_in_priority_order():
+    jobs = plan(EXPERIMENTS, seeds=[1, 2], heads=4)
+    names = [j.name for j in jobs]
+    assert len(names) == len(set(names))
+    assert names[:2] == ["baseline", "combination"]  # the main table first
+    by = {j.name: j for j in jobs}
+    # tau = H/2 is the main HeadXL; 0 % noise is the main Combination: not trained twice
+    assert by["headxl"].experiments == ["main", "tau", "aer"] and "headxl_tau2" not in by
+    assert {f"headxl_tau{t}" for t in (0, 1, 3, 4)} <= set(by)
+    assert [by[f"combination_noise{round(100 * r)}"].overrides["xl_noise"] for r in NOISE_RATIOS] == list(NOISE_RATIOS)
+    assert by["combination_seed2"].seed == 2 and by["baseline_seed2"].system == "baseline"
+    assert by["combination_oracle"].xl_train == "align" and by["combination_oracle"].variants == ["oracle"]
+    assert set(by["combination"].variants) >= {"test", "oracle", "gold_align", "test_align", "swap10", "swap50"}
+    assert by["encoder_free_none"].overrides == {"encoder_free_pe": "none"}
+    # an experiment given alone plans only its jobs
+    assert [j.name for j in plan(["encoder_free"], [1], 4)] == ["encoder_free_none", "encoder_free", "encoder_free_inxl"]
+    with pytest.raises(ValueError, match="unknown experiments"):
+        plan(["mian"], [1], 4)
+
+
+def test_swap_words_moves_the_requested_share():
+    rng = random.Random(0)
+    words = [f"w{i}" for i in range(20)]
+    for ratio in SWAP_RATIOS:
+        out = swap_words(words, ratio, rng)
+        assert sorted(out) == sorted(words)
+        assert sum(a != b for a, b in zip(out, words)) == 2 * round(ratio * 20 / 2)
+
+
+def test_binomial_two_sided_by_hand():
+    assert binomial_two_sided(0, 5) == pytest.approx(2 / 32)  # P(0) + P(5)
+    assert binomial_two_sided(1, 5) == pytest.approx(12 / 32)  # P(0) + P(1) + P(4) + P(5)
+    assert binomial_two_sided(2, 4) == pytest.approx(1.0)
+    assert binomial_two_sided(0, 0) == 1.0
+    scipy = pytest.importorskip("scipy.stats")
+    for k, n in ((3, 17), (40, 100), (0, 30)):
+        assert binomial_two_sided(k, n) == pytest.approx(scipy.binomtest(k, n).pvalue)
+
+
+def test_sign_test_counts_sentences_that_raise_or_lower_corpus_bleu():
+    refs = ["the cat sat on the mat", "a dog ran in the park", "he lived a hard life", "it rains today"]
+    base = ["the cat on mat", "a dog ran in the park", "he lived hard life", "it rains today"]
+    sys_ = ["the cat sat on the mat", "a dog ran in the park", "he lived a hard life", "rains it today"]
+    st = sign_test(sys_, base, refs)
+    assert (st.better, st.worse, st.ties) == (2, 1, 1)
+    assert st.p_value == pytest.approx(binomial_two_sided(2, 3))
+
+
+def test_attention_aer_reads_onmt_report_align_output():
+    hyp = ["he lived ||| 0-0 2-1", "x ||| 0-0"]
+    s = attention_aer(hyp, sure=[{(0, 0), (2, 1)}, {(1, 0)}], possible=[{(0, 0), (2, 1)}, {(1, 0)}])
+    assert (s.precision, s.recall) == (pytest.approx(2 / 3), pytest.approx(2 / 3))
+    assert s.aer == pytest.approx(1 - 4 / 6)
+
+
+def test_train_throughput_skips_the_first_report():
+    log = "\n".join(f"[x INFO] Step {k}/ 100; acc: 1; bsz: 1/1/1; {r}/ 900 tok/s;  3 sec;" for k, r in ((10, 50), (20, 100), (30, 200)))
+    assert train_throughput(log) == 150
+
+
+def _write_corpus(d, n_train=240, n_test=30):
+    from onmt_xl import synthetic
+
+
+    tr, te = synthetic.generate(n_train, seed=5), synthetic.generate(n_test, seed=6)
+    synthetic.write(tr, str(d / "train"))
+    synthetic.write(te, str(d / "dev"))
+    (d / "gold.txt").write_text("".join(f"{' '.join(s)} ||| {' '.join(t)}\n" for s, t in zip(te.src, te.tgt)))
+    (d / "gold.align").write_text("".join(" ".join(f"{i + 1}-{j + 1}" for i, j in sorted(ls)) + "\n" for ls in te.links))
+
+
+
+def test_experiments_run_score_report_and_resume(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    _write_corpus(data)
+    wd, rep = tmp_path / "wd", tmp_path / "rep"
+    cmd = [sys.executable, "-m", "onmt_xl.cli", "experiments", "--data", str(data), "--src", "src", "--tgt", "tgt",
+           "--test", "dev", "--valid-size", "20", "--gold-text", str(data / "gold.txt"), "--gold-align", str(data / "gold.align"),
+           "--workdir", str(wd), "--experiments", "main,oracle,aer", "--only", "baseline,combination",
+           "--preset", "demo", "--train-steps", "6", "--beam-size", "1", "--gpu", "no", "--report-dir", str(rep)]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=run_env())
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    res = json.loads((wd / "results.json").read_text())
+    base, comb = res["jobs"]["baseline"], res["jobs"]["combination"]
+    assert comb["parameters"] - base["parameters"] == 4 * 128  # InXL block fusion at d = 128
+    assert set(comb["variants"]) == {"test", "oracle", "gold_align", "test_align"}
+    assert set(base["variants"]) == {"test", "gold_align", "test_align"}  # no XL, no oracle variant
+    t = comb["variants"]["test"]
+    assert 0 <= t["bleu"] <= 100 and 0 <= t["p_bootstrap"] <= 1 and 0 <= t["p_sign"] <= 1
+    for v in ("gold_align", "test_align"):
+        assert 0 <= comb["variants"][v]["aer"] <= 1 and comb["variants"][v]["sentences"] == 30
+    assert res["preorderer"]["tau"] > res["preorderer"]["monotone_tau"]
+    assert (wd / "data" / "test.swap30.src").exists()
+    # the oracle variant read the test alignments: the command says so
+    assert "-xl_align_path" in (wd / "jobs" / "combination" / "commands.sh").read_text()
+    report = (rep / "RESULTS.md").read_text()
+    assert f"| combination | {comb['parameters']:,} | +512 |" in report
+    assert "Not run yet: none." not in report  # the report lists the jobs of every experiment
+    manifest = json.loads((wd / "manifest.json").read_text())
+    assert manifest["versions"]["OpenNMT-py"] == "3.5.1" and manifest["train_steps"] == 6
+    # resume: nothing is trained or translated again
+    done = (wd / "jobs" / "baseline" / "done.json").stat().st_mtime_ns
+    again = subprocess.run(cmd, capture_output=True, text=True, env=run_env())
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "onmt_translate" not in again.stdout and "Step" not in again.stdout
+    assert (wd / "jobs" / "baseline" / "done.json").stat().st_mtime_ns == done
+    # a changed configuration is refused, naming the file
+    changed = subprocess.run([c if c != "6" else "7" for c in cmd], capture_output=True, text=True, env=run_env())
+    assert changed.returncode == 2 and "config.yaml: differs" in changed.stderr
