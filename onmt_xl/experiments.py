@@ -447,7 +447,7 @@ class Experiments:
                               machine=dict(platform=platform.platform(), processor=platform.processor() or platform.machine(),
                                            cpus=os.cpu_count(), torch_threads=torch.get_num_threads(), gpu=gpu),
                               preset=self.preset, model=config("baseline", str(self.workdir), self.overrides, self.preset),
-                              train_steps=self.train_steps)
+                              train_steps=self.train_steps, beam_size=self.beam_size, valid_size=self.valid_size)
 
     def run(self, argv: Sequence[str] = ()) -> Dict[str, Any]:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -479,10 +479,11 @@ class Experiments:
 
 
 def train_throughput(log_text: str) -> Optional[float]:
-    """Mean source tokens/second of OpenNMT's training reports, the first one (warm-up) left out."""
+    """Median source tokens/second of OpenNMT's training reports, the first one (warm-up) left out:
+    robust to a report slowed down by something else on the machine (or a paused run)."""
     rates = [int(m.group(2)) for m in TOK_S.finditer(log_text)]
     rates = rates[1:] if len(rates) > 1 else rates
-    return statistics.mean(rates) if rates else None
+    return statistics.median(rates) if rates else None
 
 
 def count_checkpoint_parameters(path: str) -> int:

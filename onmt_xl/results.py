@@ -201,6 +201,8 @@ def _p(p: Optional[float]) -> str:
 def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports") -> Path:
     """``report_dir/RESULTS.md`` and its plots from what has run in ``workdir``."""
     workdir = Path(workdir)
+    if not (workdir / "data" / "test.ref").exists():
+        raise FileNotFoundError(f"{workdir}: no experiments have run there yet (no data/test.ref)")
     res = collect(workdir, jobs)
     manifest = json.loads((workdir / "manifest.json").read_text()) if (workdir / "manifest.json").exists() else {}
     rdir = Path(report_dir)
@@ -214,8 +216,8 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
     # 1. main table
     md += ["## 1. Main table (Ding et al. 2020 Tab. 1–2; Chen et al. 2019a Tab. 1; Chen et al. 2020 Tab. 1)", "",
            "p-values against the baseline: sacrebleu paired bootstrap (1,000 samples) and the sign test "
-           "(better/worse sentences); * p < 0.05, ** p < 0.01. Parameters from the checkpoints; tok/s is OpenNMT's "
-           "training source tokens/second (first report left out).", "",
+           "(better/worse sentences); * p < 0.05, ** p < 0.01. Parameters from the checkpoints; tok/s is the median of OpenNMT's "
+           "per-report training source tokens/second (first report left out).", "",
            "| system | params | Δ params | train src tok/s | × baseline | BLEU | Δ BLEU | chrF | p (bootstrap) | sign test +/− | p (sign) |",
            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     main = [j for j in jobs if "main" in j.experiments]
@@ -351,7 +353,8 @@ def _header(manifest: Dict[str, Any], res: Dict[str, Any], jobs: Sequence[Job]) 
         f"{m.get('enc_layers')}+{m.get('dec_layers')} layers, {m.get('heads')} heads, FFN {m.get('transformer_ff')}, "
         f"dropout {m.get('dropout')}, Adam β2 {m.get('adam_beta2')}, noam lr {m.get('learning_rate')} / warm-up "
         f"{m.get('warmup_steps')}, {m.get('batch_size')}-token batches, label smoothing {m.get('label_smoothing')}, "
-        f"{manifest.get('train_steps')} steps; beam 5. Test set: the corpus' test split; validation: the last pairs of train.", "",
+        f"{manifest.get('train_steps')} steps; beam {manifest.get('beam_size')}. Reported on the corpus' test split; the last "
+        f"{manifest.get('valid_size')} training pairs validate.", "",
         f"Machine: {mach.get('processor')}, {mach.get('cpus')} CPUs, GPU: {mach.get('gpu') or 'none'}. "
         f"Versions: " + ", ".join(f"{k} {v}" for k, v in manifest.get("versions", {}).items()) + ".", "",
         f"Preorderer on the test set (against the test alignments): Kendall tau {_fmt(pre.get('tau'), '.4f')} "

@@ -87,7 +87,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--systems", default="baseline,combination",
                     help=f"comma-separated, the first is the reference; from: {', '.join(SYSTEMS)}")
+    ap.add_argument("--summarize", metavar="RESULTS_JSONL", help="only print the table of an earlier run's results.jsonl")
     args = ap.parse_args()
+    if args.summarize:
+        return summarize(Path(args.summarize))
     systems = tuple(args.systems.split(","))
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
@@ -124,8 +127,6 @@ def main() -> None:
             with open(wd / "results.jsonl", "a") as out:  # kept if the run is cut short
                 out.write(json.dumps(dict(system=s, round=r, steps=args.steps, preset=args.preset, tok_s=rates[1:],
                                           train_wall_s=train_s[s][-1], translate_wall_s=trans_s[s][-1])) + "\n")
-    mean = statistics.mean
-    ref = systems[0]
     import platform
 
     import torch
@@ -134,10 +135,36 @@ def main() -> None:
           f"decode length {args.decode_length or 'natural'}, workdir {wd}")
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
           f"{torch.get_num_threads()} torch threads, load after run {os.getloadavg()}")
-    print(f"{'system':18s} {'src tok/s':>10s} {'vs ' + ref:>14s} {'train wall s':>13s} {'translate wall s':>17s} {'vs ' + ref:>14s}")
+    summarize(wd / "results.jsonl", systems)
+
+
+def summarize(path: Path, systems=None) -> None:
+    """Print the table of a ``results.jsonl``: means, and the median of per-report paired ratios.
+
+    Every system trains on the same batches in the same order (same seed and data), so report ``k`` of
+    round ``r`` covers the same steps for all: the median over ``(r, k)`` of system/reference for
+    that report is robust to a transient disturbance of the machine, which moves a mean.
+    """
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    systems = systems or list(dict.fromkeys(r["system"] for r in records))
+    ref = systems[0]
+    by = {(r["system"], r["round"]): r for r in records}
+    mean, median = statistics.mean, statistics.median
+    print(f"{'system':18s} {'src tok/s':>10s} {'mean ratio':>11s} {'median paired':>14s} {'train wall s':>13s} "
+          f"{'translate s':>12s} {'vs ' + ref:>10s}")
     for s in systems:
-        print(f"{s:18s} {mean(tok_s[s]):10.0f} {mean(tok_s[s]) / mean(tok_s[ref]):13.3f}x {mean(train_s[s]):13.1f} "
-              f"{mean(trans_s[s]):17.2f} {mean(trans_s[s]) / mean(trans_s[ref]):13.3f}x")
+        rounds = [r for (name, r) in by if name == s]
+        if not rounds:
+            print(f"{s:18s} (no finished run)")
+            continue
+        rates = [x for r in rounds for x in by[s, r]["tok_s"]]
+        ref_rates = [x for (name, r) in by if name == ref for x in by[ref, r]["tok_s"]]
+        paired = [a / b for r in rounds if (ref, r) in by for a, b in zip(by[s, r]["tok_s"], by[ref, r]["tok_s"])]
+        trans = mean(by[s, r]["translate_wall_s"] for r in rounds)
+        ref_trans = mean(by[ref, r]["translate_wall_s"] for (name, r) in by if name == ref)
+        print(f"{s:18s} {mean(rates):10.0f} {mean(rates) / mean(ref_rates):10.3f}x "
+              f"{(median(paired) if paired else float('nan')):13.3f}x {mean(by[s, r]['train_wall_s'] for r in rounds):13.1f} "
+              f"{trans:12.2f} {trans / ref_trans:9.3f}x")
 
 
 if __name__ == "__main__":
