@@ -3,6 +3,7 @@
 
     python tools/count_params.py                  # the demo size of yaml_configs/
     python tools/count_params.py --big            # Transformer BIG (d=1024, 16 heads, 6+6 layers, ff 4096)
+    python tools/count_params.py --preset enja    # the size of `onmt-xl experiments` (d=256, 4 heads, 3+3 layers)
 
 Vocabularies are synthetic (``--vocab`` tokens per side), so the totals depend on it; the differences do not.
 """
@@ -19,16 +20,16 @@ from onmt.model_builder import build_base_model  # noqa: E402
 from onmt.utils.parse import ArgumentParser  # noqa: E402
 
 import onmt_xl  # noqa: E402
-from onmt_xl.configs import SYSTEMS, config  # noqa: E402
+from onmt_xl.configs import PRESETS, SYSTEMS, config  # noqa: E402
 
 BIG = dict(enc_layers=6, dec_layers=6, heads=16, hidden_size=1024, word_vec_size=1024, transformer_ff=4096)
 
 
-def count(system: str, overrides: dict, vocab: int) -> int:
+def count(system: str, overrides: dict, vocab: int, preset: str = "demo") -> int:
     parser = ArgumentParser()
     opts.train_opts(parser)
     opt = parser.parse_args(["-data", "{}", "-src_vocab", "unused"])
-    for k, v in config(system, overrides=overrides).items():
+    for k, v in config(system, overrides=overrides, preset=preset).items():
         if k != "data":
             setattr(opt, k, v)
     ArgumentParser.update_model_opts(opt)
@@ -43,16 +44,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--big", action="store_true")
     ap.add_argument("--vocab", type=int, default=32000)
+    ap.add_argument("--preset", default="demo", choices=sorted(PRESETS), help="model size (ignored with --big)")
     args = ap.parse_args()
     onmt_xl.register()
     overrides = dict(BIG) if args.big else {}
-    base = count("baseline", overrides, args.vocab)
+    preset = "demo" if args.big else args.preset
+    base = count("baseline", overrides, args.vocab, preset)
     print(f"{'system':18s} {'parameters':>14s} {'vs baseline':>12s}")
     for system in SYSTEMS:
-        n = count(system, overrides, args.vocab)
+        n = count(system, overrides, args.vocab, preset)
         print(f"{system:18s} {n:14,d} {n - base:+12,d}")
     for fusion in ("diagonal", "full"):
-        n = count("inxl", {**overrides, "inxl_fusion": fusion}, args.vocab)
+        n = count("inxl", {**overrides, "inxl_fusion": fusion}, args.vocab, preset)
         print(f"{'inxl/' + fusion:18s} {n:14,d} {n - base:+12,d}")
 
 
