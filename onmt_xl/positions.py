@@ -7,10 +7,27 @@ function, so both are bit-identical to OpenNMT-py's own ``PositionalEncoding`` b
 from __future__ import annotations
 
 import math
+from typing import Dict, Optional, Tuple
 
 import torch
 
 SINUSOID_KINDS = ("SinusoidalInterleaved", "SinusoidalConcat")
+
+
+_TABLES: Dict[Tuple[int, str, torch.device], torch.Tensor] = {}
+
+
+def sinusoid_table(length: int, dim: int, kind: str = "SinusoidalInterleaved",
+                   device: Optional[torch.device] = None) -> torch.Tensor:
+    """``sinusoid(arange(length))``, ``(length, dim)``, cached per ``(dim, kind, device)`` and grown on demand."""
+    device = torch.device(device or "cpu")
+    key = (dim, kind, device)
+    table = _TABLES.get(key)
+    if table is None or table.size(0) < length:
+        size = max(length, 256, 0 if table is None else 2 * table.size(0))
+        table = _sinusoid(torch.arange(size, device=device), dim, kind)
+        _TABLES[key] = table
+    return table
 
 
 def sinusoid(pos: torch.Tensor, dim: int, kind: str = "SinusoidalInterleaved") -> torch.Tensor:
@@ -23,8 +40,17 @@ def sinusoid(pos: torch.Tensor, dim: int, kind: str = "SinusoidalInterleaved") -
             dimensions, OpenNMT's default) or ``"SinusoidalConcat"`` (all sines then all cosines).
 
     Returns:
-        ``(..., dim)`` float32 tensor on ``pos.device``.
+        ``(..., dim)`` float32 tensor on ``pos.device``. Non-negative integer positions are rows of a
+        cached :func:`sinusoid_table` (no sin/cos per call); float positions use the formula.
     """
+    if not pos.dtype.is_floating_point and pos.numel() > 0:
+        lo, hi = torch.aminmax(pos)
+        if int(lo) >= 0:  # integer positions: rows of a cached table (same values, no sin/cos per call)
+            return sinusoid_table(int(hi) + 1, dim, kind, pos.device)[pos]
+    return _sinusoid(pos, dim, kind)
+
+
+def _sinusoid(pos: torch.Tensor, dim: int, kind: str) -> torch.Tensor:
     if dim % 2 != 0:
         raise ValueError(f"sinusoidal position encoding needs an even dimension, got {dim}")
     half = dim // 2

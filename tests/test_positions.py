@@ -27,3 +27,16 @@ def test_sinusoid_rejects_odd_dim_and_unknown_kind():
         sinusoid(torch.arange(3), 5)
     with pytest.raises(ValueError, match="unknown position encoding"):
         sinusoid(torch.arange(3), 4, "Learned")
+
+
+def test_integer_positions_come_from_the_cached_table_with_the_formula_values():
+    from onmt_xl import positions
+
+    pos = torch.tensor([[3, 0, 700], [5, 5, 1]])  # 700 grows the table past its first size
+    for kind in ("SinusoidalInterleaved", "SinusoidalConcat"):
+        expected = positions._sinusoid(pos, 64, kind)
+        assert torch.allclose(positions.sinusoid(pos, 64, kind), expected, atol=1e-6, rtol=0)
+        assert positions.sinusoid_table(1, 64, kind).size(0) >= 701
+    # float positions (ExGRE's predicted b_j) still use the formula
+    frac = torch.tensor([0.5, 2.25])
+    assert torch.equal(positions.sinusoid(frac, 8), positions._sinusoid(frac, 8, "SinusoidalInterleaved"))

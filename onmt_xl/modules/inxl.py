@@ -52,8 +52,9 @@ class InXLPositionFusion(nn.Module):
             return pe @ w
         if self.fusion == "diagonal":
             return pe * w
-        pairs = pe.unflatten(-1, (self.d_model // 2, 2))  # (..., d/2, 2)
-        return torch.einsum("...ki,kij->...kj", pairs, w).flatten(-2)
+        pairs = pe.unflatten(-1, (self.d_model // 2, 2))  # (..., d/2, 2): (sin_k, cos_k)
+        # (sin_k, cos_k) @ w[k], written element-wise (cheaper than einsum's batched 2x2 products)
+        return (pairs[..., 0:1] * w[:, 0, :] + pairs[..., 1:2] * w[:, 1, :]).flatten(-2)
 
     def forward(self, pe_abs: torch.Tensor, pe_xl: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self._project(pe_abs, self.U) + self._project(pe_xl, self.V))
