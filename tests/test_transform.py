@@ -152,3 +152,17 @@ def test_oracle_positions_at_translation_from_an_alignment_file(tmp_path):
         t.apply({"src": ["a"], "tgt": None, "cid": "infer", "cid_line_number": 2})
     with pytest.raises(XLInputError, match="test.align, line 1: .*source index 1 out of range"):
         t.apply({"src": ["a"], "tgt": None, "cid": "infer", "cid_line_number": 0})
+
+
+def test_preorderer_file_is_read_once_per_process_and_again_when_rewritten(tmp_path):
+    from onmt_xl.transforms import xl_position
+
+    corpus = tiny_corpus(tmp_path, n=60)
+    path = tiny_preorderer(tmp_path, corpus)
+    first = xl_position._load_preorderer(str(path))
+    assert xl_position._load_preorderer(str(path)) is first
+    import os
+
+    os.utime(path, ns=(0, os.stat(path).st_mtime_ns + 10**9))  # "rewritten"
+    again = xl_position._load_preorderer(str(path))
+    assert again is not first and again.pos_xl(corpus.src[0]) == first.pos_xl(corpus.src[0])

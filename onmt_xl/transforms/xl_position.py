@@ -18,7 +18,7 @@ an n-token sentence, i.e. a ratio R of its indices move (the noise attack of §4
 from __future__ import annotations
 
 import random
-from typing import List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from onmt.transforms import register_transform
 from onmt.transforms.transform import Transform
@@ -168,10 +168,24 @@ class XLPositionTransform(Transform):
         return f"xl_source={self.source!r}, xl_preorderer={self.preorderer_path!r}, xl_noise={self.noise}"
 
 
+_LOADED: Dict[Tuple[str, int, int], object] = {}
+
+
 def _load_preorderer(path: Optional[str]):
+    """The preorderer in ``path``, read once per process (option validation and ``warm_up`` both ask
+    for it); a file rewritten since (other size or modification time) is read again."""
+    import os
+
     from onmt_xl.reorder.preorderer import Preorderer
 
-    return Preorderer.load(path)
+    try:
+        st = os.stat(path)
+        key = (os.path.abspath(path), st.st_mtime_ns, st.st_size)
+    except (OSError, TypeError):
+        return Preorderer.load(path)  # raises the error naming the file
+    if key not in _LOADED:
+        _LOADED[key] = Preorderer.load(path)
+    return _LOADED[key]
 
 
 @register_transform(name="xl_prereorder")
