@@ -509,6 +509,9 @@ def _csv(text: str) -> List[str]:
 
 
 def run_experiments(args) -> int:
+    import warnings
+
+    warnings.filterwarnings("ignore", category=FutureWarning)  # OpenNMT-py 3.5.1's torch.cuda.amp decorators
     d = Path(args.data)
     corpus = Corpus(str(d / f"{args.train}.{args.src}"), str(d / f"{args.train}.{args.tgt}"),
                     str(d / f"{args.test}.{args.src}"), str(d / f"{args.test}.{args.tgt}"),
