@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import List, Sequence, Tuple
 
-import torch
-from torch.nn.utils.rnn import pad_sequence
 
 
 def load_model(path: str):
     """``(model, vocabs, model_opt)`` of an OpenNMT checkpoint, in eval mode on the CPU (any onmt_xl system)."""
+    import torch
+
     import onmt_xl
 
     onmt_xl.register()
@@ -34,6 +34,9 @@ def sim_metric(model_path: str, src: Sequence[Sequence[str]], links: Sequence[Se
 
     Returns ``(Sim, number of words)``. The model must be an ``exgre`` or ``refsr`` system.
     """
+    import torch
+    from torch.nn.utils.rnn import pad_sequence
+
     from onmt_xl.reorder.oracle import btg_oracle
 
     model, vocabs, model_opt = load_model(model_path)
