@@ -386,7 +386,8 @@ class Experiments:
             say(f"  {job.name}: no gold alignment set given, skipping {variant}")
             return
         tmp = jd / f"hyp.{variant}.partial"
-        args = [_stock("onmt_translate"), "-model", self.model_path(job), "-src", src, "-output", tmp,
+        model = self.alignment_model(job) if variant in ("gold_align", "test_align") else self.model_path(job)
+        args = [_stock("onmt_translate"), "-model", model, "-src", src, "-output", tmp,
                 "-beam_size", self.beam_size, "-batch_size", 64, "-batch_type", "sents", "-seed", job.seed]
         if variant in ("gold_align", "test_align"):
             args += ["-tgt", data / ("gold.tgt" if variant == "gold_align" else "test.ref"), "-report_align", "-gold_align"]
@@ -410,6 +411,31 @@ class Experiments:
         times = json.loads(timing.read_text()) if timing.exists() else {}
         times[variant] = seconds
         timing.write_text(json.dumps(times, indent=2))
+
+    def alignment_model(self, job: Job) -> Path:
+        """The job's checkpoint with its decoder set to report the cross-attention of the penultimate
+        layer averaged over all heads (Ding et al. 2020 Sec. 4.3, after Garg et al. 2019).
+
+        OpenNMT reads ``alignment_layer``/``alignment_heads`` from the checkpoint's options; they select
+        what ``-report_align`` reads and do not change training (``lambda_align`` is 0), so they are set
+        on a copy (without optimizer state) instead of in every training configuration.
+        """
+        out = self.path("jobs", job.name, "model_align.pt")
+        if not out.exists():
+            import torch
+
+            import onmt_xl
+
+            onmt_xl.register()
+            ckpt = torch.load(str(self.model_path(job)), map_location="cpu", weights_only=False)  # our own file
+            opt = ckpt["opt"]
+            opt.alignment_layer = max(opt.dec_layers - 2, 0)
+            opt.alignment_heads = 0
+            ckpt.pop("optim", None)
+            tmp = out.with_name(out.name + ".partial")
+            torch.save(ckpt, str(tmp))
+            tmp.replace(out)
+        return out
 
     def _sim(self, job: Job) -> None:
         out = self.path("jobs", job.name, "sim.json")
@@ -466,6 +492,7 @@ class Experiments:
                 break
             for variant in job.variants:
                 self.translate(job, variant)
+            self.path("jobs", job.name, "model_align.pt").unlink(missing_ok=True)
         runs = json.loads(self.path("manifest.json").read_text()).get("runs", [])
         runs.append(dict(finished=time.strftime("%Y-%m-%d %H:%M:%S"), wall_seconds=time.perf_counter() - self.started,
                          stopped_before=stopped))

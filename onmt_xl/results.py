@@ -267,7 +267,8 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
     md.append("")
 
     # 3. tau sweep
-    taus = sorted((j.overrides.get("xl_heads"), j.name) for j in jobs if "tau" in j.experiments)
+    half = int(manifest.get("model", {}).get("heads", 8)) // 2  # the main HeadXL's tau (configs.XL_HEAD_ENCODERS)
+    taus = sorted((j.overrides.get("xl_heads", half), j.name) for j in jobs if "tau" in j.experiments)
     pts = [(t, _bleu(res, n)) for t, n in taus]
     md += ["## 3. τ sweep (Ding et al. 2020 Fig. 3): HeadXL with τ of the H heads reading X+PE_XL", "",
            "| τ | " + " | ".join(str(t) for t, _ in pts) + " |", "| --- |" + " ---: |" * len(pts),
@@ -288,7 +289,7 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
     # 5. AER
     md += ["## 5. Attention alignment quality (Ding et al. 2020 Tab. 3)", "",
            "Alignments read from the decoder's cross-attention, penultimate layer, averaged over heads "
-           "(`alignment_layer -2`, `onmt_translate -report_align -gold_align` with the reference as `-tgt`): each target "
+           "(`alignment_layer` = penultimate, `alignment_heads` 0, set on a copy of the checkpoint; `onmt_translate -report_align -gold_align` with the reference as `-tgt`): each target "
            "word is linked to its most attended source word. *gold*: the 582 KFTT pairs of `shared/data/gold` "
            "(Kyoto Wikipedia: a different domain from the training data, many unknown words); *eflomal*: the test set "
            "against its own eflomal grow-diag-final-and links (a noisy reference).", "",

@@ -123,3 +123,20 @@ def test_experiments_run_score_report_and_resume(tmp_path):
     # a changed configuration is refused, naming the file
     changed = subprocess.run([c if c != "6" else "7" for c in cmd], capture_output=True, text=True, env=run_env())
     assert changed.returncode == 2 and "config.yaml: differs" in changed.stderr
+
+
+def test_alignment_model_reads_the_penultimate_layer(tmp_path):
+    import torch
+
+    from onmt_xl.experiments import Corpus, Experiments, Job
+
+    job = Job("baseline", "baseline", 1)
+    runner = Experiments(Corpus("a", "b", "c", "d"), str(tmp_path), [job], preset="demo", train_steps=4, gpu=False)
+    from argparse import Namespace
+
+    ckpt_dir = tmp_path / "jobs" / "baseline"
+    ckpt_dir.mkdir(parents=True)
+    torch.save({"model": {}, "generator": {}, "opt": Namespace(dec_layers=3, alignment_layer=-3, alignment_heads=1),
+                "optim": {"big": torch.zeros(3)}}, str(runner.model_path(job)))
+    copy = torch.load(str(runner.alignment_model(job)), weights_only=False)
+    assert (copy["opt"].alignment_layer, copy["opt"].alignment_heads) == (1, 0) and "optim" not in copy
