@@ -32,12 +32,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import yaml
 
 from onmt_xl.configs import PRESETS, PREREORDER, SYSTEMS, XL, config
 from onmt_xl.errors import XLInputError
+from onmt_xl.pipeline import _stock, count_checkpoint_parameters
 
 #: Experiments in the issue's priority order (``--experiments`` keeps this order whatever is given).
 EXPERIMENTS = ("main", "oracle", "tau", "noise", "aer", "encoder_free", "robustness", "sim")
@@ -138,12 +139,6 @@ def swap_words(tokens: Sequence[str], ratio: float, rng: random.Random) -> List[
 
 
 # --- the runner ------------------------------------------------------------------------------------
-
-
-def _stock(cmd: str) -> str:
-    import shutil
-
-    return shutil.which(cmd) or str(Path(sys.executable).with_name(cmd))
 
 
 def _read_lines(path: Path) -> List[str]:
@@ -511,21 +506,6 @@ def train_throughput(log_text: str) -> Optional[float]:
     rates = [int(m.group(2)) for m in TOK_S.finditer(log_text)]
     rates = rates[1:] if len(rates) > 1 else rates
     return statistics.median(rates) if rates else None
-
-
-def count_checkpoint_parameters(path: str) -> int:
-    """Parameters of an OpenNMT checkpoint (model and generator)."""
-    import warnings
-
-    import torch
-
-    import onmt_xl
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        onmt_xl.register()
-    ckpt = torch.load(path, map_location="cpu")
-    return int(sum(v.numel() for v in ckpt["model"].values()) + sum(v.numel() for v in ckpt["generator"].values()))
 
 
 # --- CLI -----------------------------------------------------------------------------------------------

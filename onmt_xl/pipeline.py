@@ -86,6 +86,21 @@ def _run(args: Sequence[str], log: Path, show: str = "Step") -> None:
             raise RuntimeError(f"{' '.join(args)} failed (exit {proc.returncode}); see {log}")
 
 
+def count_checkpoint_parameters(path: str) -> int:
+    """Parameters of an OpenNMT checkpoint (model and generator)."""
+    import warnings
+
+    import torch
+
+    import onmt_xl
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        onmt_xl.register()
+    ckpt = torch.load(path, map_location="cpu")
+    return int(sum(v.numel() for v in ckpt["model"].values()) + sum(v.numel() for v in ckpt["generator"].values()))
+
+
 class Pipeline:
     """Runs the main job on ``data`` in ``workdir`` for ``systems`` (names of :data:`onmt_xl.configs.SYSTEMS`)."""
 
@@ -254,18 +269,7 @@ class Pipeline:
                 self.result.significance[system] = f"p={res.p_value:.4f} vs baseline (paired bootstrap)"
 
     def count_parameters(self, system: str, model: Path) -> None:
-        import warnings
-
-        import torch
-
-        import onmt_xl
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            onmt_xl.register()
-        ckpt = torch.load(str(model), map_location="cpu")
-        n = sum(v.numel() for k, v in ckpt["model"].items()) + sum(v.numel() for v in ckpt["generator"].values())
-        self.result.params[system] = int(n)
+        self.result.params[system] = count_checkpoint_parameters(str(model))
 
     def run(self) -> PipelineResult:
         t0 = time.perf_counter()

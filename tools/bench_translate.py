@@ -27,12 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from onmt_xl.configs import source_transform  # noqa: E402
-
-
-def stock(cmd: str) -> str:
-    import shutil
-
-    return shutil.which(cmd) or str(Path(sys.executable).with_name(cmd))
+from onmt_xl.pipeline import _stock as stock  # noqa: E402
 
 
 def main() -> None:
