@@ -94,6 +94,11 @@ def _job_info(workdir: Path, job: Job) -> Optional[Dict[str, Any]]:
     return json.loads(done.read_text()) if done.exists() else None
 
 
+def _speed_marks(info: Dict[str, Any]) -> str:
+    """† trained beside other jobs (``--parallel``), ‡ resumed: its tok/s is not a clean single-job figure."""
+    return ("†" if (info.get("concurrent_jobs") or 1) > 1 else "") + ("‡" if info.get("resumed_from") else "")
+
+
 def _hyp(workdir: Path, job: Job, variant: str) -> Optional[List[str]]:
     path = workdir / "jobs" / job.name / f"hyp.{variant}"
     return _lines(path) if path.exists() else None
@@ -217,7 +222,9 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
     md += ["## 1. Main table (Ding et al. 2020 Tab. 1–2; Chen et al. 2019a Tab. 1; Chen et al. 2020 Tab. 1)", "",
            "p-values against the baseline: sacrebleu paired bootstrap (1,000 samples) and the sign test "
            "(better/worse sentences); * p < 0.05, ** p < 0.01. Parameters from the checkpoints; tok/s is the median of OpenNMT's "
-           "per-report training source tokens/second (first report left out).", "",
+           "per-report training source tokens/second (first report left out), as trained here: a † marks a job "
+           "trained while another shared the CPU (`--parallel`), a ‡ one resumed from a checkpoint; the machine's speed "
+           "also drifts, so the controlled speed comparison is `tools/bench_xl_step.py` (reports/bench_xl_step_enja.txt).", "",
            "| system | params | Δ params | train src tok/s | × baseline | BLEU | Δ BLEU | chrF | p (bootstrap) | sign test +/− | p (sign) |",
            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     main = [j for j in jobs if "main" in j.experiments]
@@ -230,7 +237,7 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
         dp = e["parameters"] - base["parameters"] if base else None
         ratio = e["src_tok_s"] / base["src_tok_s"] if base and e.get("src_tok_s") and base.get("src_tok_s") else None
         db = t["bleu"] - base["variants"]["test"]["bleu"] if base and "bleu" in t and "test" in base["variants"] else None
-        md.append(f"| {j.name} | {e['parameters']:,} | {'' if dp is None else f'{dp:+,}'} | {_fmt(e.get('src_tok_s'), ',.0f')} | "
+        md.append(f"| {j.name} | {e['parameters']:,} | {'' if dp is None else f'{dp:+,}'} | {_fmt(e.get('src_tok_s'), ',.0f')}{_speed_marks(e)} | "
                   f"{_fmt(ratio, '.3f')} | {_fmt(t.get('bleu'))} | {_fmt(db, '+.2f')} | {_fmt(t.get('chrf'))} | "
                   f"{_p(t.get('p_bootstrap'))} | {t.get('sign_better', '–')}/{t.get('sign_worse', '–')} | {_p(t.get('p_sign'))} |")
     md.append("")

@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 import random
 import subprocess
 import sys
@@ -93,12 +94,15 @@ def test_experiments_run_score_report_and_resume(tmp_path):
     cmd = [sys.executable, "-m", "onmt_xl.cli", "experiments", "--data", str(data), "--src", "src", "--tgt", "tgt",
            "--test", "dev", "--valid-size", "20", "--gold-text", str(data / "gold.txt"), "--gold-align", str(data / "gold.align"),
            "--workdir", str(wd), "--experiments", "main,oracle,aer", "--only", "baseline,combination",
-           "--preset", "demo", "--train-steps", "6", "--beam-size", "1", "--gpu", "no", "--report-dir", str(rep)]
+           "--preset", "demo", "--train-steps", "6", "--beam-size", "1", "--gpu", "no", "--report-dir", str(rep),
+           "--parallel", "2"]
     out = subprocess.run(cmd, capture_output=True, text=True, env=run_env())
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     res = json.loads((wd / "results.json").read_text())
     base, comb = res["jobs"]["baseline"], res["jobs"]["combination"]
     assert comb["parameters"] - base["parameters"] == 4 * 128  # InXL block fusion at d = 128
+    info = json.loads((wd / "jobs" / "combination" / "done.json").read_text())
+    assert info["concurrent_jobs"] == 2 and info["threads"] == max(1, (os.cpu_count() or 1) // 2)
     assert set(comb["variants"]) == {"test", "oracle", "gold_align", "test_align"}
     assert set(base["variants"]) == {"test", "gold_align", "test_align"}  # no XL, no oracle variant
     t = comb["variants"]["test"]
@@ -111,6 +115,7 @@ def test_experiments_run_score_report_and_resume(tmp_path):
     assert "-xl_align_path" in (wd / "jobs" / "combination" / "commands.sh").read_text()
     report = (rep / "RESULTS.md").read_text()
     assert f"| combination | {comb['parameters']:,} | +512 |" in report
+    assert "†" in report.split("| combination |")[1].split("\n")[0]  # tok/s measured beside another job
     assert "Not run yet: none." not in report  # the report lists the jobs of every experiment
     manifest = json.loads((wd / "manifest.json").read_text())
     assert manifest["versions"]["OpenNMT-py"] == "3.5.1" and manifest["train_steps"] == 6
@@ -140,3 +145,57 @@ def test_alignment_model_reads_the_penultimate_layer(tmp_path):
                 "optim": {"big": torch.zeros(3)}}, str(runner.model_path(job)))
     copy = torch.load(str(runner.alignment_model(job)), weights_only=False)
     assert (copy["opt"].alignment_layer, copy["opt"].alignment_heads) == (1, 0) and "optim" not in copy
+
+
+def _runner(tmp_path, jobs, **kw):
+    from onmt_xl.experiments import Corpus, Experiments
+
+    return Experiments(Corpus("a", "b", "c", "d"), str(tmp_path), jobs, preset="demo", train_steps=4, gpu=False, **kw)
+
+
+def test_parallel_jobs_run_side_by_side_and_a_failure_stops_new_ones(tmp_path, monkeypatch):
+    import threading
+    import time
+
+    from onmt_xl.experiments import Job
+
+    jobs = [Job(f"j{k}", "baseline", k) for k in range(5)]
+    runner = _runner(tmp_path, jobs, parallel=2)
+    assert runner.threads == max(1, (os.cpu_count() or 1) // 2)
+    started, running, most = [], [0], [0]
+    lock = threading.Lock()
+
+    def fake_job(k, job):
+        with lock:
+            started.append(job.name)
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.05)
+        with lock:
+            running[0] -= 1
+        if job.name == "j1":
+            raise RuntimeError("j1 broke")
+        return True
+
+    monkeypatch.setattr(runner, "_job", fake_job)
+    with pytest.raises(RuntimeError, match="j1 broke"):
+        runner._run_jobs()
+    assert most[0] == 2  # two at a time
+    assert started[:2] == ["j0", "j1"] and len(started) < 5  # plan order; no new job after the failure
+    # the time budget: a job that reports False stops the queue and is named
+    runner = _runner(tmp_path, jobs, parallel=1)
+    monkeypatch.setattr(runner, "_job", lambda k, job: job.name != "j2")
+    assert runner._run_jobs() == "j2"
+    with pytest.raises(ValueError, match="--parallel 0"):
+        _runner(tmp_path, jobs, parallel=0)
+
+
+def test_a_second_runner_on_the_same_workdir_is_refused(tmp_path):
+    from onmt_xl.errors import XLInputError
+
+    first = _runner(tmp_path, [])
+    held = first._lock_workdir()
+    with pytest.raises(XLInputError, match="another onmt-xl experiments is running"):
+        _runner(tmp_path, [])._lock_workdir()
+    held.close()
+    _runner(tmp_path, [])._lock_workdir().close()  # free again once the first is gone
