@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from typing import List, Sequence, Tuple
+from typing import List, NamedTuple, Sequence, Tuple
 
+
+class SimScore(NamedTuple):
+    """Eq. 12 over ``words`` source words: ``sim`` of the predicted reordering embeddings ``pr_j^N`` and, as
+    Chen et al. 2020 Fig. 5's "PE" reference, ``pe_sim`` of the original positions' sinusoids ``PE_j``."""
+
+    sim: float
+    words: int
+    pe_sim: float
 
 
 def load_model(path: str):
@@ -29,20 +37,23 @@ def load_model(path: str):
 
 
 def sim_metric(model_path: str, src: Sequence[Sequence[str]], links: Sequence[Sequence[Tuple[int, int]]],
-               batch_size: int = 64) -> Tuple[float, int]:
-    """Eq. 12: mean over all words of ``cos(pr_j^N, re_j)``, ``re_j`` from the BTG oracle of ``links``.
-
-    Returns ``(Sim, number of words)``. The model must be an ``exgre`` or ``refsr`` system.
+               batch_size: int = 64) -> SimScore:
+    """Eq. 12: mean over all words of ``cos(pr_j^N, re_j)``, ``re_j`` the sinusoid of the BTG-oracle position
+    ``r_j`` from ``links``; and the same mean with ``PE_j`` (the word's own position) in place of ``pr_j^N``,
+    the reference Chen et al. 2020 Fig. 5 compares against. The model must be an ``exgre`` or ``refsr`` system.
     """
     import torch
     from torch.nn.utils.rnn import pad_sequence
 
+    from onmt_xl.modules.explicit_reordering import reordering_similarity
+    from onmt_xl.positions import sinusoid
     from onmt_xl.reorder.oracle import btg_oracle
 
     model, vocabs, model_opt = load_model(model_path)
     if model_opt.encoder_type not in ("exgre", "refsr"):
         raise ValueError(f"{model_path}: the Sim metric needs an exgre or refsr model, not {model_opt.encoder_type}")
-    total, words = 0.0, 0
+    total, pe_total, words = 0.0, 0.0, 0
+    d_model, kind = model_opt.hidden_size, model_opt.position_encoding_type
     pairs = [(s, ls) for s, ls in zip(src, links) if s]
     with torch.no_grad():
         for i in range(0, len(pairs), batch_size):
@@ -51,10 +62,14 @@ def sim_metric(model_path: str, src: Sequence[Sequence[str]], links: Sequence[Se
             pos = [torch.tensor(btg_oracle(len(s), ls).pos_xl) for s, ls in chunk]
             batch = torch.stack((pad_sequence(ids, batch_first=True, padding_value=vocabs["src"]["<blank>"]),
                                  pad_sequence(pos, batch_first=True)), dim=2)
-            model.encoder(batch, torch.tensor([len(s) for s, _ in chunk]))
+            lengths = torch.tensor([len(s) for s, _ in chunk])
+            model.encoder(batch, lengths)
             sim, n = model.encoder.similarity
-            total, words = total + float(sim), words + int(n)
-    return total / max(words, 1), words
+            valid = torch.arange(batch.size(1))[None, :] < lengths[:, None]
+            pe = sinusoid(torch.arange(batch.size(1)), d_model, kind).expand(len(chunk), -1, -1)
+            pe_sim = reordering_similarity(pe, batch[:, :, 1], valid, kind)
+            total, pe_total, words = total + float(sim), pe_total + float(pe_sim), words + int(n)
+    return SimScore(total / max(words, 1), words, pe_total / max(words, 1))
 
 
 def run_sim(args) -> int:
@@ -63,8 +78,9 @@ def run_sim(args) -> int:
     with open(args.src, encoding="utf-8") as f:
         src: List[List[str]] = [line.split() for line in f]
     links = read_pharaoh(args.align, [len(s) for s in src])
-    sim, words = sim_metric(args.model, src, links)
-    print(f"Sim (Chen et al. 2020, Eq. 12) over {words} words: {sim:.4f}")
+    score = sim_metric(args.model, src, links)
+    print(f"Sim (Chen et al. 2020, Eq. 12) over {score.words} words: {score.sim:.4f} "
+          f"(original positions' PE: {score.pe_sim:.4f})")
     return 0
 
 

@@ -453,9 +453,9 @@ class Experiments:
 
         src = [l.split() for l in _read_lines(self.path("data", "test.src"))]
         links = read_pharaoh(str(self.path("align", "test.gdfa")), [len(s) for s in src])
-        sim, words = sim_metric(str(self.model_path(job)), src, links)
-        out.write_text(json.dumps(dict(sim=sim, words=words), indent=2))
-        say(f"  Sim ({job.name}) = {sim:.4f} over {words} words")
+        score = sim_metric(str(self.model_path(job)), src, links)
+        out.write_text(json.dumps(score._asdict(), indent=2))
+        say(f"  Sim ({job.name}) = {score.sim:.4f} over {score.words} words (original positions' PE: {score.pe_sim:.4f})")
 
     # -- manifest -------------------------------------------------------------------------------
     def _manifest_update(self, **kw) -> None:

@@ -252,21 +252,18 @@ class Pipeline:
 
     def score(self, hyps: Dict[str, Path]) -> None:
         import sacrebleu
-        from sacrebleu.metrics import BLEU
 
-        refs = [Path(self.path("data", "test.ref")).read_text(encoding="utf-8").splitlines()]
+        from onmt_xl.results import paired_bootstrap
+
+        refs = Path(self.path("data", "test.ref")).read_text(encoding="utf-8").splitlines()
         texts = {s: Path(h).read_text(encoding="utf-8").splitlines() for s, h in hyps.items()}
         for system, text in texts.items():
-            self.result.bleu[system] = sacrebleu.corpus_bleu(text, refs).score
-            self.result.chrf[system] = sacrebleu.corpus_chrf(text, refs).score
+            self.result.bleu[system] = sacrebleu.corpus_bleu(text, [refs], force=True).score
+            self.result.chrf[system] = sacrebleu.corpus_chrf(text, [refs]).score
         if "baseline" in texts and len(texts) > 1:
-            from sacrebleu.significance import PairedTest
-
-            named = [("baseline", texts["baseline"])] + [(s, t) for s, t in texts.items() if s != "baseline"]
-            test = PairedTest(named, {"BLEU": BLEU()}, references=refs, test_type="bs", n_samples=1000)
-            _, scores = test()
-            for (system, _), res in zip(named[1:], scores["BLEU"][1:]):
-                self.result.significance[system] = f"p={res.p_value:.4f} vs baseline (paired bootstrap)"
+            others = {s: t for s, t in texts.items() if s != "baseline"}
+            for system, p in paired_bootstrap(others, texts["baseline"], refs).items():
+                self.result.significance[system] = f"p={p:.4f} vs baseline (paired bootstrap)"
 
     def count_parameters(self, system: str, model: Path) -> None:
         self.result.params[system] = count_checkpoint_parameters(str(model))

@@ -155,5 +155,13 @@ def test_refsr_trains_with_the_reordering_loss_and_translates_without_alignments
 
     src = [line.split() for line in (workdir / "data" / "valid.src").read_text().splitlines()]
     links = read_pharaoh(str(workdir / "align" / "train.gdfa"))[: len(src)]
-    sim, words = sim_metric(str(workdir / "models" / "refsr_step_4.pt"), src, links)
+    sim, words, pe_sim = sim_metric(str(workdir / "models" / "refsr_step_4.pt"), src, links)
     assert words == sum(map(len, src)) and -1.0 <= sim <= 1.0
+    # the PE reference by hand: cos(PE_j, PE_{r_j}) is 1 exactly where the oracle keeps a word in place
+    from onmt_xl.positions import sinusoid
+    from onmt_xl.reorder.oracle import btg_oracle
+
+    d = TINY["hidden_size"]
+    cos = [float(torch.nn.functional.cosine_similarity(sinusoid(torch.tensor([j]), d), sinusoid(torch.tensor([r]), d)))
+           for s, ls in zip(src, links) for j, r in enumerate(btg_oracle(len(s), ls).pos_xl)]
+    assert pe_sim == pytest.approx(sum(cos) / len(cos), abs=1e-5)

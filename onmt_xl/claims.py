@@ -1,0 +1,170 @@
+"""The papers' claims, checked against what ``onmt-xl experiments`` measured.
+
+Each :class:`Claim` quotes one finding of Ding et al. 2020 (XL PE), Chen et al. 2019a (reordering
+embeddings) or Chen et al. 2020 (ExGRE/ReFSR) with the paper's Japanese→English figure where it gives one,
+and a verdict computed from ``results.json`` by a fixed rule, so the report's reading of the numbers is
+never written by hand:
+
+- against the baseline, with sacrebleu's paired bootstrap p-value: ``held`` (better, p < 0.05),
+  ``same direction, not significant``, ``not held`` (not better), ``reversed`` (worse, p < 0.05);
+- comparisons without a test (between two variants, trends): ``held`` / ``not held``;
+- ``not run`` while a job it needs is missing.
+
+A difference smaller than the baseline's seed spread is flagged as such when two seeds have run.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+HELD, HELD_NS, NOT_HELD, REVERSED, NOT_RUN = "held", "same direction, not significant", "not held", "reversed", "not run"
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Claim:
+    paper: str  # where the claim is made
+    claim: str  # the finding, with the paper's figure
+    measured: str  # what we measured
+    verdict: str
+
+
+def _test(res: Dict[str, Any], name: str, variant: str = "test") -> Dict[str, Any]:
+    return res["jobs"].get(name, {}).get("variants", {}).get(variant, {})
+
+
+def _bleu(res: Dict[str, Any], name: str, variant: str = "test") -> Optional[float]:
+    return _test(res, name, variant).get("bleu")
+
+
+def seed_spread(res: Dict[str, Any], names: Sequence[str]) -> Optional[float]:
+    """Sample standard deviation of the test BLEU of ``names`` (the same system, other seeds)."""
+    scores = [b for b in (_bleu(res, n) for n in names) if b is not None]
+    return statistics.stdev(scores) if len(scores) > 1 else None
+
+
+def _spread_note(delta: float, spread: Optional[float]) -> str:
+    return f"; |Δ| below the baseline's seed spread ({spread:.2f})" if spread is not None and abs(delta) < spread else ""
+
+
+def versus_baseline(res: Dict[str, Any], name: str, paper: str, claim: str, spread: Optional[float],
+                    variant: str = "test", direction: int = +1) -> Claim:
+    """``name`` (its ``variant`` translation) beats the baseline's test BLEU (``direction`` −1: falls below it),
+    with sacrebleu's paired bootstrap p-value against the baseline."""
+    base, t = _bleu(res, "baseline"), _test(res, name, variant)
+    if base is None or t.get("bleu") is None:
+        return Claim(paper, claim, "–", NOT_RUN)
+    delta, p = t["bleu"] - base, t.get("p_bootstrap")
+    measured = f"{base:.2f} → {t['bleu']:.2f} (Δ {delta:+.2f}" + ("" if p is None else f", p = {p:.3f}") + ")"
+    significant = p is not None and p < ALPHA
+    if delta * direction > 0:
+        verdict = HELD if significant else HELD_NS
+    else:
+        verdict = REVERSED if delta != 0 and significant else NOT_HELD
+    return Claim(paper, claim, measured + _spread_note(delta, spread), verdict)
+
+
+def _order(paper: str, claim: str, better: Tuple[str, Optional[float]], worse: Sequence[Tuple[str, Optional[float]]]) -> Claim:
+    """``better`` scores above every one of ``worse`` (no test: a plain comparison of the measured numbers)."""
+    if better[1] is None or any(b is None for _, b in worse):
+        return Claim(paper, claim, "–", NOT_RUN)
+    measured = f"{better[0]} {better[1]:.2f} vs " + ", ".join(f"{n} {b:.2f}" for n, b in worse)
+    return Claim(paper, claim, measured, HELD if all(better[1] > b for _, b in worse) else NOT_HELD)
+
+
+def _slope(points: Sequence[Tuple[float, float]]) -> float:
+    """Least-squares slope of ``(x, y)`` points."""
+    mx, my = statistics.mean(x for x, _ in points), statistics.mean(y for _, y in points)
+    return sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+
+
+def check(res: Dict[str, Any], heads: int) -> List[Claim]:
+    """Every claim, in the order of the report's experiments. ``heads``: H of the trained models."""
+    spread = seed_spread(res, ("baseline", "baseline_seed5678"))
+    D, C19, C20 = "Ding et al. 2020", "Chen et al. 2019a", "Chen et al. 2020"
+    out = [
+        versus_baseline(res, "inxl", f"{D} Tab. 2", "InXL PE improves on the Transformer (Ja-En 29.22 → 29.52)", spread),
+        versus_baseline(res, "headxl", f"{D} Tab. 2", "HeadXL PE improves on the Transformer (→ 29.62)", spread),
+        versus_baseline(res, "combination", f"{D} Tab. 2", "Combination improves significantly (→ 29.85, p < 0.01)", spread),
+        _order(f"{D} Tab. 1–2", "Combination is the best of the XL variants",
+               ("combination", _bleu(res, "combination")), [("inxl", _bleu(res, "inxl")), ("headxl", _bleu(res, "headxl"))]),
+        versus_baseline(res, "relative_pe", f"{D} Tab. 2", "Relative PE improves on the Transformer (→ 29.62)", spread),
+        versus_baseline(res, "disan", f"{D} Tab. 2", "DiSAN improves on the Transformer (→ 29.73)", spread),
+        versus_baseline(res, "enc_re", f"{C19} Tab. 3", "Encoder REs improve significantly (30.33 → 31.12)", spread),
+        versus_baseline(res, "both_re", f"{C19} Tab. 3", "Both REs improve significantly (→ 31.41)", spread),
+        _order(f"{C19} Tab. 3", "Both REs beat encoder REs (31.41 vs 31.12)",
+               ("both_re", _bleu(res, "both_re")), [("enc_re", _bleu(res, "enc_re"))]),
+        versus_baseline(res, "exgre", f"{C20} Tab. 1", "ExGRE improves significantly (31.21 → 31.96)", spread),
+        versus_baseline(res, "refsr", f"{C20} Tab. 1", "ReFSR improves significantly (→ 32.36)", spread),
+        _order(f"{C20} Tab. 1", "ReFSR beats ExGRE (32.36 vs 31.96)",
+               ("refsr", _bleu(res, "refsr")), [("exgre", _bleu(res, "exgre"))]),
+    ]
+    out.append(versus_baseline(res, "prereorder", f"{C19} Tab. 3", "Pre-reordering the source (preorderer) hurts "
+                               "(30.33 → 28.93)", spread, direction=-1))
+    # oracle: test-side information
+    out.append(versus_baseline(res, "prereorder_oracle", f"{C20} Fig. 2", "Source in target order from alignments, "
+                               "test side included, gains several BLEU (Ja-En 31.1 → 34.9)", spread, variant="oracle"))
+    out.append(_order(f"{C20} Fig. 2 (by analogy)", "XL indices from the test alignments lift Combination above "
+                      "preorderer-predicted ones", ("oracle", _bleu(res, "combination_oracle", "oracle")),
+                      [("preorderer", _bleu(res, "combination"))]))
+    # tau sweep
+    taus = [(t, _bleu(res, "headxl" if t == heads // 2 else f"headxl_tau{t}")) for t in range(heads + 1)]
+    if all(b is not None for _, b in taus):
+        best = max(taus, key=lambda tb: tb[1])
+        measured = ", ".join(f"τ={t}: {b:.2f}" for t, b in taus)
+        out.append(Claim(f"{D} Fig. 3", f"BLEU peaks at an intermediate τ (0 < τ < H; the paper's best: τ = H/2) and "
+                         f"falls towards τ = H", measured, HELD if 0 < best[0] < heads and taus[-1][1] < best[1] else NOT_HELD))
+    else:
+        out.append(Claim(f"{D} Fig. 3", "BLEU peaks at an intermediate τ and falls towards τ = H", "–", NOT_RUN))
+    # noise attack
+    from onmt_xl.experiments import NOISE_RATIOS
+
+    noise = [(0.0, _bleu(res, "combination"))] + [(100 * r, _bleu(res, f"combination_noise{round(100 * r)}")) for r in NOISE_RATIOS]
+    if all(b is not None for _, b in noise):
+        slope = _slope(noise)
+        out.append(Claim(f"{D} Fig. 4", "Noisy training XL indices lower BLEU as the noise grows (noise is no regulariser)",
+                         ", ".join(f"{x:.0f} %: {b:.2f}" for x, b in noise) + f"; slope {slope:+.3f} BLEU per %",
+                         HELD if slope < 0 and noise[-1][1] < noise[0][1] else NOT_HELD))
+    else:
+        out.append(Claim(f"{D} Fig. 4", "Noisy training XL indices lower BLEU as the noise grows", "–", NOT_RUN))
+    # attention AER
+    for ref, label in (("gold_align", "gold (KFTT)"), ("test_align", "eflomal test links")):
+        base = _test(res, "baseline", ref).get("aer")
+        for name, paper_aer in (("inxl", 27.5), ("headxl", 26.9), ("combination", 24.7)):
+            aer = _test(res, name, ref).get("aer")
+            claim = f"{name} attention has a lower AER than the baseline's ({label}; En-De 29.7 → {paper_aer} %)"
+            if base is None or aer is None:
+                out.append(Claim(f"{D} Tab. 3", claim, "–", NOT_RUN))
+            else:
+                out.append(Claim(f"{D} Tab. 3", claim, f"{100 * base:.1f} → {100 * aer:.1f} %", HELD if aer < base else NOT_HELD))
+    # encoder-free
+    none, ab, inxl = (_bleu(res, n) for n in ("encoder_free_none", "encoder_free", "encoder_free_inxl"))
+    out.append(_order(f"{D} Tab. 4", "Without an encoder, positions matter most: absolute PE ≫ no PE (9.97 → 24.11)",
+                      ("absolute", ab), [("none", none)]))
+    out.append(_order(f"{D} Tab. 4", "Without an encoder, InXL PE beats absolute PE (24.11 → 24.68)",
+                      ("InXL", inxl), [("absolute", ab)]))
+    # robustness
+    from onmt_xl.experiments import SWAP_RATIOS
+
+    low = [r for r in SWAP_RATIOS if r < 0.4]
+    gaps = [(_bleu(res, "both_re", f"swap{round(100 * r)}"), _bleu(res, "baseline", f"swap{round(100 * r)}")) for r in low]
+    clean = (_bleu(res, "both_re"), _bleu(res, "baseline"))
+    claim = "On sources with < 40 % of words swapped, both REs stay ahead of the Transformer (by 2–3 BLEU on Zh-En)"
+    if any(x is None for g in gaps + [clean] for x in g):
+        out.append(Claim(f"{C19} Sec. 6.5", claim, "–", NOT_RUN))
+    else:
+        mean_gap = statistics.mean(a - b for a, b in gaps)
+        out.append(Claim(f"{C19} Sec. 6.5", claim, f"mean gap at {', '.join(f'{round(100 * r)}' for r in low)} %: "
+                         f"{mean_gap:+.2f} (clean: {clean[0] - clean[1]:+.2f})", HELD if mean_gap > 0 else NOT_HELD))
+    # Sim
+    for name in ("exgre", "refsr"):
+        sim = res["jobs"].get(name, {}).get("sim")
+        claim = f"{name}'s reordered PE is closer to the supervised target-order PE than the original PE (Fig. 5)"
+        if not sim or "pe_sim" not in sim:
+            out.append(Claim(f"{C20} Eq. 12", claim, "–", NOT_RUN))
+        else:
+            out.append(Claim(f"{C20} Eq. 12", claim, f"Sim {sim['sim']:.3f} vs PE {sim['pe_sim']:.3f}",
+                             HELD if sim["sim"] > sim["pe_sim"] else NOT_HELD))
+    return out

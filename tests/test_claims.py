@@ -1,0 +1,70 @@
+"""The report's claim verdicts follow their fixed rules (onmt_xl/claims.py) on hand-made results."""
+
+import pytest
+
+from onmt_xl.claims import HELD, HELD_NS, NOT_HELD, NOT_RUN, REVERSED, check, seed_spread, versus_baseline
+
+
+def _res(**bleu):
+    """``results.json``-shaped dict: ``name=bleu`` or ``name=(bleu, p_bootstrap)`` for the test variant."""
+    jobs = {}
+    for name, v in bleu.items():
+        b, p = v if isinstance(v, tuple) else (v, None)
+        jobs[name] = {"variants": {"test": {"bleu": b, **({} if p is None else {"p_bootstrap": p})}}}
+    return {"jobs": jobs}
+
+
+@pytest.mark.parametrize("bleu, p, direction, verdict", [
+    (27.5, 0.01, +1, HELD), (27.5, 0.30, +1, HELD_NS), (26.5, 0.30, +1, NOT_HELD), (26.0, 0.001, +1, REVERSED),
+    (27.0, 0.50, +1, NOT_HELD),  # a tie is not an improvement
+    (26.0, 0.01, -1, HELD), (28.0, 0.01, -1, REVERSED), (26.9, 0.4, -1, HELD_NS),
+])
+def test_versus_baseline_rules(bleu, p, direction, verdict):
+    res = _res(baseline=27.0, x=(bleu, p))
+    assert versus_baseline(res, "x", "paper", "claim", None, direction=direction).verdict == verdict
+
+
+def test_versus_baseline_flags_a_gain_inside_the_seed_spread():
+    res = _res(baseline=27.0, baseline_seed5678=28.0, x=(27.3, 0.2))
+    spread = seed_spread(res, ("baseline", "baseline_seed5678"))
+    assert spread == pytest.approx(0.7071, abs=1e-4)  # sd of (27, 28)
+    c = versus_baseline(res, "x", "p", "c", spread)
+    assert c.measured == "27.00 → 27.30 (Δ +0.30, p = 0.200); |Δ| below the baseline's seed spread (0.71)"
+
+
+def _by_claim(claims, text):
+    (c,) = [c for c in claims if text in c.claim]
+    return c
+
+
+def test_check_tau_noise_order_and_missing_jobs():
+    res = _res(baseline=27.0, inxl=(27.2, 0.3), headxl=27.4, combination=27.6, headxl_tau0=27.0, headxl_tau1=27.1,
+               headxl_tau3=27.3, headxl_tau4=26.9, combination_noise5=27.5, combination_noise10=27.6,
+               combination_noise15=27.0, combination_noise20=26.8)
+    claims = check(res, heads=4)
+    assert _by_claim(claims, "best of the XL").verdict == HELD  # 27.6 > 27.4, 27.2
+    tau = _by_claim(claims, "intermediate τ")
+    assert tau.verdict == HELD and tau.measured.startswith("τ=0: 27.00, τ=1: 27.10, τ=2: 27.40")
+    noise = _by_claim(claims, "Noisy training")
+    # slope of (0, 27.6), (5, 27.5), (10, 27.6), (15, 27.0), (20, 26.8) by hand: Σ(x−10)(y−27.3)/Σ(x−10)² = (−3 − 1 + 0 − 1.5 − 5)/250
+    assert noise.verdict == HELD and "slope -0.042" in noise.measured
+    assert _by_claim(claims, "DiSAN").verdict == NOT_RUN
+    # the peak at τ = H is not the paper's finding
+    res["jobs"]["headxl_tau4"]["variants"]["test"]["bleu"] = 28.0
+    assert _by_claim(check(res, heads=4), "intermediate τ").verdict == NOT_HELD
+
+
+def test_check_aer_sim_and_robustness():
+    res = _res(baseline=27.0, both_re=27.5, exgre=27.1)
+    res["jobs"]["baseline"]["variants"].update(gold_align={"aer": 0.90}, swap10={"bleu": 25.0}, swap20={"bleu": 23.0},
+                                               swap30={"bleu": 22.0})
+    res["jobs"]["both_re"]["variants"].update(swap10={"bleu": 25.5}, swap20={"bleu": 22.0}, swap30={"bleu": 22.1})
+    res["jobs"]["combination"] = {"variants": {"gold_align": {"aer": 0.85}}}
+    res["jobs"]["exgre"]["sim"] = {"sim": 0.61, "pe_sim": 0.72, "words": 10}
+    claims = check(res, heads=4)
+    assert _by_claim(claims, "combination attention has a lower AER than the baseline's (gold").verdict == HELD
+    assert _by_claim(claims, "inxl attention has a lower AER than the baseline's (gold").verdict == NOT_RUN
+    robust = _by_claim(claims, "swapped")
+    assert robust.verdict == NOT_HELD and "-0.13" in robust.measured  # mean of (+0.5, −1.0, +0.1)
+    assert _by_claim(claims, "exgre's reordered PE").verdict == NOT_HELD
+    assert _by_claim(claims, "refsr's reordered PE").verdict == NOT_RUN
