@@ -114,8 +114,8 @@ def check(res: Dict[str, Any], heads: int) -> List[Claim]:
     if all(b is not None for _, b in taus):
         best = max(taus, key=lambda tb: tb[1])
         measured = ", ".join(f"τ={t}: {b:.2f}" for t, b in taus)
-        out.append(Claim(f"{D} Fig. 3", f"BLEU peaks at an intermediate τ (0 < τ < H; the paper's best: τ = H/2) and "
-                         f"falls towards τ = H", measured, HELD if 0 < best[0] < heads and taus[-1][1] < best[1] else NOT_HELD))
+        out.append(Claim(f"{D} Fig. 3", "BLEU peaks at an intermediate τ (0 < τ < H; the paper's best: τ = H/2) and "
+                         "falls towards τ = H", measured, HELD if 0 < best[0] < heads and taus[-1][1] < best[1] else NOT_HELD))
     else:
         out.append(Claim(f"{D} Fig. 3", "BLEU peaks at an intermediate τ and falls towards τ = H", "–", NOT_RUN))
     # noise attack

@@ -27,7 +27,6 @@ import platform
 import random
 import re
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -39,7 +38,7 @@ import yaml
 
 from onmt_xl.configs import PRESETS, PREREORDER, SYSTEMS, XL, config
 from onmt_xl.errors import XLInputError
-from onmt_xl.pipeline import _stock, count_checkpoint_parameters
+from onmt_xl.pipeline import _run, _stock, count_checkpoint_parameters
 
 #: Experiments in the issue's priority order (``--experiments`` keeps this order whatever is given).
 EXPERIMENTS = ("main", "oracle", "tau", "noise", "aer", "encoder_free", "robustness", "sim")
@@ -205,26 +204,10 @@ class Experiments:
         return self.workdir.joinpath(*parts)
 
     def _run(self, args: Sequence[str], log: Path, commands: Path, echo: str = "", tag: str = "") -> float:
-        """Run a stock CLI, logging to ``log``; ``echo``: print the log lines containing it (prefixed with
-        ``tag``). Returns seconds."""
-        log.parent.mkdir(parents=True, exist_ok=True)
-        line = " ".join(str(a) for a in args)
-        with open(commands, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
-        t0 = time.perf_counter()
-        with open(log, "a", encoding="utf-8") as out:
-            env = None if self.threads is None else {**os.environ, "OMP_NUM_THREADS": str(self.threads)}
-            proc = subprocess.Popen([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    text=True, env=env)
-            assert proc.stdout is not None
-            for text in proc.stdout:
-                out.write(text)
-                if echo and echo in text:
-                    sys.stdout.write(f"      {tag}" + text.rstrip().split(" INFO] ")[-1] + "\n")
-                    sys.stdout.flush()
-            if proc.wait() != 0:
-                raise RuntimeError(f"{line}\nfailed (exit {proc.returncode}); see {log}")
-        return time.perf_counter() - t0
+        """Run a stock CLI with this run's thread share, appending to ``log`` and ``commands``; ``echo``: print
+        the log lines containing it (after ``tag``). Returns seconds."""
+        env = None if self.threads is None else {**os.environ, "OMP_NUM_THREADS": str(self.threads)}
+        return _run(args, log, echo, append=True, commands=commands, env=env, indent=f"      {tag}")
 
     # -- stages ---------------------------------------------------------------------------------
     def stage_data(self) -> None:
@@ -627,8 +610,16 @@ def run_experiments(args) -> int:
     return 0
 
 
+def _shared_data() -> Path:
+    """``../shared/data`` beside the directory the command runs in, else beside a source checkout of onmt_xl
+    (the project's layout); the first when neither exists, so that a missing-file error names it."""
+    here = Path.cwd().parent / "shared" / "data"
+    checkout = Path(__file__).resolve().parents[2] / "shared" / "data"
+    return checkout if not here.exists() and checkout.exists() else here
+
+
 def add_subcommands(sub) -> None:
-    shared = Path(__file__).resolve().parents[2] / "shared" / "data"
+    shared = _shared_data()
     p = sub.add_parser("experiments", help="the papers' experiments on a tokenized corpus: resumable runner + report",
                        description=__doc__.split("\n\n")[0])
     p.add_argument("--data", default=str(shared / "enja"), help="directory with TRAIN.SRC, TRAIN.TGT, TEST.SRC, TEST.TGT")

@@ -72,18 +72,28 @@ def _stock(cmd: str) -> str:
     return found
 
 
-def _run(args: Sequence[str], log: Path, show: str = "Step") -> None:
-    """Run a stock CLI, log everything to ``log`` and echo its progress lines."""
+def _run(args: Sequence[str], log: Path, show: str = "Step", *, append: bool = False, commands: Optional[Path] = None,
+         env: Optional[Dict[str, str]] = None, indent: str = "    ") -> float:
+    """Run a stock CLI, log everything to ``log`` (``append``: after what is there) and echo the lines that
+    contain ``show`` after ``indent``; ``commands``: a file the command line is appended to. Returns seconds."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w", encoding="utf-8") as out:
-        proc = subprocess.Popen(list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    line = " ".join(str(a) for a in args)
+    if commands is not None:
+        with open(commands, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+    t0 = time.perf_counter()
+    with open(log, "a" if append else "w", encoding="utf-8") as out:
+        proc = subprocess.Popen([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=env)
         assert proc.stdout is not None
-        for line in proc.stdout:
-            out.write(line)
-            if show and show in line:
-                print("    " + line.rstrip().split(" INFO] ")[-1], flush=True)
+        for text in proc.stdout:
+            out.write(text)
+            if show and show in text:
+                sys.stdout.write(indent + text.rstrip().split(" INFO] ")[-1] + "\n")  # one write per line
+                sys.stdout.flush()
         if proc.wait() != 0:
-            raise RuntimeError(f"{' '.join(args)} failed (exit {proc.returncode}); see {log}")
+            raise RuntimeError(f"{line}\nfailed (exit {proc.returncode}); see {log}")
+    return time.perf_counter() - t0
 
 
 def count_checkpoint_parameters(path: str) -> int:
