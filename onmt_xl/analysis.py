@@ -1,8 +1,8 @@
-"""Analyses that read a trained model directly: the Sim metric of ExGRE/ReFSR (Chen et al. 2020, Eq. 12)."""
+"""Analyses that read a model directly: the Sim metric of ExGRE/ReFSR (Chen et al. 2020, Eq. 12); model loading and building."""
 
 from __future__ import annotations
 
-from typing import List, NamedTuple, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 
 class SimScore(NamedTuple):
@@ -12,6 +12,37 @@ class SimScore(NamedTuple):
     sim: float
     words: int
     pe_sim: float
+
+
+def build_model(system: str, preset: str = "demo", overrides: Optional[Dict[str, Any]] = None, vocab_size: int = 32000,
+                seed: int = 0):
+    """An untrained model of ``system`` (:data:`onmt_xl.configs.SYSTEMS`) at ``preset`` size, built by OpenNMT's
+    model builder over synthetic vocabularies of ``vocab_size`` tokens per side (for parameter counts and
+    step benchmarks)."""
+    import pyonmttok
+    import torch
+
+    import onmt_xl
+    from onmt import opts
+    from onmt.constants import DefaultTokens, ModelTask
+    from onmt.model_builder import build_base_model
+    from onmt.utils.parse import ArgumentParser
+
+    from onmt_xl.configs import config
+
+    onmt_xl.register()
+    parser = ArgumentParser()
+    opts.train_opts(parser)
+    opt = parser.parse_args(["-data", "{}", "-src_vocab", "unused"])
+    for k, v in config(system, overrides=overrides, preset=preset).items():
+        if k != "data":
+            setattr(opt, k, v)
+    ArgumentParser.update_model_opts(opt)
+    ArgumentParser.validate_model_opts(opt)
+    specials = [DefaultTokens.UNK, DefaultTokens.PAD, DefaultTokens.BOS, DefaultTokens.EOS]
+    v = pyonmttok.build_vocab_from_tokens([f"w{i}" for i in range(vocab_size - len(specials))], special_tokens=specials)
+    torch.manual_seed(seed)
+    return build_base_model(opt, {"src": v, "tgt": v, "data_task": ModelTask.SEQ2SEQ, "decoder_start_token": DefaultTokens.BOS})
 
 
 def load_model(path: str):

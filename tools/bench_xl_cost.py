@@ -19,27 +19,14 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import yaml
 
 from onmt_xl.configs import PRESETS, SYSTEMS, config, source_transform
+from onmt_xl.pipeline import _run, _stock
 
 TOK_S = re.compile(r"Step\s+\d+/\s*\d+;.*?(\d+)/\s*(\d+) tok/s")
-
-
-def stock(cmd: str) -> str:
-    return shutil.which(cmd) or str(Path(sys.executable).with_name(cmd))
-
-
-def run(args, log: Path) -> float:
-    t0 = time.perf_counter()
-    with open(log, "w") as out:
-        subprocess.run(args, stdout=out, stderr=subprocess.STDOUT, check=True)
-    return time.perf_counter() - t0
 
 
 def prepare(args) -> Path:
@@ -105,7 +92,7 @@ def main() -> None:
     logs = wd / "logs"
     logs.mkdir(exist_ok=True)
     if not (wd / "vocab.src").exists():
-        run([stock("onmt_build_vocab"), "-config", str(cfgs[systems[0]]), "-n_sample", "-1"], logs / "vocab.log")
+        _run([_stock("onmt_build_vocab"), "-config", str(cfgs[systems[0]]), "-n_sample", "-1"], logs / "vocab.log", show="")
     tok_s = {s: [] for s in systems}
     train_s = {s: [] for s in systems}
     trans_s = {s: [] for s in systems}
@@ -113,17 +100,17 @@ def main() -> None:
         order = systems if r % 2 == 0 else systems[::-1]  # cancels drift of a shared machine
         for s in order:
             log = logs / f"train_{s}_{r}.log"
-            train_s[s].append(run([stock("onmt_train"), "-config", str(cfgs[s])], log))
+            train_s[s].append(_run([_stock("onmt_train"), "-config", str(cfgs[s])], log, show=""))
             rates = [int(m.group(1)) for m in TOK_S.finditer(log.read_text())]
             tok_s[s].extend(rates[1:])
             model = wd / "models" / f"{s}_step_{args.steps}.pt"
-            cmd = [stock("onmt_translate"), "-model", str(model), "-src", str(wd / "data" / "test.src"),
+            cmd = [_stock("onmt_translate"), "-model", str(model), "-src", str(wd / "data" / "test.src"),
                    "-output", str(wd / f"hyp.{s}"), "-beam_size", "5", "-batch_size", "64", "-batch_type", "sents"]
             if args.decode_length:
                 cmd += ["-min_length", str(args.decode_length), "-max_length", str(args.decode_length)]
             if source_transform(s):
                 cmd += ["-transforms", source_transform(s), "-xl_preorderer", str(wd / "preorderer.xlp")]
-            trans_s[s].append(run(cmd, logs / f"translate_{s}_{r}.log"))
+            trans_s[s].append(_run(cmd, logs / f"translate_{s}_{r}.log", show=""))
             with open(wd / "results.jsonl", "a") as out:  # kept if the run is cut short
                 out.write(json.dumps(dict(system=s, round=r, steps=args.steps, preset=args.preset, tok_s=rates[1:],
                                           train_wall_s=train_s[s][-1], translate_wall_s=trans_s[s][-1])) + "\n")

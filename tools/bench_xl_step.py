@@ -36,29 +36,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 import onmt_xl  # noqa: E402
-from onmt_xl.configs import ALIGNED_R, PRESETS, SYSTEMS, XL, config, source_transform  # noqa: E402
+from onmt_xl.analysis import build_model  # noqa: E402
+from onmt_xl.configs import ALIGNED_R, PRESETS, SYSTEMS, XL, source_transform  # noqa: E402
 
 
 def build(system: str, preset: str, vocab_size: int):
-    import pyonmttok
-    from onmt import opts
-    from onmt.constants import DefaultTokens, ModelTask
-    from onmt.model_builder import build_base_model
-    from onmt.utils.parse import ArgumentParser
-
-    parser = ArgumentParser()
-    opts.train_opts(parser)
-    opt = parser.parse_args(["-data", "{}", "-src_vocab", "unused"])
-    for k, v in config(system, preset=preset).items():
-        if k != "data":
-            setattr(opt, k, v)
-    ArgumentParser.update_model_opts(opt)
-    ArgumentParser.validate_model_opts(opt)
-    specials = [DefaultTokens.UNK, DefaultTokens.PAD, DefaultTokens.BOS, DefaultTokens.EOS]
-    v = pyonmttok.build_vocab_from_tokens([f"w{i}" for i in range(vocab_size - 4)], special_tokens=specials)
-    torch.manual_seed(0)
-    model = build_base_model(opt, {"src": v, "tgt": v, "data_task": ModelTask.SEQ2SEQ,
-                                   "decoder_start_token": DefaultTokens.BOS})
+    model = build_model(system, preset, vocab_size=vocab_size)
     return model, torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.998))
 
 

@@ -13,31 +13,14 @@ import warnings
 
 warnings.simplefilter("ignore")
 
-import pyonmttok  # noqa: E402
-from onmt import opts  # noqa: E402
-from onmt.constants import DefaultTokens, ModelTask  # noqa: E402
-from onmt.model_builder import build_base_model  # noqa: E402
-from onmt.utils.parse import ArgumentParser  # noqa: E402
-
-import onmt_xl  # noqa: E402
-from onmt_xl.configs import PRESETS, SYSTEMS, config  # noqa: E402
+from onmt_xl.analysis import build_model  # noqa: E402
+from onmt_xl.configs import PRESETS, SYSTEMS  # noqa: E402
 
 BIG = dict(enc_layers=6, dec_layers=6, heads=16, hidden_size=1024, word_vec_size=1024, transformer_ff=4096)
 
 
 def count(system: str, overrides: dict, vocab: int, preset: str = "demo") -> int:
-    parser = ArgumentParser()
-    opts.train_opts(parser)
-    opt = parser.parse_args(["-data", "{}", "-src_vocab", "unused"])
-    for k, v in config(system, overrides=overrides, preset=preset).items():
-        if k != "data":
-            setattr(opt, k, v)
-    ArgumentParser.update_model_opts(opt)
-    ArgumentParser.validate_model_opts(opt)
-    specials = [DefaultTokens.UNK, DefaultTokens.PAD, DefaultTokens.BOS, DefaultTokens.EOS]
-    v = pyonmttok.build_vocab_from_tokens([f"w{i}" for i in range(vocab - 4)], special_tokens=specials)
-    vocabs = {"src": v, "tgt": v, "data_task": ModelTask.SEQ2SEQ, "decoder_start_token": DefaultTokens.BOS}
-    return sum(p.numel() for p in build_base_model(opt, vocabs).parameters())
+    return sum(p.numel() for p in build_model(system, preset, overrides, vocab).parameters())
 
 
 def main() -> None:
@@ -46,7 +29,6 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=32000)
     ap.add_argument("--preset", default="demo", choices=sorted(PRESETS), help="model size (ignored with --big)")
     args = ap.parse_args()
-    onmt_xl.register()
     overrides = dict(BIG) if args.big else {}
     preset = "demo" if args.big else args.preset
     base = count("baseline", overrides, args.vocab, preset)
