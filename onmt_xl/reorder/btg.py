@@ -13,7 +13,7 @@ The permutations a BTG tree can produce are exactly those avoiding the patterns 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 
 @dataclass(frozen=True)
@@ -137,6 +137,26 @@ def order_to_tree(order: Sequence[int]) -> Optional[BTGNode]:
     if len(stack) > 1:
         raise ValueError(f"not a BTG permutation (contains 2413 or 3142): {list(order)}")
     return stack[0][2] if stack else None
+
+
+def tree_from_splits(n: int, split: Callable[[int, int], Tuple[int, bool]]) -> Optional[BTGNode]:
+    """The tree over ``[0, n)`` whose span ``[s, e)`` (``e - s > 1``) splits at ``m`` with orientation
+    ``inverted``, ``(m, inverted) = split(s, e)``: a parser's back-pointers. Iterative, post-order."""
+    if n == 0:
+        return None
+    built: Dict[Tuple[int, int], BTGNode] = {}
+    stack = [(0, n, False)]
+    while stack:
+        s, e, ready = stack.pop()
+        if e - s == 1:
+            built[s, e] = BTGNode(s, e)
+            continue
+        m, inverted = split(s, e)
+        if ready:
+            built[s, e] = BTGNode(s, e, inverted, built.pop((s, m)), built.pop((m, e)))
+        else:
+            stack.extend([(s, e, True), (s, m, False), (m, e, False)])
+    return built[0, n]
 
 
 def order_to_pos_xl(order: Sequence[int]) -> List[int]:

@@ -28,7 +28,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 from numba import njit
 
-from onmt_xl.reorder.btg import BTGNode, order_to_pos_xl
+from onmt_xl.reorder.btg import BTGNode, order_to_pos_xl, tree_from_splits
 
 Links = Sequence[Tuple[int, int]]
 
@@ -175,22 +175,8 @@ def chart_order(split: np.ndarray, inv: np.ndarray, s0: int, e0: int) -> np.ndar
 
 
 def chart_tree(split: np.ndarray, inv: np.ndarray, n: int) -> Optional[BTGNode]:
-    """Build the :class:`BTGNode` tree from back-pointers (iterative, post-order)."""
-    if n == 0:
-        return None
-    built = {}
-    stack = [(0, n, False)]
-    while stack:
-        s, e, ready = stack.pop()
-        if e - s == 1:
-            built[s, e] = BTGNode(s, e)
-            continue
-        m = int(split[s, e])
-        if ready:
-            built[s, e] = BTGNode(s, e, bool(inv[s, e]), built.pop((s, m)), built.pop((m, e)))
-        else:
-            stack.extend([(s, e, True), (s, m, False), (m, e, False)])
-    return built[0, n]
+    """Build the :class:`BTGNode` tree from the chart's back-pointers ``split[s, e]`` and ``inv[s, e]``."""
+    return tree_from_splits(n, lambda s, e: (int(split[s, e]), bool(inv[s, e])))
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from onmt_xl.errors import XLInputError
-from onmt_xl.reorder.btg import BTGNode, order_to_pos_xl, order_to_tree
+from onmt_xl.reorder.btg import BTGNode, order_to_pos_xl, order_to_tree, tree_from_splits
 from onmt_xl.reorder.features import PAD, Vocab
 from onmt_xl.reorder.oracle import ATTACH_NULL, target_ranks
 from onmt_xl.reorder.threads import ensure_threading, set_threads
@@ -80,22 +80,8 @@ def _flatten_v1(encoded: Sequence[Tuple[np.ndarray, np.ndarray]]):
 
 def _nodes_to_tree(nodes: np.ndarray, n: int) -> Optional[BTGNode]:
     """:class:`BTGNode` tree from the ``(s, m, e, t)`` rows of :func:`onmt_xl.reorder.parser.extract`."""
-    if n == 0:
-        return None
     kids = {(int(s), int(e)): (int(m), bool(t)) for s, m, e, t in nodes.tolist()}
-    built: Dict[Tuple[int, int], BTGNode] = {}
-    stack = [(0, n, False)]
-    while stack:
-        s, e, ready = stack.pop()
-        if e - s == 1:
-            built[s, e] = BTGNode(s, e)
-            continue
-        m, t = kids[s, e]
-        if ready:
-            built[s, e] = BTGNode(s, e, t, built.pop((s, m)), built.pop((m, e)))
-        else:
-            stack.extend([(s, e, True), (s, m, False), (m, e, False)])
-    return built[0, n]
+    return tree_from_splits(n, lambda s, e: kids[s, e])
 
 
 class Preorderer:
