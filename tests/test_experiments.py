@@ -199,3 +199,60 @@ def test_a_second_runner_on_the_same_workdir_is_refused(tmp_path):
         _runner(tmp_path, [])._lock_workdir()
     held.close()
     _runner(tmp_path, [])._lock_workdir().close()  # free again once the first is gone
+
+
+def test_report_tables_and_plots_from_hand_made_translations(tmp_path):
+    """write_report on a work directory whose translations are made by hand (no training): every BLEU in
+    the tables is sacrebleu's on those files, the claims follow them, and the three plots are PNGs."""
+    import sacrebleu
+
+    from onmt_xl.experiments import EXPERIMENTS, plan
+    from onmt_xl.results import write_report
+
+    rng = random.Random(3)
+    vocab = [f"w{i}" for i in range(40)]
+    refs = [" ".join(rng.choice(vocab) for _ in range(rng.randint(6, 12))) for _ in range(60)]
+
+    def degrade(keep: float) -> list:  # drop each word with probability 1 - keep: lower BLEU for lower keep
+        r = random.Random(round(keep * 1000))
+        return [" ".join(w for w in ref.split() if r.random() < keep) or ref.split()[0] for ref in refs]
+
+    wd = tmp_path / "wd"
+    (wd / "data").mkdir(parents=True)
+    (wd / "data" / "test.ref").write_text("\n".join(refs) + "\n")
+    (wd / "manifest.json").write_text(json.dumps({"model": {"heads": 4}, "train_steps": 10}))
+    jobs = plan(EXPERIMENTS, [1, 2], heads=4)
+    keep = {"baseline": 0.80, "headxl_tau0": 0.80, "headxl_tau1": 0.84, "headxl": 0.86, "headxl_tau3": 0.83,
+            "headxl_tau4": 0.78, "combination": 0.88, "combination_noise5": 0.86, "combination_noise10": 0.84,
+            "combination_noise15": 0.82, "combination_noise20": 0.79, "both_re": 0.81}
+    for j in jobs:
+        if j.name not in keep:
+            continue  # reported as not run
+        jd = wd / "jobs" / j.name
+        jd.mkdir(parents=True)
+        (jd / "done.json").write_text(json.dumps({"parameters": 1000 + len(j.name), "src_tok_s": 100.0}))
+        for v in j.variants:
+            if v in ("test", "oracle") or v.startswith("swap"):
+                shift = 0.0 if v in ("test", "oracle") else -int(v[4:]) / 200  # swapped sources: worse
+                (jd / f"hyp.{v}").write_text("\n".join(degrade(keep[j.name] + shift)) + "\n")
+    rep = tmp_path / "rep"
+    write_report(wd, jobs, str(rep))
+    md = (rep / "RESULTS.md").read_text()
+
+    def bleu(name: str, variant: str = "test") -> str:
+        hyp = (wd / "jobs" / name / f"hyp.{variant}").read_text().splitlines()
+        return f"{sacrebleu.corpus_bleu(hyp, [refs], force=True).score:.2f}"
+
+    tau_row = next(line for line in md.splitlines() if line.startswith("| BLEU |") and bleu("headxl_tau0") in line)
+    assert tau_row == "| BLEU | " + " | ".join(bleu(n) for n in ("headxl_tau0", "headxl_tau1", "headxl", "headxl_tau3", "headxl_tau4")) + " |"
+    noise_row = "| BLEU | " + " | ".join(bleu(n) for n in ("combination", "combination_noise5", "combination_noise10",
+                                                           "combination_noise15", "combination_noise20")) + " |"
+    assert noise_row in md
+    assert f"| both_re | {bleu('both_re')} | {bleu('both_re', 'swap10')} |" in md
+    assert "| inxl | not run |" in md
+    for png in ("results_tau.png", "results_noise.png", "results_robustness.png"):
+        assert (rep / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"]({png})" in md
+    # the claims read the same numbers: tau peaks at H/2, noise lowers BLEU
+    tau_claim = next(line for line in md.splitlines() if "intermediate τ" in line)
+    assert tau_claim.endswith("| held |") and f"τ=2: {bleu('headxl')}" in tau_claim
+    assert next(line for line in md.splitlines() if "Noisy training" in line).endswith("| held |")
