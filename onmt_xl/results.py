@@ -376,6 +376,19 @@ def _claims_section(res: Dict[str, Any], heads: int) -> List[str]:
     return md + [""]
 
 
+def _training_time(res: Dict[str, Any]) -> str:
+    """Wall time per trained job, split by how many jobs shared the machine (resumed jobs left out)."""
+    by_share: Dict[int, List[float]] = {}
+    for e in res["jobs"].values():
+        if e.get("train_seconds") and not e.get("resumed_from"):
+            by_share.setdefault(int(e.get("concurrent_jobs") or 1), []).append(e["train_seconds"] / 60)
+    if not by_share:
+        return "Training time per job: none measured yet (resumed jobs only time their last attempt)."
+    parts = [f"{statistics.median(v):.1f} min median over {len(v)} job(s) trained " + ("alone" if n == 1 else f"{n} at a time")
+             for n, v in sorted(by_share.items())]
+    return "Training time per job (wall clock, not resumed): " + "; ".join(parts) + "."
+
+
 def _header(manifest: Dict[str, Any], res: Dict[str, Any], jobs: Sequence[Job]) -> List[str]:
     m = manifest.get("model", {})
     mach = manifest.get("machine", {})
@@ -395,6 +408,7 @@ def _header(manifest: Dict[str, Any], res: Dict[str, Any], jobs: Sequence[Job]) 
         f"Versions: " + ", ".join(f"{k} {v}" for k, v in manifest.get("versions", {}).items()) + ".", "",
         f"Preorderer on the test set (against the test alignments): Kendall tau {_fmt(pre.get('tau'), '.4f')} "
         f"(monotone {_fmt(pre.get('monotone_tau'), '.4f')}, BTG oracle {_fmt(pre.get('oracle_tau'), '.4f')}).", "",
+        _training_time(res), "",
         f"Trained so far ({len(ran)} of {len(jobs)} jobs): {', '.join(ran) or 'none'}.", "",
         f"Not run yet: {', '.join(left) or 'none'}.", "",
     ]

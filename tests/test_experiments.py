@@ -230,7 +230,8 @@ def test_report_tables_and_plots_from_hand_made_translations(tmp_path):
             continue  # reported as not run
         jd = wd / "jobs" / j.name
         jd.mkdir(parents=True)
-        (jd / "done.json").write_text(json.dumps({"parameters": 1000 + len(j.name), "src_tok_s": 100.0}))
+        (jd / "done.json").write_text(json.dumps({"parameters": 1000 + len(j.name), "src_tok_s": 100.0,
+                                                  "train_seconds": 600.0 + 60 * (j.name == "baseline")}))
         for v in j.variants:
             if v in ("test", "oracle") or v.startswith("swap"):
                 shift = 0.0 if v in ("test", "oracle") else -int(v[4:]) / 200  # swapped sources: worse
@@ -250,6 +251,7 @@ def test_report_tables_and_plots_from_hand_made_translations(tmp_path):
     assert noise_row in md
     assert f"| both_re | {bleu('both_re')} | {bleu('both_re', 'swap10')} |" in md
     assert "| inxl | not run |" in md
+    assert "10.0 min median over 12 job(s) trained alone" in md
     for png in ("results_tau.png", "results_noise.png", "results_robustness.png"):
         assert (rep / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"]({png})" in md
     # the claims read the same numbers: tau peaks at H/2, noise lowers BLEU
