@@ -5,7 +5,8 @@ embeddings) or Chen et al. 2020 (ExGRE/ReFSR) with the paper's Japanese→Englis
 and a verdict computed from ``results.json`` by a fixed rule, so the report's reading of the numbers is
 never written by hand:
 
-- against the baseline, with sacrebleu's paired bootstrap p-value: ``held`` (better, p < 0.05),
+- against the baseline on the test set, with sacrebleu's paired bootstrap p-value (the same comparison on the
+  held-out validation pairs is shown beside it): ``held`` (better, p < 0.05),
   ``same direction, not significant``, ``not held`` (not better), ``reversed`` (worse, p < 0.05);
 - comparisons without a test (between two variants, trends): ``held`` / ``not held``;
 - ``not run`` while a job it needs is missing.
@@ -63,6 +64,10 @@ def versus_baseline(res: Dict[str, Any], name: str, paper: str, claim: str, spre
         verdict = HELD if significant else HELD_NS
     else:
         verdict = REVERSED if delta != 0 and significant else NOT_HELD
+    va, base_va = _test(res, name, "valid"), _bleu(res, "baseline", "valid")
+    if variant == "test" and va.get("bleu") is not None and base_va is not None:
+        pv = va.get("p_bootstrap")
+        measured += f"; valid pairs: Δ {va['bleu'] - base_va:+.2f}" + ("" if pv is None else f", p = {pv:.3f}")
     return Claim(paper, claim, measured + _spread_note(delta, spread), verdict)
 
 

@@ -92,7 +92,8 @@ def plan(experiments: Sequence[str], seeds: Sequence[int], heads: int) -> List[J
     def job(name: str, system: str, experiment: str, variants=("test",), seed: int = first, **kw) -> None:
         if name not in jobs:
             jobs[name] = Job(name, system, seed, **kw)
-        jobs[name].add(experiment, variants)
+        # every model scored on the test set is also scored on the held-out validation pairs: a second test set
+        jobs[name].add(experiment, list(variants) + (["valid"] if "test" in variants else []))
 
     for exp in EXPERIMENTS:
         if exp not in experiments:
@@ -371,7 +372,7 @@ class Experiments:
             return
         data = self.path("data")
         src = {"test": data / "test.src", "oracle": data / "test.src", "test_align": data / "test.src",
-               "gold_align": data / "gold.src"}.get(variant, data / f"test.{variant}.src")
+               "gold_align": data / "gold.src", "valid": data / "valid.src"}.get(variant, data / f"test.{variant}.src")
         if variant == "gold_align" and not src.exists():
             say(f"  {job.name}: no gold alignment set given, skipping {variant}")
             return

@@ -120,7 +120,7 @@ def collect(workdir: Path, jobs: Sequence[Job]) -> Dict[str, Any]:
     import sacrebleu
 
     workdir = Path(workdir)
-    refs = _lines(workdir / "data" / "test.ref")
+    refs = {"test": _lines(workdir / "data" / "test.ref")}
     out: Dict[str, Any] = {"jobs": {}}
     pre = workdir / "preorderer.json"
     if pre.exists():
@@ -144,15 +144,24 @@ def collect(workdir: Path, jobs: Sequence[Job]) -> Dict[str, Any]:
             if variant in ("gold_align", "test_align"):
                 v.update(_aer(workdir, variant, hyp))
             else:
-                if len(hyp) != len(refs):
-                    raise ValueError(f"{jd / ('hyp.' + variant)}: {len(hyp)} lines but {len(refs)} references")
-                v["bleu"] = sacrebleu.corpus_bleu(hyp, [refs], force=True).score  # tokenized on purpose
-                v["chrf"] = sacrebleu.corpus_chrf(hyp, [refs]).score
+                ref = _refs(workdir, variant, refs)
+                if len(hyp) != len(ref):
+                    raise ValueError(f"{jd / ('hyp.' + variant)}: {len(hyp)} lines but {len(ref)} references")
+                v["bleu"] = sacrebleu.corpus_bleu(hyp, [ref], force=True).score  # tokenized on purpose
+                v["chrf"] = sacrebleu.corpus_chrf(hyp, [ref]).score
             entry["variants"][variant] = v
         out["jobs"][job.name] = entry
     _significance(workdir, jobs, out, refs)
     (workdir / "results.json").write_text(json.dumps(out, indent=2))
     return out
+
+
+def _refs(workdir: Path, variant: str, cache: Dict[str, List[str]]) -> List[str]:
+    """References of a BLEU variant: the validation targets for ``valid``, else the test references."""
+    key = "valid" if variant == "valid" else "test"
+    if key not in cache:
+        cache[key] = _lines(workdir / "data" / "valid.tgt")
+    return cache[key]
 
 
 def _aer(workdir: Path, variant: str, hyp: List[str]) -> Dict[str, Any]:
@@ -172,7 +181,7 @@ def _aer(workdir: Path, variant: str, hyp: List[str]) -> Dict[str, Any]:
     return dict(aer=s.aer, precision=s.precision, recall=s.recall, sentences=s.n_sentences)
 
 
-def _significance(workdir: Path, jobs: Sequence[Job], out: Dict[str, Any], refs: List[str]) -> None:
+def _significance(workdir: Path, jobs: Sequence[Job], out: Dict[str, Any], refs: Dict[str, List[str]]) -> None:
     """p-values against the baseline for every BLEU variant: against the baseline's translation of the same
     sources (``test``, ``swapNN``), or of the clean test set where the baseline has no such variant (``oracle``)."""
     base_job = next((j for j in jobs if j.name == "baseline"), None)
@@ -187,9 +196,10 @@ def _significance(workdir: Path, jobs: Sequence[Job], out: Dict[str, Any], refs:
         others = {j.name: _hyp(workdir, j, variant) for j in jobs
                   if (j.name, variant) != ("baseline", base_variant) and variant in j.variants and j.name in out["jobs"]}
         others = {k: v for k, v in others.items() if v is not None}
-        boot = paired_bootstrap(others, base, refs)
+        ref = _refs(workdir, variant, refs)
+        boot = paired_bootstrap(others, base, ref)
         for name, hyp in others.items():
-            st = sign_test(hyp, base, refs)
+            st = sign_test(hyp, base, ref)
             out["jobs"][name]["variants"][variant].update(p_bootstrap=boot[name], sign_better=st.better,
                                                           sign_worse=st.worse, p_sign=st.p_value)
 
@@ -230,25 +240,29 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
     # 1. main table
     md += ["## 1. Main table (Ding et al. 2020 Tab. 1–2; Chen et al. 2019a Tab. 1; Chen et al. 2020 Tab. 1)", "",
            "p-values against the baseline: sacrebleu paired bootstrap (1,000 samples) and the sign test "
-           "(better/worse sentences); * p < 0.05, ** p < 0.01. Parameters from the checkpoints; tok/s is the median of OpenNMT's "
+           "(better/worse sentences); * p < 0.05, ** p < 0.01. *valid*: the same on the held-out validation pairs "
+           "(the last training pairs; used for nothing but validation perplexity, so a second test set). Parameters from the checkpoints; tok/s is the median of OpenNMT's "
            "per-report training source tokens/second (first report left out), as trained here: a † marks a job "
            "trained while another shared the CPU (`--parallel`), a ‡ one resumed from a checkpoint; the machine's speed "
            "also drifts, so the controlled speed comparison is `tools/bench_xl_step.py` (reports/bench_xl_step_enja.txt).", "",
-           "| system | params | Δ params | train src tok/s | × baseline | BLEU | Δ BLEU | chrF | p (bootstrap) | sign test +/− | p (sign) |",
-           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+           "| system | params | Δ params | train src tok/s | × baseline | BLEU | Δ BLEU | chrF | p (bootstrap) | sign test +/− | p (sign) | valid BLEU | Δ | p (bootstrap) |",
+           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     main = [j for j in jobs if "main" in j.experiments]
     for j in main:
         e = J.get(j.name)
         if e is None:
-            md.append(f"| {j.name} | not run | | | | | | | | | |")
+            md.append(f"| {j.name} | not run | | | | | | | | | | | | |")
             continue
-        t = e["variants"].get("test", {})
+        t, va = e["variants"].get("test", {}), e["variants"].get("valid", {})
+        base_va = base["variants"].get("valid", {}).get("bleu") if base else None
+        dv = va["bleu"] - base_va if "bleu" in va and base_va is not None else None
         dp = e["parameters"] - base["parameters"] if base else None
         ratio = e["src_tok_s"] / base["src_tok_s"] if base and e.get("src_tok_s") and base.get("src_tok_s") else None
         db = t["bleu"] - base["variants"]["test"]["bleu"] if base and "bleu" in t and "test" in base["variants"] else None
         md.append(f"| {j.name} | {e['parameters']:,} | {'' if dp is None else f'{dp:+,}'} | {_fmt(e.get('src_tok_s'), ',.0f')}{_speed_marks(e)} | "
                   f"{_fmt(ratio, '.3f')} | {_fmt(t.get('bleu'))} | {_fmt(db, '+.2f')} | {_fmt(t.get('chrf'))} | "
-                  f"{_p(t.get('p_bootstrap'))} | {t.get('sign_better', '–')}/{t.get('sign_worse', '–')} | {_p(t.get('p_sign'))} |")
+                  f"{_p(t.get('p_bootstrap'))} | {t.get('sign_better', '–')}/{t.get('sign_worse', '–')} | {_p(t.get('p_sign'))} | "
+                  f"{_fmt(va.get('bleu'))} | {_fmt(dv, '+.2f')} | {_p(va.get('p_bootstrap'))} |")
     md.append("")
     seeded = {}
     for j in main:

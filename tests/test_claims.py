@@ -68,3 +68,11 @@ def test_check_aer_sim_and_robustness():
     assert robust.verdict == NOT_HELD and "-0.13" in robust.measured  # mean of (+0.5, −1.0, +0.1)
     assert _by_claim(claims, "exgre's reordered PE").verdict == NOT_HELD
     assert _by_claim(claims, "refsr's reordered PE").verdict == NOT_RUN
+
+
+def test_versus_baseline_shows_the_validation_pairs_beside_the_test_set():
+    res = _res(baseline=27.0, x=(26.0, 0.01))
+    res["jobs"]["baseline"]["variants"]["valid"] = {"bleu": 27.4}
+    res["jobs"]["x"]["variants"]["valid"] = {"bleu": 27.95, "p_bootstrap": 0.2}
+    c = versus_baseline(res, "x", "p", "c", None)
+    assert c.verdict == REVERSED and c.measured == "27.00 → 26.00 (Δ -1.00, p = 0.010); valid pairs: Δ +0.55, p = 0.200"

@@ -103,8 +103,8 @@ def test_experiments_run_score_report_and_resume(tmp_path):
     assert comb["parameters"] - base["parameters"] == 4 * 128  # InXL block fusion at d = 128
     info = json.loads((wd / "jobs" / "combination" / "done.json").read_text())
     assert info["concurrent_jobs"] == 2 and info["threads"] == max(1, (os.cpu_count() or 1) // 2)
-    assert set(comb["variants"]) == {"test", "oracle", "gold_align", "test_align"}
-    assert set(base["variants"]) == {"test", "gold_align", "test_align"}  # no XL, no oracle variant
+    assert set(comb["variants"]) == {"test", "valid", "oracle", "gold_align", "test_align"}
+    assert set(base["variants"]) == {"test", "valid", "gold_align", "test_align"}  # no XL, no oracle variant
     t = comb["variants"]["test"]
     assert 0 <= t["bleu"] <= 100 and 0 <= t["p_bootstrap"] <= 1 and 0 <= t["p_sign"] <= 1
     for v in ("gold_align", "test_align"):
