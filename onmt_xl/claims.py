@@ -143,7 +143,7 @@ def check(res: Dict[str, Any], heads: int) -> List[Claim]:
             if base is None or aer is None:
                 out.append(Claim(f"{D} Tab. 3", claim, "–", NOT_RUN))
             else:
-                out.append(Claim(f"{D} Tab. 3", claim, f"{100 * base:.1f} → {100 * aer:.1f} %", HELD if aer < base else NOT_HELD))
+                out.append(Claim(f"{D} Tab. 3", claim, f"{100 * base:.2f} → {100 * aer:.2f} %", HELD if aer < base else NOT_HELD))
     # encoder-free
     none, ab, inxl = (_bleu(res, n) for n in ("encoder_free_none", "encoder_free", "encoder_free_inxl"))
     out.append(_order(f"{D} Tab. 4", "Without an encoder, positions matter most: absolute PE ≫ no PE (9.97 → 24.11)",

@@ -244,7 +244,7 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
            "(the last training pairs; used for nothing but validation perplexity, so a second test set). Parameters from the checkpoints; tok/s is the median of OpenNMT's "
            "per-report training source tokens/second (first report left out), as trained here: a † marks a job "
            "trained while another shared the CPU (`--parallel`), a ‡ one resumed from a checkpoint; the machine's speed "
-           "also drifts, so the controlled speed comparison is `tools/bench_xl_step.py` (reports/bench_xl_step_enja.txt).", "",
+           "also drifts, so × baseline is left out for marked rows and the controlled speed comparison is `tools/bench_xl_step.py` (reports/bench_xl_step_enja.txt).", "",
            "| system | params | Δ params | train src tok/s | × baseline | BLEU | Δ BLEU | chrF | p (bootstrap) | sign test +/− | p (sign) | valid BLEU | Δ | p (bootstrap) |",
            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     main = [j for j in jobs if "main" in j.experiments]
@@ -257,7 +257,8 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
         base_va = base["variants"].get("valid", {}).get("bleu") if base else None
         dv = va["bleu"] - base_va if "bleu" in va and base_va is not None else None
         dp = e["parameters"] - base["parameters"] if base else None
-        ratio = e["src_tok_s"] / base["src_tok_s"] if base and e.get("src_tok_s") and base.get("src_tok_s") else None
+        clean = base and not _speed_marks(e) and not _speed_marks(base)  # a ratio of unlike measurements misleads
+        ratio = e["src_tok_s"] / base["src_tok_s"] if clean and e.get("src_tok_s") and base.get("src_tok_s") else None
         db = t["bleu"] - base["variants"]["test"]["bleu"] if base and "bleu" in t and "test" in base["variants"] else None
         md.append(f"| {j.name} | {e['parameters']:,} | {'' if dp is None else f'{dp:+,}'} | {_fmt(e.get('src_tok_s'), ',.0f')}{_speed_marks(e)} | "
                   f"{_fmt(ratio, '.3f')} | {_fmt(t.get('bleu'))} | {_fmt(db, '+.2f')} | {_fmt(t.get('chrf'))} | "
