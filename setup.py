@@ -20,4 +20,19 @@ class BuildWithHook(build_py):
         return super().get_outputs(include_bytecode) + [str(Path(self.build_lib) / HOOK)]
 
 
-setup(cmdclass={"build_py": BuildWithHook})
+cmdclass = {"build_py": BuildWithHook}
+try:  # setuptools >= 64: ``pip install -e .`` builds an editable wheel that build_py's outputs do not reach
+    from setuptools.command.editable_wheel import editable_wheel
+
+    class EditableWithHook(editable_wheel):
+        """Put the ``.pth`` hook in the editable wheel too (it sorts after setuptools' own finder .pth)."""
+
+        def _install_namespaces(self, installation_dir, pth_prefix):
+            super()._install_namespaces(installation_dir, pth_prefix)
+            Path(installation_dir, HOOK).write_text(Path(__file__).with_name(HOOK).read_text())
+
+    cmdclass["editable_wheel"] = EditableWithHook
+except ImportError:
+    pass
+
+setup(cmdclass=cmdclass)

@@ -39,6 +39,7 @@ import yaml
 from onmt_xl.configs import PRESETS, PREREORDER, SYSTEMS, XL, config
 from onmt_xl.errors import XLInputError
 from onmt_xl.pipeline import _run, _stock, count_checkpoint_parameters
+from onmt_xl.run_archive import restore, save_alignments, save_job
 
 #: Experiments in the issue's priority order (``--experiments`` keeps this order whatever is given).
 EXPERIMENTS = ("main", "oracle", "tau", "noise", "aer", "encoder_free", "robustness", "sim")
@@ -174,7 +175,7 @@ class Experiments:
     def __init__(self, corpus: Corpus, workdir: str, jobs: Sequence[Job], preset: str = "enja",
                  train_steps: Optional[int] = None, valid_size: int = 1000, beam_size: int = 5,
                  time_budget_min: Optional[float] = None, checkpoint_every: int = 500,
-                 gpu: Optional[bool] = None, parallel: int = 1):
+                 gpu: Optional[bool] = None, parallel: int = 1, archive: Optional[str] = None):
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
         self.corpus, self.jobs, self.preset = corpus, list(jobs), preset
@@ -196,8 +197,9 @@ class Experiments:
         if parallel < 1:
             raise ValueError(f"--parallel {parallel}: must be at least 1")
         self.parallel = parallel
+        self.archive = None if archive is None else Path(archive).resolve()
         # each of the ``parallel`` jobs gets its share of the cores (torch reads OMP_NUM_THREADS)
-        self.threads = None if parallel == 1 or gpu else max(1, (os.cpu_count() or 1) // parallel)
+        self.threads = None if parallel == 1 else max(1, (os.cpu_count() or 1) // parallel)
         self.started = time.perf_counter()
 
     # -- helpers --------------------------------------------------------------------------------
@@ -325,6 +327,13 @@ class Experiments:
         self._run([_stock("onmt_build_vocab"), "-config", cfg, "-n_sample", "-1"], self.path("logs", "build_vocab.log"),
                   self.path("commands.sh"))
 
+    def device_name(self) -> str:
+        if not self.gpu:
+            return "cpu"
+        import torch
+
+        return torch.cuda.get_device_name(0)
+
     def model_path(self, job: Job) -> Path:
         return self.path("jobs", job.name, f"model_step_{self.train_steps}.pt")
 
@@ -335,7 +344,7 @@ class Experiments:
         cfg = self.job_config(job)
         text = yaml.safe_dump(cfg, sort_keys=False)
         cfg_path = jd / "config.yaml"
-        if cfg_path.exists() and cfg_path.read_text(encoding="utf-8") != text:
+        if cfg_path.exists() and _identity(yaml.safe_load(cfg_path.read_text(encoding="utf-8"))) != _identity(cfg):
             raise XLInputError(str(cfg_path), None, f"differs from what job {job.name} needs now (other steps, preset "
                                "or options?): use another --workdir, or delete that job directory to retrain it")
         if done.exists():
@@ -357,7 +366,7 @@ class Experiments:
             raise RuntimeError(f"onmt_train finished but {self.model_path(job)} is missing; see {jd / 'train.log'}")
         info = dict(system=job.system, seed=job.seed, overrides=job.overrides, xl_train=job.xl_train,
                     train_seconds=seconds, resumed_from=resumed,  # a resumed job: the last attempt's time only
-                    concurrent_jobs=self.parallel, threads=self.threads,  # what tok/s was measured under
+                    concurrent_jobs=self.parallel, threads=self.threads, device=self.device_name(),  # what tok/s was measured under
                     parameters=count_checkpoint_parameters(str(self.model_path(job))),
                     src_tok_s=train_throughput((jd / "train.log").read_text(encoding="utf-8")))
         done.write_text(json.dumps(info, indent=2))
@@ -470,13 +479,39 @@ class Experiments:
         """Train, translate and score one job; False when the time budget stopped it before training."""
         say(f"[job {k}/{len(self.jobs)}] {job.name} ({job.system}, seed {job.seed}"
             + (f", {job.overrides}" if job.overrides else "") + f"; {', '.join(job.experiments)})")
+        self._retrain_if_restored_without_checkpoint(job)
         if not self.train(job):
             return False
         for variant in job.variants:
             self.translate(job, variant)
         self.path("jobs", job.name, "model_align.pt").unlink(missing_ok=True)
+        if self.archive is not None:
+            save_job(self.workdir, self.archive, job.name)
         say(f"[job {k}/{len(self.jobs)}] {job.name} done")
         return True
+
+    def outputs_missing(self, job: Job) -> List[str]:
+        """The variants of ``job`` that ``translate`` would still produce (the ones it skips left out)."""
+        jd = self.path("jobs", job.name)
+        xl = SYSTEMS[job.system][1] in (XL, PREREORDER)
+        missing = []
+        for v in job.variants:
+            if (v == "oracle" and not xl) or (v == "gold_align" and not self.path("data", "gold.src").exists()):
+                continue
+            if not (jd / ("sim.json" if v == "sim" else f"hyp.{v}")).exists():
+                missing.append(v)
+        return missing
+
+    def _retrain_if_restored_without_checkpoint(self, job: Job) -> None:
+        """A job restored from an archive has no checkpoint: a variant it lacks needs the model again."""
+        jd = self.path("jobs", job.name)
+        if not (jd / "done.json").exists() or self.model_path(job).exists():
+            return
+        missing = self.outputs_missing(job)
+        if missing:
+            say(f"  {job.name}: restored without its checkpoint and lacks {', '.join(missing)}: retraining it")
+            for p in list(jd.glob("hyp.*")) + [jd / "done.json", jd / "translate_seconds.json", jd / "sim.json"]:
+                p.unlink(missing_ok=True)
 
     def _run_jobs(self) -> Optional[str]:
         """Every job in plan order, ``parallel`` at a time. Returns the first job the time budget stopped, if any.
@@ -539,7 +574,13 @@ class Experiments:
         self._lock = self._lock_workdir()
         self.write_manifest(argv)
         self.stage_data()
+        if self.archive is not None:
+            restored = restore(self.archive, self.workdir)
+            if restored:
+                say(f"restored {len(restored)} finished job(s) from {self.archive}: {', '.join(restored)}")
         self.align()
+        if self.archive is not None:
+            save_alignments(self.workdir, self.archive)
         self.preorder()
         self.vocab()
         stopped = self._run_jobs()
@@ -550,6 +591,15 @@ class Experiments:
         from onmt_xl.results import collect
 
         return collect(self.workdir, self.jobs)
+
+
+#: Options that say where a job runs, not what it is: a job trained on a GPU resumes or reports on a CPU.
+DEVICE_OPTIONS = ("gpu_ranks", "world_size")
+
+
+def _identity(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """A job configuration without :data:`DEVICE_OPTIONS` (what a changed configuration is judged on)."""
+    return {k: v for k, v in cfg.items() if k not in DEVICE_OPTIONS}
 
 
 # --- small readers shared with the report ------------------------------------------------------------
@@ -601,9 +651,14 @@ def run_experiments(args) -> int:
         return 0
     runner = Experiments(corpus, args.workdir, jobs, args.preset, args.train_steps, args.valid_size, args.beam_size,
                          args.time_budget, gpu={"auto": None, "yes": True, "no": False}[args.gpu],
-                         parallel=args.parallel)
+                         parallel=args.parallel, archive=args.archive)
     if not args.report_only:
         runner.run(sys.argv[1:])
+    if args.archive:  # also keeps what a run started without --archive finished
+        save_alignments(runner.workdir, Path(args.archive))
+        kept = [j.name for j in plan(EXPERIMENTS, seeds, preset_cfg["heads"])
+                if save_job(runner.workdir, Path(args.archive), j.name)]
+        say(f"archive: {len(kept)} finished job(s) kept in {args.archive}")
     from onmt_xl.results import write_report
 
     out = write_report(runner.workdir, plan(EXPERIMENTS, seeds, preset_cfg["heads"]), args.report_dir)
@@ -649,4 +704,6 @@ def add_subcommands(sub) -> None:
     p.add_argument("--list", action="store_true", help="print the plan and exit")
     p.add_argument("--report-only", action="store_true", help="write the report from what has run")
     p.add_argument("--report-dir", default="reports", help="where RESULTS.md and the plots go")
+    p.add_argument("--archive", help="directory that keeps finished jobs' results and the run's links without "
+                   "checkpoints (small enough for git); a fresh --workdir restores them first (onmt_xl.run_archive)")
     p.set_defaults(func=run_experiments)

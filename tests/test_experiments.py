@@ -95,7 +95,7 @@ def test_experiments_run_score_report_and_resume(tmp_path):
            "--test", "dev", "--valid-size", "20", "--gold-text", str(data / "gold.txt"), "--gold-align", str(data / "gold.align"),
            "--workdir", str(wd), "--experiments", "main,oracle,aer", "--only", "baseline,combination",
            "--preset", "demo", "--train-steps", "6", "--beam-size", "1", "--gpu", "no", "--report-dir", str(rep),
-           "--parallel", "2"]
+           "--parallel", "2", "--archive", str(tmp_path / "archive")]
     out = subprocess.run(cmd, capture_output=True, text=True, env=run_env())
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     res = json.loads((wd / "results.json").read_text())
@@ -103,6 +103,7 @@ def test_experiments_run_score_report_and_resume(tmp_path):
     assert comb["parameters"] - base["parameters"] == 4 * 128  # InXL block fusion at d = 128
     info = json.loads((wd / "jobs" / "combination" / "done.json").read_text())
     assert info["concurrent_jobs"] == 2 and info["threads"] == max(1, (os.cpu_count() or 1) // 2)
+    assert info["device"] == "cpu"
     assert set(comb["variants"]) == {"test", "valid", "oracle", "gold_align", "test_align"}
     assert set(base["variants"]) == {"test", "valid", "gold_align", "test_align"}  # no XL, no oracle variant
     t = comb["variants"]["test"]
@@ -125,9 +126,31 @@ def test_experiments_run_score_report_and_resume(tmp_path):
     assert again.returncode == 0, again.stderr[-3000:]
     assert "onmt_translate" not in again.stdout and "Step" not in again.stdout
     assert (wd / "jobs" / "baseline" / "done.json").stat().st_mtime_ns == done
+    # a fresh work directory restores the archive: same links, nothing trained or translated, same scores
+    assert sorted(p.name for p in (tmp_path / "archive" / "jobs").iterdir()) == ["baseline", "combination"]
+    assert not list((tmp_path / "archive").rglob("*.pt"))
+    fresh = [c if c != str(wd) else str(tmp_path / "wd2") for c in cmd]
+    again = subprocess.run(fresh, capture_output=True, text=True, env=run_env())
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "restored 2 finished job(s)" in again.stdout
+    assert "onmt_translate" not in again.stdout and "Step" not in again.stdout and "aligning" not in again.stdout
+    assert (tmp_path / "wd2" / "align" / "train.gdfa").read_bytes() == (wd / "align" / "train.gdfa").read_bytes()
+    res2 = json.loads((tmp_path / "wd2" / "results.json").read_text())
+    assert res2["jobs"]["combination"]["variants"] == res["jobs"]["combination"]["variants"]
+    kept_cfg = (tmp_path / "wd2" / "jobs" / "baseline" / "config.yaml").read_text()
+    assert f"{wd}/" not in kept_cfg and f"{tmp_path / 'wd2'}/data/train.src" in kept_cfg  # paths rewritten
     # a changed configuration is refused, naming the file
     changed = subprocess.run([c if c != "6" else "7" for c in cmd], capture_output=True, text=True, env=run_env())
     assert changed.returncode == 2 and "config.yaml: differs" in changed.stderr
+
+
+def test_a_job_trained_on_a_gpu_is_the_same_job_on_a_cpu():
+    from onmt_xl.experiments import _identity
+
+    cpu = {"seed": 1, "train_steps": 6, "encoder_type": "transformer"}
+    gpu = {**cpu, "gpu_ranks": [0], "world_size": 1}
+    assert _identity(gpu) == _identity(cpu)
+    assert _identity({**gpu, "train_steps": 7}) != _identity(cpu)  # what the job is still counts
 
 
 def test_alignment_model_reads_the_penultimate_layer(tmp_path):
