@@ -372,19 +372,32 @@ class Experiments:
         done.write_text(json.dumps(info, indent=2))
         return True
 
-    def translate(self, job: Job, variant: str) -> None:
+    def variant_output(self, job: Job, variant: str) -> Optional[Path]:
+        """Where ``variant`` of ``job`` is written; None when it does not apply (an oracle of a system without
+        XL indices or reordering, attention AER without a gold set)."""
         jd = self.path("jobs", job.name)
         if variant == "sim":
-            return self._sim(job)
-        hyp = jd / f"hyp.{variant}"
+            return jd / "sim.json"
+        if variant == "oracle" and SYSTEMS[job.system][1] not in (XL, PREREORDER):
+            return None
+        if variant == "gold_align" and not self.path("data", "gold.src").exists():
+            return None
+        return jd / f"hyp.{variant}"
+
+    def translate(self, job: Job, variant: str) -> None:
+        jd = self.path("jobs", job.name)
+        hyp = self.variant_output(job, variant)
+        if hyp is None:
+            if variant == "gold_align":
+                say(f"  {job.name}: no gold alignment set given, skipping {variant}")
+            return
         if hyp.exists():
             return
+        if variant == "sim":
+            return self._sim(job)
         data = self.path("data")
         src = {"test": data / "test.src", "oracle": data / "test.src", "test_align": data / "test.src",
                "gold_align": data / "gold.src", "valid": data / "valid.src"}.get(variant, data / f"test.{variant}.src")
-        if variant == "gold_align" and not src.exists():
-            say(f"  {job.name}: no gold alignment set given, skipping {variant}")
-            return
         tmp = jd / f"hyp.{variant}.partial"
         model = self.alignment_model(job) if variant in ("gold_align", "test_align") else self.model_path(job)
         args = [_stock("onmt_translate"), "-model", model, "-src", src, "-output", tmp,
@@ -400,8 +413,6 @@ class Experiments:
                 raise ValueError(f"job {job.name} was trained on oracle XL indices; translate it with the 'oracle' variant")
             else:
                 args += ["-xl_preorderer", self.path("preorderer.xlp")]
-        elif variant == "oracle":
-            return
         if self.gpu:
             args += ["-gpu", 0]
         say(f"  onmt_translate {job.name} [{variant}]")
@@ -439,8 +450,6 @@ class Experiments:
 
     def _sim(self, job: Job) -> None:
         out = self.path("jobs", job.name, "sim.json")
-        if out.exists():
-            return
         from onmt_xl.align.pharaoh import read_pharaoh
         from onmt_xl.analysis import sim_metric
 
@@ -491,16 +500,9 @@ class Experiments:
         return True
 
     def outputs_missing(self, job: Job) -> List[str]:
-        """The variants of ``job`` that ``translate`` would still produce (the ones it skips left out)."""
-        jd = self.path("jobs", job.name)
-        xl = SYSTEMS[job.system][1] in (XL, PREREORDER)
-        missing = []
-        for v in job.variants:
-            if (v == "oracle" and not xl) or (v == "gold_align" and not self.path("data", "gold.src").exists()):
-                continue
-            if not (jd / ("sim.json" if v == "sim" else f"hyp.{v}")).exists():
-                missing.append(v)
-        return missing
+        """The variants of ``job`` that ``translate`` would still produce."""
+        outputs = {v: self.variant_output(job, v) for v in job.variants}
+        return [v for v, out in outputs.items() if out is not None and not out.exists()]
 
     def _retrain_if_restored_without_checkpoint(self, job: Job) -> None:
         """A job restored from an archive has no checkpoint: a variant it lacks needs the model again."""
@@ -654,7 +656,7 @@ def run_experiments(args) -> int:
                          parallel=args.parallel, archive=args.archive)
     if not args.report_only:
         runner.run(sys.argv[1:])
-    if args.archive:  # also keeps what a run started without --archive finished
+    if args.archive and args.report_only:  # keeps what a run started without --archive finished
         save_alignments(runner.workdir, Path(args.archive))
         kept = [j.name for j in plan(EXPERIMENTS, seeds, preset_cfg["heads"])
                 if save_job(runner.workdir, Path(args.archive), j.name)]
