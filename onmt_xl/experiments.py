@@ -39,7 +39,7 @@ import yaml
 from onmt_xl.configs import PRESETS, PREREORDER, SYSTEMS, XL, config
 from onmt_xl.errors import XLInputError
 from onmt_xl.pipeline import _run, _stock, count_checkpoint_parameters
-from onmt_xl.run_archive import restore, save_alignments, save_job
+from onmt_xl.run_archive import restore, save_alignments, save_job, save_run
 
 #: Experiments in the issue's priority order (``--experiments`` keeps this order whatever is given).
 EXPERIMENTS = ("main", "oracle", "tau", "noise", "aer", "encoder_free", "robustness", "sim")
@@ -496,6 +496,7 @@ class Experiments:
         self.path("jobs", job.name, "model_align.pt").unlink(missing_ok=True)
         if self.archive is not None:
             save_job(self.workdir, self.archive, job.name)
+            save_run(self.workdir, self.archive)
         say(f"[job {k}/{len(self.jobs)}] {job.name} done")
         return True
 
@@ -571,15 +572,20 @@ class Experiments:
         fh.flush()
         return fh
 
+    def restore_archive(self) -> None:
+        """Fill the work directory from ``--archive`` (links, finished jobs, the run's manifest) where it lacks them."""
+        if self.archive is None:
+            return
+        restored = restore(self.archive, self.workdir)
+        if restored:
+            say(f"restored {len(restored)} finished job(s) from {self.archive}: {', '.join(restored)}")
+
     def run(self, argv: Sequence[str] = ()) -> Dict[str, Any]:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._lock = self._lock_workdir()
+        self.restore_archive()
         self.write_manifest(argv)
         self.stage_data()
-        if self.archive is not None:
-            restored = restore(self.archive, self.workdir)
-            if restored:
-                say(f"restored {len(restored)} finished job(s) from {self.archive}: {', '.join(restored)}")
         self.align()
         if self.archive is not None:
             save_alignments(self.workdir, self.archive)
@@ -590,6 +596,8 @@ class Experiments:
         runs.append(dict(finished=time.strftime("%Y-%m-%d %H:%M:%S"), wall_seconds=time.perf_counter() - self.started,
                          stopped_before=stopped, parallel=self.parallel))
         self._manifest_update(runs=runs)
+        if self.archive is not None:
+            save_run(self.workdir, self.archive)
         from onmt_xl.results import collect
 
         return collect(self.workdir, self.jobs)
@@ -656,8 +664,12 @@ def run_experiments(args) -> int:
                          parallel=args.parallel, archive=args.archive)
     if not args.report_only:
         runner.run(sys.argv[1:])
-    if args.archive and args.report_only:  # keeps what a run started without --archive finished
+    if args.archive and args.report_only:
+        runner.stage_data()  # a fresh work directory reports on the archive alone
+        runner.restore_archive()
+        # keeps what a run started without --archive finished
         save_alignments(runner.workdir, Path(args.archive))
+        save_run(runner.workdir, Path(args.archive))
         kept = [j.name for j in plan(EXPERIMENTS, seeds, preset_cfg["heads"])
                 if save_job(runner.workdir, Path(args.archive), j.name)]
         say(f"archive: {len(kept)} finished job(s) kept in {args.archive}")

@@ -10,6 +10,7 @@ Checkpoints are not kept: a restored job that needs a new translation variant is
 Layout::
 
     DIR/workdir.txt                 the work directory the files were written in (paths are rewritten)
+    DIR/{manifest,preorderer}.json  the run's history (commands, versions, machine, wall times) and preorderer scores
     DIR/align/{test,valid,train}.gdfa.gz
     DIR/jobs/NAME/{done.json,config.yaml,commands.sh,train.log,translate_seconds.json,sim.json,hyp.*}
 """
@@ -22,7 +23,8 @@ from pathlib import Path
 from typing import List
 
 JOB_FILES = ("config.yaml", "commands.sh", "train.log", "translate_seconds.json", "sim.json")
-TEXT_WITH_PATHS = ("config.yaml", "commands.sh")
+TEXT_WITH_PATHS = ("config.yaml", "commands.sh", "manifest.json")
+RUN_FILES = ("manifest.json", "preorderer.json")
 ALIGN_SPLITS = ("test", "valid", "train")  # train last: its file marks the align stage as done
 
 
@@ -51,6 +53,15 @@ def save_alignments(workdir: Path, archive: Path) -> None:
             tmp.replace(dst)
 
 
+def save_run(workdir: Path, archive: Path) -> None:
+    """Keep the run's manifest and preorderer scores (rewritten as they change)."""
+    archive.mkdir(parents=True, exist_ok=True)
+    (archive / "workdir.txt").write_text(str(workdir) + "\n", encoding="utf-8")
+    for name in RUN_FILES:
+        if (workdir / name).exists():
+            _copy_text(workdir / name, archive / name)
+
+
 def save_job(workdir: Path, archive: Path, name: str) -> bool:
     """Keep a finished job's results; False when it has not finished."""
     jd = workdir / "jobs" / name
@@ -74,6 +85,10 @@ def restore(archive: Path, workdir: Path) -> List[str]:
     kept = archive / "workdir.txt"
     old = kept.read_text(encoding="utf-8").strip() if kept.exists() else ""
     new = str(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    for name in RUN_FILES:  # a restored manifest keeps the earlier runs' history; this run appends to it
+        if (archive / name).exists() and not (workdir / name).exists():
+            _copy_text(archive / name, workdir / name, old, new)
     if not (workdir / "align" / "train.gdfa").exists() and (archive / "align" / "train.gdfa.gz").exists():
         (workdir / "align").mkdir(parents=True, exist_ok=True)
         for split in ALIGN_SPLITS:

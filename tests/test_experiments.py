@@ -139,6 +139,18 @@ def test_experiments_run_score_report_and_resume(tmp_path):
     assert res2["jobs"]["combination"]["variants"] == res["jobs"]["combination"]["variants"]
     kept_cfg = (tmp_path / "wd2" / "jobs" / "baseline" / "config.yaml").read_text()
     assert f"{wd}/" not in kept_cfg and f"{tmp_path / 'wd2'}/data/train.src" in kept_cfg  # paths rewritten
+    history = json.loads((tmp_path / "wd2" / "manifest.json").read_text())
+    assert len(history["runs"]) == 3 and history["align_seconds"] == manifest["align_seconds"]  # the run's history kept
+    assert json.loads((tmp_path / "wd2" / "preorderer.json").read_text()) == res["preorderer"]
+    # --report-only on a fresh work directory reports on the archive alone
+    rep3 = tmp_path / "rep3"
+    only = [c if c != str(wd) else str(tmp_path / "wd3") for c in cmd]
+    only = [c if c != str(rep) else str(rep3) for c in only] + ["--report-only"]
+    again = subprocess.run(only, capture_output=True, text=True, env=run_env())
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
+    assert "restored 2 finished job(s)" in again.stdout and "onmt_" not in again.stdout
+    row = report.split("| combination |")[1].split("\n")[0]
+    assert row in (rep3 / "RESULTS.md").read_text()
     # a changed configuration is refused, naming the file
     changed = subprocess.run([c if c != "6" else "7" for c in cmd], capture_output=True, text=True, env=run_env())
     assert changed.returncode == 2 and "config.yaml: differs" in changed.stderr
