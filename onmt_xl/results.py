@@ -243,7 +243,7 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
            "(better/worse sentences); * p < 0.05, ** p < 0.01. *valid*: the same on the held-out validation pairs "
            "(the last training pairs; used for nothing but validation perplexity, so a second test set). Parameters from the checkpoints; tok/s is the median of OpenNMT's "
            "per-report training source tokens/second (first report left out), as trained here: a † marks a job "
-           "trained while another shared the CPU (`--parallel`), a ‡ one resumed from a checkpoint; the machine's speed "
+           "trained while another shared the CPU (`--parallel`), a ‡ one resumed from a checkpoint (OpenNMT-py 3.5.1's `-train_from` restarts the corpus at its first line, so a resumed job also saw its data in another order than an uninterrupted one); the machine's speed "
            "also drifts, so × baseline is left out for marked rows and the controlled speed comparison is `tools/bench_xl_step.py` (reports/bench_xl_step_enja.txt).", "",
            "| system | params | Δ params | train src tok/s | × baseline | BLEU | Δ BLEU | chrF | p (bootstrap) | sign test +/− | p (sign) | valid BLEU | Δ | p (bootstrap) |",
            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
