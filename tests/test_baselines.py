@@ -78,7 +78,7 @@ def test_disan_layer_uses_directional_heads_and_the_gate():
     x = enc.embeddings(src)
     norm = layer.layer_norm(x)
     s = layer.self_attn(norm, norm, norm, mask=directional_masks(padding_mask(src_len, 5), 4))[0]
-    want = enc.layer_norm(layer.feed_forward(enc.gates[0](s, x)))
+    want = enc.layer_norm(layer.feed_forward(enc.gates[0](s, norm)))  # the gate fuses the normalised input
     assert torch.allclose(got, want, atol=1e-5)
     stock = layer.self_attn(norm, norm, norm, mask=padding_mask(src_len, 5))[0]
     assert not torch.allclose(s, stock, atol=1e-4)

@@ -38,16 +38,23 @@ from onmt_xl.modules.reordering_embedding import PositionalPenalty
 from onmt_xl.positions import sinusoid
 
 
-def _attend(layer: TransformerEncoderLayer, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Dropped-out self-attention output of a stock pre-norm layer, ``(batch, src_len, d_model)``."""
-    norm = layer.layer_norm(x)
-    context, _ = layer.self_attn(norm, norm, norm, mask=mask)
+def _attend(layer: TransformerEncoderLayer, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Dropped-out self-attention output of a stock layer on its normalised input ``h = LN(x)``,
+    ``(batch, src_len, d_model)``."""
+    context, _ = layer.self_attn(h, h, h, mask=mask)
     return layer.dropout(context) if layer.dropout_p > 0 else context
 
 
 @register_encoder("disan")
 class DiSANEncoder(TransformerEncoder):
-    """Transformer encoder whose self-attention is directional (forward/backward heads) and gated."""
+    """Transformer encoder whose self-attention is directional (forward/backward heads) and gated.
+
+    Per layer ``u = Fusion(s, h)`` with ``h = LN(x)`` replaces the residual sum ``x + s``: in a post-norm
+    Transformer (DiSAN's setting) a layer's input is normalised, and OpenNMT's pre-norm stream ``x`` is not.
+    Gating the raw stream instead (first run on enja: 20.88 BLEU against the baseline's 26.66) saturated
+    24–61 % of the gate units, and a saturated ``F = 1`` drops the token's own content, which the
+    directional masks keep out of ``s``.
+    """
 
     @classmethod
     def from_opt(cls, opt, embeddings):
@@ -60,7 +67,8 @@ class DiSANEncoder(TransformerEncoder):
         x = self.embeddings(src)
         mask = directional_masks(padding_mask(src_len, src.size(1)), self.heads)
         for layer, gate in zip(self.transformer, self.gates):
-            x = layer.feed_forward(gate(_attend(layer, x, mask), x))
+            h = layer.layer_norm(x)  # DiSAN's h: the normalised input the attention reads (post-norm's layer input)
+            x = layer.feed_forward(gate(_attend(layer, h, mask), h))
         return self.layer_norm(x), None, src_len
 
 
@@ -84,7 +92,7 @@ class ReorderingEmbeddingEncoder(TransformerEncoder):
         mask = padding_mask(src_len, src.size(1))
         pe = sinusoid(torch.arange(src.size(1), device=src.device), x.size(-1), self.pe_type)  # (src_len, d)
         for n, layer in enumerate(self.transformer):
-            h_tilde = x + _attend(layer, x, mask)
+            h_tilde = x + _attend(layer, layer.layer_norm(x), mask)
             re = pe * self.penalties[n](x, h_tilde) if self.penalties is not None else pe  # Eq. 6-7
             c = h_tilde + re  # Eq. 8
             x = h_tilde + (layer.feed_forward(c) - c)  # Eq. 9: FFN(C) on the H~ residual

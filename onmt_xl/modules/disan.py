@@ -3,7 +3,7 @@
 Half of the heads of each encoder self-attention read only earlier tokens (forward mask), the other
 half only later tokens (backward mask); the diagonal is excluded as in DiSAN, except for a token with
 no key left in its direction (the first token forward, the last backward), which attends to itself
-rather than to nothing. The attention output ``s`` is fused with the layer input ``h`` by DiSAN's
+rather than to nothing. The attention output ``s`` is fused with the (normalised) layer input ``h`` by DiSAN's
 fusion gate, element-wise: ``F = sigmoid(s ⊙ w_s + h ⊙ w_h + b)``, ``u = F ⊙ s + (1 − F) ⊙ h``.
 """
 
