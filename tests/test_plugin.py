@@ -30,6 +30,7 @@ def test_hook_registers_on_first_import_of_onmt_only():
     code = (
         "import sys\n"
         "assert 'torch' not in sys.modules and 'onmt' not in sys.modules, 'hook imported heavy modules'\n"
+        "assert 'onmt_xl' not in sys.modules, 'onmt_xl resolved before sys.path is complete'\n"
         "from onmt.encoders import str2enc\n"
         "from onmt.transforms import AVAILABLE_TRANSFORMS\n"
         "print(sorted(k for k in str2enc if k.startswith('xl_')), 'xl_position' in AVAILABLE_TRANSFORMS)\n"

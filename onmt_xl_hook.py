@@ -2,7 +2,9 @@
 
 It costs one tiny import: a meta-path finder waits for the first ``import onmt`` and, once OpenNMT's
 package has executed, calls :func:`onmt_xl.register`. A process that never imports ``onmt`` never
-imports torch or anything of ours beyond this module.
+imports torch or anything of ours beyond this module. It is a top-level module, not part of the
+``onmt_xl`` package, so ``onmt_xl`` is resolved only then, on the process's full ``sys.path``: run from
+a checkout, the checkout's code registers, not an installed copy.
 """
 
 import sys
