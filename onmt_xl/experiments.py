@@ -662,6 +662,7 @@ def run_experiments(args) -> int:
     runner = Experiments(corpus, args.workdir, jobs, args.preset, args.train_steps, args.valid_size, args.beam_size,
                          args.time_budget, gpu={"auto": None, "yes": True, "no": False}[args.gpu],
                          parallel=args.parallel, archive=args.archive)
+    every_job = plan(EXPERIMENTS, seeds, preset_cfg["heads"])  # the report lists what has not run too
     if not args.report_only:
         runner.run(sys.argv[1:])
     if args.archive and args.report_only:
@@ -670,12 +671,11 @@ def run_experiments(args) -> int:
         # keeps what a run started without --archive finished
         save_alignments(runner.workdir, Path(args.archive))
         save_run(runner.workdir, Path(args.archive))
-        kept = [j.name for j in plan(EXPERIMENTS, seeds, preset_cfg["heads"])
-                if save_job(runner.workdir, Path(args.archive), j.name)]
+        kept = [j.name for j in every_job if save_job(runner.workdir, Path(args.archive), j.name)]
         say(f"archive: {len(kept)} finished job(s) kept in {args.archive}")
     from onmt_xl.results import write_report
 
-    out = write_report(runner.workdir, plan(EXPERIMENTS, seeds, preset_cfg["heads"]), args.report_dir)
+    out = write_report(runner.workdir, every_job, args.report_dir)
     say(f"report: {out}")
     return 0
 

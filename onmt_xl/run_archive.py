@@ -38,11 +38,17 @@ def _copy_text(src: Path, dst: Path, old: str = "", new: str = "") -> None:
     tmp.replace(dst)
 
 
-def save_alignments(workdir: Path, archive: Path) -> None:
-    """Keep the run's links (gzip, deterministic bytes) unless already kept."""
-    out = archive / "align"
+def _open(archive: Path, workdir: Path, sub: str = "") -> Path:
+    """``archive/sub``, created, with the work directory recorded (restore rewrites its paths)."""
+    out = archive / sub
     out.mkdir(parents=True, exist_ok=True)
     (archive / "workdir.txt").write_text(str(workdir) + "\n", encoding="utf-8")
+    return out
+
+
+def save_alignments(workdir: Path, archive: Path) -> None:
+    """Keep the run's links (gzip, deterministic bytes) unless already kept."""
+    out = _open(archive, workdir, "align")
     for split in ALIGN_SPLITS:
         src, dst = workdir / "align" / f"{split}.gdfa", out / f"{split}.gdfa.gz"
         if src.exists() and not dst.exists():
@@ -55,8 +61,7 @@ def save_alignments(workdir: Path, archive: Path) -> None:
 
 def save_run(workdir: Path, archive: Path) -> None:
     """Keep the run's manifest and preorderer scores (rewritten as they change)."""
-    archive.mkdir(parents=True, exist_ok=True)
-    (archive / "workdir.txt").write_text(str(workdir) + "\n", encoding="utf-8")
+    _open(archive, workdir)
     for name in RUN_FILES:
         if (workdir / name).exists():
             _copy_text(workdir / name, archive / name)
@@ -67,9 +72,7 @@ def save_job(workdir: Path, archive: Path, name: str) -> bool:
     jd = workdir / "jobs" / name
     if not (jd / "done.json").exists():
         return False
-    out = archive / "jobs" / name
-    out.mkdir(parents=True, exist_ok=True)
-    (archive / "workdir.txt").write_text(str(workdir) + "\n", encoding="utf-8")
+    out = _open(archive, workdir, f"jobs/{name}")
     files = [jd / f for f in JOB_FILES if (jd / f).exists()]
     files += [p for p in sorted(jd.glob("hyp.*")) if not p.name.endswith(".partial")]
     for src in files:
