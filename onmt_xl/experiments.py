@@ -198,6 +198,7 @@ class Experiments:
             raise ValueError(f"--parallel {parallel}: must be at least 1")
         self.parallel = parallel
         self.archive = None if archive is None else Path(archive).resolve()
+        self._archive_lock = threading.Lock()  # two jobs finishing together write the same run files
         # each of the ``parallel`` jobs gets its share of the cores (torch reads OMP_NUM_THREADS)
         self.threads = None if parallel == 1 else max(1, (os.cpu_count() or 1) // parallel)
         self.started = time.perf_counter()
@@ -495,8 +496,9 @@ class Experiments:
             self.translate(job, variant)
         self.path("jobs", job.name, "model_align.pt").unlink(missing_ok=True)
         if self.archive is not None:
-            save_job(self.workdir, self.archive, job.name)
-            save_run(self.workdir, self.archive)
+            with self._archive_lock:
+                save_job(self.workdir, self.archive, job.name)
+                save_run(self.workdir, self.archive)
         say(f"[job {k}/{len(self.jobs)}] {job.name} done")
         return True
 

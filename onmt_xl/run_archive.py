@@ -18,7 +18,9 @@ Layout::
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
+import tempfile
 from pathlib import Path
 from typing import List
 
@@ -33,9 +35,30 @@ def _copy_text(src: Path, dst: Path, old: str = "", new: str = "") -> None:
     text = src.read_text(encoding="utf-8")
     if old and old != new:
         text = text.replace(old, new)
-    tmp = dst.with_name(dst.name + ".partial")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(dst)
+    with _partial(dst) as f:
+        f.write(text.encode("utf-8"))
+
+
+class _partial:
+    """A uniquely named ``dst.*.partial`` file, opened for binary writing, that replaces ``dst`` on a clean
+    exit and is removed otherwise (two jobs finishing together may write the same file)."""
+
+    def __init__(self, dst: Path):
+        self.dst = dst
+
+    def __enter__(self):
+        fd, self.tmp = tempfile.mkstemp(dir=self.dst.parent, prefix=self.dst.name + ".", suffix=".partial")
+        self.f = os.fdopen(fd, "wb")
+        return self.f
+
+    def __exit__(self, exc_type, exc, tb):
+        self.f.close()
+        if exc_type is None:
+            os.chmod(self.tmp, 0o644)
+            os.replace(self.tmp, self.dst)
+        else:
+            os.unlink(self.tmp)
+        return False
 
 
 def _open(archive: Path, workdir: Path, sub: str = "") -> Path:
@@ -52,11 +75,9 @@ def save_alignments(workdir: Path, archive: Path) -> None:
     for split in ALIGN_SPLITS:
         src, dst = workdir / "align" / f"{split}.gdfa", out / f"{split}.gdfa.gz"
         if src.exists() and not dst.exists():
-            tmp = dst.with_name(dst.name + ".partial")
-            with open(src, "rb") as f, open(tmp, "wb") as raw:
-                with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as g:
+            with open(src, "rb") as f, _partial(dst) as raw:
+                with gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as g:
                     shutil.copyfileobj(f, g)
-            tmp.replace(dst)
 
 
 def save_run(workdir: Path, archive: Path) -> None:
@@ -98,10 +119,8 @@ def restore(archive: Path, workdir: Path) -> List[str]:
             src = archive / "align" / f"{split}.gdfa.gz"
             if src.exists():
                 dst = workdir / "align" / f"{split}.gdfa"
-                tmp = dst.with_name(dst.name + ".partial")
-                with gzip.open(src, "rb") as g, open(tmp, "wb") as f:
+                with gzip.open(src, "rb") as g, _partial(dst) as f:
                     shutil.copyfileobj(g, f)
-                tmp.replace(dst)
     restored = []
     for ad in sorted(p for p in (archive / "jobs").glob("*") if (p / "done.json").exists()):
         jd = workdir / "jobs" / ad.name
