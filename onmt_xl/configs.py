@@ -65,6 +65,7 @@ SYSTEMS: Dict[str, tuple] = {
     "headxl": ({"encoder_type": "xl_headxl"}, XL),  # xl_heads: half the heads (config())
     "combination": ({"encoder_type": "xl_combination", "inxl_fusion": "block"}, XL),
     "disan": ({"encoder_type": "disan"}, None),
+    "disan_inclusive": ({"encoder_type": "disan", "disan_mask": "inclusive"}, None),  # heads also read the token
     "enc_re": ({"encoder_type": "reordering_embedding"}, None),
     "dec_re": ({"decoder_type": "reordering_embedding"}, None),
     "both_re": ({"encoder_type": "reordering_embedding", "decoder_type": "reordering_embedding"}, None),

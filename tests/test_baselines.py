@@ -20,6 +20,10 @@ def test_directional_masks_by_hand():
     assert allowed[0][1] == [[0, 1, 1], [0, 0, 1], [0, 0, 1]]  # backward: later tokens; last token itself
     assert allowed[1][1] == [[0, 1, 0], [0, 1, 0], [0, 0, 0]]  # padding never attended
     assert allowed[1][0][:2] == [[1, 0, 0], [1, 0, 0]]
+    inclusive = (~directional_masks(pad, heads=2, diagonal=True)).int().tolist()
+    assert inclusive[0][0] == [[1, 0, 0], [1, 1, 0], [1, 1, 1]]  # forward: j <= i
+    assert inclusive[0][1] == [[1, 1, 1], [0, 1, 1], [0, 0, 1]]  # backward: j >= i
+    assert inclusive[1][1] == [[1, 1, 0], [0, 1, 0], [0, 0, 0]]
 
 
 def test_fusion_gate_by_hand():
@@ -69,15 +73,16 @@ def test_reordering_embedding_layer_is_eq_9(encoder_type):
     assert torch.allclose(got, want, atol=1e-5)
 
 
-def test_disan_layer_uses_directional_heads_and_the_gate():
-    model = build("disan", enc_layers=1)
+@pytest.mark.parametrize("disan_mask", ["strict", "inclusive"])
+def test_disan_layer_uses_directional_heads_and_the_gate(disan_mask):
+    model = build("disan", enc_layers=1, disan_mask=disan_mask)
     enc = model.encoder
     src, src_len = batch()
     got, _, _ = enc(src, src_len)
     layer = enc.transformer[0]
     x = enc.embeddings(src)
     norm = layer.layer_norm(x)
-    s = layer.self_attn(norm, norm, norm, mask=directional_masks(padding_mask(src_len, 5), 4))[0]
+    s = layer.self_attn(norm, norm, norm, mask=directional_masks(padding_mask(src_len, 5), 4, disan_mask == "inclusive"))[0]
     want = enc.layer_norm(layer.feed_forward(enc.gates[0](s, norm)))  # the gate fuses the normalised input
     assert torch.allclose(got, want, atol=1e-5)
     stock = layer.self_attn(norm, norm, norm, mask=padding_mask(src_len, 5))[0]

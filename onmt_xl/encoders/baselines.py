@@ -60,12 +60,13 @@ class DiSANEncoder(TransformerEncoder):
     def from_opt(cls, opt, embeddings):
         encoder = super().from_opt(opt, embeddings)
         encoder.heads = opt.heads
+        encoder.mask_diagonal = getattr(opt, "disan_mask", "strict") == "inclusive"  # older checkpoints: strict
         encoder.gates = nn.ModuleList(FusionGate(opt.enc_hid_size) for _ in encoder.transformer)
         return encoder
 
     def forward(self, src: torch.Tensor, src_len: Optional[torch.Tensor] = None):
         x = self.embeddings(src)
-        mask = directional_masks(padding_mask(src_len, src.size(1)), self.heads)
+        mask = directional_masks(padding_mask(src_len, src.size(1)), self.heads, self.mask_diagonal)
         for layer, gate in zip(self.transformer, self.gates):
             h = layer.layer_norm(x)  # DiSAN's h: the normalised input the attention reads (post-norm's layer input)
             x = layer.feed_forward(gate(_attend(layer, h, mask), h))

@@ -16,6 +16,7 @@ OWN_PE_ENCODERS = ("disan", "reordering_embedding", "additional_pe", "encoder_fr
 #: encoders trained with the reordering loss of Chen et al. 2020 (Eq. 9), fed r_j by xl_position
 REORDERING_LOSS_ENCODERS = ("exgre", "refsr")
 ENCODER_FREE_PES = ("none", "absolute", "inxl")
+DISAN_MASKS = ("strict", "inclusive")
 
 
 def add_model_options(parser) -> None:
@@ -42,8 +43,12 @@ def add_model_options(parser) -> None:
         help="xl_relative: clipping distance k of encoder-only relative position representations "
         "(Shaw et al. 2018). The decoder keeps its absolute position encoding.",
     )
-
-
+    group.add(
+        "--disan_mask", "-disan_mask", type=str, default="strict", choices=DISAN_MASKS,
+        help="disan: 'strict' = DiSAN's directional masks (Shen et al. 2018): a head reads only earlier "
+        "(forward) or only later (backward) tokens, never the token itself, whose content reaches the output "
+        "through the fusion gate; 'inclusive' = forward/backward heads also read the token itself.",
+    )
     group.add(
         "--encoder_free_pe", "-encoder_free_pe", type=str, default="absolute", choices=ENCODER_FREE_PES,
         help="encoder_free (Tang et al. 2019): position information added to the source embeddings: none, "

@@ -1,9 +1,10 @@
 """Directional self-attention (DiSAN, Shen et al. 2018) as a Transformer-encoder baseline.
 
 Half of the heads of each encoder self-attention read only earlier tokens (forward mask), the other
-half only later tokens (backward mask); the diagonal is excluded as in DiSAN, except for a token with
-no key left in its direction (the first token forward, the last backward), which attends to itself
-rather than to nothing. The attention output ``s`` is fused with the (normalised) layer input ``h`` by DiSAN's
+half only later tokens (backward mask). With ``diagonal=False`` (DiSAN's masks, Shen et al. 2018, Sec. 4.1)
+the diagonal is excluded, except for a token with no key left in its direction (the first token forward,
+the last backward), which attends to itself rather than to nothing; ``diagonal=True`` lets every head
+read the token itself too (``j <= i`` forward, ``j >= i`` backward), as left/right-masked Transformer heads do. The attention output ``s`` is fused with the (normalised) layer input ``h`` by DiSAN's
 fusion gate, element-wise: ``F = sigmoid(s ⊙ w_s + h ⊙ w_h + b)``, ``u = F ⊙ s + (1 − F) ⊙ h``.
 """
 
@@ -13,8 +14,9 @@ import torch
 import torch.nn as nn
 
 
-def directional_masks(pad_mask: torch.Tensor, heads: int) -> torch.Tensor:
-    """Per-head masks (True = masked) for forward heads ``[0, heads//2)`` and backward heads after.
+def directional_masks(pad_mask: torch.Tensor, heads: int, diagonal: bool = False) -> torch.Tensor:
+    """Per-head masks (True = masked) for forward heads ``[0, heads//2)`` and backward heads after;
+    ``diagonal``: whether a head may read the token itself.
 
     ``pad_mask`` ``(batch, 1, src_len, src_len)``, True on padded keys -> ``(batch, heads, src_len, src_len)``.
     """
@@ -24,7 +26,7 @@ def directional_masks(pad_mask: torch.Tensor, heads: int) -> torch.Tensor:
     eye = (idx[:, None] == idx[None, :]).expand_as(valid)
     masks = []
     for allowed in ((idx[None, :] < idx[:, None]), (idx[None, :] > idx[:, None])):
-        allowed = allowed & valid
+        allowed = (allowed | eye if diagonal else allowed) & valid
         empty = ~allowed.any(dim=-1, keepdim=True)
         masks.append(~(allowed | (eye & empty & valid)))
     n_fw = heads // 2
