@@ -152,6 +152,8 @@ def collect(workdir: Path, jobs: Sequence[Job]) -> Dict[str, Any]:
             entry["variants"][variant] = v
         out["jobs"][job.name] = entry
     _significance(workdir, jobs, out, refs)
+    if any("aer" in j.experiments for j in jobs):
+        out["aer_references"] = aer_references(workdir)
     (workdir / "results.json").write_text(json.dumps(out, indent=2))
     return out
 
@@ -164,7 +166,12 @@ def _refs(workdir: Path, variant: str, cache: Dict[str, List[str]]) -> List[str]
     return cache[key]
 
 
-def _aer(workdir: Path, variant: str, hyp: List[str]) -> Dict[str, Any]:
+#: AER variant -> (source, target) text the alignments are read on, under ``workdir/data``
+AER_TEXTS = {"gold_align": ("gold.src", "gold.tgt"), "test_align": ("test.src", "test.ref")}
+
+
+def _aer_reference(workdir: Path, variant: str):
+    """The reference links (sure, possible) of an AER variant: the gold set, or the test set's eflomal links."""
     from onmt_xl.align.aer import read_gold
     from onmt_xl.align.pharaoh import read_pharaoh
 
@@ -172,13 +179,54 @@ def _aer(workdir: Path, variant: str, hyp: List[str]) -> Dict[str, Any]:
     if variant == "gold_align":
         sure, possible = read_gold(str(data / "gold.align"))
         keep = [int(k) for k in (data / "gold.keep").read_text().split()]
-        sure, possible = [sure[k] for k in keep], [possible[k] for k in keep]
-    else:
-        src = [l.split() for l in _lines(data / "test.src")]
-        sure = [set(ls) for ls in read_pharaoh(str(workdir / "align" / "test.gdfa"), [len(s) for s in src])]
-        possible = sure
-    s = attention_aer(hyp, sure, possible)
+        return [sure[k] for k in keep], [possible[k] for k in keep]
+    src = [l.split() for l in _lines(data / "test.src")]
+    sure = [set(ls) for ls in read_pharaoh(str(workdir / "align" / "test.gdfa"), [len(s) for s in src])]
+    return sure, sure
+
+
+def _aer(workdir: Path, variant: str, hyp: List[str]) -> Dict[str, Any]:
+    s = attention_aer(hyp, *_aer_reference(workdir, variant))
     return dict(aer=s.aer, precision=s.precision, recall=s.recall, sentences=s.n_sentences)
+
+
+def reference_alignments(src_lens: Sequence[int], tgt_lens: Sequence[int], seed: int = 0) -> Dict[str, List[set]]:
+    """Chance-level links in the form attention gives (one source word per target word): ``random`` (uniform,
+    seeded) and ``diagonal`` (target word j of m to source word ⌊(j + ½)·n/m⌋)."""
+    import random
+
+    rng = random.Random(seed)
+    out: Dict[str, List[set]] = {"random": [], "diagonal": []}
+    for n, m in zip(src_lens, tgt_lens):
+        out["random"].append({(rng.randrange(n), j) for j in range(m)} if n else set())
+        out["diagonal"].append({(int((j + 0.5) * n / m), j) for j in range(m)} if n else set())
+    return out
+
+
+def aer_references(workdir: Path) -> Dict[str, Any]:
+    """Per AER variant whose data exists: the AER of chance-level links (:func:`reference_alignments`), and the
+    share of source/target tokens outside the trained vocabularies (what attention has to align)."""
+    from onmt_xl.align.aer import score_alignments
+
+    workdir, out = Path(workdir), {}
+    vocabs = {side: workdir / f"vocab.{side}" for side in ("src", "tgt")}
+    known = {side: {l.split("\t")[0].split(" ")[0] for l in _lines(p)} for side, p in vocabs.items() if p.exists()}
+    for variant, (src_name, tgt_name) in AER_TEXTS.items():
+        src_path, tgt_path = workdir / "data" / src_name, workdir / "data" / tgt_name
+        if not (src_path.exists() and tgt_path.exists()) or (variant == "test_align" and not (workdir / "align" / "test.gdfa").exists()):
+            continue
+        src, tgt = [l.split() for l in _lines(src_path)], [l.split() for l in _lines(tgt_path)]
+        sure, possible = _aer_reference(workdir, variant)
+        entry: Dict[str, Any] = {"sentences": len(src), "src_words_per_sentence": sum(map(len, src)) / max(1, len(src))}
+        for name, links in reference_alignments([len(x) for x in src], [len(y) for y in tgt]).items():
+            sc = score_alignments(links, sure, possible)
+            entry[name] = dict(aer=sc.aer, precision=sc.precision, recall=sc.recall)
+        for side, words in (("src", src), ("tgt", tgt)):
+            if side in known:
+                flat = [w for ws in words for w in ws]
+                entry[f"{side}_oov"] = sum(w not in known[side] for w in flat) / max(1, len(flat))
+        out[variant] = entry
+    return out
 
 
 def _significance(workdir: Path, jobs: Sequence[Job], out: Dict[str, Any], refs: Dict[str, List[str]]) -> None:
@@ -334,6 +382,20 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
         g, t = v.get("gold_align", {}), v.get("test_align", {})
         md.append(f"| {j.name} | {_fmt(g.get('aer'), '.4f')} | {_fmt(g.get('precision'), '.4f')} | {_fmt(g.get('recall'), '.4f')} | "
                   f"{_fmt(t.get('aer'), '.4f')} | {_fmt(t.get('precision'), '.4f')} | {_fmt(t.get('recall'), '.4f')} |")
+    refs = res.get("aer_references", {})
+    if refs:
+        g, t = refs.get("gold_align", {}), refs.get("test_align", {})
+        for name in ("random", "diagonal"):
+            a, b = g.get(name, {}), t.get(name, {})
+            md.append(f"| *chance: {name}* | {_fmt(a.get('aer'), '.4f')} | {_fmt(a.get('precision'), '.4f')} | {_fmt(a.get('recall'), '.4f')} | "
+                      f"{_fmt(b.get('aer'), '.4f')} | {_fmt(b.get('precision'), '.4f')} | {_fmt(b.get('recall'), '.4f')} |")
+        md.append("")
+        md.append("*chance* rows: links with no model, one per target word as attention gives, to a uniformly random "
+                  "source word (seeded) or to the diagonal source word ⌊(j + ½)·n/m⌋. What the models have to align: "
+                  + "; ".join(f"{label}: {_fmt(100 * r['src_oov'], '.1f') if 'src_oov' in r else '–'} % of source and "
+                              f"{_fmt(100 * r['tgt_oov'], '.1f') if 'tgt_oov' in r else '–'} % of target tokens outside the "
+                              f"vocabularies, {r['src_words_per_sentence']:.1f} source words per sentence"
+                              for label, r in (("gold", g), ("test", t)) if r) + ".")
     md.append("")
 
     # 6. encoder-free
@@ -384,7 +446,8 @@ def _claims_section(res: Dict[str, Any], heads: int) -> List[str]:
     md = ["## The papers' claims at this scale", "",
           "Verdicts by fixed rules (`onmt_xl/claims.py`), not by hand: against the baseline, *held* = better with "
           "sacrebleu's paired bootstrap p < 0.05, *same direction, not significant* = better with p ≥ 0.05, *reversed* = "
-          "worse with p < 0.05; comparisons without a test are *held* / *not held* on the numbers alone. The papers' "
+          "worse with p < 0.05; comparisons without a test are *held* / *not held* on the numbers alone; an AER comparison "
+          "where both systems align no better than diagonal links is *uninformative*. The papers' "
           "figures are for models 10–100× larger trained on 2M–4.5M pairs; ours is one small model on 49k pairs, "
           "one seed (two for the baseline and Combination).", "",
           "Tally: " + ", ".join(f"{v} {n}" for v, n in counts.items()) + ".", "",

@@ -2,7 +2,7 @@
 
 import pytest
 
-from onmt_xl.claims import HELD, HELD_NS, NOT_HELD, NOT_RUN, REVERSED, check, seed_spread, versus_baseline
+from onmt_xl.claims import AT_CHANCE, HELD, HELD_NS, NOT_HELD, NOT_RUN, REVERSED, check, seed_spread, versus_baseline
 
 
 def _res(**bleu):
@@ -48,7 +48,7 @@ def test_check_tau_noise_order_and_missing_jobs():
     noise = _by_claim(claims, "Noisy training")
     # slope of (0, 27.6), (5, 27.5), (10, 27.6), (15, 27.0), (20, 26.8) by hand: Σ(x−10)(y−27.3)/Σ(x−10)² = (−3 − 1 + 0 − 1.5 − 5)/250
     assert noise.verdict == HELD and "slope -0.042" in noise.measured
-    assert _by_claim(claims, "DiSAN").verdict == NOT_RUN
+    assert [c.verdict for c in claims if "DiSAN" in c.claim] == [NOT_RUN, NOT_RUN]  # DiSAN's masks, inclusive masks
     # the peak at τ = H is not the paper's finding
     res["jobs"]["headxl_tau4"]["variants"]["test"]["bleu"] = 28.0
     assert _by_claim(check(res, heads=4), "intermediate τ").verdict == NOT_HELD
@@ -64,6 +64,12 @@ def test_check_aer_sim_and_robustness():
     claims = check(res, heads=4)
     assert _by_claim(claims, "combination attention has a lower AER than the baseline's (gold").verdict == HELD
     assert _by_claim(claims, "inxl attention has a lower AER than the baseline's (gold").verdict == NOT_RUN
+    # both worse than a diagonal: the comparison says nothing about attention
+    res["aer_references"] = {"gold_align": {"random": {"aer": 0.95}, "diagonal": {"aer": 0.80}}}
+    at_chance = _by_claim(check(res, heads=4), "combination attention has a lower AER than the baseline's (gold")
+    assert at_chance.verdict == AT_CHANCE and "diagonal 80.00 %" in at_chance.measured
+    res["aer_references"]["gold_align"]["diagonal"]["aer"] = 0.87
+    assert _by_claim(check(res, heads=4), "combination attention has a lower AER than the baseline's (gold").verdict == HELD
     robust = _by_claim(claims, "swapped")
     assert robust.verdict == NOT_HELD and "-0.13" in robust.measured  # mean of (+0.5, −1.0, +0.1)
     assert _by_claim(claims, "exgre's reordered PE").verdict == NOT_HELD

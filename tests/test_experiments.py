@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from onmt_xl.experiments import EXPERIMENTS, NOISE_RATIOS, SWAP_RATIOS, plan, swap_words, train_throughput
-from onmt_xl.results import attention_aer, binomial_two_sided, sign_test
+from onmt_xl.results import attention_aer, binomial_two_sided, reference_alignments, sign_test
 from tests.conftest import run_env
 
 
@@ -62,6 +62,14 @@ def test_sign_test_counts_sentences_that_raise_or_lower_corpus_bleu():
     assert st.p_value == pytest.approx(binomial_two_sided(2, 3))
 
 
+def test_chance_alignments_give_one_link_per_target_word():
+    refs = reference_alignments([3, 2, 0], [2, 4, 3])
+    assert refs["diagonal"] == [{(0, 0), (2, 1)}, {(0, 0), (0, 1), (1, 2), (1, 3)}, set()]
+    assert [sorted(j for _, j in links) for links in refs["random"]] == [[0, 1], [0, 1, 2, 3], []]
+    assert all(0 <= i < n for links, n in zip(refs["random"], [3, 2]) for i, _ in links)
+    assert reference_alignments([30] * 5, [30] * 5, seed=1)["random"] != reference_alignments([30] * 5, [30] * 5, seed=2)["random"]
+
+
 def test_attention_aer_reads_onmt_report_align_output():
     hyp = ["he lived ||| 0-0 2-1", "x ||| 0-0"]
     s = attention_aer(hyp, sure=[{(0, 0), (2, 1)}, {(1, 0)}], possible=[{(0, 0), (2, 1)}, {(1, 0)}])
@@ -111,6 +119,8 @@ def test_experiments_run_score_report_and_resume(tmp_path):
     for v in ("gold_align", "test_align"):
         assert 0 <= comb["variants"][v]["aer"] <= 1 and comb["variants"][v]["sentences"] == 30
     assert res["preorderer"]["tau"] > res["preorderer"]["monotone_tau"]
+    chance = res["aer_references"]["gold_align"]
+    assert 0 <= chance["random"]["aer"] <= 1 and 0 <= chance["src_oov"] <= 1 and chance["sentences"] == 30
     assert (wd / "data" / "test.swap30.src").exists()
     # the oracle variant read the test alignments: the command says so
     assert "-xl_align_path" in (wd / "jobs" / "combination" / "commands.sh").read_text()
@@ -118,6 +128,7 @@ def test_experiments_run_score_report_and_resume(tmp_path):
     assert f"| combination | {comb['parameters']:,} | +512 |" in report
     assert "†" in report.split("| combination |")[1].split("\n")[0]  # tok/s measured beside another job
     assert "Not run yet: none." not in report  # the report lists the jobs of every experiment
+    assert "| *chance: random* |" in report and "outside the vocabularies" in report
     manifest = json.loads((wd / "manifest.json").read_text())
     assert manifest["versions"]["OpenNMT-py"] == "3.5.1" and manifest["train_steps"] == 6
     # resume: nothing is trained or translated again
