@@ -428,7 +428,10 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
     md += ["## 8. Sim (Chen et al. 2020 Eq. 12) on the test set", "",
            "Mean cosine between the predicted reordering embedding pr_j^N and the sinusoid of the oracle position "
            "r_j from the test alignments; *PE*: the same with the word's original position's sinusoid in place of "
-           "pr_j^N (Fig. 5's reference).", "", "| system | Sim (pr) | Sim (PE) | words |", "| --- | ---: | ---: | ---: |"]
+           "pr_j^N (Fig. 5's reference). With the paper's window D = 0.5 (ours too) at most one integer position lies in "
+           "[b_j − D, b_j + D], so pr_j is a scaled pe_s and the cosine loss of Eq. 9 gives the position predictor no "
+           "gradient (`test_eq9_loss_reaches_b_only_through_a_window_wider_than_one_position`): b_j learns from the "
+           "translation loss alone, and Sim (pr) below Sim (PE) is what that predicts.", "", "| system | Sim (pr) | Sim (PE) | words |", "| --- | ---: | ---: | ---: |"]
     for name in ("exgre", "refsr"):
         sim = J.get(name, {}).get("sim") or {}
         md.append(f"| {name} | {_fmt(sim.get('sim'), '.4f')} | {_fmt(sim.get('pe_sim'), '.4f')} | {sim.get('words', '–')} |")

@@ -164,6 +164,23 @@ def test_gaussian_window_pe_eq6_by_hand():
     assert pr[0, 2].tolist() == pytest.approx([1.0, 0.0], abs=1e-6)
 
 
+def test_eq9_loss_reaches_b_only_through_a_window_wider_than_one_position():
+    # With the paper's D = 0.5 at most one integer s lies in [b - D, b + D] (two only at b + ½ exactly), so
+    # pr_j = w·pe_s and the cosine of Eq. 9 ignores w: the reordering loss gives b_j no gradient. A wider
+    # window mixes neighbouring positions and does.
+    from onmt_xl.modules.explicit_reordering import gaussian_window_pe, reordering_similarity
+
+    pe = sinusoid(torch.arange(8), 16)
+    pos_xl, valid = torch.tensor([[5, 0, 2]]), torch.ones(1, 3, dtype=torch.bool)
+    grads = {}
+    for window in (0.5, 2.0):
+        b = torch.tensor([[1.2, 3.9, 6.3]], requires_grad=True)
+        reordering_similarity(gaussian_window_pe(b, pe, window), pos_xl, valid, "SinusoidalInterleaved").backward()
+        grads[window] = b.grad
+    assert grads[0.5].abs().max() < 1e-6  # zero but for float rounding
+    assert (grads[2.0].abs() > 1e-4).all()  # 100× the rounding above
+
+
 def test_reordering_fusion_gate_eq10_11_by_hand():
     from onmt_xl.modules.explicit_reordering import ReorderingFusionGate
 

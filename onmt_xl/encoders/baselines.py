@@ -155,6 +155,11 @@ class ExGREEncoder(TransformerEncoder):
     λ), where ``re_j`` is the sinusoid of the reordered position ``r_j`` that the ``xl_position`` transform
     (``-xl_source align``: from the alignments) attaches at training time. Translation needs nothing but
     the source: without XL positions in the batch there is simply no loss.
+
+    With the paper's window ``D = 0.5`` at most one integer position lies in ``[b_j − D, b_j + D]``, so
+    ``pr_j = w · pe_s`` and the cosine of Eq. 9 does not depend on ``b_j``: the reordering loss gives the
+    predictor no gradient, and ``b_j`` learns only from the translation loss (through ``w``). A wider
+    ``-exgre_window`` mixes neighbouring positions and gives Eq. 9 a gradient (not the paper's setting).
     """
 
     fuse = False
