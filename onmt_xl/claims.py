@@ -173,9 +173,11 @@ def check(res: Dict[str, Any], heads: int) -> List[Claim]:
         out.append(Claim(f"{C19} Sec. 6.5", claim, f"mean gap at {', '.join(f'{round(100 * r)}' for r in low)} %: "
                          f"{mean_gap:+.2f} (clean: {clean[0] - clean[1]:+.2f})", HELD if mean_gap > 0 else NOT_HELD))
     # Sim
-    for name in ("exgre", "refsr"):
+    for name in ("exgre", "refsr", "exgre_window2"):
         sim = res["jobs"].get(name, {}).get("sim")
         claim = f"{name}'s reordered PE is closer to the supervised target-order PE than the original PE (Fig. 5)"
+        if name == "exgre_window2":
+            claim += "; our variant with D = 2, whose Eq. 9 loss has a gradient"
         if not sim or "pe_sim" not in sim:
             out.append(Claim(f"{C20} Eq. 12", claim, "–", NOT_RUN))
         else:

@@ -50,6 +50,7 @@ NOISE_RATIOS = (0.05, 0.10, 0.15, 0.20)  # Ding et al. 2020, Fig. 4 (0 % is the 
 SWAP_RATIOS = (0.10, 0.20, 0.30, 0.40, 0.50)  # Chen et al. 2019a, Sec. 6.5
 AER_SYSTEMS = ("baseline", "inxl", "headxl", "combination")  # Ding et al. 2020, Tab. 3
 ROBUST_SYSTEMS = ("baseline", "both_re", "combination")
+SIM_SYSTEMS = ("exgre", "refsr", "exgre_window2")  # the last: our variant whose Eq. 9 loss has a gradient
 TOK_S = re.compile(r"Step\s+(\d+)/\s*\d+;.*?(\d+)/\s*(\d+) tok/s")
 
 
@@ -128,7 +129,7 @@ def plan(experiments: Sequence[str], seeds: Sequence[int], heads: int) -> List[J
             for s in ROBUST_SYSTEMS:
                 job(s, s, exp, ["test"] + [f"swap{round(100 * r)}" for r in SWAP_RATIOS])
         elif exp == "sim":
-            for s in ("exgre", "refsr"):
+            for s in SIM_SYSTEMS:
                 job(s, s, exp, ("test", "sim"))
     return list(jobs.values())
 
@@ -199,6 +200,9 @@ class Experiments:
         self.parallel = parallel
         self.archive = None if archive is None else Path(archive).resolve()
         self._archive_lock = threading.Lock()  # two jobs finishing together write the same run files
+        self._manifest_lock = threading.RLock()
+        self._run_index: Optional[int] = None  # this run's entry in the manifest's ``runs``
+        self._jobs_done: List[str] = []
         # each of the ``parallel`` jobs gets its share of the cores (torch reads OMP_NUM_THREADS)
         self.threads = None if parallel == 1 else max(1, (os.cpu_count() or 1) // parallel)
         self.started = time.perf_counter()
@@ -462,10 +466,28 @@ class Experiments:
 
     # -- manifest -------------------------------------------------------------------------------
     def _manifest_update(self, **kw) -> None:
-        path = self.path("manifest.json")
-        data = json.loads(path.read_text()) if path.exists() else {}
-        data.update(kw)
-        path.write_text(json.dumps(data, indent=2))
+        with self._manifest_lock:  # jobs finishing together both record themselves
+            path = self.path("manifest.json")
+            data = json.loads(path.read_text()) if path.exists() else {}
+            data.update(kw)
+            tmp = path.with_name(path.name + ".partial")
+            tmp.write_text(json.dumps(data, indent=2))
+            tmp.replace(path)
+
+    def _record_run(self, **kw) -> None:
+        """Update this run's entry in the manifest's ``runs`` (added at start, so a killed run keeps its record)."""
+        with self._manifest_lock:
+            path = self.path("manifest.json")
+            data = json.loads(path.read_text()) if path.exists() else {}
+            runs = data.setdefault("runs", [])
+            if self._run_index is None:
+                self._run_index = len(runs)
+                runs.append({})
+            runs[self._run_index].update(kw, wall_seconds=time.perf_counter() - self.started,
+                                         updated=time.strftime("%Y-%m-%d %H:%M:%S"))
+            tmp = path.with_name(path.name + ".partial")
+            tmp.write_text(json.dumps(data, indent=2))
+            tmp.replace(path)
 
     def write_manifest(self, argv: Sequence[str]) -> None:
         import importlib.metadata as md
@@ -479,7 +501,7 @@ class Experiments:
             except md.PackageNotFoundError:
                 versions[pkg] = None
         gpu = torch.cuda.get_device_name(0) if self.gpu else None
-        self._manifest_update(command=" ".join([Path(sys.argv[0]).name] + list(argv)), versions=versions,
+        self._manifest_update(command=" ".join(["onmt-xl"] + list(argv)), versions=versions,
                               machine=dict(platform=platform.platform(), processor=platform.processor() or platform.machine(),
                                            cpus=os.cpu_count(), torch_threads=torch.get_num_threads(), gpu=gpu),
                               preset=self.preset, model=config("baseline", str(self.workdir), self.overrides, self.preset),
@@ -490,11 +512,16 @@ class Experiments:
         say(f"[job {k}/{len(self.jobs)}] {job.name} ({job.system}, seed {job.seed}"
             + (f", {job.overrides}" if job.overrides else "") + f"; {', '.join(job.experiments)})")
         self._retrain_if_restored_without_checkpoint(job)
+        had_all = self.path("jobs", job.name, "done.json").exists() and not self.outputs_missing(job)
         if not self.train(job):
             return False
         for variant in job.variants:
             self.translate(job, variant)
         self.path("jobs", job.name, "model_align.pt").unlink(missing_ok=True)
+        if not had_all:  # trained or translated something in this run
+            with self._manifest_lock:
+                self._jobs_done.append(job.name)
+                self._record_run(jobs_done=list(self._jobs_done))
         if self.archive is not None:
             with self._archive_lock:
                 save_job(self.workdir, self.archive, job.name)
@@ -587,6 +614,7 @@ class Experiments:
         self._lock = self._lock_workdir()
         self.restore_archive()
         self.write_manifest(argv)
+        self._record_run(started=time.strftime("%Y-%m-%d %H:%M:%S"), parallel=self.parallel, status="running", jobs_done=[])
         self.stage_data()
         self.align()
         if self.archive is not None:
@@ -594,10 +622,7 @@ class Experiments:
         self.preorder()
         self.vocab()
         stopped = self._run_jobs()
-        runs = json.loads(self.path("manifest.json").read_text()).get("runs", [])
-        runs.append(dict(finished=time.strftime("%Y-%m-%d %H:%M:%S"), wall_seconds=time.perf_counter() - self.started,
-                         stopped_before=stopped, parallel=self.parallel))
-        self._manifest_update(runs=runs)
+        self._record_run(status="stopped by the time budget" if stopped else "finished", stopped_before=stopped)
         if self.archive is not None:
             save_run(self.workdir, self.archive)
         from onmt_xl.results import collect

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from onmt_xl.experiments import NOISE_RATIOS, SWAP_RATIOS, Job
+from onmt_xl.experiments import NOISE_RATIOS, SIM_SYSTEMS, SWAP_RATIOS, Job
 
 
 def _lines(path: Path) -> List[str]:
@@ -431,10 +431,16 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
            "pr_j^N (Fig. 5's reference). With the paper's window D = 0.5 (ours too) at most one integer position lies in "
            "[b_j − D, b_j + D], so pr_j is a scaled pe_s and the cosine loss of Eq. 9 gives the position predictor no "
            "gradient (`test_eq9_loss_reaches_b_only_through_a_window_wider_than_one_position`): b_j learns from the "
-           "translation loss alone, and Sim (pr) below Sim (PE) is what that predicts.", "", "| system | Sim (pr) | Sim (PE) | words |", "| --- | ---: | ---: | ---: |"]
-    for name in ("exgre", "refsr"):
+           "translation loss alone, and Sim (pr) below Sim (PE) is what that predicts. `exgre_window2` (our variant, "
+           "`-exgre_window 2`) averages the PE over the positions within 2 of b_j, so Eq. 9 does train it.", "",
+           "| system | Sim (pr) | Sim (PE) | words | BLEU | Δ BLEU | p (bootstrap) |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    base_bleu = _bleu(res, "baseline")
+    for name in SIM_SYSTEMS:
         sim = J.get(name, {}).get("sim") or {}
-        md.append(f"| {name} | {_fmt(sim.get('sim'), '.4f')} | {_fmt(sim.get('pe_sim'), '.4f')} | {sim.get('words', '–')} |")
+        t = J.get(name, {}).get("variants", {}).get("test", {})
+        delta = t["bleu"] - base_bleu if "bleu" in t and base_bleu is not None else None
+        md.append(f"| {name} | {_fmt(sim.get('sim'), '.4f')} | {_fmt(sim.get('pe_sim'), '.4f')} | {sim.get('words', '–')} | "
+                  f"{_fmt(t.get('bleu'))} | {_fmt(delta, '+.2f')} | {_p(t.get('p_bootstrap'))} |")
     md.append("")
     out = rdir / "RESULTS.md"
     out.write_text("\n".join(md) + "\n", encoding="utf-8")
@@ -496,9 +502,24 @@ def _header(manifest: Dict[str, Any], res: Dict[str, Any], jobs: Sequence[Job]) 
         f"Not run yet: {', '.join(left) or 'none'}.", "",
     ]
     for r in manifest.get("runs", []):
-        lines.append(f"- run finished {r['finished']}: {r['wall_seconds'] / 60:.1f} min"
-                     + (f", stopped by the time budget before {r['stopped_before']}" if r.get("stopped_before") else ""))
+        lines.append(_run_line(r))
     return lines + [""]
+
+
+def _run_line(r: Dict[str, Any]) -> str:
+    """One run of the manifest's history. ``status`` "running" means the run was stopped from outside (killed)
+    after its last update; runs recorded before ``started`` existed only have ``finished``."""
+    minutes = f"{r.get('wall_seconds', 0) / 60:.1f} min"
+    if "started" not in r:
+        when, how = f"finished {r.get('finished')}", ""
+    elif r.get("status") == "running":
+        when, how = f"started {r['started']}", f", interrupted (last record {r.get('updated')})"
+    else:
+        when, how = f"started {r['started']}", f", {r.get('status')}"
+    done = r.get("jobs_done")
+    jobs = f"; jobs finished: {', '.join(done) if done else 'none'}" if done is not None else ""
+    stop = f" before {r['stopped_before']}" if r.get("stopped_before") else ""
+    return f"- run {when}: {minutes}{how}{stop}{jobs}"
 
 
 def _plot(path: Path, xlabel: str, series: Dict[str, List[Tuple[float, Optional[float]]]], title: str) -> bool:

@@ -28,6 +28,8 @@ def test_plan_trains_each_model_once_in_priority_order():
     assert by["combination_oracle"].xl_train == "align" and by["combination_oracle"].variants == ["oracle"]
     assert set(by["combination"].variants) >= {"test", "oracle", "gold_align", "test_align", "swap10", "swap50"}
     assert by["encoder_free_none"].overrides == {"encoder_free_pe": "none"}
+    assert by["disan_inclusive"].experiments == ["main"] and by["exgre_window2"].experiments == ["sim"]
+    assert names.index("exgre_window2") > names.index("encoder_free_inxl")  # a variant of ours: after the papers' experiments
     # an experiment given alone plans only its jobs
     assert [j.name for j in plan(["encoder_free"], [1], 4)] == ["encoder_free_none", "encoder_free", "encoder_free_inxl"]
     with pytest.raises(ValueError, match="unknown experiments"):
@@ -152,6 +154,9 @@ def test_experiments_run_score_report_and_resume(tmp_path):
     assert f"{wd}/" not in kept_cfg and f"{tmp_path / 'wd2'}/data/train.src" in kept_cfg  # paths rewritten
     history = json.loads((tmp_path / "wd2" / "manifest.json").read_text())
     assert len(history["runs"]) == 3 and history["align_seconds"] == manifest["align_seconds"]  # the run's history kept
+    first, resumed, restored = history["runs"]
+    assert sorted(first["jobs_done"]) == ["baseline", "combination"] and first["status"] == "finished"
+    assert resumed["jobs_done"] == [] == restored["jobs_done"] and restored["started"] >= first["started"]
     assert json.loads((tmp_path / "wd2" / "preorderer.json").read_text()) == res["preorderer"]
     # --report-only on a fresh work directory reports on the archive alone
     rep3 = tmp_path / "rep3"
@@ -245,6 +250,19 @@ def test_a_second_runner_on_the_same_workdir_is_refused(tmp_path):
         _runner(tmp_path, [])._lock_workdir()
     held.close()
     _runner(tmp_path, [])._lock_workdir().close()  # free again once the first is gone
+
+
+def test_run_history_lines_say_how_each_run_ended():
+    from onmt_xl.results import _run_line
+
+    killed = dict(started="2026-01-01 10:00:00", updated="2026-01-01 10:30:00", wall_seconds=1800, status="running",
+                  jobs_done=["baseline"], parallel=2)
+    assert _run_line(killed) == ("- run started 2026-01-01 10:00:00: 30.0 min, interrupted (last record "
+                                 "2026-01-01 10:30:00); jobs finished: baseline")
+    stopped = dict(killed, status="stopped by the time budget", stopped_before="disan", jobs_done=[])
+    assert _run_line(stopped).endswith("30.0 min, stopped by the time budget before disan; jobs finished: none")
+    old = dict(finished="2026-01-01 09:00:00", wall_seconds=120.0, stopped_before=None, parallel=1)  # before `started`
+    assert _run_line(old) == "- run finished 2026-01-01 09:00:00: 2.0 min"
 
 
 def test_report_tables_and_plots_from_hand_made_translations(tmp_path):
