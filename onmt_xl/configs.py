@@ -66,6 +66,7 @@ SYSTEMS: Dict[str, tuple] = {
     "combination": ({"encoder_type": "xl_combination", "inxl_fusion": "block"}, XL),
     "disan": ({"encoder_type": "disan"}, None),
     "disan_inclusive": ({"encoder_type": "disan", "disan_mask": "inclusive"}, None),  # heads also read the token
+    "disan_gate0": ({"encoder_type": "disan", "disan_gate_init": 0.0}, None),  # every gate unit starts at F = 1/2
     "enc_re": ({"encoder_type": "reordering_embedding"}, None),
     "dec_re": ({"decoder_type": "reordering_embedding"}, None),
     "both_re": ({"encoder_type": "reordering_embedding", "decoder_type": "reordering_embedding"}, None),

@@ -44,7 +44,7 @@ from onmt_xl.run_archive import restore, save_alignments, save_job, save_run
 #: Experiments in the issue's priority order (``--experiments`` keeps this order whatever is given).
 EXPERIMENTS = ("main", "oracle", "tau", "noise", "aer", "encoder_free", "robustness", "sim")
 MAIN_SYSTEMS = ("baseline", "combination", "inxl", "headxl", "relative_pe", "disan", "disan_inclusive",
-                "enc_re", "both_re", "exgre", "refsr", "prereorder")
+                "disan_gate0", "enc_re", "both_re", "exgre", "refsr", "prereorder")
 SEEDED_SYSTEMS = ("baseline", "combination")  # trained with every --seeds value
 NOISE_RATIOS = (0.05, 0.10, 0.15, 0.20)  # Ding et al. 2020, Fig. 4 (0 % is the main Combination)
 SWAP_RATIOS = (0.10, 0.20, 0.30, 0.40, 0.50)  # Chen et al. 2019a, Sec. 6.5

@@ -38,6 +38,19 @@ def test_fusion_gate_by_hand():
     assert gate(s, h)[0].tolist() == pytest.approx(want, abs=1e-6)
 
 
+def test_fusion_gate_with_zero_weights_starts_as_the_mean():
+    gate = FusionGate(3, weight_init=0.0)
+    s, h = torch.tensor([[2.0, -4.0, 6.0]]), torch.tensor([[0.0, 2.0, -2.0]])
+    assert gate(s, h)[0].tolist() == pytest.approx([1.0, -1.0, 2.0])  # F = ½ everywhere
+    from onmt.model_builder import build_base_model
+
+    from tests.test_encoders import model_opt, vocabs
+
+    for init in (0.0, 1.0):  # the option reaches the gates (build() re-initialises every parameter)
+        enc = build_base_model(model_opt(encoder_type="disan", enc_layers=1, disan_gate_init=init), vocabs()).encoder
+        assert enc.gates[0].w_s.tolist() == [init] * 16 == enc.gates[0].w_h.tolist()
+
+
 def test_positional_penalty_eq6_by_hand():
     pp = PositionalPenalty(2)
     with torch.no_grad():

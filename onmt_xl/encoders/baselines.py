@@ -61,7 +61,8 @@ class DiSANEncoder(TransformerEncoder):
         encoder = super().from_opt(opt, embeddings)
         encoder.heads = opt.heads
         encoder.mask_diagonal = getattr(opt, "disan_mask", "strict") == "inclusive"  # older checkpoints: strict
-        encoder.gates = nn.ModuleList(FusionGate(opt.enc_hid_size) for _ in encoder.transformer)
+        init = getattr(opt, "disan_gate_init", 1.0)
+        encoder.gates = nn.ModuleList(FusionGate(opt.enc_hid_size, init) for _ in encoder.transformer)
         return encoder
 
     def forward(self, src: torch.Tensor, src_len: Optional[torch.Tensor] = None):

@@ -50,6 +50,11 @@ def add_model_options(parser) -> None:
         "through the fusion gate; 'inclusive' = forward/backward heads also read the token itself.",
     )
     group.add(
+        "--disan_gate_init", "-disan_gate_init", type=float, default=1.0,
+        help="disan: starting value of the fusion gate's element-wise weights w_s and w_h (the bias starts at 0); "
+        "0 starts every gate unit at F = 0.5.",
+    )
+    group.add(
         "--encoder_free_pe", "-encoder_free_pe", type=str, default="absolute", choices=ENCODER_FREE_PES,
         help="encoder_free (Tang et al. 2019): position information added to the source embeddings: none, "
         "absolute PE, or InXL PE (Eq. 7-8; needs the xl_position transform).",

@@ -36,13 +36,14 @@ def directional_masks(pad_mask: torch.Tensor, heads: int, diagonal: bool = False
 class FusionGate(nn.Module):
     """DiSAN's fusion gate with element-wise weights (``3·d_model`` parameters).
 
-    ``s``, ``h``: ``(batch, src_len, d_model)`` -> ``F ⊙ s + (1 − F) ⊙ h``.
+    ``s``, ``h``: ``(batch, src_len, d_model)`` -> ``F ⊙ s + (1 − F) ⊙ h``. ``weight_init``: the starting value
+    of ``w_s`` and ``w_h`` (``b`` starts at 0); 0 starts every unit at ``F = ½``, away from the sigmoid's flat tails.
     """
 
-    def __init__(self, d_model: int):
+    def __init__(self, d_model: int, weight_init: float = 1.0):
         super().__init__()
-        self.w_s = nn.Parameter(torch.ones(d_model))
-        self.w_h = nn.Parameter(torch.ones(d_model))
+        self.w_s = nn.Parameter(torch.full((d_model,), float(weight_init)))
+        self.w_h = nn.Parameter(torch.full((d_model,), float(weight_init)))
         self.b = nn.Parameter(torch.zeros(d_model))
 
     def forward(self, s: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
