@@ -509,13 +509,13 @@ def _header(manifest: Dict[str, Any], res: Dict[str, Any], jobs: Sequence[Job]) 
 
 
 def _run_line(r: Dict[str, Any]) -> str:
-    """One run of the manifest's history. ``status`` "running" means the run was stopped from outside (killed)
+    """One run of the manifest's history. ``status`` "running": still running, or stopped from outside (killed)
     after its last update; runs recorded before ``started`` existed only have ``finished``."""
     minutes = f"{r.get('wall_seconds', 0) / 60:.1f} min"
     if "started" not in r:
-        when, how = f"finished {r.get('finished')}", ""
+        when, how = f"finished {r.get('finished')}", ", stopped by the time budget" if r.get("stopped_before") else ""
     elif r.get("status") == "running":
-        when, how = f"started {r['started']}", f", interrupted (last record {r.get('updated')})"
+        when, how = f"started {r['started']}", f", no end recorded (still running, or killed; last record {r.get('updated')})"
     else:
         when, how = f"started {r['started']}", f", {r.get('status')}"
     done = r.get("jobs_done")

@@ -257,12 +257,13 @@ def test_run_history_lines_say_how_each_run_ended():
 
     killed = dict(started="2026-01-01 10:00:00", updated="2026-01-01 10:30:00", wall_seconds=1800, status="running",
                   jobs_done=["baseline"], parallel=2)
-    assert _run_line(killed) == ("- run started 2026-01-01 10:00:00: 30.0 min, interrupted (last record "
-                                 "2026-01-01 10:30:00); jobs finished: baseline")
+    assert _run_line(killed) == ("- run started 2026-01-01 10:00:00: 30.0 min, no end recorded (still running, or "
+                                 "killed; last record 2026-01-01 10:30:00); jobs finished: baseline")
     stopped = dict(killed, status="stopped by the time budget", stopped_before="disan", jobs_done=[])
     assert _run_line(stopped).endswith("30.0 min, stopped by the time budget before disan; jobs finished: none")
     old = dict(finished="2026-01-01 09:00:00", wall_seconds=120.0, stopped_before=None, parallel=1)  # before `started`
     assert _run_line(old) == "- run finished 2026-01-01 09:00:00: 2.0 min"
+    assert _run_line(dict(old, stopped_before="baseline")).endswith("2.0 min, stopped by the time budget before baseline")
 
 
 def test_report_tables_and_plots_from_hand_made_translations(tmp_path):
