@@ -20,6 +20,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from onmt_xl.experiments import SIM_SYSTEMS
+
 HELD, HELD_NS, NOT_HELD, REVERSED, NOT_RUN = "held", "same direction, not significant", "not held", "reversed", "not run"
 AT_CHANCE = "uninformative: no better than diagonal links"
 ALPHA = 0.05
@@ -175,7 +177,7 @@ def check(res: Dict[str, Any], heads: int) -> List[Claim]:
         out.append(Claim(f"{C19} Sec. 6.5", claim, f"mean gap at {', '.join(f'{round(100 * r)}' for r in low)} %: "
                          f"{mean_gap:+.2f} (clean: {clean[0] - clean[1]:+.2f})", HELD if mean_gap > 0 else NOT_HELD))
     # Sim
-    for name in ("exgre", "refsr", "exgre_window2"):
+    for name in SIM_SYSTEMS:
         sim = res["jobs"].get(name, {}).get("sim")
         claim = f"{name}'s reordered PE is closer to the supervised target-order PE than the original PE (Fig. 5)"
         if name == "exgre_window2":

@@ -21,6 +21,7 @@ restarts from its last checkpoint (``-train_from``); a job whose configuration c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -39,7 +40,7 @@ import yaml
 from onmt_xl.configs import PRESETS, PREREORDER, SYSTEMS, XL, config
 from onmt_xl.errors import XLInputError
 from onmt_xl.pipeline import _run, _stock, count_checkpoint_parameters
-from onmt_xl.run_archive import restore, save_alignments, save_job, save_run
+from onmt_xl.run_archive import atomic_file, restore, save_alignments, save_job, save_run
 
 #: Experiments in the issue's priority order (``--experiments`` keeps this order whatever is given).
 EXPERIMENTS = ("main", "oracle", "tau", "noise", "aer", "encoder_free", "robustness", "sim")
@@ -465,29 +466,30 @@ class Experiments:
         say(f"  Sim ({job.name}) = {score.sim:.4f} over {score.words} words (original positions' PE: {score.pe_sim:.4f})")
 
     # -- manifest -------------------------------------------------------------------------------
-    def _manifest_update(self, **kw) -> None:
-        with self._manifest_lock:  # jobs finishing together both record themselves
-            path = self.path("manifest.json")
-            data = json.loads(path.read_text()) if path.exists() else {}
-            data.update(kw)
-            tmp = path.with_name(path.name + ".partial")
-            tmp.write_text(json.dumps(data, indent=2))
-            tmp.replace(path)
-
-    def _record_run(self, **kw) -> None:
-        """Update this run's entry in the manifest's ``runs`` (added at start, so a killed run keeps its record)."""
+    @contextlib.contextmanager
+    def _manifest(self):
+        """The manifest as a dict, written back atomically on a clean exit; one writer at a time (jobs
+        finishing together both record themselves)."""
         with self._manifest_lock:
             path = self.path("manifest.json")
             data = json.loads(path.read_text()) if path.exists() else {}
+            yield data
+            with atomic_file(path) as f:
+                f.write(json.dumps(data, indent=2).encode("utf-8"))
+
+    def _manifest_update(self, **kw) -> None:
+        with self._manifest() as data:
+            data.update(kw)
+
+    def _record_run(self, **kw) -> None:
+        """Update this run's entry in the manifest's ``runs`` (added at start, so a killed run keeps its record)."""
+        with self._manifest() as data:
             runs = data.setdefault("runs", [])
             if self._run_index is None:
                 self._run_index = len(runs)
                 runs.append({})
             runs[self._run_index].update(kw, wall_seconds=time.perf_counter() - self.started,
                                          updated=time.strftime("%Y-%m-%d %H:%M:%S"))
-            tmp = path.with_name(path.name + ".partial")
-            tmp.write_text(json.dumps(data, indent=2))
-            tmp.replace(path)
 
     def write_manifest(self, argv: Sequence[str]) -> None:
         import importlib.metadata as md

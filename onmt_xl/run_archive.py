@@ -35,13 +35,14 @@ def _copy_text(src: Path, dst: Path, old: str = "", new: str = "") -> None:
     text = src.read_text(encoding="utf-8")
     if old and old != new:
         text = text.replace(old, new)
-    with _partial(dst) as f:
+    with atomic_file(dst) as f:
         f.write(text.encode("utf-8"))
 
 
-class _partial:
+class atomic_file:
     """A uniquely named ``dst.*.partial`` file, opened for binary writing, that replaces ``dst`` on a clean
-    exit and is removed otherwise (two jobs finishing together may write the same file)."""
+    exit and is removed otherwise (two jobs finishing together may write the same file; a killed writer
+    leaves ``dst`` whole)."""
 
     def __init__(self, dst: Path):
         self.dst = dst
@@ -75,7 +76,7 @@ def save_alignments(workdir: Path, archive: Path) -> None:
     for split in ALIGN_SPLITS:
         src, dst = workdir / "align" / f"{split}.gdfa", out / f"{split}.gdfa.gz"
         if src.exists() and not dst.exists():
-            with open(src, "rb") as f, _partial(dst) as raw:
+            with open(src, "rb") as f, atomic_file(dst) as raw:
                 with gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as g:
                     shutil.copyfileobj(f, g)
 
@@ -119,7 +120,7 @@ def restore(archive: Path, workdir: Path) -> List[str]:
             src = archive / "align" / f"{split}.gdfa.gz"
             if src.exists():
                 dst = workdir / "align" / f"{split}.gdfa"
-                with gzip.open(src, "rb") as g, _partial(dst) as f:
+                with gzip.open(src, "rb") as g, atomic_file(dst) as f:
                     shutil.copyfileobj(g, f)
     restored = []
     for ad in sorted(p for p in (archive / "jobs").glob("*") if (p / "done.json").exists()):
