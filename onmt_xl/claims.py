@@ -104,6 +104,8 @@ def check(res: Dict[str, Any], heads: int) -> List[Claim]:
                         "our variant whose directional heads also read the token itself", spread),
         versus_baseline(res, "disan_gate0", f"{D} Tab. 2", "DiSAN improves on the Transformer (→ 29.73); "
                         "our variant whose fusion gate starts at F = ½ (weights 0)", spread),
+        versus_baseline(res, "disan_residual", f"{D} Tab. 2", "DiSAN improves on the Transformer (→ 29.73); "
+                        "our variant with inclusive masks whose gate output is added to the residual stream", spread),
         versus_baseline(res, "enc_re", f"{C19} Tab. 3", "Encoder REs improve significantly (30.33 → 31.12)", spread),
         versus_baseline(res, "both_re", f"{C19} Tab. 3", "Both REs improve significantly (→ 31.41)", spread),
         _order(f"{C19} Tab. 3", "Both REs beat encoder REs (31.41 vs 31.12)",

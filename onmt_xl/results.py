@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from onmt_xl.experiments import NOISE_RATIOS, SIM_SYSTEMS, SWAP_RATIOS, Job
+from onmt_xl.experiments import MAIN_SYSTEMS, NOISE_RATIOS, SIM_SYSTEMS, SWAP_RATIOS, Job
 
 
 def _lines(path: Path) -> List[str]:
@@ -296,10 +296,12 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
            "`disan` uses DiSAN's own masks (no head reads the token itself; its content passes the fusion gate); "
            "`disan_inclusive` (`-disan_mask inclusive`, our variant) lets each directional head read the token too; "
            "`disan_gate0` (`-disan_gate_init 0`, our variant) starts the fusion gate at F = ½ instead of "
-           "σ(s + h).", "",
+           "σ(s + h); `disan_residual` (`-disan_mask inclusive -disan_residual`, our variant) adds the gate's output "
+           "to the residual stream instead of letting it replace the residual sum.", "",
            "| system | params | Δ params | train src tok/s | × baseline | BLEU | Δ BLEU | chrF | p (bootstrap) | sign test +/− | p (sign) | valid BLEU | Δ | p (bootstrap) |",
            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    main = [j for j in jobs if "main" in j.experiments]
+    row = {s: i for i, s in enumerate(MAIN_SYSTEMS)}  # a system's seeds follow it; the sort is stable
+    main = sorted((j for j in jobs if "main" in j.experiments), key=lambda j: row.get(j.system, len(row)))
     for j in main:
         e = J.get(j.name)
         if e is None:

@@ -86,9 +86,9 @@ def test_reordering_embedding_layer_is_eq_9(encoder_type):
     assert torch.allclose(got, want, atol=1e-5)
 
 
-@pytest.mark.parametrize("disan_mask", ["strict", "inclusive"])
-def test_disan_layer_uses_directional_heads_and_the_gate(disan_mask):
-    model = build("disan", enc_layers=1, disan_mask=disan_mask)
+@pytest.mark.parametrize("disan_mask, residual", [("strict", False), ("inclusive", False), ("inclusive", True)])
+def test_disan_layer_uses_directional_heads_and_the_gate(disan_mask, residual):
+    model = build("disan", enc_layers=1, disan_mask=disan_mask, disan_residual=residual)
     enc = model.encoder
     src, src_len = batch()
     got, _, _ = enc(src, src_len)
@@ -96,7 +96,8 @@ def test_disan_layer_uses_directional_heads_and_the_gate(disan_mask):
     x = enc.embeddings(src)
     norm = layer.layer_norm(x)
     s = layer.self_attn(norm, norm, norm, mask=directional_masks(padding_mask(src_len, 5), 4, disan_mask == "inclusive"))[0]
-    want = enc.layer_norm(layer.feed_forward(enc.gates[0](s, norm)))  # the gate fuses the normalised input
+    u = enc.gates[0](s, norm)  # the gate fuses the normalised input
+    want = enc.layer_norm(layer.feed_forward(x + u if residual else u))
     assert torch.allclose(got, want, atol=1e-5)
     stock = layer.self_attn(norm, norm, norm, mask=padding_mask(src_len, 5))[0]
     assert not torch.allclose(s, stock, atol=1e-4)

@@ -55,6 +55,11 @@ def add_model_options(parser) -> None:
         "0 starts every gate unit at F = 0.5.",
     )
     group.add(
+        "--disan_residual", "-disan_residual", action="store_true",
+        help="disan: add the fusion gate's output to the layer's residual stream (x + Fusion(s, h)) instead of "
+        "letting it replace the residual sum x + s, as DiSAN's gate does.",
+    )
+    group.add(
         "--encoder_free_pe", "-encoder_free_pe", type=str, default="absolute", choices=ENCODER_FREE_PES,
         help="encoder_free (Tang et al. 2019): position information added to the source embeddings: none, "
         "absolute PE, or InXL PE (Eq. 7-8; needs the xl_position transform).",
