@@ -16,6 +16,7 @@ A difference smaller than the baseline's seed spread is flagged as such when two
 
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -43,6 +44,16 @@ def _bleu(res: Dict[str, Any], name: str, variant: str = "test") -> Optional[flo
     return _test(res, name, variant).get("bleu")
 
 
+def seed_runs(res: Dict[str, Any], name: str) -> List[str]:
+    """``name`` and the jobs training the same system with other seeds (``{name}_seed{n}``)."""
+    return [name] + sorted(k for k in res["jobs"] if re.fullmatch(rf"{re.escape(name)}_seed\d+", k))
+
+
+def _seed_mean(res: Dict[str, Any], name: str) -> Tuple[Optional[float], int]:
+    scores = [b for b in (_bleu(res, n) for n in seed_runs(res, name)) if b is not None]
+    return (statistics.mean(scores) if scores else None), len(scores)
+
+
 def seed_spread(res: Dict[str, Any], names: Sequence[str]) -> Optional[float]:
     """Sample standard deviation of the test BLEU of ``names`` (the same system, other seeds)."""
     scores = [b for b in (_bleu(res, n) for n in names) if b is not None]
@@ -62,6 +73,7 @@ def versus_baseline(res: Dict[str, Any], name: str, paper: str, claim: str, spre
         return Claim(paper, claim, "–", NOT_RUN)
     delta, p = t["bleu"] - base, t.get("p_bootstrap")
     measured = f"{base:.2f} → {t['bleu']:.2f} (Δ {delta:+.2f}" + ("" if p is None else f", p = {p:.3f}") + ")"
+    measured += _spread_note(delta, spread)
     significant = p is not None and p < ALPHA
     if delta * direction > 0:
         verdict = HELD if significant else HELD_NS
@@ -71,7 +83,10 @@ def versus_baseline(res: Dict[str, Any], name: str, paper: str, claim: str, spre
     if variant == "test" and va.get("bleu") is not None and base_va is not None:
         pv = va.get("p_bootstrap")
         measured += f"; valid pairs: Δ {va['bleu'] - base_va:+.2f}" + ("" if pv is None else f", p = {pv:.3f}")
-    return Claim(paper, claim, measured + _spread_note(delta, spread), verdict)
+    (mean, n), (base_mean, base_n) = _seed_mean(res, name), _seed_mean(res, "baseline")
+    if variant == "test" and n > 1 and base_mean is not None:
+        measured += f"; mean over {n} seeds: {base_mean:.2f} → {mean:.2f} (Δ {mean - base_mean:+.2f}, baseline {base_n} seeds)"
+    return Claim(paper, claim, measured, verdict)
 
 
 def _order(paper: str, claim: str, better: Tuple[str, Optional[float]], worse: Sequence[Tuple[str, Optional[float]]]) -> Claim:
@@ -90,7 +105,7 @@ def _slope(points: Sequence[Tuple[float, float]]) -> float:
 
 def check(res: Dict[str, Any], heads: int) -> List[Claim]:
     """Every claim, in the order of the report's experiments. ``heads``: H of the trained models."""
-    spread = seed_spread(res, ("baseline", "baseline_seed5678"))
+    spread = seed_spread(res, seed_runs(res, "baseline"))
     D, C19, C20 = "Ding et al. 2020", "Chen et al. 2019a", "Chen et al. 2020"
     out = [
         versus_baseline(res, "inxl", f"{D} Tab. 2", "InXL PE improves on the Transformer (Ja-En 29.22 → 29.52)", spread),

@@ -2,7 +2,8 @@
 
 import pytest
 
-from onmt_xl.claims import AT_CHANCE, HELD, HELD_NS, NOT_HELD, NOT_RUN, REVERSED, check, seed_spread, versus_baseline
+from onmt_xl.claims import (AT_CHANCE, HELD, HELD_NS, NOT_HELD, NOT_RUN, REVERSED, check, seed_runs, seed_spread,
+                            versus_baseline)
 
 
 def _res(**bleu):
@@ -30,6 +31,17 @@ def test_versus_baseline_flags_a_gain_inside_the_seed_spread():
     assert spread == pytest.approx(0.7071, abs=1e-4)  # sd of (27, 28)
     c = versus_baseline(res, "x", "p", "c", spread)
     assert c.measured == "27.00 → 27.30 (Δ +0.30, p = 0.200); |Δ| below the baseline's seed spread (0.71)"
+
+
+def test_versus_baseline_adds_the_mean_over_seeds():
+    res = _res(baseline=27.0, baseline_seed5678=28.0, x=(26.5, 0.2), x_seed5678=27.7, x_seed9=28.1, xy_seed2=1.0)
+    assert seed_runs(res, "x") == ["x", "x_seed5678", "x_seed9"]  # not xy's
+    c = versus_baseline(res, "x", "p", "c", seed_spread(res, seed_runs(res, "baseline")))
+    # means by hand: (27 + 28)/2 = 27.50, (26.5 + 27.7 + 28.1)/3 = 27.433
+    assert c.measured == ("27.00 → 26.50 (Δ -0.50, p = 0.200); |Δ| below the baseline's seed spread (0.71); "
+                          "mean over 3 seeds: 27.50 → 27.43 (Δ -0.07, baseline 2 seeds)")
+    assert c.verdict == NOT_HELD  # the verdict stays that of the paired test on the first seed
+    assert "mean over" not in versus_baseline(_res(baseline=27.0, baseline_seed5=28.0, x=27.5), "x", "p", "c", None).measured
 
 
 def _by_claim(claims, text):
