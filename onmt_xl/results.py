@@ -357,18 +357,22 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
     pts = [(t, _bleu(res, n)) for t, n in taus]
     md += ["## 3. τ sweep (Ding et al. 2020 Fig. 3): HeadXL with τ of the H heads reading X+PE_XL", "",
            "| τ | " + " | ".join(str(t) for t, _ in pts) + " |", "| --- |" + " ---: |" * len(pts),
-           "| BLEU | " + " | ".join(_fmt(b) for _, b in pts) + " |", ""]
-    if _plot(rdir / "results_tau.png", "τ (XL heads)", {"HeadXL": pts}, "BLEU against τ"):
+           "| BLEU | " + " | ".join(_fmt(b) for _, b in pts) + " |",
+           "| valid BLEU | " + " | ".join(_fmt(_bleu(res, n, "valid")) for _, n in taus) + " |", ""]
+    if _plot(rdir / "results_tau.png", "τ (XL heads)", {"HeadXL": pts}, "BLEU against τ",
+             ("baseline", _bleu(res, "baseline"))):
         md += ["![tau sweep](results_tau.png)", ""]
 
     # 4. noise
-    noise = [(0.0, _bleu(res, "combination"))] + [(r, _bleu(res, f"combination_noise{round(100 * r)}")) for r in NOISE_RATIOS]
+    noise_jobs = ["combination"] + [f"combination_noise{round(100 * r)}" for r in NOISE_RATIOS]
+    noise = list(zip([0.0] + list(NOISE_RATIOS), (_bleu(res, n) for n in noise_jobs)))
     md += ["## 4. Noise attack (Ding et al. 2020 Fig. 4): Combination trained on XL indices with a share swapped", "",
            "Training indices only (`-xl_noise`, `round(ratio·n/2)` random swaps per sentence); test indices are clean.", "",
            "| noise | " + " | ".join(f"{round(100 * r)} %" for r, _ in noise) + " |", "| --- |" + " ---: |" * len(noise),
-           "| BLEU | " + " | ".join(_fmt(b) for _, b in noise) + " |", ""]
+           "| BLEU | " + " | ".join(_fmt(b) for _, b in noise) + " |",
+           "| valid BLEU | " + " | ".join(_fmt(_bleu(res, n, "valid")) for n in noise_jobs) + " |", ""]
     if _plot(rdir / "results_noise.png", "noisy XL indices (%)", {"Combination": [(100 * r, b) for r, b in noise]},
-             "BLEU against training noise"):
+             "BLEU against training noise", ("baseline", _bleu(res, "baseline"))):
         md += ["![noise attack](results_noise.png)", ""]
 
     # 5. AER
@@ -526,7 +530,10 @@ def _run_line(r: Dict[str, Any]) -> str:
     return f"- run {when}: {minutes}{how}{stop}{jobs}"
 
 
-def _plot(path: Path, xlabel: str, series: Dict[str, List[Tuple[float, Optional[float]]]], title: str) -> bool:
+def _plot(path: Path, xlabel: str, series: Dict[str, List[Tuple[float, Optional[float]]]], title: str,
+          reference: Optional[Tuple[str, Optional[float]]] = None) -> bool:
+    """Line plot of BLEU against ``xlabel``, ticks at the measured points; ``reference``: a (label, BLEU)
+    drawn as a dashed horizontal line (e.g. the baseline). False (nothing written) with < 2 points."""
     pts = {k: [(x, y) for x, y in v if y is not None] for k, v in series.items()}
     if not any(len(v) > 1 for v in pts.values()):
         return False
@@ -539,11 +546,15 @@ def _plot(path: Path, xlabel: str, series: Dict[str, List[Tuple[float, Optional[
     for name, v in pts.items():
         if v:
             ax.plot([x for x, _ in v], [y for _, y in v], marker="o", label=name)
+    with_ref = reference is not None and reference[1] is not None
+    if with_ref:
+        ax.axhline(reference[1], color="grey", linestyle="--", linewidth=1, label=f"{reference[0]} ({reference[1]:.2f})")
+    ax.set_xticks(sorted({x for v in pts.values() for x, _ in v}))
     ax.set_xlabel(xlabel)
     ax.set_ylabel("BLEU")
     ax.set_title(title)
     ax.grid(alpha=0.3)
-    if len(pts) > 1:
+    if len(pts) > 1 or with_ref:
         ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -286,6 +286,7 @@ def test_report_tables_and_plots_from_hand_made_translations(tmp_path):
     wd = tmp_path / "wd"
     (wd / "data").mkdir(parents=True)
     (wd / "data" / "test.ref").write_text("\n".join(refs) + "\n")
+    (wd / "data" / "valid.tgt").write_text("\n".join(refs) + "\n")
     (wd / "manifest.json").write_text(json.dumps({"model": {"heads": 4}, "train_steps": 10}))
     jobs = plan(EXPERIMENTS, [1, 2], heads=4)
     keep = {"baseline": 0.80, "headxl_tau0": 0.80, "headxl_tau1": 0.84, "headxl": 0.86, "headxl_tau3": 0.83,
@@ -299,7 +300,9 @@ def test_report_tables_and_plots_from_hand_made_translations(tmp_path):
         (jd / "done.json").write_text(json.dumps({"parameters": 1000 + len(j.name), "src_tok_s": 100.0,
                                                   "train_seconds": 600.0 + 60 * (j.name == "baseline")}))
         for v in j.variants:
-            if v in ("test", "oracle") or v.startswith("swap"):
+            if v == "valid":  # a second test set: here the same references, other hypotheses
+                (jd / "hyp.valid").write_text("\n".join(degrade(keep[j.name] - 0.05)) + "\n")
+            elif v in ("test", "oracle") or v.startswith("swap"):
                 shift = 0.0 if v in ("test", "oracle") else -int(v[4:]) / 200  # swapped sources: worse
                 (jd / f"hyp.{v}").write_text("\n".join(degrade(keep[j.name] + shift)) + "\n")
     rep = tmp_path / "rep"
@@ -315,6 +318,11 @@ def test_report_tables_and_plots_from_hand_made_translations(tmp_path):
     noise_row = "| BLEU | " + " | ".join(bleu(n) for n in ("combination", "combination_noise5", "combination_noise10",
                                                            "combination_noise15", "combination_noise20")) + " |"
     assert noise_row in md
+    valid_rows = [line for line in md.splitlines() if line.startswith("| valid BLEU |")]
+    assert valid_rows == [
+        "| valid BLEU | " + " | ".join(bleu(n, "valid") for n in ("headxl_tau0", "headxl_tau1", "headxl", "headxl_tau3", "headxl_tau4")) + " |",
+        "| valid BLEU | " + " | ".join(bleu(n, "valid") for n in ("combination", "combination_noise5", "combination_noise10",
+                                                                   "combination_noise15", "combination_noise20")) + " |"]
     assert f"| both_re | {bleu('both_re')} | {bleu('both_re', 'swap10')} |" in md
     assert "| inxl | not run |" in md
     assert "10.0 min median over 12 job(s) trained alone" in md
