@@ -702,9 +702,9 @@ def run_experiments(args) -> int:
     if args.archive and args.report_only:
         runner.stage_data()  # a fresh work directory reports on the archive alone
         runner.restore_archive()
-        # keeps what a run started without --archive finished
+        # keeps what a run started without --archive finished (never the run files of a run that has them)
         save_alignments(runner.workdir, Path(args.archive))
-        save_run(runner.workdir, Path(args.archive))
+        save_run(runner.workdir, Path(args.archive), replace=False)
         kept = [j.name for j in every_job if save_job(runner.workdir, Path(args.archive), j.name)]
         say(f"archive: {len(kept)} finished job(s) kept in {args.archive}")
     from onmt_xl.results import write_report

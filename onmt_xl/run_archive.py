@@ -7,9 +7,14 @@ vocabularies are retrained from them deterministically). A run in a fresh work d
 these first, so finished jobs are neither retrained nor re-translated and their report stays the same.
 Checkpoints are not kept: a restored job that needs a new translation variant is retrained.
 
+Kept configurations, commands and the manifest name the work directory ``${WORKDIR}`` (so
+``WORKDIR=... sh commands.sh`` reruns a job); restore writes the new work directory in its place. Every file
+is thus independent of the directory it was saved from: jobs saved from several work directories into one
+archive (a run, then a ``--report-only`` elsewhere, then a run in a third place) all restore alike.
+Archives written before this kept absolute paths and a ``workdir.txt``; restore still reads them.
+
 Layout::
 
-    DIR/workdir.txt                 the work directory the files were written in (paths are rewritten)
     DIR/{manifest,preorderer}.json  the run's history (commands, versions, machine, wall times) and preorderer scores
     DIR/align/{test,valid,train}.gdfa.gz
     DIR/jobs/NAME/{done.json,config.yaml,commands.sh,train.log,translate_seconds.json,sim.json,hyp.*}
@@ -22,19 +27,21 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import List
+from typing import List, Tuple
 
+WORKDIR = "${WORKDIR}"  # stands for the work directory in kept text files
 JOB_FILES = ("config.yaml", "commands.sh", "train.log", "translate_seconds.json", "sim.json")
 TEXT_WITH_PATHS = ("config.yaml", "commands.sh", "manifest.json")
 RUN_FILES = ("manifest.json", "preorderer.json")
 ALIGN_SPLITS = ("test", "valid", "train")  # train last: its file marks the align stage as done
 
 
-def _copy_text(src: Path, dst: Path, old: str = "", new: str = "") -> None:
-    """Copy ``src`` to ``dst`` atomically, replacing the path prefix ``old`` by ``new`` when given."""
+def _copy_text(src: Path, dst: Path, *replace: Tuple[str, str]) -> None:
+    """Copy ``src`` to ``dst`` atomically, replacing each ``(old, new)`` path prefix in turn."""
     text = src.read_text(encoding="utf-8")
-    if old and old != new:
-        text = text.replace(old, new)
+    for old, new in replace:
+        if old and old != new:
+            text = text.replace(old, new)
     with atomic_file(dst) as f:
         f.write(text.encode("utf-8"))
 
@@ -62,17 +69,15 @@ class atomic_file:
         return False
 
 
-def _open(archive: Path, workdir: Path, sub: str = "") -> Path:
-    """``archive/sub``, created, with the work directory recorded (restore rewrites its paths)."""
-    out = archive / sub
-    out.mkdir(parents=True, exist_ok=True)
-    (archive / "workdir.txt").write_text(str(workdir) + "\n", encoding="utf-8")
-    return out
+def _keep(src: Path, dst: Path, workdir: Path) -> None:
+    """Copy a work-directory file into the archive, its work-directory paths as ``${WORKDIR}``."""
+    _copy_text(src, dst, *([(str(workdir), WORKDIR)] if src.name in TEXT_WITH_PATHS else []))
 
 
 def save_alignments(workdir: Path, archive: Path) -> None:
     """Keep the run's links (gzip, deterministic bytes) unless already kept."""
-    out = _open(archive, workdir, "align")
+    out = archive / "align"
+    out.mkdir(parents=True, exist_ok=True)
     for split in ALIGN_SPLITS:
         src, dst = workdir / "align" / f"{split}.gdfa", out / f"{split}.gdfa.gz"
         if src.exists() and not dst.exists():
@@ -81,12 +86,13 @@ def save_alignments(workdir: Path, archive: Path) -> None:
                     shutil.copyfileobj(f, g)
 
 
-def save_run(workdir: Path, archive: Path) -> None:
-    """Keep the run's manifest and preorderer scores (rewritten as they change)."""
-    _open(archive, workdir)
+def save_run(workdir: Path, archive: Path, replace: bool = True) -> None:
+    """Keep the run's manifest and preorderer scores (rewritten as they change; with ``replace=False``
+    only where the archive has none, so a stale copy never overwrites a running run's history)."""
+    archive.mkdir(parents=True, exist_ok=True)
     for name in RUN_FILES:
-        if (workdir / name).exists():
-            _copy_text(workdir / name, archive / name)
+        if (workdir / name).exists() and (replace or not (archive / name).exists()):
+            _keep(workdir / name, archive / name, workdir)
 
 
 def save_job(workdir: Path, archive: Path, name: str) -> bool:
@@ -94,11 +100,12 @@ def save_job(workdir: Path, archive: Path, name: str) -> bool:
     jd = workdir / "jobs" / name
     if not (jd / "done.json").exists():
         return False
-    out = _open(archive, workdir, f"jobs/{name}")
+    out = archive / "jobs" / name
+    out.mkdir(parents=True, exist_ok=True)
     files = [jd / f for f in JOB_FILES if (jd / f).exists()]
     files += [p for p in sorted(jd.glob("hyp.*")) if not p.name.endswith(".partial")]
     for src in files:
-        _copy_text(src, out / src.name)
+        _keep(src, out / src.name, workdir)
     _copy_text(jd / "done.json", out / "done.json")  # last: an archived job is complete
     return True
 
@@ -107,13 +114,17 @@ def restore(archive: Path, workdir: Path) -> List[str]:
     """Copy kept alignments and jobs into ``workdir`` where it lacks them; returns the restored job names."""
     if not archive.exists():
         return []
-    kept = archive / "workdir.txt"
-    old = kept.read_text(encoding="utf-8").strip() if kept.exists() else ""
-    new = str(workdir)
+    legacy = archive / "workdir.txt"  # archives of absolute paths name the directory they were saved from
+    legacy = legacy.read_text(encoding="utf-8").strip() if legacy.exists() else ""
+    paths = [(WORKDIR, str(workdir)), (legacy, str(workdir))]
+
+    def put(src: Path, dst: Path) -> None:
+        _copy_text(src, dst, *(paths if src.name in TEXT_WITH_PATHS else []))
+
     workdir.mkdir(parents=True, exist_ok=True)
     for name in RUN_FILES:  # a restored manifest keeps the earlier runs' history; this run appends to it
         if (archive / name).exists() and not (workdir / name).exists():
-            _copy_text(archive / name, workdir / name, old, new)
+            put(archive / name, workdir / name)
     if not (workdir / "align" / "train.gdfa").exists() and (archive / "align" / "train.gdfa.gz").exists():
         (workdir / "align").mkdir(parents=True, exist_ok=True)
         for split in ALIGN_SPLITS:
@@ -130,7 +141,7 @@ def restore(archive: Path, workdir: Path) -> List[str]:
         jd.mkdir(parents=True, exist_ok=True)
         for src in sorted(ad.iterdir()):
             if src.name != "done.json":
-                _copy_text(src, jd / src.name, *((old, new) if src.name in TEXT_WITH_PATHS else ()))
+                put(src, jd / src.name)
         _copy_text(ad / "done.json", jd / "done.json")
         restored.append(ad.name)
     return restored

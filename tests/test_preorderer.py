@@ -534,3 +534,29 @@ def test_cli_defaults_are_the_library_defaults():
                        ("max_len", "max_len"), ("parallel", "parallel")):
         assert getattr(args, arg) == sig[param].default, arg
     assert 1 << args.hash_bits == sig["hash_size"].default
+
+
+def test_kernels_load_without_scipy_and_leave_blas_to_others():
+    # numba's BLAS probe imported scipy.linalg (~0.4 s of a translation's start-up); our kernels need no BLAS,
+    # and numba code that does (np.dot) still gets it once scipy is imported normally
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import numpy as np\n"
+        "from onmt_xl.reorder.features import Vocab\n"
+        "from onmt_xl.reorder.preorderer import Preorderer\n"
+        "model = Preorderer(Vocab(['a', 'b'], 1), np.zeros((16, 2), dtype=np.float32))\n"
+        "assert model.reorder('a b c'.split()) == [0, 1, 2]\n"
+        "assert 'scipy.linalg' not in sys.modules, 'the probe imported scipy.linalg'\n"
+        "import numpy as np, numba, scipy.linalg\n"
+        "dot = numba.njit(lambda a, b: np.dot(a, b))\n"
+        "a = np.arange(6.0).reshape(2, 3)\n"
+        "assert np.allclose(dot(a, a.T), a @ a.T)\n"
+        "print('ok')\n"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0 and out.stdout == "ok\n", out.stderr[-2000:]

@@ -1,6 +1,7 @@
 """The run archive: atomic, concurrent-safe copies of a work directory's small files."""
 
 import gzip
+import shutil
 import threading
 from pathlib import Path
 
@@ -38,7 +39,7 @@ def test_concurrent_save_run_never_collides(tmp_path):
     for t in threads:
         t.join()
     assert errors == []
-    assert (archive / "manifest.json").read_text(encoding="utf-8") == (wd / "manifest.json").read_text(encoding="utf-8")
+    assert (archive / "manifest.json").read_text(encoding="utf-8") == '{"workdir": "${WORKDIR}"}\n'
     assert not list(archive.glob("*.partial"))
 
 
@@ -53,7 +54,7 @@ def test_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
     monkeypatch.setattr(run_archive.os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
         run_archive.save_run(wd, archive)
-    assert (archive / "manifest.json").read_text(encoding="utf-8") == '{"workdir": "%s"}\n' % wd
+    assert (archive / "manifest.json").read_text(encoding="utf-8") == '{"workdir": "${WORKDIR}"}\n'
 
 
 def test_alignments_round_trip_with_deterministic_bytes(tmp_path):
@@ -72,3 +73,71 @@ def test_alignments_round_trip_with_deterministic_bytes(tmp_path):
     fresh2 = tmp_path / "fresh2"
     run_archive.restore(tmp_path / "a1", fresh2)
     assert (fresh2 / "manifest.json").read_text(encoding="utf-8") == '{"workdir": "%s"}\n' % fresh2
+
+
+def _job(wd: Path, name: str) -> None:
+    jd = wd / "jobs" / name
+    jd.mkdir(parents=True)
+    (jd / "config.yaml").write_text(f"path_src: {wd}/data/train.src\nsave_model: {jd}/model\n", encoding="utf-8")
+    (jd / "commands.sh").write_text(f"onmt_train -config {jd}/config.yaml\n", encoding="utf-8")
+    (jd / "hyp.test").write_text("a b c\n", encoding="utf-8")
+    (jd / "done.json").write_text('{"train_seconds": 1.0}\n', encoding="utf-8")
+
+
+def test_jobs_saved_from_several_work_directories_all_restore_to_the_new_one(tmp_path):
+    # a run in A, a --report-only sweep from B (re-saving A's restored jobs), a run in C adding a job: each
+    # kept file names its paths ${WORKDIR}, so a restore into D rewrites every job (one recorded work
+    # directory for the whole archive left B's or A's paths in some jobs, and their configs were refused)
+    archive = tmp_path / "archive"
+    a = _workdir(tmp_path)
+    _job(a, "baseline")
+    run_archive.save_job(a, archive, "baseline")
+    run_archive.save_run(a, archive)
+    b = tmp_path / "b"
+    assert run_archive.restore(archive, b) == ["baseline"]
+    assert run_archive.save_job(b, archive, "baseline")
+    c = tmp_path / "c"
+    run_archive.restore(archive, c)
+    _job(c, "combination")
+    run_archive.save_job(c, archive, "combination")
+    kept = (archive / "jobs" / "baseline" / "config.yaml").read_text(encoding="utf-8")
+    assert kept == "path_src: ${WORKDIR}/data/train.src\nsave_model: ${WORKDIR}/jobs/baseline/model\n"
+    d = tmp_path / "d"
+    assert run_archive.restore(archive, d) == ["baseline", "combination"]
+    for name in ("baseline", "combination"):
+        cfg = (d / "jobs" / name / "config.yaml").read_text(encoding="utf-8")
+        assert cfg == f"path_src: {d}/data/train.src\nsave_model: {d}/jobs/{name}/model\n"
+        assert (d / "jobs" / name / "commands.sh").read_text(encoding="utf-8") == \
+            f"onmt_train -config {d}/jobs/{name}/config.yaml\n"
+    assert (d / "manifest.json").read_text(encoding="utf-8") == '{"workdir": "%s"}\n' % d
+
+
+def test_an_archive_of_absolute_paths_still_restores(tmp_path):
+    # the format before ${WORKDIR}: absolute paths and the saving work directory in workdir.txt
+    old, archive = tmp_path / "old", tmp_path / "archive"
+    _job(old, "baseline")
+    (archive / "jobs").mkdir(parents=True)
+    shutil.copytree(old / "jobs" / "baseline", archive / "jobs" / "baseline")
+    (archive / "workdir.txt").write_text(f"{old}\n", encoding="utf-8")
+    new = tmp_path / "new"
+    assert run_archive.restore(archive, new) == ["baseline"]
+    assert (new / "jobs" / "baseline" / "config.yaml").read_text(encoding="utf-8") == \
+        f"path_src: {new}/data/train.src\nsave_model: {new}/jobs/baseline/model\n"
+
+
+def test_a_sweep_keeps_the_archived_run_history(tmp_path):
+    # --report-only elsewhere restores the manifest, then sweeps: its stale copy must not replace the
+    # history a running run keeps writing into the archive
+    wd, archive = _workdir(tmp_path), tmp_path / "archive"
+    run_archive.save_run(wd, archive)
+    stale = tmp_path / "stale"
+    run_archive.restore(archive, stale)
+    (wd / "manifest.json").write_text('{"runs": 2}\n', encoding="utf-8")
+    run_archive.save_run(wd, archive)
+    run_archive.save_run(stale, archive, replace=False)
+    assert (archive / "manifest.json").read_text(encoding="utf-8") == '{"runs": 2}\n'
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "manifest.json").write_text('{"runs": 1}\n', encoding="utf-8")
+    run_archive.save_run(fresh, tmp_path / "new_archive", replace=False)  # an archive without one gets it
+    assert (tmp_path / "new_archive" / "manifest.json").read_text(encoding="utf-8") == '{"runs": 1}\n'

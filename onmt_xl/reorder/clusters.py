@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from numba import njit, prange
+from onmt_xl.reorder.jit import njit, prange
 
 
 @njit(cache=True)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
-from numba import njit
+from onmt_xl.reorder.jit import njit
 
 from onmt_xl.reorder.btg import BTGNode, order_to_pos_xl, tree_from_splits
 

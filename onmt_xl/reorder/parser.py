@@ -27,7 +27,7 @@ of threads.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from onmt_xl.reorder.jit import njit, prange
 
 from onmt_xl.reorder.features import (
     N_FEATS_A,

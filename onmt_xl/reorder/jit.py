@@ -1,0 +1,32 @@
+"""numba for the kernels of :mod:`onmt_xl.reorder`: every kernel module takes ``njit`` / ``prange`` from here.
+
+numba's first compilation (or cached-kernel load) in a process imports its NumPy implementations, and
+``numba.np.arraymath`` probes for BLAS at import by importing ``scipy.linalg``: about 0.4 s of the
+~1.3 s that the first ``pos_xl`` costs a fresh ``onmt_translate`` process (``tools/bench_translate.py``).
+The probe only decides whether numba's ``np.correlate`` / ``np.convolve`` call BLAS, which no kernel
+here uses, so this module imports ``numba.np.arraymath`` once with ``scipy.linalg`` hidden. Nothing
+else changes: ``scipy.linalg`` stays importable, and ``np.dot`` / ``np.linalg`` in any numba code still
+find BLAS when they compile (they check again then). Where ``scipy.linalg`` or ``numba.np.arraymath``
+is already imported there is nothing to save and nothing is done.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def _import_arraymath_without_blas_probe() -> None:
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    sys.modules["scipy.linalg"] = None  # type: ignore[assignment]  # its import fails at once
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        del sys.modules["scipy.linalg"]
+
+
+_import_arraymath_without_blas_probe()
+
+from numba import njit, prange  # noqa: E402
+
+__all__ = ["njit", "prange"]
