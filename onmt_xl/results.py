@@ -359,6 +359,15 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
            "| τ | " + " | ".join(str(t) for t, _ in pts) + " |", "| --- |" + " ---: |" * len(pts),
            "| BLEU | " + " | ".join(_fmt(b) for _, b in pts) + " |",
            "| valid BLEU | " + " | ".join(_fmt(_bleu(res, n, "valid")) for _, n in taus) + " |", ""]
+    from onmt_xl.claims import seed_runs
+
+    base_seeds = [(n, _bleu(res, n)) for n in seed_runs(res, "baseline")]
+    tau0 = dict(pts).get(0)
+    if tau0 is not None and any(b is not None for _, b in base_seeds):
+        md += [f"τ = 0 feeds X+PE_abs to every head: the stock encoder, trained with the XL transform in its data "
+               f"pipeline. Its {_fmt(tau0)} against the baseline's " +
+               ", ".join(f"{_fmt(b)} ({n})" for n, b in base_seeds if b is not None) +
+               " shows the run-to-run spread of this setting.", ""]
     if _plot(rdir / "results_tau.png", "τ (XL heads)", {"HeadXL": pts}, "BLEU against τ",
              ("baseline", _bleu(res, "baseline"))):
         md += ["![tau sweep](results_tau.png)", ""]

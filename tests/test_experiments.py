@@ -318,6 +318,7 @@ def test_report_tables_and_plots_from_hand_made_translations(tmp_path):
     noise_row = "| BLEU | " + " | ".join(bleu(n) for n in ("combination", "combination_noise5", "combination_noise10",
                                                            "combination_noise15", "combination_noise20")) + " |"
     assert noise_row in md
+    assert f"Its {bleu('headxl_tau0')} against the baseline's {bleu('baseline')} (baseline) shows" in md
     valid_rows = [line for line in md.splitlines() if line.startswith("| valid BLEU |")]
     assert valid_rows == [
         "| valid BLEU | " + " | ".join(bleu(n, "valid") for n in ("headxl_tau0", "headxl_tau1", "headxl", "headxl_tau3", "headxl_tau4")) + " |",
