@@ -8,7 +8,10 @@ never written by hand:
 - against the baseline on the test set, with sacrebleu's paired bootstrap p-value (the same comparison on the
   held-out validation pairs is shown beside it): ``held`` (better, p < 0.05),
   ``same direction, not significant``, ``not held`` (not better), ``reversed`` (worse, p < 0.05);
-- comparisons without a test (between two variants, trends): ``held`` / ``not held``;
+- comparisons without a test (between two variants): ``held`` / ``not held``;
+- trends over one system's runs (τ sweep, noise attack): ``held`` when their differences exceed the
+  largest seed spread measured (sample sd of BLEU over seeds, baseline or Combination), ``same direction,
+  not significant`` when the numbers go the paper's way within it, ``not held`` otherwise;
 - ``not run`` while a job it needs is missing.
 
 A difference smaller than the baseline's seed spread is flagged as such when two seeds have run.
@@ -58,6 +61,12 @@ def seed_spread(res: Dict[str, Any], names: Sequence[str]) -> Optional[float]:
     """Sample standard deviation of the test BLEU of ``names`` (the same system, other seeds)."""
     scores = [b for b in (_bleu(res, n) for n in names) if b is not None]
     return statistics.stdev(scores) if len(scores) > 1 else None
+
+
+def run_spread(res: Dict[str, Any], systems: Sequence[str] = ("baseline", "combination")) -> Optional[float]:
+    """The largest seed spread among ``systems`` with several seeds: how far two runs of one setting drift apart."""
+    spreads = [s for s in (seed_spread(res, seed_runs(res, n)) for n in systems) if s is not None]
+    return max(spreads) if spreads else None
 
 
 def _spread_note(delta: float, spread: Optional[float]) -> str:
@@ -140,11 +149,17 @@ def check(res: Dict[str, Any], heads: int) -> List[Claim]:
                       [("preorderer", _bleu(res, "combination"))]))
     # tau sweep
     taus = [(t, _bleu(res, "headxl" if t == heads // 2 else f"headxl_tau{t}")) for t in range(heads + 1)]
+    runs = run_spread(res)
+    within = "" if runs is None else f"; largest seed spread {runs:.2f}"
     if all(b is not None for _, b in taus):
         best = max(taus, key=lambda tb: tb[1])
-        measured = ", ".join(f"τ={t}: {b:.2f}" for t, b in taus)
+        rise, fall = best[1] - taus[0][1], best[1] - taus[-1][1]
+        measured = ", ".join(f"τ={t}: {b:.2f}" for t, b in taus) + f"; peak − τ=0: {rise:+.2f}, peak − τ=H: {fall:+.2f}{within}"
+        verdict = HELD if 0 < best[0] < heads and fall > 0 else NOT_HELD
+        if verdict == HELD and runs is not None and min(rise, fall) <= runs:
+            verdict = HELD_NS
         out.append(Claim(f"{D} Fig. 3", "BLEU peaks at an intermediate τ (0 < τ < H; the paper's best: τ = H/2) and "
-                         "falls towards τ = H", measured, HELD if 0 < best[0] < heads and taus[-1][1] < best[1] else NOT_HELD))
+                         "falls towards τ = H", measured, verdict))
     else:
         out.append(Claim(f"{D} Fig. 3", "BLEU peaks at an intermediate τ and falls towards τ = H", "–", NOT_RUN))
     # noise attack
@@ -152,10 +167,15 @@ def check(res: Dict[str, Any], heads: int) -> List[Claim]:
 
     noise = [(0.0, _bleu(res, "combination"))] + [(100 * r, _bleu(res, f"combination_noise{round(100 * r)}")) for r in NOISE_RATIOS]
     if all(b is not None for _, b in noise):
-        slope = _slope(noise)
+        slope, clean = _slope(noise), noise[0][1]
+        above = [(x, b) for x, b in noise[1:] if runs is not None and b - clean > runs]  # noise helped there
+        measured = ", ".join(f"{x:.0f} %: {b:.2f}" for x, b in noise) + f"; slope {slope:+.3f} BLEU per %{within}"
+        measured += "".join(f"; {x:.0f} % beats 0 % by {b - clean:.2f}" for x, b in above)
+        verdict = HELD if slope < 0 and noise[-1][1] < clean and not above else NOT_HELD
+        if verdict == HELD and runs is not None and clean - noise[-1][1] <= runs:
+            verdict = HELD_NS
         out.append(Claim(f"{D} Fig. 4", "Noisy training XL indices lower BLEU as the noise grows (noise is no regulariser)",
-                         ", ".join(f"{x:.0f} %: {b:.2f}" for x, b in noise) + f"; slope {slope:+.3f} BLEU per %",
-                         HELD if slope < 0 and noise[-1][1] < noise[0][1] else NOT_HELD))
+                         measured, verdict))
     else:
         out.append(Claim(f"{D} Fig. 4", "Noisy training XL indices lower BLEU as the noise grows", "–", NOT_RUN))
     # attention AER

@@ -56,7 +56,8 @@ def test_check_tau_noise_order_and_missing_jobs():
     claims = check(res, heads=4)
     assert _by_claim(claims, "best of the XL").verdict == HELD  # 27.6 > 27.4, 27.2
     tau = _by_claim(claims, "intermediate τ")
-    assert tau.verdict == HELD and tau.measured.startswith("τ=0: 27.00, τ=1: 27.10, τ=2: 27.40")
+    assert tau.verdict == HELD and tau.measured == ("τ=0: 27.00, τ=1: 27.10, τ=2: 27.40, τ=3: 27.30, τ=4: 26.90; "
+                                                    "peak − τ=0: +0.40, peak − τ=H: +0.50")
     noise = _by_claim(claims, "Noisy training")
     # slope of (0, 27.6), (5, 27.5), (10, 27.6), (15, 27.0), (20, 26.8) by hand: Σ(x−10)(y−27.3)/Σ(x−10)² = (−3 − 1 + 0 − 1.5 − 5)/250
     assert noise.verdict == HELD and "slope -0.042" in noise.measured
@@ -64,6 +65,26 @@ def test_check_tau_noise_order_and_missing_jobs():
     # the peak at τ = H is not the paper's finding
     res["jobs"]["headxl_tau4"]["variants"]["test"]["bleu"] = 28.0
     assert _by_claim(check(res, heads=4), "intermediate τ").verdict == NOT_HELD
+
+
+def _trends(**changed):
+    bleu = dict(baseline=27.0, combination=27.6, combination_seed5678=28.2,  # sd (27.6, 28.2) = 0.6/√2 = 0.424
+                headxl_tau0=27.0, headxl_tau1=27.1, headxl=27.9, headxl_tau3=27.3, headxl_tau4=26.9,
+                combination_noise5=27.5, combination_noise10=27.6, combination_noise15=27.0, combination_noise20=26.8)
+    claims = check(_res(**{**bleu, **changed}), heads=4)
+    return _by_claim(claims, "intermediate τ"), _by_claim(claims, "Noisy training")
+
+
+def test_trends_must_clear_the_largest_seed_spread():
+    tau, noise = _trends()
+    # peak 27.9 at τ = 2: +0.90 over τ = 0, +1.00 over τ = H; 0 % → 20 % noise: −0.80; all beyond 0.42
+    assert (tau.verdict, noise.verdict) == (HELD, HELD)
+    assert tau.measured.endswith("peak − τ=0: +0.90, peak − τ=H: +1.00; largest seed spread 0.42")
+    tau, noise = _trends(headxl_tau0=27.6, combination_noise20=27.3)
+    # a rise of 0.30 from τ = 0, a fall of 0.30 at 20 % noise (slope (−2 − 0.5 + 0 − 2 − 1)/250 < 0): within 0.42
+    assert (tau.verdict, noise.verdict) == (HELD_NS, HELD_NS)
+    _, noise = _trends(combination_noise5=28.3)  # 5 % noise beats the clean run by 0.70 > 0.42: noise helped
+    assert noise.verdict == NOT_HELD and noise.measured.endswith("; 5 % beats 0 % by 0.70")
 
 
 def test_check_aer_sim_and_robustness():
