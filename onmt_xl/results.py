@@ -418,12 +418,13 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
     # 6. encoder-free
     md += ["## 6. Encoder-free Transformer (Ding et al. 2020 Tab. 4)", "",
            "Source embeddings straight to the decoder. Relative PE has no place here (no source self-attention).", "",
-           "| PE | params | BLEU | chrF |", "| --- | ---: | ---: | ---: |"]
-    for name, label in (("encoder_free_none", "none"), ("encoder_free", "absolute"), ("encoder_free_inxl", "InXL")):
+           "| PE | params | BLEU | chrF | valid BLEU |", "| --- | ---: | ---: | ---: | ---: |"]
+    for name, label in (("encoder_free_none", "none"), ("encoder_free", "absolute"), ("encoder_free_inxl", "InXL"),
+                        ("baseline", "*absolute, with the encoder (baseline)*")):
         e = J.get(name)
         t = e["variants"].get("test", {}) if e else {}
         params = f"{e['parameters']:,}" if e else "not run"
-        md.append(f"| {label} | {params} | {_fmt(t.get('bleu'))} | {_fmt(t.get('chrf'))} |")
+        md.append(f"| {label} | {params} | {_fmt(t.get('bleu'))} | {_fmt(t.get('chrf'))} | {_fmt(_bleu(res, name, 'valid'))} |")
     md.append("")
 
     # 7. robustness

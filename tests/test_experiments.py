@@ -326,6 +326,8 @@ def test_report_tables_and_plots_from_hand_made_translations(tmp_path):
                                                                    "combination_noise15", "combination_noise20")) + " |"]
     assert f"| both_re | {bleu('both_re')} | {bleu('both_re', 'swap10')} |" in md
     assert "| inxl | not run |" in md
+    assert "| none | not run | – | – | – |" in md  # encoder-free: not run; the baseline with its encoder beside it
+    assert f"| *absolute, with the encoder (baseline)* | 1,008 | {bleu('baseline')} |" in md
     assert "10.0 min median over 12 job(s) trained alone" in md
     for png in ("results_tau.png", "results_noise.png", "results_robustness.png"):
         assert (rep / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"]({png})" in md
