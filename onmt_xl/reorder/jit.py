@@ -1,7 +1,8 @@
 """numba for the kernels of :mod:`onmt_xl.reorder`: every kernel module takes ``njit`` / ``prange`` from here.
 
 numba's first compilation (or cached-kernel load) in a process imports its NumPy implementations, and
-``numba.np.arraymath`` probes for BLAS at import by importing ``scipy.linalg``: about 0.4 s of the
+``numba.np.arraymath`` probes for BLAS at import by importing ``scipy.linalg``. Where SciPy is installed
+(``tools/install.sh`` does not need it; research environments usually have it) that is about 0.4 s of the
 ~1.3 s that the first ``pos_xl`` costs a fresh ``onmt_translate`` process (``tools/bench_translate.py``).
 The probe only decides whether numba's ``np.correlate`` / ``np.convolve`` call BLAS, which no kernel
 here uses, so this module imports ``numba.np.arraymath`` once with ``scipy.linalg`` hidden. Nothing
