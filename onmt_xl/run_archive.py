@@ -69,9 +69,9 @@ class atomic_file:
         return False
 
 
-def _keep(src: Path, dst: Path, workdir: Path) -> None:
-    """Copy a work-directory file into the archive, its work-directory paths as ``${WORKDIR}``."""
-    _copy_text(src, dst, *([(str(workdir), WORKDIR)] if src.name in TEXT_WITH_PATHS else []))
+def _copy_file(src: Path, dst: Path, *replace: Tuple[str, str]) -> None:
+    """:func:`_copy_text`, replacing paths only in the files that hold them (:data:`TEXT_WITH_PATHS`)."""
+    _copy_text(src, dst, *(replace if src.name in TEXT_WITH_PATHS else ()))
 
 
 def save_alignments(workdir: Path, archive: Path) -> None:
@@ -92,7 +92,7 @@ def save_run(workdir: Path, archive: Path, replace: bool = True) -> None:
     archive.mkdir(parents=True, exist_ok=True)
     for name in RUN_FILES:
         if (workdir / name).exists() and (replace or not (archive / name).exists()):
-            _keep(workdir / name, archive / name, workdir)
+            _copy_file(workdir / name, archive / name, (str(workdir), WORKDIR))
 
 
 def save_job(workdir: Path, archive: Path, name: str) -> bool:
@@ -105,7 +105,7 @@ def save_job(workdir: Path, archive: Path, name: str) -> bool:
     files = [jd / f for f in JOB_FILES if (jd / f).exists()]
     files += [p for p in sorted(jd.glob("hyp.*")) if not p.name.endswith(".partial")]
     for src in files:
-        _keep(src, out / src.name, workdir)
+        _copy_file(src, out / src.name, (str(workdir), WORKDIR))
     _copy_text(jd / "done.json", out / "done.json")  # last: an archived job is complete
     return True
 
@@ -116,15 +116,11 @@ def restore(archive: Path, workdir: Path) -> List[str]:
         return []
     legacy = archive / "workdir.txt"  # archives of absolute paths name the directory they were saved from
     legacy = legacy.read_text(encoding="utf-8").strip() if legacy.exists() else ""
-    paths = [(WORKDIR, str(workdir)), (legacy, str(workdir))]
-
-    def put(src: Path, dst: Path) -> None:
-        _copy_text(src, dst, *(paths if src.name in TEXT_WITH_PATHS else []))
-
+    paths = ((WORKDIR, str(workdir)), (legacy, str(workdir)))
     workdir.mkdir(parents=True, exist_ok=True)
     for name in RUN_FILES:  # a restored manifest keeps the earlier runs' history; this run appends to it
         if (archive / name).exists() and not (workdir / name).exists():
-            put(archive / name, workdir / name)
+            _copy_file(archive / name, workdir / name, *paths)
     if not (workdir / "align" / "train.gdfa").exists() and (archive / "align" / "train.gdfa.gz").exists():
         (workdir / "align").mkdir(parents=True, exist_ok=True)
         for split in ALIGN_SPLITS:
@@ -141,7 +137,7 @@ def restore(archive: Path, workdir: Path) -> List[str]:
         jd.mkdir(parents=True, exist_ok=True)
         for src in sorted(ad.iterdir()):
             if src.name != "done.json":
-                put(src, jd / src.name)
+                _copy_file(src, jd / src.name, *paths)
         _copy_text(ad / "done.json", jd / "done.json")
         restored.append(ad.name)
     return restored

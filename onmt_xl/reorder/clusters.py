@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+
 from onmt_xl.reorder.jit import njit, prange
 
 

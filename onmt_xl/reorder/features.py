@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
+
 from onmt_xl.reorder.jit import njit
 
 UNK, BOS, EOS = 0, 1, 2

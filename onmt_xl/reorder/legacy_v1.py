@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
-from onmt_xl.reorder.jit import njit, prange
 
 from onmt_xl.reorder.features import BOS, EOS, N_SPECIAL, UNK, shape_class_id
+from onmt_xl.reorder.jit import njit, prange
 from onmt_xl.reorder.oracle import chart_order, rect
 
 _NEG = -1e300

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
-from onmt_xl.reorder.jit import njit
 
 from onmt_xl.reorder.btg import BTGNode, order_to_pos_xl, tree_from_splits
+from onmt_xl.reorder.jit import njit
 
 Links = Sequence[Tuple[int, int]]
 

@@ -27,7 +27,6 @@ of threads.
 from __future__ import annotations
 
 import numpy as np
-from onmt_xl.reorder.jit import njit, prange
 
 from onmt_xl.reorder.features import (
     N_FEATS_A,
@@ -45,6 +44,7 @@ from onmt_xl.reorder.features import (
     feats_start,
     node_features,
 )
+from onmt_xl.reorder.jit import njit, prange
 from onmt_xl.reorder.oracle import pair_prefix, rect
 
 _NEG = -1e300
