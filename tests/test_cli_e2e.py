@@ -156,12 +156,34 @@ def test_refsr_trains_with_the_reordering_loss_and_translates_without_alignments
     src = [line.split() for line in (workdir / "data" / "valid.src").read_text().splitlines()]
     links = read_pharaoh(str(workdir / "align" / "train.gdfa"))[: len(src)]
     sim, words, pe_sim = sim_metric(str(workdir / "models" / "refsr_step_4.pt"), src, links)
-    assert words == sum(map(len, src)) and -1.0 <= sim <= 1.0
-    # the PE reference by hand: cos(PE_j, PE_{r_j}) is 1 exactly where the oracle keeps a word in place
+    assert words == sum(map(len, src))
     from onmt_xl.positions import sinusoid
     from onmt_xl.reorder.oracle import btg_oracle
 
     d = TINY["hidden_size"]
+    # Sim (Eq. 12) by hand from the last layer's predicted positions b_j (Eq. 5), caught by a hook: with the
+    # default window D = 0.5 the Gaussian window (Eq. 6) holds the one integer s_j = round(b_j), so
+    # pr_j = w·PE_{s_j} with w > 0 and cos(pr_j, re_j) = cos(PE_{s_j}, PE_{r_j}).
+    from torch.nn.utils.rnn import pad_sequence
+
+    from onmt_xl.analysis import load_model
+
+    model, vocabs, model_opt = load_model(str(workdir / "models" / "refsr_step_4.pt"))
+    assert model_opt.exgre_window == 0.5
+    caught = []
+    model.encoder.predictors[-1].register_forward_hook(lambda m, args, out: caught.append(out.detach()))
+    ids = pad_sequence([torch.tensor(vocabs["src"](s)) for s in src], batch_first=True,
+                       padding_value=vocabs["src"]["<blank>"])
+    r_xl = [btg_oracle(len(s), ls).pos_xl for s, ls in zip(src, links)]
+    pos = pad_sequence([torch.tensor(x) for x in r_xl], batch_first=True)
+    with torch.no_grad():
+        model.encoder(torch.stack((ids, pos), dim=2), torch.tensor([len(s) for s in src]))
+    (b,) = caught
+    by_hand = [float(torch.nn.functional.cosine_similarity(sinusoid(torch.tensor([round(float(b[k, j]))]), d),
+                                                          sinusoid(torch.tensor([r_xl[k][j]]), d)))
+               for k, s in enumerate(src) for j in range(len(s))]
+    assert sim == pytest.approx(sum(by_hand) / len(by_hand), abs=1e-4)
+    # the PE reference by hand: cos(PE_j, PE_{r_j}) is 1 exactly where the oracle keeps a word in place
     cos = [float(torch.nn.functional.cosine_similarity(sinusoid(torch.tensor([j]), d), sinusoid(torch.tensor([r]), d)))
            for s, ls in zip(src, links) for j, r in enumerate(btg_oracle(len(s), ls).pos_xl)]
     assert pe_sim == pytest.approx(sum(cos) / len(cos), abs=1e-5)

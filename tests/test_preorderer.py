@@ -197,11 +197,18 @@ def test_vocab_and_word_classes():
     assert c[2] == w[2]  # most frequent word is its own class
     assert c[3] != w[3] and c[3] == g[3]  # the others get a shape class (no clustering)
     assert g[4] != g[5]  # unknown words keep their shape
+    # "PREFIX first-char-class|last-char-class|length-bucket SUFFIX"; buckets: 1 -> 0, 2 -> 1, 3-4 -> 2, 5-7 -> 3, 8+ -> 4
     assert word_shape("▁Hello") == "▁LATIN^|LATIN|3"
-    assert word_shape("ing￭") == word_shape("ing￭")
-    assert word_shape("あいう").startswith("HIRAGANA|HIRAGANA")
-    assert word_shape("漢字").startswith("CJK")
-    assert word_shape("") == "EMPTY" and word_shape("▁") != ""
+    assert word_shape("ing￭") == "LATIN|LATIN|2￭"  # the joiner is kept as a suffix, "ing" is 3 letters
+    assert word_shape("￭ing") == "￭LATIN|LATIN|2"
+    assert word_shape("ab@@") == "LATIN|LATIN|1@@"
+    assert word_shape("あいう") == "HIRAGANA|HIRAGANA|2"
+    assert word_shape("漢字") == "CJK|CJK|1"
+    assert word_shape("1999") == "9|9|2" and word_shape("Ω") == "GREEK^|GREEK^|0"
+    assert word_shape("Zürich") == "LATIN^|LATIN|3"
+    assert word_shape("") == "EMPTY"
+    assert word_shape("▁") == "So|So|0"  # a bare joiner is not stripped: U+2581 is a symbol (So), one character
+    assert word_shape("@@") == "Po|Po|1"
 
 
 # --- CLI -------------------------------------------------------------------------------------
