@@ -124,12 +124,8 @@ def check(res: Dict[str, Any], heads: int) -> List[Claim]:
                ("combination", _bleu(res, "combination")), [("inxl", _bleu(res, "inxl")), ("headxl", _bleu(res, "headxl"))]),
         versus_baseline(res, "relative_pe", f"{D} Tab. 2", "Relative PE improves on the Transformer (→ 29.62)", spread),
         versus_baseline(res, "disan", f"{D} Tab. 2", "DiSAN improves on the Transformer (→ 29.73)", spread),
-        versus_baseline(res, "disan_inclusive", f"{D} Tab. 2", "DiSAN improves on the Transformer (→ 29.73); "
-                        "our variant whose directional heads also read the token itself", spread),
-        versus_baseline(res, "disan_gate0", f"{D} Tab. 2", "DiSAN improves on the Transformer (→ 29.73); "
-                        "our variant whose fusion gate starts at F = ½ (weights 0)", spread),
-        versus_baseline(res, "disan_residual", f"{D} Tab. 2", "DiSAN improves on the Transformer (→ 29.73); "
-                        "our variant with inclusive masks whose gate output is added to the residual stream", spread),
+        versus_baseline(res, "disan_nogate", f"{D} Tab. 2", "DiSAN improves on the Transformer (→ 29.73); "
+                        "our variant without DiSAN's fusion gate (directional heads only)", spread),
         versus_baseline(res, "enc_re", f"{C19} Tab. 3", "Encoder REs improve significantly (30.33 → 31.12)", spread),
         versus_baseline(res, "both_re", f"{C19} Tab. 3", "Both REs improve significantly (→ 31.41)", spread),
         _order(f"{C19} Tab. 3", "Both REs beat encoder REs (31.41 vs 31.12)",

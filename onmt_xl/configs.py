@@ -65,10 +65,7 @@ SYSTEMS: Dict[str, tuple] = {
     "headxl": ({"encoder_type": "xl_headxl"}, XL),  # xl_heads: half the heads (config())
     "combination": ({"encoder_type": "xl_combination", "inxl_fusion": "block"}, XL),
     "disan": ({"encoder_type": "disan"}, None),
-    "disan_inclusive": ({"encoder_type": "disan", "disan_mask": "inclusive"}, None),  # heads also read the token
-    "disan_gate0": ({"encoder_type": "disan", "disan_gate_init": 0.0}, None),  # every gate unit starts at F = 1/2
-    # heads also read the token, and the gate's output is added to the residual stream instead of replacing it
-    "disan_residual": ({"encoder_type": "disan", "disan_mask": "inclusive", "disan_residual": True}, None),
+    "disan_nogate": ({"encoder_type": "disan", "disan_fusion": "none"}, None),  # directional heads without the fusion gate
     "enc_re": ({"encoder_type": "reordering_embedding"}, None),
     "dec_re": ({"decoder_type": "reordering_embedding"}, None),
     "both_re": ({"encoder_type": "reordering_embedding", "decoder_type": "reordering_embedding"}, None),

@@ -44,9 +44,9 @@ from onmt_xl.run_archive import atomic_file, restore, save_alignments, save_job,
 
 #: Experiments in the issue's priority order (``--experiments`` keeps this order whatever is given).
 EXPERIMENTS = ("main", "oracle", "tau", "noise", "aer", "encoder_free", "robustness", "sim")
-MAIN_SYSTEMS = ("baseline", "combination", "inxl", "headxl", "relative_pe", "disan", "disan_inclusive",
-                "disan_gate0", "disan_residual", "enc_re", "both_re", "exgre", "refsr", "prereorder")  # table order
-LATE_SYSTEMS = ("disan_residual",)  # variants of ours in the main table, trained after the papers' experiments
+MAIN_SYSTEMS = ("baseline", "combination", "inxl", "headxl", "relative_pe", "disan", "disan_nogate",
+                "enc_re", "both_re", "exgre", "refsr", "prereorder")  # table order
+LATE_SYSTEMS = ("disan_nogate",)  # variants of ours in the main table, trained after the papers' experiments
 SEEDED_SYSTEMS = ("baseline", "combination")  # trained with every --seeds value
 NOISE_RATIOS = (0.05, 0.10, 0.15, 0.20)  # Ding et al. 2020, Fig. 4 (0 % is the main Combination)
 SWAP_RATIOS = (0.10, 0.20, 0.30, 0.40, 0.50)  # Chen et al. 2019a, Sec. 6.5

@@ -293,11 +293,9 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
            "per-report training source tokens/second (first report left out), as trained here: a † marks a job "
            "trained while another shared the CPU (`--parallel`), a ‡ one resumed from a checkpoint (OpenNMT-py 3.5.1's `-train_from` restarts the corpus at its first line, so a resumed job also saw its data in another order than an uninterrupted one); the machine's speed "
            "also drifts, so × baseline is left out for marked rows and the controlled speed comparison is `tools/bench_xl_step.py` (reports/bench_xl_step_enja.txt). "
-           "`disan` uses DiSAN's own masks (no head reads the token itself; its content passes the fusion gate); "
-           "`disan_inclusive` (`-disan_mask inclusive`, our variant) lets each directional head read the token too; "
-           "`disan_gate0` (`-disan_gate_init 0`, our variant) starts the fusion gate at F = ½ instead of "
-           "σ(s + h); `disan_residual` (`-disan_mask inclusive -disan_residual`, our variant) adds the gate's output "
-           "to the residual stream instead of letting it replace the residual sum.", "",
+           "`disan`: a residual block over directional heads (DiSAN's masks: no head reads the token itself) "
+           "with DiSAN's fusion gate mixing in the normalised block input; `disan_nogate` (`-disan_fusion none`, "
+           "our variant) drops the gate.", "",
            "| system | params | Δ params | train src tok/s | × baseline | BLEU | Δ BLEU | chrF | p (bootstrap) | sign test +/− | p (sign) | valid BLEU | Δ | p (bootstrap) |",
            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     row = {s: i for i, s in enumerate(MAIN_SYSTEMS)}  # a system's seeds follow it; the sort is stable

@@ -12,18 +12,26 @@ from onmt_xl.positions import sinusoid
 from tests.test_encoders import MONOTONE, REVERSED, batch, build
 
 
+def onmt_init(model):
+    """``onmt_train``'s initialisation (``onmt.model_builder.build_model``, ``-param_init 0 -param_init_glorot``):
+    Xavier for every ``weight`` of two or more dimensions, zeros for every ``bias``, the rest as built."""
+    for module in model.modules():
+        for name, param in module.named_parameters(recurse=False):
+            if name == "weight" and param.dim() > 1:
+                torch.nn.init.xavier_uniform_(param)
+            elif name == "bias":
+                torch.nn.init.zeros_(param)
+    return model
+
+
 def test_directional_masks_by_hand():
     pad = padding_mask(torch.tensor([3, 2]), 3)  # second sentence: 2 tokens
     m = directional_masks(pad, heads=2)  # head 0 forward, head 1 backward; True = masked
     allowed = (~m).int().tolist()
     assert allowed[0][0] == [[1, 0, 0], [1, 0, 0], [1, 1, 0]]  # forward: earlier tokens; token 0 itself
     assert allowed[0][1] == [[0, 1, 1], [0, 0, 1], [0, 0, 1]]  # backward: later tokens; last token itself
-    assert allowed[1][1] == [[0, 1, 0], [0, 1, 0], [0, 0, 0]]  # padding never attended
-    assert allowed[1][0][:2] == [[1, 0, 0], [1, 0, 0]]
-    inclusive = (~directional_masks(pad, heads=2, diagonal=True)).int().tolist()
-    assert inclusive[0][0] == [[1, 0, 0], [1, 1, 0], [1, 1, 1]]  # forward: j <= i
-    assert inclusive[0][1] == [[1, 1, 1], [0, 1, 1], [0, 0, 1]]  # backward: j >= i
-    assert inclusive[1][1] == [[1, 1, 0], [0, 1, 0], [0, 0, 0]]
+    assert allowed[1][1] == [[0, 1, 0], [0, 1, 0], [0, 0, 1]]  # padding never attended, but by a padded query
+    assert allowed[1][0] == [[1, 0, 0], [1, 0, 0], [1, 1, 0]]
 
 
 def test_fusion_gate_by_hand():
@@ -38,17 +46,17 @@ def test_fusion_gate_by_hand():
     assert gate(s, h)[0].tolist() == pytest.approx(want, abs=1e-6)
 
 
-def test_fusion_gate_with_zero_weights_starts_as_the_mean():
-    gate = FusionGate(3, weight_init=0.0)
-    s, h = torch.tensor([[2.0, -4.0, 6.0]]), torch.tensor([[0.0, 2.0, -2.0]])
-    assert gate(s, h)[0].tolist() == pytest.approx([1.0, -1.0, 2.0])  # F = ½ everywhere
+def test_fusion_gate_starts_at_f_095_for_any_input():
     from onmt.model_builder import build_base_model
 
     from tests.test_encoders import model_opt, vocabs
 
-    for init in (0.0, 1.0):  # the option reaches the gates (build() re-initialises every parameter)
-        enc = build_base_model(model_opt(encoder_type="disan", enc_layers=1, disan_gate_init=init), vocabs()).encoder
-        assert enc.gates[0].w_s.tolist() == [init] * 16 == enc.gates[0].w_h.tolist()
+    # built as onmt_train builds it: OpenNMT's initialisation must leave the gate's start alone
+    enc = onmt_init(build_base_model(model_opt(encoder_type="disan", enc_layers=1), vocabs())).encoder
+    s, h = torch.randn(2, 3, 16) * 5, torch.randn(2, 3, 16) * 5
+    assert torch.allclose(enc.gates[0](s, h), 0.95 * s + 0.05 * h, atol=1e-5)
+    with pytest.raises(ValueError):
+        FusionGate(4, start=1.0)
 
 
 def test_positional_penalty_eq6_by_hand():
@@ -86,21 +94,44 @@ def test_reordering_embedding_layer_is_eq_9(encoder_type):
     assert torch.allclose(got, want, atol=1e-5)
 
 
-@pytest.mark.parametrize("disan_mask, residual", [("strict", False), ("inclusive", False), ("inclusive", True)])
-def test_disan_layer_uses_directional_heads_and_the_gate(disan_mask, residual):
-    model = build("disan", enc_layers=1, disan_mask=disan_mask, disan_residual=residual)
+@pytest.mark.parametrize("fusion", ["gate", "none"])
+def test_disan_layer_is_a_residual_block_with_directional_heads(fusion):
+    model = build("disan", enc_layers=1, disan_fusion=fusion)
     enc = model.encoder
     src, src_len = batch()
     got, _, _ = enc(src, src_len)
     layer = enc.transformer[0]
     x = enc.embeddings(src)
     norm = layer.layer_norm(x)
-    s = layer.self_attn(norm, norm, norm, mask=directional_masks(padding_mask(src_len, 5), 4, disan_mask == "inclusive"))[0]
-    u = enc.gates[0](s, norm)  # the gate fuses the normalised input
-    want = enc.layer_norm(layer.feed_forward(x + u if residual else u))
+    s = layer.self_attn(norm, norm, norm, mask=directional_masks(padding_mask(src_len, 5), 4))[0]
+    u = enc.gates[0](s, norm) if fusion == "gate" else s  # the gate fuses the normalised input
+    want = enc.layer_norm(layer.feed_forward(x + u))  # x + Dropout(u), then the stock feed-forward block
     assert torch.allclose(got, want, atol=1e-5)
     stock = layer.self_attn(norm, norm, norm, mask=padding_mask(src_len, 5))[0]
     assert not torch.allclose(s, stock, atol=1e-4)
+    assert (enc.gates is None) == (fusion == "none")
+
+
+@pytest.mark.parametrize("fusion", ["gate", "none"])
+def test_disan_keeps_the_identity_path(fusion):
+    """With the attention and feed-forward outputs zeroed, a layer passes its input through (plus the
+    gate's (1 - F) share of LN(x)): the residual sum is kept, not replaced by the gate's output."""
+    from onmt.model_builder import build_base_model
+
+    from tests.test_encoders import model_opt, vocabs
+
+    enc = onmt_init(build_base_model(model_opt(encoder_type="disan", enc_layers=2, disan_fusion=fusion), vocabs())).encoder.eval()
+    with torch.no_grad():
+        for layer in enc.transformer:
+            for linear in (layer.self_attn.final_linear, layer.feed_forward.w_2):
+                linear.weight.zero_()
+                if linear.bias is not None:
+                    linear.bias.zero_()
+    src, src_len = batch()
+    x = enc.embeddings(src)
+    for layer in enc.transformer:
+        x = x + (0.05 * layer.layer_norm(x) if fusion == "gate" else 0)
+    assert torch.allclose(enc(src, src_len)[0], enc.layer_norm(x), atol=1e-5)
 
 
 def test_encoder_free_variants():
@@ -125,6 +156,7 @@ def test_baseline_parameter_counts():
 
     base = count(build("transformer"))  # 2 encoder layers, d_model 16
     assert count(build("disan")) == base + 2 * 3 * 16
+    assert count(build("disan", disan_fusion="none")) == base
     assert count(build("reordering_embedding")) == base + 2 * 3 * 16 * 16
     assert count(build("additional_pe")) == base
     layers = sum(p.numel() for p in build("transformer").encoder.transformer.parameters()) + 2 * 16

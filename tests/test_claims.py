@@ -61,7 +61,7 @@ def test_check_tau_noise_order_and_missing_jobs():
     noise = _by_claim(claims, "Noisy training")
     # slope of (0, 27.6), (5, 27.5), (10, 27.6), (15, 27.0), (20, 26.8) by hand: Σ(x−10)(y−27.3)/Σ(x−10)² = (−3 − 1 + 0 − 1.5 − 5)/250
     assert noise.verdict == HELD and "slope -0.042" in noise.measured
-    assert [c.verdict for c in claims if "DiSAN" in c.claim] == [NOT_RUN] * 4  # DiSAN as in the paper, three variants
+    assert [c.verdict for c in claims if "DiSAN" in c.claim] == [NOT_RUN] * 2  # DiSAN as in the paper, one variant
     # the peak at τ = H is not the paper's finding
     res["jobs"]["headxl_tau4"]["variants"]["test"]["bleu"] = 28.0
     assert _by_claim(check(res, heads=4), "intermediate τ").verdict == NOT_HELD

@@ -25,7 +25,7 @@ from onmt.encoders import register_encoder
 from onmt.encoders.encoder import EncoderBase
 from onmt.encoders.transformer import TransformerEncoder, TransformerEncoderLayer
 
-from onmt_xl.encoders.common import MissingXLPositionsError, embed_words, padding_mask
+from onmt_xl.encoders.common import MissingXLPositionsError, embed_words, padding_mask, split_xl
 from onmt_xl.modules.disan import FusionGate, directional_masks
 from onmt_xl.modules.explicit_reordering import (
     ReorderedPositionPredictor,
@@ -47,33 +47,38 @@ def _attend(layer: TransformerEncoderLayer, h: torch.Tensor, mask: torch.Tensor)
 
 @register_encoder("disan")
 class DiSANEncoder(TransformerEncoder):
-    """Transformer encoder whose self-attention is directional (forward/backward heads) and gated.
+    """Transformer encoder whose self-attention is directional (DiSAN, Shen et al. 2018).
 
-    Per layer ``u = Fusion(s, h)`` with ``h = LN(x)`` replaces the residual sum ``x + s``: in a post-norm
-    Transformer (DiSAN's setting) a layer's input is normalised, and OpenNMT's pre-norm stream ``x`` is not.
-    Gating the raw stream instead (first run on enja: 20.88 BLEU against the baseline's 26.66) saturated
-    24–61 % of the gate units, and a saturated ``F = 1`` drops the token's own content, which the
-    directional masks keep out of ``s``. ``-disan_residual`` (our variant) adds the fusion to the stream
-    instead, ``x + Fusion(s, h)``, so that a unit can keep the token's content and its context at once.
+    Each layer is a stock pre-norm layer whose attention block is
+    ``x + Dropout(Fusion(MHA_dir(h), h))`` with ``h = LN(x)``: half of the heads under DiSAN's forward
+    mask, half under its backward mask (:func:`directional_masks`), fused with the block input ``h`` by
+    DiSAN's gate (:class:`FusionGate`, started at ``F = 0.95``); the feed-forward block is stock.
+    ``-disan_fusion none`` drops the gate (``x + Dropout(MHA_dir(h))``).
+
+    Deviations, because OpenNMT's layers are pre-norm and DiSAN is not a Transformer layer: the gate reads
+    the normalised block input ``h`` (DiSAN's input is its embedding layer's output), and it sits inside
+    the residual block rather than replacing it, which keeps the Transformer's identity path.
     """
 
     @classmethod
     def from_opt(cls, opt, embeddings):
         encoder = super().from_opt(opt, embeddings)
         encoder.heads = opt.heads
-        encoder.mask_diagonal = getattr(opt, "disan_mask", "strict") == "inclusive"  # older checkpoints: strict
-        encoder.residual = getattr(opt, "disan_residual", False)
-        init = getattr(opt, "disan_gate_init", 1.0)
-        encoder.gates = nn.ModuleList(FusionGate(opt.enc_hid_size, init) for _ in encoder.transformer)
+        use_gate = getattr(opt, "disan_fusion", "gate") == "gate"
+        encoder.gates = nn.ModuleList(FusionGate(opt.enc_hid_size) for _ in encoder.transformer) if use_gate else None
         return encoder
 
     def forward(self, src: torch.Tensor, src_len: Optional[torch.Tensor] = None):
         x = self.embeddings(src)
-        mask = directional_masks(padding_mask(src_len, src.size(1)), self.heads, self.mask_diagonal)
-        for layer, gate in zip(self.transformer, self.gates):
-            h = layer.layer_norm(x)  # DiSAN's h: the normalised input the attention reads (post-norm's layer input)
-            u = gate(_attend(layer, h, mask), h)
-            x = layer.feed_forward(x + u if self.residual else u)
+        mask = directional_masks(padding_mask(src_len, src.size(1)), self.heads)
+        for n, layer in enumerate(self.transformer):
+            if self.gates is None:
+                x = layer(x, mask)  # the stock layer, with directional heads
+                continue
+            h = layer.layer_norm(x)
+            s, _ = layer.self_attn(h, h, h, mask=mask)
+            u = self.gates[n](s, h)
+            x = layer.feed_forward(x + (layer.dropout(u) if layer.dropout_p > 0 else u))
         return self.layer_norm(x), None, src_len
 
 
@@ -130,14 +135,12 @@ class EncoderFreeEncoder(EncoderBase):
         return cls(embeddings, opt.encoder_free_pe, opt.position_encoding_type, opt.inxl_fusion)
 
     def forward(self, src: torch.Tensor, src_len: Optional[torch.Tensor] = None):
-        n_cols = len(self.embeddings.emb_luts)
-        if self.pe == "inxl":
-            if src.size(2) != n_cols + 1:
-                raise MissingXLPositionsError(
-                    "encoder_free with -encoder_free_pe inxl needs cross-lingual positions: add the xl_position "
-                    "transform (onmt_translate ... -transforms xl_position -xl_preorderer FILE)"
-                )
-            src, pos_xl = src[:, :, :-1], src[:, :, -1]
+        src, pos_xl = split_xl(self, src)
+        if self.pe == "inxl" and pos_xl is None:
+            raise MissingXLPositionsError(
+                "encoder_free with -encoder_free_pe inxl needs cross-lingual positions: add the xl_position "
+                "transform (onmt_translate ... -transforms xl_position -xl_preorderer FILE)"
+            )
         x = embed_words(self.embeddings, src)
         d_model = x.size(-1)
         if self.pe != "none":
@@ -181,9 +184,7 @@ class ExGREEncoder(TransformerEncoder):
         return encoder
 
     def forward(self, src: torch.Tensor, src_len: Optional[torch.Tensor] = None):
-        pos_xl = None
-        if src.size(2) == len(self.embeddings.emb_luts) + 1:  # r_j attached by xl_position
-            src, pos_xl = src[:, :, :-1], src[:, :, -1]
+        src, pos_xl = split_xl(self, src)  # r_j attached by xl_position, or None
         x0 = self.embeddings(src)
         pad = padding_mask(src_len, src.size(1))
         pe = sinusoid(torch.arange(src.size(1), device=src.device), x0.size(-1), self.pe_type)

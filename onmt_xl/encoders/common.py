@@ -3,13 +3,47 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
+from typing import Iterator, Optional, Tuple
 
 import torch
 
 
 class MissingXLPositionsError(RuntimeError):
     """An XL encoder got a batch without XL positions (the ``xl_position`` transform is missing)."""
+
+
+_fed = threading.local()
+
+
+@contextlib.contextmanager
+def feeding_xl_positions(pos_xl: Optional[torch.Tensor]) -> Iterator[None]:
+    """Within the block, :func:`split_xl` hands ``pos_xl`` ``(batch, src_len)`` (``batch["xl_pos"]``, or
+    None) to the encoder as the positions of the source it encodes. :mod:`onmt_xl.plugin` opens it around
+    every stock call that encodes a batch, so ``batch["src"]`` itself holds token ids only."""
+    previous = getattr(_fed, "pos_xl", None)
+    _fed.pos_xl = pos_xl
+    try:
+        yield
+    finally:
+        _fed.pos_xl = previous
+
+
+def split_xl(encoder, src: torch.Tensor) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """(token ids ``(batch, src_len, 1 + n_feats)``, ``pos_XL`` ``(batch, src_len)`` or None) for ``encoder``.
+
+    The positions are those fed by :func:`feeding_xl_positions` (OpenNMT's training, validation and
+    translation); a direct call may instead pass them as an extra last column of ``src``
+    (``(batch, src_len, 1 + n_feats + 1)``, as the tests and ``onmt-xl sim`` do).
+    """
+    if src.dim() == 3 and src.size(2) == len(encoder.embeddings.emb_luts) + 1:
+        return src[:, :, :-1], src[:, :, -1]
+    pos_xl = getattr(_fed, "pos_xl", None)
+    if pos_xl is not None and tuple(pos_xl.shape) != tuple(src.shape[:2]):
+        raise ValueError(f"XL positions of shape {tuple(pos_xl.shape)} for a source batch of shape {tuple(src.shape[:2])}")
+    return src, pos_xl
 
 
 def embed_words(embeddings, src: torch.Tensor) -> torch.Tensor:

@@ -16,7 +16,7 @@ OWN_PE_ENCODERS = ("disan", "reordering_embedding", "additional_pe", "encoder_fr
 #: encoders trained with the reordering loss of Chen et al. 2020 (Eq. 9), fed r_j by xl_position
 REORDERING_LOSS_ENCODERS = ("exgre", "refsr")
 ENCODER_FREE_PES = ("none", "absolute", "inxl")
-DISAN_MASKS = ("strict", "inclusive")
+DISAN_FUSIONS = ("gate", "none")
 
 
 def add_model_options(parser) -> None:
@@ -44,20 +44,10 @@ def add_model_options(parser) -> None:
         "(Shaw et al. 2018). The decoder keeps its absolute position encoding.",
     )
     group.add(
-        "--disan_mask", "-disan_mask", type=str, default="strict", choices=DISAN_MASKS,
-        help="disan: 'strict' = DiSAN's directional masks (Shen et al. 2018): a head reads only earlier "
-        "(forward) or only later (backward) tokens, never the token itself, whose content reaches the output "
-        "through the fusion gate; 'inclusive' = forward/backward heads also read the token itself.",
-    )
-    group.add(
-        "--disan_gate_init", "-disan_gate_init", type=float, default=1.0,
-        help="disan: starting value of the fusion gate's element-wise weights w_s and w_h (the bias starts at 0); "
-        "0 starts every gate unit at F = 0.5.",
-    )
-    group.add(
-        "--disan_residual", "-disan_residual", action="store_true",
-        help="disan: add the fusion gate's output to the layer's residual stream (x + Fusion(s, h)) instead of "
-        "letting it replace the residual sum x + s, as DiSAN's gate does.",
+        "--disan_fusion", "-disan_fusion", type=str, default="gate", choices=DISAN_FUSIONS,
+        help="disan: 'gate' = DiSAN's fusion gate mixes the directional heads' output with the layer's normalised "
+        "input inside the residual block, x + Dropout(F*s + (1-F)*LN(x)), F starting at 0.95; 'none' = x + "
+        "Dropout(s), a stock layer with directional heads.",
     )
     group.add(
         "--encoder_free_pe", "-encoder_free_pe", type=str, default="absolute", choices=ENCODER_FREE_PES,
@@ -109,6 +99,8 @@ def validate_model_options(opt) -> None:
                 f"-encoder_type {enc} needs -max_relative_positions 0 (OpenNMT's option applies to encoder and "
                 "decoder; for encoder-only relative PE use -encoder_type xl_relative -enc_max_relative_positions K)"
             )
+    if enc in ("disan", "reordering_embedding", "additional_pe") and getattr(opt, "parallel_residual", False):
+        raise ValueError(f"-encoder_type {enc} builds on OpenNMT's sequential pre-norm layer: drop -parallel_residual")
     data = _corpora(opt)
     reads_xl = enc in XL_ENCODERS or (enc == "encoder_free" and getattr(opt, "encoder_free_pe", None) == "inxl")
     if reads_xl and data is not None:
