@@ -97,6 +97,70 @@ def _write_corpus(d, n_train=240, n_test=30):
 
 
 
+def _aer_by_hand(links, sure, possible):
+    """Och & Ney's AER from the link sets, counted here: 1 - (|A&S| + |A&P|) / (|A| + |S|), P including S."""
+    a = s_ = as_ = ap = 0
+    for hyp, sr, ps in zip(links, sure, possible):
+        a, s_ = a + len(hyp), s_ + len(sr)
+        as_ += sum(link in sr for link in hyp)
+        ap += sum(link in sr or link in ps for link in hyp)
+    return 1 - (as_ + ap) / (a + s_)
+
+
+def _check_scores_by_hand(wd, res):
+    """The scores in results.json, recomputed from the files of the run (not from its own code paths)."""
+    import sacrebleu
+
+    from onmt_xl.align.pharaoh import read_pharaoh
+
+    def lines(path):
+        return path.read_text(encoding="utf-8").split("\n")[:-1]
+
+    comb, ref = res["jobs"]["combination"], lines(wd / "data" / "test.ref")
+    hyp, base = lines(wd / "jobs" / "combination" / "hyp.test"), lines(wd / "jobs" / "baseline" / "hyp.test")
+    t = comb["variants"]["test"]
+    assert t["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hyp, [ref], force=True).score, abs=1e-9)
+    assert res["jobs"]["baseline"]["variants"]["test"]["bleu"] == pytest.approx(
+        sacrebleu.corpus_bleu(base, [ref], force=True).score, abs=1e-9)
+    # Collins et al.'s sign test: sentence i is better (worse) if putting the system's translation of i into the
+    # baseline's output raises (lowers) corpus BLEU; p = exact two-sided binomial at 1/2
+    whole = sacrebleu.corpus_bleu(base, [ref]).score
+    swapped = [sacrebleu.corpus_bleu(base[:i] + [hyp[i]] + base[i + 1:], [ref]).score
+               for i in range(len(ref)) if hyp[i] != base[i]]
+    better, worse = sum(x > whole + 1e-12 for x in swapped), sum(x < whole - 1e-12 for x in swapped)
+    assert (t["sign_better"], t["sign_worse"]) == (better, worse)
+    n = better + worse
+    assert t["p_sign"] == pytest.approx(min(1.0, sum(math.comb(n, i) for i in range(n + 1)
+                                                     if math.comb(n, i) <= math.comb(n, better)) / 2**n) if n else 1.0)
+    from onmt_xl.results import paired_bootstrap
+
+    assert t["p_bootstrap"] == paired_bootstrap({"combination": hyp}, base, ref)["combination"]  # same seed, same files
+    # AER of the attention links against the gold set (1-indexed, the kept lines) and against eflomal's test links
+    keep = [int(k) for k in (wd / "data" / "gold.keep").read_text().split()]
+    gold = [{tuple(int(x) - 1 for x in tok.split("-")) for tok in line.split()} for line in lines(wd / "data" / "gold.align")]
+    gold = [gold[k] for k in keep]
+    src = [line.split() for line in lines(wd / "data" / "test.src")]
+    eflomal = [set(ls) for ls in read_pharaoh(str(wd / "align" / "test.gdfa"), [len(x) for x in src])]
+    for variant, sure in (("gold_align", gold), ("test_align", eflomal)):
+        att = [{tuple(map(int, tok.split("-"))) for tok in line.partition(" ||| ")[2].split()}
+               for line in lines(wd / "jobs" / "combination" / f"hyp.{variant}")]
+        v = comb["variants"][variant]
+        assert v["sentences"] == 30 and v["aer"] == pytest.approx(_aer_by_hand(att, sure, sure), abs=1e-12)
+    # chance references: the diagonal links (target word j of m -> source word floor((j + 1/2) n / m)) by hand,
+    # and the out-of-vocabulary share of the gold source words against the source vocabulary
+    chance = res["aer_references"]["gold_align"]
+    gsrc = [line.split() for line in lines(wd / "data" / "gold.src")]
+    gtgt = [line.split() for line in lines(wd / "data" / "gold.tgt")]
+    diagonal = [{(int((j + 0.5) * len(x) / len(y)), j) for j in range(len(y))} if x else set() for x, y in zip(gsrc, gtgt)]
+    assert chance["sentences"] == 30
+    assert chance["diagonal"]["aer"] == pytest.approx(_aer_by_hand(diagonal, gold, gold), abs=1e-12)
+    random_links = reference_alignments([len(x) for x in gsrc], [len(y) for y in gtgt])["random"]
+    assert chance["random"]["aer"] == pytest.approx(_aer_by_hand(random_links, gold, gold), abs=1e-12)
+    known = {line.split("\t")[0].split(" ")[0] for line in lines(wd / "vocab.src")}
+    words = [w for x in gsrc for w in x]
+    assert chance["src_oov"] == pytest.approx(sum(w not in known for w in words) / len(words), abs=1e-12)
+
+
 def test_experiments_run_score_report_and_resume(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
@@ -117,13 +181,8 @@ def test_experiments_run_score_report_and_resume(tmp_path):
     assert info["device"] == "cpu"
     assert set(comb["variants"]) == {"test", "valid", "oracle", "gold_align", "test_align"}
     assert set(base["variants"]) == {"test", "valid", "gold_align", "test_align"}  # no XL, no oracle variant
-    t = comb["variants"]["test"]
-    assert 0 <= t["bleu"] <= 100 and 0 <= t["p_bootstrap"] <= 1 and 0 <= t["p_sign"] <= 1
-    for v in ("gold_align", "test_align"):
-        assert 0 <= comb["variants"][v]["aer"] <= 1 and comb["variants"][v]["sentences"] == 30
+    _check_scores_by_hand(wd, res)
     assert res["preorderer"]["tau"] > res["preorderer"]["monotone_tau"]
-    chance = res["aer_references"]["gold_align"]
-    assert 0 <= chance["random"]["aer"] <= 1 and 0 <= chance["src_oov"] <= 1 and chance["sentences"] == 30
     assert (wd / "data" / "test.swap30.src").exists()
     # the oracle variant read the test alignments: the command says so
     assert "-xl_align_path" in (wd / "jobs" / "combination" / "commands.sh").read_text()
