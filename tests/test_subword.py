@@ -209,6 +209,9 @@ def test_bench_subword_tool(tmp_path, capsys):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     out = tmp_path / "r.json"
+    calls = []  # every (orders per seed, sentences, links) the tool scores
+    real_scores_runs = mod.scores_runs
+    mod.scores_runs = lambda runs, sents, links: calls.append((runs, sents, links)) or real_scores_runs(runs, sents, links)
     assert mod.main(["--data", str(tmp_path), "--src", "xx", "--tgt", "yy", "--subword", "bpe:40",
                      "--iterations", "2", "--json", str(out)]) == 0
     text = capsys.readouterr().out
@@ -216,6 +219,34 @@ def test_bench_subword_tool(tmp_path, capsys):
     res = json.loads(out.read_text(encoding="utf-8"))
     (row,) = res["subword"]
     assert row["dev_pieces_per_word"] > 1 and row["line_tokenization_mismatches"] == 0
+    # tau by hand from the scored orders: aligned pairs with distinct target spans (min, max link), concordant
+    # when the word placed first has the smaller span; scored in order: word, sub-word, collapsed, expanded
+    word_call, sub_call, collapsed_call, expanded_call = calls
+    for figures, call in ((res["word"], word_call), (row["subword"], sub_call), (row["collapsed"], collapsed_call),
+                          (row["word_model_expanded"], expanded_call)):
+        runs, sents, links = call
+        assert figures["tau"] == pytest.approx(_tau_by_hand(runs[0], sents, links), abs=1e-12)
+        assert figures["monotone_tau"] == pytest.approx(
+            _tau_by_hand([list(range(len(x))) for x in sents], sents, links), abs=1e-12)
     # SVO -> SOV is learnable: the collapsed sub-word predictions beat the monotone order
-    assert row["collapsed"]["monotone_tau"] < row["collapsed"]["tau"] <= 1
+    assert row["collapsed"]["monotone_tau"] < row["collapsed"]["tau"]
+    assert row["vs_word"]["diff"] == pytest.approx(row["collapsed"]["tau"] - res["word"]["tau"], abs=1e-12)
     assert row["vs_word"]["lo"] <= row["vs_word"]["diff"] <= row["vs_word"]["hi"]
+
+
+def _tau_by_hand(orders, sents, links):
+    """Normalized Kendall tau over a corpus, counted pair by pair (independent of onmt_xl.reorder)."""
+    concordant = pairs = 0
+    for order, sent, ls in zip(orders, sents, links):
+        span = {}
+        for i, j in ls:
+            lo, hi = span.get(i, (j, j))
+            span[i] = (min(lo, j), max(hi, j))
+        placed = [i for i in order if i in span]
+        for a in range(len(placed)):
+            for b in range(a + 1, len(placed)):
+                sa, sb = span[placed[a]], span[placed[b]]
+                if sa != sb:
+                    pairs += 1
+                    concordant += sa < sb
+    return concordant / pairs
