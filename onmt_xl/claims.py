@@ -213,8 +213,8 @@ def check(res: Dict[str, Any], heads: int) -> List[Claim]:
     for name in SIM_SYSTEMS:
         sim = res["jobs"].get(name, {}).get("sim")
         claim = f"{name}'s reordered PE is closer to the supervised target-order PE than the original PE (Fig. 5)"
-        if name == "exgre_window2":
-            claim += "; our variant with D = 2, whose Eq. 9 loss has a gradient"
+        if name == "exgre_literal":
+            claim += "; trained with Eq. 9 as written, whose loss gives B^N no gradient"
         if not sim or "pe_sim" not in sim:
             out.append(Claim(f"{C20} Eq. 12", claim, "–", NOT_RUN))
         else:

@@ -52,7 +52,7 @@ NOISE_RATIOS = (0.05, 0.10, 0.15, 0.20)  # Ding et al. 2020, Fig. 4 (0 % is the 
 SWAP_RATIOS = (0.10, 0.20, 0.30, 0.40, 0.50)  # Chen et al. 2019a, Sec. 6.5
 AER_SYSTEMS = ("baseline", "inxl", "headxl", "combination")  # Ding et al. 2020, Tab. 3
 ROBUST_SYSTEMS = ("baseline", "both_re", "combination")
-SIM_SYSTEMS = ("exgre", "refsr", "exgre_window2")  # the last: our variant whose Eq. 9 loss has a gradient
+SIM_SYSTEMS = ("exgre", "refsr", "exgre_literal")  # the last: Eq. 9 as written, whose loss does not reach B
 TOK_S = re.compile(r"Step\s+(\d+)/\s*\d+;.*?(\d+)/\s*(\d+) tok/s")
 
 

@@ -450,10 +450,11 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
            "Mean cosine between the predicted reordering embedding pr_j^N and the sinusoid of the oracle position "
            "r_j from the test alignments; *PE*: the same with the word's original position's sinusoid in place of "
            "pr_j^N (Fig. 5's reference). With the paper's window D = 0.5 (ours too) at most one integer position lies in "
-           "[b_j − D, b_j + D], so pr_j is a scaled pe_s and the cosine loss of Eq. 9 gives the position predictor no "
-           "gradient (`test_eq9_loss_reaches_b_only_through_a_window_wider_than_one_position`): b_j learns from the "
-           "translation loss alone, and Sim (pr) below Sim (PE) is what that predicts. `exgre_window2` (our variant, "
-           "`-exgre_window 2`) averages the PE over the positions within 2 of b_j, so Eq. 9 does train it.", "",
+           "[b_j − D, b_j + D], so pr_j is a scaled pe_s and the cosine loss of Eq. 9 as written gives the position "
+           "predictor no gradient (`test_literal_eq9_gives_the_predicted_positions_no_gradient`). `exgre` and `refsr` "
+           "therefore keep Eq. 5–8 in the forward pass but take the loss on a deviation (`-reordering_loss`, see "
+           "`ExGREEncoder`), which reaches b_j; `exgre_literal` is trained with Eq. 9 as written, so its b_j learns "
+           "from the translation loss alone.", "",
            "| system | Sim (pr) | Sim (PE) | words | BLEU | Δ BLEU | p (bootstrap) |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     base_bleu = _bleu(res, "baseline")
     for name in SIM_SYSTEMS:

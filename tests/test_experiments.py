@@ -28,8 +28,8 @@ def test_plan_trains_each_model_once_in_priority_order():
     assert by["combination_oracle"].xl_train == "align" and by["combination_oracle"].variants == ["oracle"]
     assert set(by["combination"].variants) >= {"test", "oracle", "gold_align", "test_align", "swap10", "swap50"}
     assert by["encoder_free_none"].overrides == {"encoder_free_pe": "none"}
-    assert by["disan"].experiments == ["main"] and by["exgre_window2"].experiments == ["sim"]
-    assert names.index("exgre_window2") > names.index("encoder_free_inxl")  # a variant of ours: after the papers' experiments
+    assert by["disan"].experiments == ["main"] and by["exgre_literal"].experiments == ["sim"]
+    assert names.index("exgre_literal") > names.index("encoder_free_inxl")  # a variant of ours: after the papers' experiments
     assert names[-1] == "disan_nogate" and by["disan_nogate"].experiments == ["main"]  # ours too, in the main table
     # an experiment given alone plans only its jobs
     assert [j.name for j in plan(["encoder_free"], [1], 4)] == ["encoder_free_none", "encoder_free", "encoder_free_inxl"]

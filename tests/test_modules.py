@@ -6,6 +6,7 @@ from onmt.modules.multi_headed_attn import MultiHeadedAttention
 
 from onmt_xl.modules.headxl import make_headxl_attention
 from onmt_xl.modules.inxl import InXLPositionFusion
+from onmt_xl.positions import sinusoid
 
 
 def test_inxl_block_fusion_by_hand():
@@ -43,15 +44,37 @@ def test_inxl_parameter_counts_at_transformer_big(fusion, count):
     assert sum(p.numel() for p in InXLPositionFusion(1024, fusion).parameters()) == count
 
 
-def test_inxl_block_starts_as_plain_sum():
-    fusion = InXLPositionFusion(8, "block")
+@pytest.mark.parametrize("fusion", ["block", "diagonal", "full"])
+def test_inxl_starts_as_the_absolute_pe_whatever_the_xl_positions(fusion):
+    """Default start U = I, V = 0: PE_IN-XL = tanh(PE_abs), which keeps every frequency's order information."""
+    fusion = InXLPositionFusion(8, fusion)
+    pe_abs, pe_xl = sinusoid(torch.arange(6), 8), sinusoid(torch.tensor([5, 0, 3, 3, 1, 2]), 8)
+    assert torch.allclose(fusion(pe_abs, pe_xl), torch.tanh(pe_abs), atol=1e-6)
+    assert torch.allclose(fusion(pe_abs, torch.zeros_like(pe_xl)), torch.tanh(pe_abs), atol=1e-6)
+
+
+@pytest.mark.parametrize("fusion", ["block", "diagonal", "full"])
+def test_inxl_identity_start_is_the_plain_sum(fusion):
+    fusion = InXLPositionFusion(8, fusion, start="identity")
     a, b = torch.randn(3, 8), torch.randn(3, 8)
-    assert torch.allclose(fusion(a, b), torch.tanh(a + b))
+    assert torch.allclose(fusion(a, b), torch.tanh(a + b), atol=1e-6)
+
+
+def test_inxl_start_keeps_the_gradient_of_v():
+    fusion = InXLPositionFusion(8, "block")
+    pe_abs, pe_xl = sinusoid(torch.arange(6), 8), sinusoid(torch.tensor([5, 0, 3, 3, 1, 2]), 8)
+    fusion(pe_abs, pe_xl).sum().backward()
+    # d/dV[k, i, j] of sum tanh(z) at U = I, V = 0: sum over positions of pe_xl[k-th pair, i] * (1 - tanh(pe_abs)^2)[k-th pair, j]
+    slope = (1 - torch.tanh(pe_abs) ** 2).unflatten(-1, (4, 2))
+    want = torch.einsum("pki,pkj->kij", pe_xl.unflatten(-1, (4, 2)), slope)
+    assert torch.allclose(fusion.V.grad, want, atol=1e-5) and want.abs().sum() > 1
 
 
 def test_inxl_rejects_unknown_fusion():
     with pytest.raises(ValueError, match="unknown InXL fusion"):
         InXLPositionFusion(8, "lowrank")
+    with pytest.raises(ValueError, match="unknown InXL start"):
+        InXLPositionFusion(8, "block", start="zero")
 
 
 def _attention(heads=4, dim=16):

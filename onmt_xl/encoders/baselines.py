@@ -31,6 +31,7 @@ from onmt_xl.modules.explicit_reordering import (
     ReorderedPositionPredictor,
     ReorderingFusionGate,
     gaussian_window_pe,
+    reordering_loss,
     reordering_similarity,
 )
 from onmt_xl.modules.inxl import InXLPositionFusion
@@ -124,15 +125,16 @@ class EncoderFreeEncoder(EncoderBase):
     ``X + PE_IN-XL`` (Eq. 7–8, needs the ``xl_position`` transform).
     """
 
-    def __init__(self, embeddings, pe: str, pe_type: str, inxl_fusion: str):
+    def __init__(self, embeddings, pe: str, pe_type: str, inxl_fusion: str, inxl_init: str = "absolute"):
         super().__init__()
         self.embeddings, self.pe, self.pe_type = embeddings, pe, pe_type
         d_model = embeddings.embedding_size
-        self.inxl = InXLPositionFusion(d_model, inxl_fusion, pe_type) if pe == "inxl" else None
+        self.inxl = InXLPositionFusion(d_model, inxl_fusion, pe_type, inxl_init) if pe == "inxl" else None
 
     @classmethod
     def from_opt(cls, opt, embeddings):
-        return cls(embeddings, opt.encoder_free_pe, opt.position_encoding_type, opt.inxl_fusion)
+        return cls(embeddings, opt.encoder_free_pe, opt.position_encoding_type, opt.inxl_fusion,
+                   opt.inxl_init)
 
     def forward(self, src: torch.Tensor, src_len: Optional[torch.Tensor] = None):
         src, pos_xl = split_xl(self, src)
@@ -158,15 +160,18 @@ class ExGREEncoder(TransformerEncoder):
     """Explicit global reordering (Chen et al. 2020, Eq. 5–8): after every layer each word predicts its
     reordered position ``b_j`` and adds the Gaussian-windowed PE around it, ``H̄^n = H^n + PR^n``.
 
-    Training adds ``λ · Σ_j (1 − Sim(pr_j^N, re_j))`` to OpenNMT's loss (Eq. 9; ``-reordering_loss_weight``
-    λ), where ``re_j`` is the sinusoid of the reordered position ``r_j`` that the ``xl_position`` transform
-    (``-xl_source align``: from the alignments) attaches at training time. Translation needs nothing but
-    the source: without XL positions in the batch there is simply no loss.
+    Training adds ``λ · Σ_j ℓ_j`` to OpenNMT's loss (``-reordering_loss_weight`` λ), where the reordered
+    position ``r_j`` (its sinusoid is ``re_j``) is attached at training time by the ``xl_position`` transform
+    (``-xl_source align``: from the alignments). Translation needs nothing but the source: without XL
+    positions in the batch there is simply no loss. ``B^n`` reads the normalised ``H^n`` (post-norm's layer
+    output; see :class:`ReorderedPositionPredictor`).
 
-    With the paper's window ``D = 0.5`` at most one integer position lies in ``[b_j − D, b_j + D]``, so
-    ``pr_j = w · pe_s`` and the cosine of Eq. 9 does not depend on ``b_j``: the reordering loss gives the
-    predictor no gradient, and ``b_j`` learns only from the translation loss (through ``w``). A wider
-    ``-exgre_window`` mixes neighbouring positions and gives Eq. 9 a gradient (not the paper's setting).
+    Deviation from Eq. 9 (``-reordering_loss``). With the paper's window ``D = 0.5`` at most one integer
+    position lies in ``[b_j − D, b_j + D]``, so ``pr_j = w · pe_s`` and the cosine ``ℓ_j = 1 − Sim(pr_j^N, re_j)``
+    does not depend on ``b_j``: the supervision never reaches ``B^N``. The forward pass keeps Eq. 5–8; the
+    loss is taken on ``soft``: Eq. 9 on a soft selection over all of the sentence's positions with Eq. 6's
+    Gaussian weights (:func:`soft_window_pe`), or ``position``: ``((b_j − r_j) / (J − 1))²``; ``literal`` is
+    Eq. 9 as written. The Sim metric (Eq. 12) is always that of ``pr_j^N``, as in the paper.
     """
 
     fuse = False
@@ -176,11 +181,12 @@ class ExGREEncoder(TransformerEncoder):
         encoder = super().from_opt(opt, embeddings)
         d_model = opt.enc_hid_size
         encoder.pe_type, encoder.window = opt.position_encoding_type, opt.exgre_window
-        encoder.loss_weight = opt.reordering_loss_weight
+        encoder.loss_weight, encoder.loss_kind = opt.reordering_loss_weight, opt.reordering_loss
         encoder.predictors = nn.ModuleList(ReorderedPositionPredictor(d_model) for _ in encoder.transformer)
         encoder.gate = ReorderingFusionGate(d_model) if cls.fuse else None
         encoder.reordering_loss = None  # set by forward when the batch carries r_j
         encoder.similarity = None  # (Σ_j Sim, number of words) of the last such batch: the Sim metric, Eq. 12
+        encoder.predicted_positions = None  # B^N of the last batch, (batch, src_len)
         return encoder
 
     def forward(self, src: torch.Tensor, src_len: Optional[torch.Tensor] = None):
@@ -191,7 +197,8 @@ class ExGREEncoder(TransformerEncoder):
         x = x0
         for layer, predictor in zip(self.transformer, self.predictors):
             h = layer(x, pad)
-            pr = gaussian_window_pe(predictor(h, src_len), pe, self.window)  # Eq. 5-6
+            b = predictor(h, src_len)  # Eq. 5
+            pr = gaussian_window_pe(b, pe, self.window)  # Eq. 6
             x = h + pr  # Eq. 7
         out = x
         if self.gate is not None:  # ReFSR: the same layers over the original order (Eq. 2), fused (Eq. 10-11)
@@ -200,12 +207,12 @@ class ExGREEncoder(TransformerEncoder):
                 h = layer(h, pad)
             out = self.gate(h, x)
         self.reordering_loss = self.similarity = None
+        self.predicted_positions = b
         if pos_xl is not None:
             valid = ~pad[:, 0, 0, :]
-            sim = reordering_similarity(pr, pos_xl, valid, self.pe_type)
-            n_words = valid.sum()
-            self.similarity = (sim.detach(), n_words)
-            self.reordering_loss = self.loss_weight * (n_words - sim)  # Eq. 9 as a loss to minimise
+            self.similarity = (reordering_similarity(pr.detach(), pos_xl, valid, self.pe_type), valid.sum())
+            loss = reordering_loss(self.loss_kind, b, pr, pe, pos_xl, src_len, valid, self.window, self.pe_type)
+            self.reordering_loss = self.loss_weight * loss
         return self.layer_norm(out), None, src_len
 
 

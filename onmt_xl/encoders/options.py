@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from onmt_xl.modules.inxl import INXL_FUSIONS
+from onmt_xl.modules.explicit_reordering import REORDERING_LOSSES
+from onmt_xl.modules.inxl import INXL_FUSIONS, INXL_STARTS
 
 #: encoder_type -> (uses InXL fusion, uses HeadXL split, reads XL positions)
 XL_ENCODERS = {
@@ -39,6 +40,12 @@ def add_model_options(parser) -> None:
         "d_model matrices (2*d_model^2).",
     )
     group.add(
+        "--inxl_init", "-inxl_init", type=str, default="absolute", choices=INXL_STARTS,
+        help="InXL (Eq. 7) starting point of U and V: 'absolute' = (I, 0), so PE_IN-XL starts as tanh(PE_abs) "
+        "and keeps the stock encoder's order information; 'identity' = (I, I), tanh(PE_abs + PE_XL), whose "
+        "frequencies cancel wherever pos_XL differs from the position.",
+    )
+    group.add(
         "--enc_max_relative_positions", "-enc_max_relative_positions", type=int, default=16,
         help="xl_relative: clipping distance k of encoder-only relative position representations "
         "(Shaw et al. 2018). The decoder keeps its absolute position encoding.",
@@ -56,7 +63,13 @@ def add_model_options(parser) -> None:
     )
     group.add(
         "--reordering_loss_weight", "-reordering_loss_weight", type=float, default=0.6,
-        help="exgre/refsr: weight λ of the reordering loss λ·Σ_j(1 - cos(pr_j, re_j)) (Chen et al. 2020, Eq. 9).",
+        help="exgre/refsr: weight λ of the reordering loss (Chen et al. 2020, Eq. 9; see -reordering_loss).",
+    )
+    group.add(
+        "--reordering_loss", "-reordering_loss", type=str, default="soft", choices=REORDERING_LOSSES,
+        help="exgre/refsr: what the reordering loss compares with r_j. 'soft' = Eq. 9's cosine on a soft selection of "
+        "the PEs of all positions with Eq. 6's Gaussian weights; 'position' = ((b_j - r_j) / (J - 1))^2; 'literal' = "
+        "Eq. 9 on Eq. 6's windowed PE, which with the paper's D = 0.5 gives the predicted positions no gradient.",
     )
     group.add(
         "--exgre_window", "-exgre_window", type=float, default=0.5,

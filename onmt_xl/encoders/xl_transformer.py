@@ -9,8 +9,8 @@ Registered ``encoder_type`` names (the decoder stays stock):
 * ``xl_relative``: encoder-only relative position representations (Shaw et al. 2018), no absolute PE
   in the encoder; the decoder keeps OpenNMT's absolute PE.
 
-XL encoders take ``src`` of shape ``(batch, src_len, 1 + n_feats + 1)``: the last column is ``pos_XL``
-(attached by the ``xl_position`` transform, see :mod:`onmt_xl.plugin`).
+XL encoders read ``pos_XL`` (attached by the ``xl_position`` transform as ``batch["xl_pos"]``, see
+:mod:`onmt_xl.plugin`) through :func:`~onmt_xl.encoders.common.split_xl`; ``src`` holds token ids only.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import torch
 from onmt.encoders import register_encoder
 from onmt.encoders.transformer import TransformerEncoder, TransformerEncoderLayer
 
-from onmt_xl.encoders.common import MissingXLPositionsError, embed_words, padding_mask
+from onmt_xl.encoders.common import MissingXLPositionsError, embed_words, padding_mask, split_xl
 from onmt_xl.encoders.options import RELATIVE_ENCODER, XL_ENCODERS
 from onmt_xl.modules.headxl import make_headxl_attention
 from onmt_xl.modules.inxl import InXLPositionFusion
@@ -58,22 +58,25 @@ class XLTransformerEncoder(TransformerEncoder):
         use_inxl, use_headxl, _ = XL_ENCODERS[cls.encoder_type]
         d_model = opt.enc_hid_size
         encoder.pe_type = opt.position_encoding_type
-        encoder.inxl = InXLPositionFusion(d_model, opt.inxl_fusion, opt.position_encoding_type) if use_inxl else None
+        encoder.inxl = (
+            InXLPositionFusion(d_model, opt.inxl_fusion, opt.position_encoding_type, opt.inxl_init)
+            if use_inxl else None
+        )
         encoder.xl_heads = opt.xl_heads if use_headxl else None
         if use_headxl:
             make_headxl_attention(encoder.transformer[0].self_attn, opt.xl_heads)
         return encoder
 
     def split_xl(self, src: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        """``src`` ``(batch, len, 1+n_feats+1)`` -> (token ids ``(batch, len, 1+n_feats)``, ``pos_XL`` ``(batch, len)``)."""
-        n_cols = len(self.embeddings.emb_luts) + 1
-        if src.dim() != 3 or src.size(2) != n_cols:
+        """(token ids ``(batch, len, 1+n_feats)``, ``pos_XL`` ``(batch, len)``): see :func:`~onmt_xl.encoders.common.split_xl`."""
+        tokens, pos_xl = split_xl(self, src)
+        if pos_xl is None:
             raise MissingXLPositionsError(
                 f"encoder_type {self.encoder_type} needs cross-lingual positions but the batch has none: "
                 "translate with the xl_position transform (e.g. onmt_translate ... -transforms xl_position "
                 "-xl_preorderer PREORDERER_FILE), and train with it in the corpus transforms"
             )
-        return src[:, :, :-1], src[:, :, -1]
+        return tokens, pos_xl
 
     def positions(self, pos_xl: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """(``PE_abs``, ``PE_XL`` or ``PE_IN-XL``), each ``(batch, src_len, d_model)`` (Eq. 1, 6, 7)."""
@@ -86,7 +89,7 @@ class XLTransformerEncoder(TransformerEncoder):
         return pe_abs, pe_xl
 
     def forward(self, src: torch.Tensor, src_len: Optional[torch.Tensor] = None):
-        """See :meth:`onmt.encoders.EncoderBase.forward`; ``src`` carries ``pos_XL`` as its last column."""
+        """See :meth:`onmt.encoders.EncoderBase.forward`; ``pos_XL`` comes through :meth:`split_xl`."""
         tokens, pos_xl = self.split_xl(src)
         x = embed_words(self.embeddings, tokens)
         pe_abs, pe_xl = self.positions(pos_xl)

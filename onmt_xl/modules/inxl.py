@@ -6,6 +6,8 @@ import torch
 import torch.nn as nn
 
 INXL_FUSIONS = ("block", "diagonal", "full")
+#: starting points of ``(U, V)``: ``absolute`` = ``(I, 0)``, ``identity`` = ``(I, I)``
+INXL_STARTS = ("absolute", "identity")
 
 
 class InXLPositionFusion(nn.Module):
@@ -21,31 +23,36 @@ class InXLPositionFusion(nn.Module):
     * ``diagonal``: element-wise ``U``, ``V`` (``2d`` parameters).
     * ``full``: dense ``d×d`` ``U``, ``V`` (``2d²`` parameters).
 
-    ``block`` and ``diagonal`` start at the identity, so ``PE_IN-XL = tanh(PE_abs + PE_XL)`` at
-    initialisation; ``full`` uses Xavier initialisation.
+    Starting point (``start``). ``absolute`` (default): ``U = I``, ``V = 0``, so ``PE_IN-XL = tanh(PE_abs)``
+    at initialisation, an element-wise monotone squashing of the stock absolute PE that keeps its order
+    information, and ``V`` learns from there (its gradient ``PE_XL ⊗ ∂L/∂Z · (1 − tanh²)`` is not zero).
+    ``identity``: ``U = V = I``, ``tanh(PE_abs + PE_XL)``; in each frequency ``ω`` the sum of the two
+    sinusoids has amplitude ``2|cos(ω (p_abs − p_XL) / 2)|``, so wherever ``pos_XL`` differs from the position
+    some frequencies cancel and others saturate the tanh: the model starts with less order information
+    than a stock Transformer. The paper does not say how ``U`` and ``V`` start.
 
     Inputs: ``pe_abs``, ``pe_xl`` ``(batch, src_len, d_model)``; output: same shape.
     """
 
-    def __init__(self, d_model: int, fusion: str = "block", kind: str = "SinusoidalInterleaved"):
+    def __init__(self, d_model: int, fusion: str = "block", kind: str = "SinusoidalInterleaved",
+                 start: str = "absolute"):
         super().__init__()
         if fusion not in INXL_FUSIONS:
             raise ValueError(f"unknown InXL fusion {fusion!r}; choose one of {INXL_FUSIONS}")
+        if start not in INXL_STARTS:
+            raise ValueError(f"unknown InXL start {start!r}; choose one of {INXL_STARTS}")
         if fusion == "block" and kind != "SinusoidalInterleaved":
             raise ValueError("inxl_fusion 'block' pairs (sin, cos) dimensions and needs SinusoidalInterleaved")
-        self.d_model, self.fusion = d_model, fusion
+        self.d_model, self.fusion, self.start = d_model, fusion, start
         if fusion == "full":
-            self.U = nn.Parameter(torch.empty(d_model, d_model))
-            self.V = nn.Parameter(torch.empty(d_model, d_model))
-            nn.init.xavier_uniform_(self.U)
-            nn.init.xavier_uniform_(self.V)
+            eye = torch.eye(d_model)
         elif fusion == "diagonal":
-            self.U = nn.Parameter(torch.ones(d_model))
-            self.V = nn.Parameter(torch.ones(d_model))
+            eye = torch.ones(d_model)
         else:
-            eye = torch.eye(2).expand(d_model // 2, 2, 2)
-            self.U = nn.Parameter(eye.clone())  # (d/2, 2, 2): (sin_k, cos_k) -> (sin_k', cos_k')
-            self.V = nn.Parameter(eye.clone())
+            eye = torch.eye(2).expand(d_model // 2, 2, 2)  # (d/2, 2, 2): (sin_k, cos_k) -> (sin_k', cos_k')
+        # not named "weight": OpenNMT's Xavier initialisation must leave the start alone
+        self.U = nn.Parameter(eye.clone())
+        self.V = nn.Parameter(eye.clone() if start == "identity" else torch.zeros_like(eye))
 
     def _project(self, pe: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         if self.fusion == "full":
@@ -60,4 +67,4 @@ class InXLPositionFusion(nn.Module):
         return torch.tanh(self._project(pe_abs, self.U) + self._project(pe_xl, self.V))
 
     def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, fusion={self.fusion}"
+        return f"d_model={self.d_model}, fusion={self.fusion}, start={self.start}"
