@@ -1,14 +1,19 @@
 """The one place that touches OpenNMT-py internals.
 
-``register()`` (idempotent) imports our registered components and applies three small patches:
+``register()`` (idempotent) imports our registered components and applies these small patches:
 
 1. **torch ≥ 2.6 checkpoints**: ``torch.load`` defaults to ``weights_only=True`` and refuses the
    ``argparse.Namespace`` that OpenNMT stores in every checkpoint; we allow-list it, so
    ``onmt_translate`` and ``-train_from`` work.
-2. **XL positions channel**: ``tensorify`` (batching) appends each example's ``xl_pos`` (set by the
-   ``xl_position`` transform) as the last column of ``batch["src"]``, ``(batch, src_len, 1+n_feats+1)``.
-   XL encoders read and strip it; no vocabulary and no embedding table are involved, so any position
-   (even beyond the longest training sentence) reaches the model exactly.
+2. **XL positions channel**: ``tensorify`` (batching) puts each example's ``xl_pos`` (set by the
+   ``xl_position`` transform) into ``batch["xl_pos"]``, ``(batch, src_len)`` long, padded like the source;
+   ``batch["src"]`` stays stock, token ids (and features) only. The three stock calls that encode a batch,
+   ``Translator._run_encoder`` (translation, gold scoring, ``-report_align``, validation scoring, the
+   server) and ``Trainer._gradient_accumulation`` / ``Trainer.validate`` (one batch at a time), run with
+   that batch's positions fed to the encoder (:func:`onmt_xl.encoders.common.feeding_xl_positions`); our
+   encoders read them with :func:`~onmt_xl.encoders.common.split_xl`. No vocabulary and no embedding table
+   are involved, so any position (even beyond the longest training sentence) reaches the model exactly.
+   Beam search needs nothing more: the encoder runs once, before the search tiles and reorders rows.
 3. **Options**: OpenNMT has no extension point for model options, so ``model_opts`` and
    ``validate_model_opts`` are wrapped to add and check ours (they then appear in ``onmt_train -h``
    and are stored in, and restored from, checkpoints).
@@ -16,6 +21,36 @@
    encoder's ``reordering_loss`` (a sum over source words) to its summed token loss while training, so
    OpenNMT's normalisation (``loss /= normalization``) and gradient accumulation apply to it unchanged;
    the statistics (perplexity, accuracy) stay those of translation, and the term is logged.
+
+Audit of the stock reads of ``batch["src"]`` on the paths users run (OpenNMT-py 3.5.1; the server and
+training-time validation scoring go through ``Translator._translate``, ``-report_align`` through
+``_run_encoder``). All now see token ids only; the last column says what the read did while the
+positions were an extra last column of ``batch["src"]`` (before issue 17, item 6).
+
+==================================  ============================================  ===========================
+stock code                          reads ``batch["src"]`` as                     with the old XL column
+==================================  ============================================  ===========================
+``Translator._translate``           ``(src == <tgt ｟newline｠ id>).any()``:        **wrong**: an XL index
+                                    re-translate the line segment by segment      equal to that id set it off
+``_maybe_retranslate``              ``[:, :, 0] != pad``; slices ``[b, i:j, :]``  (crashes first, see below)
+``Translator.translate_batch``      ``size(1)`` (``-max_length_ratio``)           fine
+``Translator._run_encoder``,        ``src`` to the encoder; ``init_state`` keeps  ours stripped it; stock
+``NMTModel.forward`` (``Trainer``)  it for ``shape[1]``, ``map_state`` tiles it   encoders: a bogus feature
+``TranslationBuilder.from_batch``   ``[:, :, 0]`` (output, ``-replace_unk``,      fine
+                                    ``-attn_debug``)
+``LossCompute.forward``             ``size()`` as 3 dims (``-lambda_align``)      fine
+``LossCompute.ignore_prompt``       ``squeeze(2) == pad``                         wrong shape (LM task only)
+``GeneratorLM``                     decoder input                                 LM task only
+``InferenceEngineCT2``              ``[i, :, 0]``                                 fine (CT2 has no XL)
+copy attention, alignment,          never: ``src_map`` / ``src_ex_vocab`` come    fine
+beam/greedy search, ``Trainer``     from the text; the searches tile ``enc_out``
+==================================  ============================================  ===========================
+
+``_maybe_retranslate`` fails at its first line in 3.5.1 (``torch.sort`` of the list
+``batch["ind_in_bucket"]``), with or without XL: a source with a real ``｟newline｠`` token (when the target
+vocabulary has one) cannot be translated. Were it fixed, its sub-batches would carry no ``xl_pos`` and an
+XL encoder would raise ``MissingXLPositionsError`` rather than guess positions for segments the
+preorderer never saw.
 """
 
 from __future__ import annotations
@@ -26,6 +61,7 @@ import functools
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
+from onmt_xl.encoders.common import feeding_xl_positions
 from onmt_xl.errors import XLInputError
 
 XL_POS_KEY = "xl_pos"
@@ -40,6 +76,7 @@ def register() -> None:
     _registered = True
     _allow_namespace_in_checkpoints()
     _patch_batching()
+    _patch_encoding()
     _patch_options()
     _patch_loss()
     import onmt_xl.decoders.reordering_embedding  # noqa: F401  (registers the decoder)
@@ -54,7 +91,7 @@ def _allow_namespace_in_checkpoints() -> None:
 
 
 def tensorify_with_xl(stock_tensorify, vocabs, minibatch, device, left_pad=False):
-    """OpenNMT's ``tensorify`` plus the XL channel: ``batch["src"]`` gains a last column of ``pos_XL``."""
+    """OpenNMT's ``tensorify`` plus the XL channel: ``batch["xl_pos"]``, ``(batch, src_len)``, beside ``batch["src"]``."""
     batch = stock_tensorify(vocabs, minibatch, device, left_pad=left_pad)
     with_xl = [XL_POS_KEY in ex for ex, _ in minibatch]
     if not any(with_xl):
@@ -79,7 +116,7 @@ def tensorify_with_xl(stock_tensorify, vocabs, minibatch, device, left_pad=False
     xl = pad_sequence(seqs, batch_first=True, padding_value=0)
     if left_pad:
         xl = xl.flip(dims=[1])
-    batch["src"] = torch.cat((batch["src"], xl.unsqueeze(-1)), dim=2)
+    batch[XL_POS_KEY] = xl
     return batch
 
 
@@ -98,6 +135,44 @@ def _patch_batching() -> None:
     patched._onmt_xl = True
     for module in (text_utils, dynamic_iterator):
         module.tensorify = patched
+
+
+def feed_each(items, batch_of):
+    """Yield ``items`` unchanged, each while its batch's ``xl_pos`` is fed to the encoders: the stock loops
+    that take them (``Trainer._gradient_accumulation``, ``Trainer.validate``) finish with one batch
+    before they take the next."""
+    for item in items:
+        with feeding_xl_positions(batch_of(item).get(XL_POS_KEY)):
+            yield item
+
+
+def _patch_encoding() -> None:
+    from onmt.trainer import Trainer
+    from onmt.translate.translator import Translator
+
+    if getattr(Translator._run_encoder, "_onmt_xl", False):
+        return
+    stock_run_encoder = Translator._run_encoder
+
+    def _run_encoder(self, batch):
+        with feeding_xl_positions(batch.get(XL_POS_KEY)):
+            return stock_run_encoder(self, batch)
+
+    def fed(stock, batch_of):
+        def method(self, items, *args, **kwargs):
+            items = feed_each(items, batch_of)
+            try:
+                return stock(self, items, *args, **kwargs)
+            finally:
+                items.close()  # the last batch's positions are not left fed if the loop stopped early
+
+        method._onmt_xl = True
+        return functools.wraps(stock)(method)
+
+    _run_encoder._onmt_xl = True
+    Translator._run_encoder = functools.wraps(stock_run_encoder)(_run_encoder)
+    Trainer._gradient_accumulation = fed(Trainer._gradient_accumulation, lambda batch: batch)
+    Trainer.validate = fed(Trainer.validate, lambda item: item[0])  # (batch, bucket_idx)
 
 
 class _AuxLossLog:
