@@ -525,6 +525,8 @@ def _header(manifest: Dict[str, Any], res: Dict[str, Any], jobs: Sequence[Job]) 
     ]
     for r in manifest.get("runs", []):
         lines.append(_run_line(r))
+    for r in manifest.get("retired", []):  # jobs taken out of the archive because their system changed since
+        lines += ["", f"Removed from the archive on {r['date']}: {', '.join(r['jobs'])}. {r['why']}"]
     return lines + [""]
 
 

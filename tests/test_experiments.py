@@ -395,3 +395,11 @@ def test_report_tables_and_plots_from_hand_made_translations(tmp_path):
     tau_claim = next(line for line in md.splitlines() if "intermediate τ" in line)
     assert tau_claim.endswith("| held |") and f"τ=2: {bleu('headxl')}" in tau_claim
     assert next(line for line in md.splitlines() if "Noisy training" in line).endswith("| held |")
+
+
+def test_header_says_which_jobs_were_taken_out_of_the_archive_and_why():
+    from onmt_xl.results import _header
+
+    manifest = {"retired": [{"date": "2026-11-24", "jobs": ["disan", "inxl"], "why": "Their systems changed."}]}
+    lines = _header(manifest, {"jobs": {}, "preorderer": {}}, [])
+    assert "Removed from the archive on 2026-11-24: disan, inxl. Their systems changed." in lines

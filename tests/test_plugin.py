@@ -17,7 +17,7 @@ from tests.helpers import stock_cli
 def test_fresh_onmt_train_help_lists_our_options():
     out = subprocess.run([stock_cli("onmt_train"), "-h"], capture_output=True, text=True, env=run_env(), check=True).stdout
     for option in ("-xl_heads", "-inxl_fusion", "-enc_max_relative_positions", "-xl_source", "-xl_preorderer", "-xl_noise",
-                   "-disan_fusion", "-encoder_free_pe", "-reordering_loss_weight", "-exgre_window"):
+                   "-disan_fusion", "-inxl_init", "-encoder_free_pe", "-reordering_loss_weight", "-reordering_loss", "-exgre_window"):
         assert option in out
     assert "Transform/XLPosition" in out and "Model-Encoder-XL" in out
 

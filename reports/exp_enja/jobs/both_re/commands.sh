@@ -1,8 +1,0 @@
-/root/.pyenv/versions/3.11.7/bin/onmt_train -config ${WORKDIR}/jobs/both_re/config.yaml
-/root/.pyenv/versions/3.11.7/bin/onmt_translate -model ${WORKDIR}/jobs/both_re/model_step_1500.pt -src ${WORKDIR}/data/test.src -output ${WORKDIR}/jobs/both_re/hyp.test.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1234
-/root/.pyenv/versions/3.11.7/bin/onmt_translate -model ${WORKDIR}/jobs/both_re/model_step_1500.pt -src ${WORKDIR}/data/valid.src -output ${WORKDIR}/jobs/both_re/hyp.valid.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1234
-/root/.pyenv/versions/3.11.7/bin/onmt_translate -model ${WORKDIR}/jobs/both_re/model_step_1500.pt -src ${WORKDIR}/data/test.swap10.src -output ${WORKDIR}/jobs/both_re/hyp.swap10.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1234
-/root/.pyenv/versions/3.11.7/bin/onmt_translate -model ${WORKDIR}/jobs/both_re/model_step_1500.pt -src ${WORKDIR}/data/test.swap20.src -output ${WORKDIR}/jobs/both_re/hyp.swap20.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1234
-/root/.pyenv/versions/3.11.7/bin/onmt_translate -model ${WORKDIR}/jobs/both_re/model_step_1500.pt -src ${WORKDIR}/data/test.swap30.src -output ${WORKDIR}/jobs/both_re/hyp.swap30.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1234
-/root/.pyenv/versions/3.11.7/bin/onmt_translate -model ${WORKDIR}/jobs/both_re/model_step_1500.pt -src ${WORKDIR}/data/test.swap40.src -output ${WORKDIR}/jobs/both_re/hyp.swap40.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1234
-/root/.pyenv/versions/3.11.7/bin/onmt_translate -model ${WORKDIR}/jobs/both_re/model_step_1500.pt -src ${WORKDIR}/data/test.swap50.src -output ${WORKDIR}/jobs/both_re/hyp.swap50.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1234
