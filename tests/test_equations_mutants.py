@@ -1,0 +1,298 @@
+"""Exact checks of the equation modules that the rest of the suite left loose (found by tools/mutation_check.py
+and mutmut, see reports/mutation.md). Every expected value is computed by hand or by an independent reference
+written here, never by the code under test. One class per module: the mutation tool selects them by class."""
+
+import itertools
+import math
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from onmt_xl.positions import sinusoid
+
+# --- Eq. 1 / Eq. 6: onmt_xl/positions.py --------------------------------------------------------------------
+
+
+class TestPositions:
+    def test_float_positions_by_hand(self):
+        # ExGRE's b_j are real numbers: Eq. 1 with p = 0.5, 2.25 and d = 4: [sin p, cos p, sin p/100, cos p/100]
+        pe = sinusoid(torch.tensor([0.5, 2.25]), 4)
+        for row, p in zip(pe, (0.5, 2.25)):
+            assert row.tolist() == pytest.approx([math.sin(p), math.cos(p), math.sin(p / 100), math.cos(p / 100)], abs=1e-6)
+
+    def test_interleaved_frequencies_by_hand(self):
+        # d = 8: frequencies 10000^(-2i/8) = 1, 0.1, 0.01, 0.001, each as (sin, cos)
+        got = sinusoid(torch.tensor([7]), 8)[0].tolist()
+        want = [f(7 * w) for w in (1, 0.1, 0.01, 0.001) for f in (math.sin, math.cos)]
+        assert got == pytest.approx(want, abs=1e-6)
+
+    def test_concat_by_hand(self):
+        # OpenNMT's SinusoidalConcat: all sines then all cosines, frequencies 10000^(-i/(d/2 - 1)): d = 4 -> 1, 1e-4
+        got = sinusoid(torch.tensor([3]), 4, "SinusoidalConcat")[0].tolist()
+        assert got == pytest.approx([math.sin(3), math.sin(3e-4), math.cos(3), math.cos(3e-4)], abs=1e-6)
+
+    def test_positions_past_the_cached_table_by_hand(self):
+        # the first table holds 256 rows; 1000 grows it, and the largest position must be in it
+        pe = sinusoid(torch.tensor([[1000, 2], [999, 0]]), 4)
+        for p, row in ((1000, pe[0, 0]), (2, pe[0, 1]), (999, pe[1, 0]), (0, pe[1, 1])):
+            assert row.tolist() == pytest.approx([math.sin(p), math.cos(p), math.sin(p / 100), math.cos(p / 100)], abs=1e-4)
+
+
+# --- Eq. 9-11: onmt_xl/modules/headxl.py ----------------------------------------------------------------------
+
+
+def _mha(heads=4, dim=16, seed=0):
+    from onmt.modules.multi_headed_attn import MultiHeadedAttention
+
+    attn = MultiHeadedAttention(heads, dim, dropout=0.0, attn_type="self", is_decoder=False)
+    torch.manual_seed(seed)
+    for p in attn.parameters():
+        torch.nn.init.normal_(p, std=0.3)
+    return attn.eval()
+
+
+def _attention_by_hand(attn, inputs_per_head, mask):
+    """Eq. 10-11 written out: head h projects its own input with rows h·dph … (h+1)·dph of W_Q, W_K, W_V,
+    scaled dot-product attention over unmasked keys, heads concatenated, then W_O. ``(batch, len, d)``."""
+    dph = attn.dim_per_head
+    heads = []
+    for h, z in enumerate(inputs_per_head):
+        rows = slice(h * dph, (h + 1) * dph)
+        q, k, v = (z @ lin.weight[rows].T + (lin.bias[rows] if lin.bias is not None else 0)
+                   for lin in (attn.linear_query, attn.linear_keys, attn.linear_values))
+        scores = (q @ k.transpose(1, 2)) / math.sqrt(dph)
+        scores = scores.masked_fill(mask[:, 0], float("-inf"))
+        heads.append(torch.softmax(scores, dim=-1) @ v)
+    return attn.final_linear(torch.cat(heads, dim=-1))
+
+
+class TestHeadXL:
+    def test_head_split_linear_by_hand(self):
+        from onmt_xl.modules.headxl import HeadSplitLinear
+
+        lin = torch.nn.Linear(2, 3)
+        with torch.no_grad():
+            lin.weight.copy_(torch.tensor([[1.0, 2.0], [0.0, -1.0], [3.0, 1.0]]))
+            lin.bias.copy_(torch.tensor([0.5, -0.5, 1.0]))
+        split = HeadSplitLinear.from_linear(lin, 1)  # output 0 reads Z_XL, outputs 1-2 read Z_abs
+        packed = torch.tensor([[1.0, 1.0, 2.0, -1.0]])  # Z_XL = (1, 1), Z_abs = (2, -1)
+        # row 0 on Z_XL: 1 + 2 + 0.5; rows 1, 2 on Z_abs: 0 + 1 - 0.5, 6 - 1 + 1
+        assert split(packed)[0].tolist() == pytest.approx([3.5, 0.5, 6.0])
+        assert HeadSplitLinear.from_linear(lin, 0)(packed)[0].tolist() == pytest.approx([0.5, 0.5, 6.0])  # all Z_abs
+        assert HeadSplitLinear.from_linear(lin, 3)(packed)[0].tolist() == pytest.approx([3.5, -1.5, 5.0])  # all Z_XL
+
+    @pytest.mark.parametrize("tau", [0, 1, 3, 4])
+    def test_headxl_attention_by_hand(self, tau):
+        from onmt_xl.modules.headxl import make_headxl_attention
+
+        torch.manual_seed(1)
+        z_xl, z_abs = torch.randn(2, 5, 16), torch.randn(2, 5, 16)
+        mask = torch.zeros(2, 1, 5, 5, dtype=torch.bool)
+        mask[1, :, :, 3:] = True
+        attn = make_headxl_attention(_mha(), tau)
+        assert attn.linear_query.n_first == attn.linear_keys.n_first == attn.linear_values.n_first == tau * 4
+        packed = torch.cat((z_xl, z_abs), dim=-1)
+        with torch.no_grad():
+            got, _ = attn(packed, packed, packed, mask=mask)
+            want = _attention_by_hand(attn, [z_xl] * tau + [z_abs] * (4 - tau), mask)
+        assert torch.allclose(got[0], want[0], atol=1e-5)
+        assert torch.allclose(got[1, :3], want[1, :3], atol=1e-5)
+
+
+# --- Eq. 8-9 in onmt_xl/encoders/xl_transformer.py --------------------------------------------------------------
+
+
+class TestXLEncoder:
+    @pytest.mark.parametrize("tau", [1, 2])
+    def test_headxl_encoder_by_hand(self, tau):
+        """Eq. 9: Z_XL = X + PE(pos_XL), Z_abs = X + PE(0..T-1); layer 1 (pre-norm): heads < τ attend over
+        LN(Z_XL), the rest over LN(Z_abs), and the residual path carries Z_abs; later layers are stock."""
+        from tests.test_encoders import REVERSED, batch, build
+
+        model = build("xl_headxl", xl_heads=tau)
+        enc = model.encoder
+        src, src_len = batch(REVERSED)
+        tokens, pos_xl = src[:, :, 0], src[:, :, 1]
+        with torch.no_grad():
+            got, _, _ = enc(src, src_len)
+            x = enc.embeddings.word_lut(tokens) * 4.0  # sqrt(d_model = 16)
+            z_abs = x + sinusoid(torch.arange(5).expand(2, 5), 16)
+            z_xl = x + sinusoid(pos_xl, 16)
+            mask = (torch.arange(5)[None, :] >= src_len[:, None])[:, None, None, :].expand(-1, 1, 5, -1)
+            first = enc.transformer[0]
+            context = _attention_by_hand(first.self_attn, [first.layer_norm(z_xl)] * tau
+                                         + [first.layer_norm(z_abs)] * (4 - tau), mask)
+            h = context + z_abs
+            ff = first.feed_forward
+            h = h + ff.w_2(ff.activation(ff.w_1(ff.layer_norm(h))))
+            for layer in enc.transformer[1:]:
+                h = layer(h, mask)
+            want = enc.layer_norm(h)
+        assert torch.allclose(got[0], want[0], atol=1e-5)
+        assert torch.allclose(got[1, :3], want[1, :3], atol=1e-5)
+
+
+# --- BTG oracle: onmt_xl/reorder/oracle.py ---------------------------------------------------------------------
+
+
+def _kendall_by_hand(order, ranks):
+    return sum(ranks[a] > ranks[b] >= 0 and ranks[a] >= 0
+               for x, a in enumerate(order) for b in order[x + 1:])
+
+
+class TestOracle:
+    def test_span_is_min_and_max_whatever_the_link_order(self):
+        from onmt_xl.reorder.oracle import target_ranks
+
+        # word 0 -> {5, 1}: span (1, 5) even though its first link is 5; then (2, 2), (3, 3)
+        assert target_ranks(3, [(0, 5), (0, 1), (1, 2), (2, 3)]).tolist() == [0, 1, 2]
+        assert target_ranks(2, [(1, 4), (0, 3), (1, 0)]).tolist() == [1, 0]  # (3, 3) vs (0, 4)
+
+    def test_kendall_loss_by_hand(self):
+        from onmt_xl.reorder.oracle import kendall_loss
+
+        rng = np.random.default_rng(5)
+        for _ in range(200):
+            n = int(rng.integers(0, 9))
+            ranks = rng.integers(-1, 4, size=n)
+            order = rng.permutation(n).tolist()
+            assert kendall_loss(order, ranks) == _kendall_by_hand(order, ranks.tolist())
+
+    def test_tie_break_prefers_fewer_inversions_then_the_leftmost_split(self):
+        from onmt_xl.reorder.btg import tree_to_str
+        from onmt_xl.reorder.oracle import btg_oracle
+
+        # monotone: every split is free; the left-most split gives right-branching trees
+        assert tree_to_str(btg_oracle(3, [(0, 0), (1, 1), (2, 2)]).tree) == "[0 [1 2]]"
+        assert tree_to_str(btg_oracle(4, []).tree) == "[0 [1 [2 3]]]"
+        assert tree_to_str(btg_oracle(3, [(0, 2), (1, 1), (2, 0)]).tree) == "<0 <1 2>>"
+        # 2413: four BTG orders have loss 1 ([0 2 3 1], [2 3 0 1], [2 0 1 3], ...), all with one inverted node;
+        # the left-most top split (after word 0) decides
+        res = btg_oracle(4, [(0, 1), (1, 3), (2, 0), (3, 2)])
+        assert res.loss == 1 and res.order == [0, 2, 3, 1] and tree_to_str(res.tree) == "[0 <1 [2 3]>]"
+        # two independent swaps: two inverted nodes under a straight root
+        assert tree_to_str(btg_oracle(4, [(0, 1), (1, 0), (2, 3), (3, 2)]).tree) == "[<0 1> <2 3>]"
+
+
+class TestBTG:
+    def test_order_to_tree_and_pos_xl_by_hand(self):
+        from onmt_xl.reorder.btg import order_to_pos_xl, order_to_tree, tree_to_order, tree_to_str
+
+        assert tree_to_str(order_to_tree([1, 0, 2])) == "[<0 1> 2]"
+        assert tree_to_str(order_to_tree([2, 0, 1])) == "<[0 1] 2>"
+        assert tree_to_order(order_to_tree([2, 0, 1])) == [2, 0, 1]
+        assert order_to_pos_xl([2, 0, 1]) == [1, 2, 0]  # word 0 goes to position 1, word 2 to position 0
+
+
+# --- reordering metrics: onmt_xl/reorder/metrics.py -------------------------------------------------------------
+
+
+class TestMetrics:
+    def test_chunks_need_consecutive_reference_positions(self):
+        from onmt_xl.reorder.metrics import count_chunks, fuzzy_reordering_score
+
+        # [0] [2 3] [1]: 2 -> 3 continues a chunk, 0 -> 2 skips a word and 3 -> 1 goes back
+        assert count_chunks([0, 2, 3, 1], [0, 1, 2, 3]) == 3
+        assert fuzzy_reordering_score([0, 2, 3, 1], [0, 1, 2, 3]) == pytest.approx(1 - 2 / 3)
+        assert count_chunks([2, 0, 1], [2, 0, 1]) == 1  # the reference need not be monotone
+        assert count_chunks([0, 1, 2], [2, 0, 1]) == 2  # [0 1] [2]
+
+    def test_evaluate_against_pair_counts_by_hand(self):
+        from onmt_xl.reorder.metrics import evaluate
+        from onmt_xl.reorder.oracle import target_ranks
+
+        rng = random.Random(3)
+        preds, ranks_list = [], []
+        for _ in range(40):
+            n = rng.randint(0, 8)
+            links = [(i, rng.randrange(6)) for i in range(n) if rng.random() < 0.8]
+            ranks_list.append(target_ranks(n, links))
+            order = list(range(n))
+            rng.shuffle(order)
+            preds.append(order)
+        s = evaluate(preds, ranks_list)
+        pairs = sum(ranks_list[k][a] >= 0 and ranks_list[k][b] >= 0 and ranks_list[k][a] != ranks_list[k][b]
+                    for k in range(40) for a, b in itertools.combinations(range(len(preds[k])), 2))
+        wrong = sum(_kendall_by_hand(p, r.tolist()) for p, r in zip(preds, ranks_list))
+        assert s.n_pairs == pairs and s.tau == pytest.approx((pairs - wrong) / pairs)
+        assert s.exact_match == pytest.approx(sum(_kendall_by_hand(p, r.tolist()) == 0
+                                                  for p, r in zip(preds, ranks_list)) / 40)
+
+
+# --- grow-diag-final-and and AER: onmt_xl/align/{symmetrize,aer}.py ----------------------------------------------
+
+
+def _symal_by_hand(forward, reverse, src_len, tgt_len, diagonal, final, both):
+    """Moses' symal ``printgrow``, transcribed independently: points are (target, source) pairs in a sorted set;
+    the scan visits, in order, every point of the set that is larger than the last one visited (as a
+    ``std::set`` iterator does while points are inserted); final(-and) adds forward-only, then reverse-only
+    union points in (target, source) order."""
+    fwd, rev = {(j, i) for i, j in forward}, {(j, i) for i, j in reverse}
+    union = fwd | rev
+    cur = set(fwd & rev)
+    e_cov = {j for j, _ in cur}
+    f_cov = {i for _, i in cur}
+    steps = [(-1, 0), (0, -1), (1, 0), (0, 1)] + ([(-1, -1), (-1, 1), (1, -1), (1, 1)] if diagonal else [])
+    added = True
+    while added:
+        added = False
+        last = None
+        while True:
+            later = [p for p in cur if last is None or p > last]
+            if not later:
+                break
+            last = min(later)
+            for dj, di in steps:
+                p = (last[0] + dj, last[1] + di)
+                if 0 <= p[0] < tgt_len and 0 <= p[1] < src_len and p in union and not (p[0] in e_cov and p[1] in f_cov):
+                    cur.add(p)
+                    e_cov.add(p[0])
+                    f_cov.add(p[1])
+                    added = True
+    if final:
+        for only in (fwd - rev, rev - fwd):
+            for j, i in sorted(only):
+                if (j, i) in cur:
+                    continue
+                if (both and j not in e_cov and i not in f_cov) or (not both and not (j in e_cov and i in f_cov)):
+                    cur.add((j, i))
+                    e_cov.add(j)
+                    f_cov.add(i)
+    return sorted((i, j) for j, i in cur)
+
+
+def _random_directions(rng, n, m):
+    """forward: each target word at most one link; reverse: each source word at most one link (eflomal's)."""
+    forward = [(rng.randrange(n), j) for j in range(m) if rng.random() < 0.85]
+    reverse = [(i, rng.randrange(m)) for i in range(n) if rng.random() < 0.85]
+    if rng.random() < 0.5:  # a near-diagonal pair, so that growing has neighbours to take
+        forward = [(min(n - 1, max(0, j * n // m + rng.choice((-1, 0, 0, 1)))), j) for j in range(m)]
+        reverse = [(i, min(m - 1, max(0, i * m // n + rng.choice((-1, 0, 0, 1))))) for i in range(n)]
+    return forward, reverse
+
+
+class TestAlign:
+    def test_symmetrization_matches_symal_by_hand(self):
+        from onmt_xl.align.symmetrize import grow_diag, grow_diag_final, grow_diag_final_and
+
+        rng = random.Random(11)
+        for _ in range(1500):
+            n, m = rng.randint(1, 7), rng.randint(1, 7)
+            forward, reverse = _random_directions(rng, n, m)
+            assert grow_diag_final_and(forward, reverse, n, m) == _symal_by_hand(forward, reverse, n, m, True, True, True)
+            assert grow_diag_final(forward, reverse, n, m) == _symal_by_hand(forward, reverse, n, m, True, True, False)
+            assert grow_diag(forward, reverse, n, m) == _symal_by_hand(forward, reverse, n, m, True, False, False)
+
+    def test_aer_with_possible_only_links_by_hand(self):
+        from onmt_xl.align.aer import parse_gold_line, score_alignments
+
+        sure, possible = parse_gold_line("1-1 2p2 3-3 3p4")
+        assert sure == {(0, 0), (2, 2)} and possible == {(0, 0), (1, 1), (2, 2), (2, 3)}
+        hyp = [{(0, 0), (1, 1), (2, 3), (3, 3)}]
+        s = score_alignments(hyp, [sure], [possible])
+        # |A| 4, |S| 2, |A&S| 1, |A&P| 3: P = 3/4, R = 1/2, AER = 1 - 4/6
+        assert (s.precision, s.recall) == (pytest.approx(3 / 4), pytest.approx(1 / 2))
+        assert s.aer == pytest.approx(1 - 4 / 6)
+        assert parse_gold_line("1-2 2p1", one_indexed=False) == ({(1, 2)}, {(1, 2), (2, 1)})
