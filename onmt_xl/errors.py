@@ -14,3 +14,8 @@ class XLInputError(ValueError):
         if line is not None:
             where += f", line {line}"
         super().__init__(f"{where}: {problem}")
+
+    def __reduce__(self):
+        # picklable, so that an error raised in a worker process (OpenNMT's data workers, onmt_build_vocab's
+        # pool) reaches the parent instead of failing to unpickle there, which hangs multiprocessing.Pool
+        return (type(self), (self.path, self.line, self.problem))

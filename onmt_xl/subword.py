@@ -321,6 +321,13 @@ class SubwordModel:
     def segment_corpus(self, sentences: Iterable[Sequence[str]]) -> List[Segmentation]:
         return [self.segment(s) for s in sentences]
 
+    def segmentation(self):
+        """The :class:`~onmt_xl.segmentation.SegmentationScheme` of this model's pieces (joiner ``￭``, the
+        model file hashed), to record in a preorderer trained on them (``Preorderer.train(segmentation=...)``)."""
+        from onmt_xl.segmentation import SegmentationScheme, marker
+
+        return SegmentationScheme.subword(marker("joiner", JOINER), self.model_path, "pyonmttok")
+
     def tokenize_line(self, line: str) -> List[str]:
         """pyonmttok's own tokenization of a whole line (what OpenNMT's ``onmt_tokenize`` gives)."""
         return list(self.tokenizer.tokenize(line)[0])

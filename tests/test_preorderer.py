@@ -91,7 +91,7 @@ def test_save_load_round_trip(trained, tmp_path):
     test = generate(200, seed=3)
     assert loaded.reorder_batch(test.src) == model.reorder_batch(test.src)
     assert loaded.header() == model.header()
-    assert loaded.header()["format"] == "onmt_xl.preorderer" and loaded.header()["version"] == 2
+    assert loaded.header()["format"] == "onmt_xl.preorderer" and loaded.header()["version"] == 3
     assert loaded.header()["clustered"] and np.array_equal(loaded.vocab.clusters, model.vocab.clusters)
     assert np.array_equal(loaded.weights, model.weights)
 
@@ -155,7 +155,7 @@ def test_load_wrong_version_and_format(trained, tmp_path):
     wrong_version = str(tmp_path / "v99.npz")
     _write_with_header(wrong_version, {**header, "version": 99})
     msg = _raises_naming(wrong_version)
-    assert "version 99" in msg and "reads versions 1, 2" in msg and "retrain" in msg
+    assert "version 99" in msg and "reads versions 1, 2, 3" in msg and "retrain" in msg
 
     other = str(tmp_path / "other.npz")
     _write_with_header(other, {**header, "format": "something.else"})

@@ -2,6 +2,9 @@
 
 Alignments are plain Pharaoh (``i-j``, 0-based, source first), so ``aer`` scores the output of any
 aligner (fast_align, awesome-align, GIZA++ via symal, ...), not only ``align``'s.
+
+``align`` also writes ``PREFIX.seg.json``, the record of what it aligned (files, token counts and
+segmentation, see :mod:`onmt_xl.align.record`), which the commands that read the alignments check.
 """
 
 from __future__ import annotations
@@ -9,8 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from onmt_xl import segmentation
 from onmt_xl.align.aer import check_links_in_range, read_gold, read_joint_text, score_alignments
 from onmt_xl.align.pharaoh import read_pharaoh
+from onmt_xl.align.record import side_record, write_record
 from onmt_xl.errors import XLInputError
 
 
@@ -26,12 +31,17 @@ def run_align(args: argparse.Namespace) -> int:
         if args.src is not None or args.tgt is not None:
             _usage_error("align: give either --text or --src/--tgt, not both")
         src, tgt = read_joint_text(args.text)
+        src_name, tgt_name = f"{args.text} (source side)", f"{args.text} (target side)"
     else:
         if args.src is None or args.tgt is None:
             _usage_error("align: give --src and --tgt (or --text)")
         src, tgt = read_parallel(args.src, args.tgt)
+        src_name, tgt_name = args.src, args.tgt
     if (args.extra_src is None) != (args.extra_tgt is None):
         _usage_error("align: give both --extra-src and --extra-tgt, or neither")
+    src_scheme = None  # undeclared: the record says what the markers show
+    if args.src_subword_model is not None or args.src_subword_marker is not None:
+        src_scheme = segmentation.declared(args, src, src_name)
     kwargs = dict(model=args.model, n_samplers=args.n_samplers, rel_iterations=args.rel_iterations, priors=args.priors)
     if args.extra_src is not None:
         extra_src, extra_tgt = read_parallel(args.extra_src, args.extra_tgt)
@@ -41,6 +51,7 @@ def run_align(args: argparse.Namespace) -> int:
         result = align_corpus(src, tgt, **kwargs)
         n_aligned = len(src)
     paths = write_result(args.out_prefix, result)
+    paths.append(write_record(args.out_prefix, side_record(src_name, src, src_scheme), side_record(tgt_name, tgt)))
     print(
         f"eflomal: {n_aligned} sentence pairs aligned in {result.seconds:.1f} s wall time; "
         f"wrote {len(src)} lines to {', '.join(paths)}",
@@ -66,10 +77,11 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
     """Register ``align`` and ``aer`` on an argparse subparsers object (``set_defaults(func=...)``)."""
     p = subparsers.add_parser(
         "align",
-        help="word-align a parallel corpus with eflomal; write .fwd/.rev/.gdfa Pharaoh files",
+        help="word-align a parallel corpus with eflomal; write .fwd/.rev/.gdfa Pharaoh files and .seg.json",
         description="Align with eflomal (not seedable: results vary slightly run to run) and symmetrize "
         "with grow-diag-final-and. Output lines are parallel to the input; a pair with an empty side gets "
-        "an empty line.",
+        "an empty line. PREFIX.seg.json records what was aligned (token counts, segmentation): commands given "
+        "the alignments check it against their corpus.",
     )
     p.add_argument("--src", help="source side, one tokenized sentence per line")
     p.add_argument("--tgt", help="target side, line-parallel to --src")
@@ -81,6 +93,7 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
     p.add_argument("--n-samplers", type=int, default=3, help="independent eflomal samplers (default 3)")
     p.add_argument("--rel-iterations", type=float, default=1.0, help="scale eflomal's iteration counts")
     p.add_argument("--priors", help="eflomal priors file")
+    segmentation.add_arguments(p, "the source side")
     p.set_defaults(func=run_align)
 
     q = subparsers.add_parser(

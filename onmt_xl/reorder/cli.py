@@ -6,6 +6,12 @@ Corpus files hold one whitespace-tokenized sentence per line; alignments are Pha
 side carries no reordering information: ``preorder-train``/``preorder-eval`` skip it (like
 OpenNMT) and ``oracle`` gives it the monotone order so its output stays line-parallel; each
 command reports how many pairs it skipped.
+
+Segmentation (see :mod:`onmt_xl.segmentation`): ``preorder-train`` records in the model what its
+``--src`` is (words by default; ``--src-subword-model``/``--src-subword-marker`` for sub-word text, which
+it refuses undeclared); ``preorder-apply``, ``preorder-eval`` and ``show-reordering`` fail when their
+input does not look like that segmentation; commands given ``--align`` check ``onmt-xl align``'s record of
+what it aligned (:mod:`onmt_xl.align.record`).
 """
 
 from __future__ import annotations
@@ -14,9 +20,11 @@ import argparse
 import sys
 import time
 from dataclasses import dataclass
-from typing import Iterable, List, Sequence, Tuple
+from typing import Iterable, List, Optional, Sequence, Tuple
 
+from onmt_xl import segmentation
 from onmt_xl.align.pharaoh import read_pharaoh
+from onmt_xl.align.record import AlignmentRecord, check_corpus
 from onmt_xl.errors import XLInputError
 
 # = the defaults of onmt_xl.reorder.preorderer (not imported here: numba loads lazily; a test checks)
@@ -36,6 +44,8 @@ class ParallelData:
     tgt: List[List[str]]
     links: List[Links]
     keep: List[int]
+    record: Optional[AlignmentRecord] = None  # onmt-xl align's record of the aligned text, when there is one
+    warnings: Tuple[str, ...] = ()
 
     @property
     def skipped(self) -> int:
@@ -67,10 +77,21 @@ def read_parallel(src_path: str, tgt_path: str, align_path: str) -> ParallelData
     if len(links) != len(src):  # read_pharaoh cannot tell an empty file from one empty line
         raise XLInputError(align_path, None, f"has {len(links)} lines but the corpus has {len(src)} sentences")
     keep = [k for k, (s, t) in enumerate(zip(src, tgt)) if s and t]
-    return ParallelData(src, tgt, links, keep)
+    record, warnings = check_corpus(align_path, src_path, tgt_path, src, tgt, links)
+    return ParallelData(src, tgt, links, keep, record, tuple(warnings))
+
+
+def _check_input(model, model_path: str, sentences: Sequence[Sequence[str]], where: str) -> None:
+    """The content check of a preorderer's input (:func:`onmt_xl.segmentation.check_tokens`)."""
+    problem = segmentation.check_tokens(model.segmentation, sentences,
+                                        f"the preorderer {model_path} was trained on")
+    if problem:
+        raise XLInputError(where, None, problem)
 
 
 def _warn_skipped(command: str, data: ParallelData, what: str) -> None:
+    for warning in data.warnings:
+        print(f"{command}: warning: {warning}", file=sys.stderr)
     if data.skipped:
         kept = set(data.keep)
         empty = [k + 1 for k in range(len(data.src)) if k not in kept]
@@ -122,6 +143,14 @@ def run_preorder_train(args: argparse.Namespace) -> int:
     from onmt_xl.reorder.preorderer import Preorderer
 
     data = read_parallel(args.src, args.tgt, args.align)
+    scheme = segmentation.declared(args, data.src, args.src)
+    if data.record is not None and data.record.src.declared and not data.record.src.segmentation.matches(scheme):
+        raise XLInputError(
+            args.align, None,
+            f"segmentation mismatch: these alignments were made on {data.record.src.segmentation.describe()} "
+            f"(see {data.record.path}), but --src {args.src} is declared as {scheme.describe()}: align the "
+            "text you train on, or declare its segmentation as it is (--src-subword-model, --src-subword-marker)",
+        )
     _warn_skipped("preorder-train", data, "skipped")
     keep = data.keep[: args.max_sentences] if args.max_sentences else data.keep
     t0 = time.perf_counter()
@@ -143,6 +172,7 @@ def run_preorder_train(args: argparse.Namespace) -> int:
         threads=args.threads,
         parallel=args.parallel,
         progress=not args.quiet,
+        segmentation=scheme,
     )
     seconds = time.perf_counter() - t0
     for st in model.train_log:
@@ -151,7 +181,8 @@ def run_preorder_train(args: argparse.Namespace) -> int:
     model.save(args.model)
     print(f"preorder-train: {len(keep)} sentences, {args.iterations} iterations in {seconds:.1f}s "
           f"({model.train_info['threads']} threads; vocabulary and word classes "
-          f"{model.train_info['vocab_seconds']:.1f}s); model written to {args.model}", file=sys.stderr)
+          f"{model.train_info['vocab_seconds']:.1f}s); source segmentation: {scheme.describe()}; "
+          f"model written to {args.model}", file=sys.stderr)
     return 0
 
 
@@ -167,6 +198,7 @@ def run_preorder_apply(args: argparse.Namespace) -> int:
         model.max_span = args.max_span
     set_threads(args.threads)
     src = read_tokens(args.src)
+    _check_input(model, args.model, src, args.src)
     t0 = time.perf_counter()
     orders: List[List[int]] = []
     for a in range(0, len(src), args.batch_size):
@@ -194,6 +226,7 @@ def run_preorder_eval(args: argparse.Namespace) -> int:
         model.max_span = args.max_span
     n_threads = set_threads(args.threads)
     data = read_parallel(args.src, args.tgt, args.align)
+    _check_input(model, args.model, data.src, args.src)
     _warn_skipped("preorder-eval", data, "skipped")
     src = [data.src[k] for k in data.keep]
     ranks = [target_ranks(len(data.src[k]), data.links[k]) for k in data.keep]
@@ -243,6 +276,7 @@ def run_show_reordering(args: argparse.Namespace) -> int:
     if not tokens:
         print(f"show-reordering: error: {where} is empty", file=sys.stderr)
         return 2
+    _check_input(model, args.model, [tokens], where)
     order, tree, _ = model.reorder_tree(tokens)
     systems = [score("predicted", order, tree, ranks)]
     if ranks is not None:
@@ -338,6 +372,7 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
     p.add_argument("--tiebreak-null", choices=("none", "left", "right"), default="left",
                    help="break ties of the loss by the loss with this null attachment (default left)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    segmentation.add_arguments(p)
     p.set_defaults(func=run_preorder_train)
 
     p = subparsers.add_parser("preorder-apply", help="reorder source sentences with a trained preorderer")

@@ -6,6 +6,16 @@ cross-lingual positions ``pos_XL`` of Eq. 6. Word alignments only provide traini
 (target ranks, see :mod:`onmt_xl.reorder.oracle`); at test time the model parses the source
 with CKY over BTG trees (:mod:`onmt_xl.reorder.parser`) using hashed features
 (:mod:`onmt_xl.reorder.features`).
+
+**The segmentation it was trained on.** A preorderer means something only on the segmentation of its
+training source (words, or the pieces of one sub-word model): applied to another one it still returns a
+valid permutation. Format version 3 records that segmentation in the file's header
+(:attr:`Preorderer.segmentation`, a :class:`~onmt_xl.segmentation.SegmentationScheme`), and its users
+check it: the ``xl_position`` transform, ``onmt-xl preorder-apply`` / ``preorder-eval`` /
+``show-reordering``. Files of versions 1 and 2 do not record it: they are accepted, with the
+segmentation inferred from their vocabulary (sub-words when its tokens carry joiner, spacer or ``@@``
+markers, else words; the sub-word model itself is then unknown) and a warning once per file and process
+when loaded, so the checks still see words against sub-words.
 """
 
 from __future__ import annotations
@@ -25,12 +35,13 @@ from onmt_xl.reorder.btg import BTGNode, order_to_pos_xl, order_to_tree, tree_fr
 from onmt_xl.reorder.features import PAD, Vocab
 from onmt_xl.reorder.oracle import ATTACH_NULL, target_ranks
 from onmt_xl.reorder.threads import ensure_threading, set_threads
+from onmt_xl.segmentation import SegmentationMismatch, SegmentationScheme, check_tokens, detect
 
 logger = logging.getLogger(__name__)
 
 FORMAT = "onmt_xl.preorderer"
-VERSION = 2  # 2: exchange-clustering classes, three-view features, span limit
-READABLE_VERSIONS = (1, 2)  # version 1 decodes with onmt_xl.reorder.legacy_v1
+VERSION = 3  # 2: exchange-clustering classes, three-view features, span limit; 3: + the source segmentation
+READABLE_VERSIONS = (1, 2, 3)  # version 1 decodes with onmt_xl.reorder.legacy_v1; 1 and 2 record no segmentation
 DEFAULT_MAX_LEN = 400
 DEFAULT_ITERATIONS = 10
 DEFAULT_CLUSTERS = 256
@@ -84,10 +95,26 @@ def _nodes_to_tree(nodes: np.ndarray, n: int) -> Optional[BTGNode]:
     return tree_from_splits(n, lambda s, e: kids[s, e])
 
 
-class Preorderer:
-    """A trained preorderer. ``reorder(tokens)`` -> ``order``; ``pos_xl(tokens)`` -> its inverse."""
+_WARNED_UNRECORDED: set = set()
 
-    def __init__(self, vocab: Vocab, weights: np.ndarray, hparams: Optional[Dict[str, Any]] = None):
+
+def _vocab_segmentation(vocab, version: int) -> SegmentationScheme:
+    """The segmentation the vocabulary's tokens show (for models that do not record it)."""
+    note = "inferred from the vocabulary"
+    if version < 3:
+        note += f"; format version {version} records no segmentation"
+    return detect([list(vocab.tokens)], note=note)
+
+
+class Preorderer:
+    """A trained preorderer. ``reorder(tokens)`` -> ``order``; ``pos_xl(tokens)`` -> its inverse.
+
+    ``segmentation``: what its training source was (see the module docstring); ``None`` infers it
+    from the vocabulary's tokens.
+    """
+
+    def __init__(self, vocab: Vocab, weights: np.ndarray, hparams: Optional[Dict[str, Any]] = None,
+                 segmentation: Optional[SegmentationScheme] = None):
         weights = np.ascontiguousarray(weights, dtype=np.float32)
         if weights.ndim != 2 or weights.shape[1] != 2:
             raise ValueError(f"weights must have shape (hash_size, 2), got {weights.shape}")
@@ -95,6 +122,7 @@ class Preorderer:
         self.vocab = vocab
         self.weights = weights
         self.version = 1 if type(vocab).__name__ == "VocabV1" else VERSION
+        self.segmentation: SegmentationScheme = segmentation or _vocab_segmentation(vocab, self.version)
         self.hparams: Dict[str, Any] = dict(hparams or {})
         self.hparams["hash_size"] = weights.shape[0]
         self.hparams.setdefault("max_len", DEFAULT_MAX_LEN)
@@ -156,6 +184,7 @@ class Preorderer:
         threads: Optional[int] = None,
         parallel: str = DEFAULT_PARALLEL,
         progress: bool = True,
+        segmentation: Optional[SegmentationScheme] = None,
     ) -> "Preorderer":
         """Averaged latent-oracle perceptron (see :mod:`onmt_xl.reorder.parser`).
 
@@ -178,7 +207,19 @@ class Preorderer:
         perceptron); ``"minibatch"``: ``batch`` sentences are parsed in parallel with the same
         weights, then their updates are applied in order -- the same model for any number of
         threads, but one synchronization per batch, which stalls when another process holds a core.
+
+        ``segmentation``: the segmentation of ``sentences``, recorded in the model (words, or a sub-word
+        model, see :mod:`onmt_xl.segmentation`); ``None`` records what the tokens show (sub-words of an
+        unrecorded model when they carry markers, else words). Raises
+        :class:`~onmt_xl.segmentation.SegmentationMismatch` when the tokens contradict it.
         """
+        if segmentation is None:
+            segmentation = detect(sentences).with_note("")
+        else:
+            problem = check_tokens(segmentation, sentences, "the training sentences were declared as",
+                                   "declare the segmentation they are in")
+            if problem:
+                raise SegmentationMismatch(problem)
         if len(sentences) != len(links_list):
             raise ValueError(f"{len(sentences)} sentences but {len(links_list)} alignment lines")
         _check_size(hash_size)
@@ -194,11 +235,13 @@ class Preorderer:
         threads_before = numba.get_num_threads()
         n_threads = set_threads(threads)
         try:
-            return cls._train(sentences, links_list, iterations, seed, hash_size, min_count, class_words, n_clusters,
-                              cluster_passes, loss_aug, attach_null, tiebreak_null, max_len, max_span, batch,
-                              n_threads, parallel, progress)
+            model = cls._train(sentences, links_list, iterations, seed, hash_size, min_count, class_words, n_clusters,
+                               cluster_passes, loss_aug, attach_null, tiebreak_null, max_len, max_span, batch,
+                               n_threads, parallel, progress)
         finally:
             numba.set_num_threads(threads_before)
+        model.segmentation = segmentation
+        return model
 
     @classmethod
     def _train(cls, sentences, links_list, iterations, seed, hash_size, min_count, class_words, n_clusters,
@@ -354,11 +397,15 @@ class Preorderer:
     # --- persistence -------------------------------------------------------------------------
 
     def header(self) -> Dict[str, Any]:
+        """The file header; a model read from a version-2 file keeps version 2 (no segmentation record)."""
         if self.version == 1:
             hp = {k: v for k, v in self.hparams.items() if k != "max_span"}
             return {"format": FORMAT, "version": 1, **hp, "class_words": self.vocab.class_words}
-        return {"format": FORMAT, "version": VERSION, **self.hparams, "class_words": self.vocab.class_words,
-                "clustered": self.vocab.clusters is not None}
+        out = {"format": FORMAT, "version": self.version, **self.hparams, "class_words": self.vocab.class_words,
+               "clustered": self.vocab.clusters is not None}
+        if self.version >= 3:
+            out["segmentation"] = self.segmentation.to_dict()
+        return out
 
     def __getstate__(self) -> Dict[str, Any]:
         """Compact state: header, vocabulary, clusters and the non-zero weight rows (cheap to pickle)."""
@@ -383,8 +430,17 @@ class Preorderer:
         else:
             clusters = np.asarray(state["clusters"], dtype=np.int64) if header.get("clustered") else None
             vocab = Vocab(list(state["vocab"]), int(header["class_words"]), clusters)
-        hparams = {k: v for k, v in header.items() if k not in ("format", "version", "clustered")}
-        self.__init__(vocab, weights, hparams)  # type: ignore[misc]
+        version = int(header.get("version", VERSION))
+        if version >= 3:
+            if "segmentation" not in header:
+                raise ValueError(f"format version {version} header has no segmentation record")
+            segmentation = SegmentationScheme.from_dict(header["segmentation"])
+        else:
+            segmentation = _vocab_segmentation(vocab, version)
+        hparams = {k: v for k, v in header.items() if k not in ("format", "version", "clustered", "segmentation")}
+        self.__init__(vocab, weights, hparams, segmentation)  # type: ignore[misc]
+        if version == 2:
+            self.version = 2  # written back as read: version 2, no segmentation record
 
     def save(self, path: str) -> None:
         """One versioned ``.npz`` file (written to ``path`` as given, no suffix added)."""
@@ -453,4 +509,9 @@ class Preorderer:
             raise
         except Exception as exc:
             raise XLInputError(path, None, f"corrupt preorderer model: {exc}") from exc
+        if model.version < 3 and os.path.abspath(path) not in _WARNED_UNRECORDED:
+            _WARNED_UNRECORDED.add(os.path.abspath(path))
+            logger.warning("%s: preorderer format version %d does not record the segmentation it was trained on; "
+                           "taken as %s. Retrain it (onmt-xl preorder-train) to record it.",
+                           path, model.version, model.segmentation.describe())
         return model

@@ -13,10 +13,22 @@ Preorderer outputs are cached per distinct source sentence (``-xl_cache_size`` e
 default 1M; OpenNMT re-applies transforms on every pass over the corpus), so the CKY parse runs once per
 sentence and process. At training time ``-xl_noise R`` swaps random pairs of reordered indices, ``round(R·n/2)`` swaps in
 an n-token sentence, i.e. a ratio R of its indices move (the noise attack of §4.5, footnote 4).
+
+**Segmentation guard.** A preorderer only means something on the segmentation it was trained on, which
+its file records (:mod:`onmt_xl.segmentation`). ``warm_up`` (at start-up of ``onmt_build_vocab``,
+``onmt_train`` and ``onmt_translate``) compares it with the segmentation produced by the last sub-word
+transform listed before this one, per corpus (``sentencepiece``: spacer ``▁``; ``bpe``: subword-nmt's
+``@@``; ``onmt_tokenize``: from ``-src_subword_type``/``-src_subword_model`` and the joiner/spacer options
+of ``-src_onmttok_kwargs``; the model file is hashed), and fails naming the preorderer file and both
+segmentations. No such transform says nothing (the files may be segmented already), so the first source
+tokens that reach the transform (:data:`~onmt_xl.segmentation.SAMPLE_TOKENS` per process) also go through
+the content check of :mod:`onmt_xl.segmentation`: a preorderer trained on words fails on pieces carrying
+joiner, spacer or ``@@`` markers, one trained on marked pieces fails on unmarked words.
 """
 
 from __future__ import annotations
 
+import ast
 import random
 from typing import Dict, List, Optional, Tuple
 
@@ -25,8 +37,63 @@ from onmt.transforms.transform import Transform
 
 from onmt_xl.errors import XLInputError
 from onmt_xl.plugin import XL_POS_KEY
+from onmt_xl.segmentation import MarkerCounts, SegmentationScheme, content_mismatch, marker
 
 XL_SOURCES = ("preorderer", "align")
+
+
+def transform_segmentation(name: str, opts) -> Optional[SegmentationScheme]:
+    """The source segmentation OpenNMT's transform ``name`` produces under ``opts``; ``None`` when it
+    leaves the segmentation as it finds it (or is not a sub-word transform)."""
+    model = getattr(opts, "src_subword_model", None)
+    note = f"from the {name} transform" + (f", -src_subword_model {model}" if model else "")
+    if name == "sentencepiece":
+        return SegmentationScheme.subword(marker("spacer"), model, "sentencepiece", note)
+    if name == "bpe":
+        return SegmentationScheme.subword(marker("separator"), model, "bpe", note)
+    if name != "onmt_tokenize":
+        return None
+    kwargs = getattr(opts, "src_onmttok_kwargs", None) or {}
+    if isinstance(kwargs, str):  # before OpenNMT's option validation turns it into a dict
+        try:
+            kwargs = ast.literal_eval(kwargs)
+        except (ValueError, SyntaxError):
+            kwargs = {}
+    kind = getattr(opts, "src_subword_type", "none")
+    with_model = kind in ("sentencepiece", "bpe") and bool(model)
+    if kwargs.get("joiner_annotate"):
+        m = marker("joiner", kwargs.get("joiner"))
+    elif kwargs.get("spacer_annotate") or (kind == "sentencepiece" and kwargs.get("mode", "none") == "none"):
+        m = marker("spacer")  # pyonmttok keeps SentencePiece's own spacers in mode "none"
+    else:
+        m = "none"
+    if not with_model and (m == "none" or kwargs.get("mode", "none") == "none"):
+        return None  # no model, nothing split: words in, words out
+    return SegmentationScheme.subword(m, model if with_model else None, "onmt_tokenize", note)
+
+
+def pipeline_segmentations(opts, name: str) -> List[Tuple[str, SegmentationScheme]]:
+    """``(where, scheme)`` for every pipeline that lists ``name`` after a sub-word transform: each
+    training corpus (``opts.data``), else the ``-transforms`` of ``onmt_translate``."""
+    pipelines = []
+    data = getattr(opts, "data", None)
+    if isinstance(data, dict) and data:
+        for cid, corpus in data.items():
+            names = list((corpus or {}).get("transforms") or [])
+            if name in names:
+                pipelines.append((f"corpus {cid!r}", names))
+    else:
+        names = list(getattr(opts, "transforms", None) or [])
+        if name in names:
+            pipelines.append(("-transforms", names))
+    out = []
+    for where, names in pipelines:
+        scheme = None
+        for before in names[: names.index(name)]:
+            scheme = transform_segmentation(before, opts) or scheme
+        if scheme is not None:
+            out.append((f"{where} ({' -> '.join(names[: names.index(name) + 1])})", scheme))
+    return out
 
 
 def swap_noise(pos_xl: List[int], ratio: float, rng: random.Random) -> List[int]:
@@ -45,6 +112,8 @@ def swap_noise(pos_xl: List[int], ratio: float, rng: random.Random) -> List[int]
 @register_transform(name="xl_position")
 class XLPositionTransform(Transform):
     """Attach cross-lingual positions ``pos_XL`` to each example (read by onmt_xl's XL encoders)."""
+
+    xl_name = "xl_position"
 
     def __init__(self, opts):
         super().__init__(opts)
@@ -97,6 +166,7 @@ class XLPositionTransform(Transform):
         self.cache_size = getattr(self.opts, "xl_cache_size", 1_000_000)
         self.align_path = getattr(self.opts, "xl_align_path", None)
         self.cache = {}
+        self._seg_sample = None  # marker counts of the first source tokens, until the content check is done
 
     def _set_seed(self, seed):
         self.rng = random.Random(seed)
@@ -106,6 +176,9 @@ class XLPositionTransform(Transform):
         super().warm_up(vocabs)
         if self.source == "preorderer" and self.preorderer is None:
             self.preorderer = _load_preorderer(self.preorderer_path)
+        if self.source == "preorderer":
+            self._check_pipeline_segmentation()
+            self._seg_sample = MarkerCounts([self.preorderer.segmentation.marker or "none"])
         self.align_lines = None
         if self.source == "align" and self.align_path:
             try:
@@ -113,6 +186,48 @@ class XLPositionTransform(Transform):
                     self.align_lines = f.read().splitlines()
             except OSError as err:
                 raise XLInputError(self.align_path, None, f"cannot read the alignments: {err.strerror}") from None
+
+    def _check_pipeline_segmentation(self) -> None:
+        trained = self.preorderer.segmentation
+        for where, scheme in pipeline_segmentations(self.opts, self.xl_name):
+            if trained.matches(scheme):
+                continue
+            if trained.kind == "words":
+                hint = ("segment the preorderer's training source with the same model and retrain it "
+                        "(onmt-xl preorder-train --src-subword-model MODEL ...), or drop the sub-word transform")
+            elif scheme.kind == "subword":
+                hint = (f"set -src_subword_model to the model the preorderer was trained with ({trained.model}) "
+                        "and the same marker convention, or retrain the preorderer on this segmentation")
+            else:
+                hint = "segment the source with the preorderer's model before this transform"
+            raise XLInputError(
+                self.preorderer_path, None,
+                f"segmentation mismatch: this preorderer was trained on {trained.describe()}, but {where} feeds "
+                f"{self.xl_name} {scheme.describe()}; {hint}",
+            )
+
+    def _check_sample(self, src: List[str], example) -> None:
+        """The content check on the first source tokens this process sees (see the module docstring)."""
+        sample = self._seg_sample
+        sample.add(src)
+        seen = content_mismatch(self.preorderer.segmentation, sample)
+        if seen is None:
+            if sample.full:
+                self._seg_sample = None
+            return
+        trained = self.preorderer.segmentation
+        where = example.get("cid") or "the input"
+        if example.get("cid_line_number") is not None:
+            where += f" (up to line {example['cid_line_number'] + 1})"
+        hint = ("retrain the preorderer on text segmented like this (onmt-xl preorder-train --src-subword-model ...)"
+                if trained.kind == "words" else
+                "segment the source the way the preorderer's training source was (a sub-word transform before "
+                f"{self.xl_name}, or pre-segmented files)")
+        raise XLInputError(
+            self.preorderer_path, None,
+            f"segmentation mismatch: this preorderer was trained on {trained.describe()}, but the source tokens "
+            f"of {where} reaching {self.xl_name} are {seen}; {hint}",
+        )
 
     def __getstate__(self):
         state = super().__getstate__()
@@ -126,7 +241,7 @@ class XLPositionTransform(Transform):
     def apply(self, example, is_train=False, stats=None, **kwargs):
         src = example["src"]
         if self.source == "preorderer":
-            pos = self._preordered_positions(src)
+            pos = self._preordered_positions(src, example)
         else:
             pos = self._oracle_positions(example, len(src))
         if is_train and self.noise > 0:
@@ -134,7 +249,9 @@ class XLPositionTransform(Transform):
         example[XL_POS_KEY] = list(pos)
         return example
 
-    def _preordered_positions(self, src: List[str]) -> List[int]:
+    def _preordered_positions(self, src: List[str], example=None) -> List[int]:
+        if self._seg_sample is not None:
+            self._check_sample(src, example or {})
         key = " ".join(src)
         pos = self.cache.get(key)
         if pos is None:
@@ -195,13 +312,18 @@ class XLPreReorderTransform(XLPositionTransform):
     Transformer reads them. Shares the ``xl_position`` options; ``-xl_noise`` does not apply.
     """
 
+    xl_name = "xl_prereorder"
+
     @classmethod
     def add_options(cls, parser):
         """Options are those of ``xl_position`` (``-xl_source``, ``-xl_preorderer``, ``-xl_cache_size``)."""
 
     def apply(self, example, is_train=False, stats=None, **kwargs):
         src = example["src"]
-        pos = self._preordered_positions(src) if self.source == "preorderer" else self._oracle_positions(example, len(src))
+        if self.source == "preorderer":
+            pos = self._preordered_positions(src, example)
+        else:
+            pos = self._oracle_positions(example, len(src))
         reordered = [None] * len(src)
         for token, p in zip(src, pos):
             reordered[p] = token
