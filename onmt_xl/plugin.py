@@ -25,7 +25,7 @@
 Audit of the stock reads of ``batch["src"]`` on the paths users run (OpenNMT-py 3.5.1; the server and
 training-time validation scoring go through ``Translator._translate``, ``-report_align`` through
 ``_run_encoder``). All now see token ids only; the last column says what the read did while the
-positions were an extra last column of ``batch["src"]`` (before issue 17, item 6).
+positions were an extra last column of ``batch["src"]`` (the channel before ``batch["xl_pos"]``).
 
 ==================================  ============================================  ===========================
 stock code                          reads ``batch["src"]`` as                     with the old XL column
