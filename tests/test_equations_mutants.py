@@ -296,3 +296,166 @@ class TestAlign:
         assert (s.precision, s.recall) == (pytest.approx(3 / 4), pytest.approx(1 / 2))
         assert s.aer == pytest.approx(1 - 4 / 6)
         assert parse_gold_line("1-2 2p1", one_indexed=False) == ({(1, 2)}, {(1, 2), (2, 1)})
+
+
+# --- modules being rewritten (disan, inxl, explicit_reordering, reordering_embedding): these classes pin the
+# equations as they stand in the working tree; update them with the rewrite ------------------------------------
+
+
+def _ln(xs, eps=1e-6):
+    """LayerNorm without gain or bias, by hand: (x - mean) / sqrt(var + eps), population variance."""
+    mean = sum(xs) / len(xs)
+    var = sum((x - mean) ** 2 for x in xs) / len(xs)
+    return [(x - mean) / math.sqrt(var + eps) for x in xs]
+
+
+def _sigmoid(x):
+    return 1 / (1 + math.exp(-x))
+
+
+class TestInXL:
+    @pytest.mark.parametrize("fusion", ["block", "diagonal", "full"])
+    def test_inxl_fusion_against_a_loop_reference(self, fusion):
+        """Eq. 7, PE_IN-XL = tanh(PE_abs U + PE_XL V), with U, V drawn at random and the products written out."""
+        from onmt_xl.modules.inxl import InXLPositionFusion
+
+        d = 6
+        fus = InXLPositionFusion(d, fusion)
+        torch.manual_seed(4)
+        with torch.no_grad():
+            fus.U.copy_(torch.randn_like(fus.U))
+            fus.V.copy_(torch.randn_like(fus.V))
+        a, x = torch.randn(3, d), torch.randn(3, d)
+        U, V = fus.U.tolist(), fus.V.tolist()
+
+        def project(row, w):
+            if fusion == "diagonal":
+                return [row[k] * w[k] for k in range(d)]
+            if fusion == "full":
+                return [sum(row[i] * w[i][k] for i in range(d)) for k in range(d)]
+            out = []  # block: (sin_k, cos_k) @ w[k], a 2x2 matrix per frequency
+            for k in range(d // 2):
+                out += [row[2 * k] * w[k][0][c] + row[2 * k + 1] * w[k][1][c] for c in range(2)]
+            return out
+
+        for r in range(3):
+            want = [math.tanh(p + q) for p, q in zip(project(a[r].tolist(), U), project(x[r].tolist(), V))]
+            assert fus(a, x)[r].tolist() == pytest.approx(want, abs=1e-5)
+
+
+class TestDiSAN:
+    @pytest.mark.parametrize("heads", [2, 3, 4])
+    def test_directional_masks_against_a_loop_reference(self, heads):
+        """Forward heads (the first heads // 2) read keys j < i, backward heads keys j > i, never padding; a query
+        with no such key reads itself."""
+        from onmt_xl.encoders.common import padding_mask
+        from onmt_xl.modules.disan import directional_masks
+
+        lengths = [5, 3, 1]
+        masks = directional_masks(padding_mask(torch.tensor(lengths), 5), heads)
+        assert masks.shape == (3, heads, 5, 5)
+        for b, n in enumerate(lengths):
+            for h in range(heads):
+                forward = h < heads // 2
+                for i in range(5):
+                    allowed = {j for j in range(n) if (j < i if forward else j > i)} or {i}
+                    assert {j for j in range(5) if not masks[b, h, i, j]} == allowed, (b, h, i)
+
+    def test_fusion_gate_by_hand(self):
+        from onmt_xl.modules.disan import FusionGate
+
+        gate = FusionGate(2)
+        with torch.no_grad():
+            gate.w_s.copy_(torch.tensor([1.0, -0.5]))
+            gate.w_h.copy_(torch.tensor([0.25, 2.0]))
+            gate.b.copy_(torch.tensor([0.1, -1.0]))
+        s, h = torch.tensor([[2.0, 3.0]]), torch.tensor([[4.0, 1.0]])
+        f = [_sigmoid(2 * 1 + 4 * 0.25 + 0.1), _sigmoid(3 * -0.5 + 1 * 2 - 1.0)]
+        assert gate(s, h)[0].tolist() == pytest.approx([f[0] * 2 + (1 - f[0]) * 4, f[1] * 3 + (1 - f[1]) * 1], abs=1e-6)
+
+
+class TestExplicitReordering:
+    def test_reordered_position_predictor_by_hand(self):
+        """Eq. 5 on the normalised state: b_j = (J - 1) · sigmoid(v · tanh(W · LN(h_j)))."""
+        from onmt_xl.modules.explicit_reordering import ReorderedPositionPredictor
+
+        p = ReorderedPositionPredictor(3)
+        W = [[1.0, 0.5, 0.0], [0.0, 2.0, -1.0], [1.0, 1.0, 1.0]]
+        v = [1.5, -1.0, 0.5]
+        with torch.no_grad():
+            p.W.weight.copy_(torch.tensor(W))
+            p.v.weight.copy_(torch.tensor([v]))
+        h = [[1.0, 2.0, 6.0], [0.5, -1.0, 0.0]]
+        got = p(torch.tensor([h]), torch.tensor([6]))[0].tolist()
+        for j in range(2):
+            n = _ln(h[j])
+            z = sum(v[r] * math.tanh(sum(W[r][c] * n[c] for c in range(3))) for r in range(3))
+            assert got[j] == pytest.approx(5 * _sigmoid(z), abs=1e-5)
+
+    def test_gaussian_window_by_hand(self):
+        """Eq. 6 with D = 1 (σ = D/2 = 0.5): weights exp(-(s - b)² / (2σ)) = exp(-(s - b)²) for |s - b| <= 1."""
+        from onmt_xl.modules.explicit_reordering import gaussian_window_pe
+
+        pe = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0], [1.0, -1.0]])
+        pr = gaussian_window_pe(torch.tensor([[1.25, 3.0]]), pe, window=1.0)
+        w0, w1, w2 = math.exp(-1.25**2), math.exp(-0.25**2), math.exp(-0.75**2)  # s = 0 is outside (1.25 > 1)
+        assert pr[0, 0].tolist() == pytest.approx([2 * w2, w1 + 2 * w2], abs=1e-6) and w0 > 0
+        w = math.exp(-1.0)  # b = 3: s = 2 at distance 1 (inside), s = 3 at 0
+        assert pr[0, 1].tolist() == pytest.approx([2 * w + 1, 2 * w - 1], abs=1e-6)
+
+    def test_reordering_similarity_skips_padding(self):
+        from onmt_xl.modules.explicit_reordering import reordering_similarity
+
+        pr = torch.tensor([[[1.0, 1.0, 0.0, 0.0], [0.0, 2.0, 0.0, 0.0], [5.0, 5.0, 5.0, 5.0]]])
+        pos_xl, valid = torch.tensor([[0, 1, 0]]), torch.tensor([[True, True, False]])
+        re1 = [math.sin(1), math.cos(1), math.sin(0.01), math.cos(0.01)]  # PE_1 (d = 4); PE_0 = (0, 1, 0, 1)
+        cos = [1 / (math.sqrt(2) * math.sqrt(2)), re1[1] / math.sqrt(sum(x * x for x in re1))]  # the third is padding
+        got = reordering_similarity(pr, pos_xl, valid, "SinusoidalInterleaved")
+        assert got.item() == pytest.approx(sum(cos), abs=1e-6)
+
+    def test_soft_window_and_position_loss_by_hand(self):
+        from onmt_xl.modules.explicit_reordering import reordering_loss, soft_window_pe
+
+        pe = torch.tensor([[1.0, 0.0], [0.0, 1.0], [4.0, 4.0]])
+        # J = 2: softmax of -(s - b)² / (2σ), σ = 0.25, over s = 0, 1 only
+        b = 0.25
+        e = [math.exp(-((s - b) ** 2) / 0.5) for s in (0, 1)]
+        got = soft_window_pe(torch.tensor([[b, 0.0]]), pe, torch.tensor([2]), window=0.5)[0, 0].tolist()
+        assert got == pytest.approx([e[0] / sum(e), e[1] / sum(e)], abs=1e-6)
+        # "position": Σ_j ((b_j - r_j) / (J - 1))² over valid words
+        loss = reordering_loss("position", torch.tensor([[0.5, 3.0, 9.0]]), None, None, torch.tensor([[2, 1, 0]]),
+                               torch.tensor([3]), torch.tensor([[True, True, False]]), 0.5, "SinusoidalInterleaved")
+        assert loss.item() == pytest.approx((1.5 / 2) ** 2 + (2.0 / 2) ** 2)
+
+    def test_reordering_fusion_gate_by_hand(self):
+        """Eq. 10-11: g = sigmoid(U_g · LN(H) + W_g · LN(H̄)), g · H̄ + (1 - g) · H."""
+        from onmt_xl.modules.explicit_reordering import ReorderingFusionGate
+
+        gate = ReorderingFusionGate(3)
+        with torch.no_grad():
+            gate.U_g.weight.copy_(torch.tensor([[1.0, 0.0, -1.0]]))
+            gate.W_g.weight.copy_(torch.tensor([[0.0, 2.0, 0.5]]))
+        h, h_bar = [1.0, 2.0, 4.0], [3.0, -1.0, 0.0]
+        nh, nb = _ln(h), _ln(h_bar)
+        g = _sigmoid(nh[0] - nh[2] + 2 * nb[1] + 0.5 * nb[2])
+        got = gate(torch.tensor([h]), torch.tensor([h_bar]))[0].tolist()
+        assert got == pytest.approx([g * y + (1 - g) * x for x, y in zip(h, h_bar)], abs=1e-5)
+
+
+class TestReorderingEmbedding:
+    def test_positional_penalty_by_hand(self):
+        """Eq. 6 on normalised states: PP = sigmoid(V · tanh(W · LN(H^{n-1}) + W̃ · LN(H̃^n)))."""
+        from onmt_xl.modules.reordering_embedding import PositionalPenalty
+
+        pp = PositionalPenalty(3)
+        W = [[1.0, 0.0, 0.5], [0.0, 1.0, 0.0], [-1.0, 0.0, 1.0]]
+        Wt = [[0.0, 2.0, 0.0], [1.0, 0.0, -0.5], [0.0, 0.0, 1.0]]
+        V = [[1.0, -1.0, 0.0], [0.5, 0.5, 0.5], [0.0, 0.0, 2.0]]
+        with torch.no_grad():
+            for lin, w in ((pp.W, W), (pp.W_tilde, Wt), (pp.V, V)):
+                lin.weight.copy_(torch.tensor(w))
+        h_prev, h_tilde = [0.5, -0.5, 2.0], [1.0, 0.25, -3.0]
+        a, b = _ln(h_prev), _ln(h_tilde)
+        t = [math.tanh(sum(W[r][c] * a[c] + Wt[r][c] * b[c] for c in range(3))) for r in range(3)]
+        want = [_sigmoid(sum(V[r][c] * t[c] for c in range(3))) for r in range(3)]
+        assert pp(torch.tensor([h_prev]), torch.tensor([h_tilde]))[0].tolist() == pytest.approx(want, abs=1e-5)

@@ -73,11 +73,11 @@ T_ORACLE = f"tests/test_oracle.py {EQ}::TestOracle"
 T_BTG = f"tests/test_oracle.py {EQ}::TestBTG"
 T_METRICS = f"tests/test_oracle.py {EQ}::TestMetrics"
 T_ALIGN = f"tests/test_align.py {EQ}::TestAlign -k 'not corpus and not files and not bench and not jaen'"
-T_INXL = f"tests/test_modules.py {EQ}::TestInXL -k inxl"
-T_DISAN = f"tests/test_baselines.py {EQ}::TestDiSAN -k 'disan or directional or fusion_gate'"
+T_INXL = f"tests/test_modules.py {EQ}::TestInXL -k 'inxl or InXL'"
+T_DISAN = f"tests/test_baselines.py {EQ}::TestDiSAN -k 'DiSAN or disan or directional or fusion_gate'"
 T_EXGRE = (f"tests/test_baselines.py {EQ}::TestExplicitReordering -k "
-           "'reordered_position or gaussian or reordering_fusion or reordering_similarity or exgre or eq9'")
-T_RE = f"tests/test_baselines.py {EQ}::TestReorderingEmbedding -k 'penalty or reordering_embedding'"
+           "'ExplicitReordering or reordered_position or gaussian or reordering_fusion or reordering_similarity or exgre or eq9'")
+T_RE = f"tests/test_baselines.py {EQ}::TestReorderingEmbedding -k 'ReorderingEmbedding or penalty or reordering_embedding'"
 
 # --- stable equation modules ---------------------------------------------------------------------------------
 
@@ -394,7 +394,7 @@ MUTATIONS += [
       "return x",
       "post-norm mapping: inputs of Eq. 5/6/10 not normalised",
       f"tests/test_baselines.py {EQ}::TestExplicitReordering {EQ}::TestReorderingEmbedding "
-      "-k 'penalty or reordering or gaussian or exgre or predictor'", "rewritten"),
+      "-k 'ExplicitReordering or ReorderingEmbedding or penalty or reordering or gaussian or exgre'", "rewritten"),
     M("R1", "onmt_xl/modules/reordering_embedding.py",
       "inner = self.W(layer_normalised(h_prev)) + self.W_tilde(layer_normalised(h_tilde))",
       "inner = self.W(layer_normalised(h_tilde)) + self.W_tilde(layer_normalised(h_prev))",
