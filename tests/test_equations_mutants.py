@@ -39,6 +39,7 @@ class TestPositions:
         monkeypatch.setattr(positions, "_TABLES", {})  # a cold cache: the table is built here, not by earlier tests
         first = positions.sinusoid_table(10, 4)
         assert first.size(0) == 256 and positions.sinusoid_table(200, 4) is first  # built once, then reused
+        assert positions.sinusoid_table(256, 4) is first  # 256 rows hold positions 0 … 255: no growth yet
         assert positions.sinusoid_table(300, 4).size(0) == 512  # grown to twice its size (amortised)
         assert positions.sinusoid_table(2000, 4).size(0) == 2000  # or to the request when that is larger
         monkeypatch.setattr(positions, "_TABLES", {})
@@ -213,6 +214,10 @@ class TestOracle:
         # the left-most top split (after word 0) decides
         res = btg_oracle(4, [(0, 1), (1, 3), (2, 0), (3, 2)])
         assert res.loss == 1 and res.order == [0, 2, 3, 1] and tree_to_str(res.tree) == "[0 <1 [2 3]>]"
+        from onmt_xl.reorder.oracle import btg_oracle_ranks
+
+        assert tree_to_str(btg_oracle_ranks(np.array([1, 0, 2])).tree) == "[<0 1> 2]"  # the tree comes by default
+        assert btg_oracle_ranks(np.array([1, 0, 2]), with_tree=False).tree is None
         # two independent swaps: two inverted nodes under a straight root
         assert tree_to_str(btg_oracle(4, [(0, 1), (1, 0), (2, 3), (3, 2)]).tree) == "[<0 1> <2 3>]"
 
