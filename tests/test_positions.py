@@ -37,6 +37,8 @@ def test_integer_positions_come_from_the_cached_table_with_the_formula_values():
         expected = positions._sinusoid(pos, 64, kind)
         assert torch.allclose(positions.sinusoid(pos, 64, kind), expected, atol=1e-6, rtol=0)
         assert positions.sinusoid_table(1, 64, kind).size(0) >= 701
-    # float positions (ExGRE's predicted b_j) still use the formula
+    # float positions (ExGRE's predicted b_j) still use the formula: Eq. 1 by hand, d = 8 (frequencies 1, 0.1, 0.01, 0.001)
     frac = torch.tensor([0.5, 2.25])
-    assert torch.equal(positions.sinusoid(frac, 8), positions._sinusoid(frac, 8, "SinusoidalInterleaved"))
+    for p, row in zip((0.5, 2.25), positions.sinusoid(frac, 8)):
+        want = [f(p * w) for w in (1, 0.1, 0.01, 0.001) for f in (math.sin, math.cos)]
+        assert row.tolist() == pytest.approx(want, abs=1e-6)
