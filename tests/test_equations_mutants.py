@@ -262,9 +262,6 @@ class TestMetrics:
         with pytest.raises(ValueError, match=r"^sentence 2: predicted order is not a permutation of range\(3\): \[0, 0, 1\]$"):
             evaluate([[0, 1, 2], [0, 0, 1]], [r, r])
 
-    @pytest.mark.xfail(strict=True, reason="bug in onmt_xl/reorder/metrics.py (not edited here): frs_aligned = "
-                       "1 - ratio(0, 0) = 0.0 when no sentence has two aligned words; frs guards that case, frs_aligned "
-                       "and monotone_frs_aligned do not")
     def test_frs_aligned_without_word_gaps_is_one(self):
         from onmt_xl.reorder.metrics import evaluate
         from onmt_xl.reorder.oracle import target_ranks

@@ -141,18 +141,21 @@ def evaluate(
     def ratio(a: int, b: int) -> float:
         return a / b if b else 1.0
 
+    def frs(breaks: int, gaps: int) -> float:  # 1 when no sentence has a gap between two (aligned) words
+        return 1.0 - breaks / gaps if gaps else 1.0
+
     n_sent = len(ranks_list)
     return ReorderScores(
         n_sentences=n_sent,
         n_pairs=n_pairs,
         tau=ratio(model.concordant, n_pairs),
         exact_match=ratio(model.exact, n_sent),
-        frs=1.0 - ratio(model.chunk_breaks, n_words_minus_one) if n_words_minus_one else 1.0,
+        frs=frs(model.chunk_breaks, n_words_minus_one),
         monotone_tau=ratio(mono.concordant, n_pairs),
         monotone_exact_match=ratio(mono.exact, n_sent),
-        monotone_frs=1.0 - ratio(mono.chunk_breaks, n_words_minus_one) if n_words_minus_one else 1.0,
+        monotone_frs=frs(mono.chunk_breaks, n_words_minus_one),
         oracle_tau=ratio(oracle.concordant, n_pairs),
         oracle_exact_match=ratio(oracle.exact, n_sent),
-        frs_aligned=1.0 - ratio(model.chunk_breaks_aligned, n_aligned_minus_one),
-        monotone_frs_aligned=1.0 - ratio(mono.chunk_breaks_aligned, n_aligned_minus_one),
+        frs_aligned=frs(model.chunk_breaks_aligned, n_aligned_minus_one),
+        monotone_frs_aligned=frs(mono.chunk_breaks_aligned, n_aligned_minus_one),
     )
