@@ -157,9 +157,9 @@ def test_bad_options_fail_with_clear_message(overrides, message):
 
 
 @pytest.mark.parametrize("encoder_type", ["xl_inxl", "xl_combination"])
-def test_inxl_encoders_start_as_the_absolute_pe(encoder_type):
-    """As onmt_train builds them (-inxl_init absolute), InXL encoders start from tanh(PE_abs): their output
-    does not depend on pos_XL until V has learned; -inxl_init identity starts from tanh(PE_abs + PE_XL)."""
+def test_inxl_init_reaches_the_encoders(encoder_type):
+    """As onmt_train builds them, with -inxl_init absolute InXL encoders start from tanh(PE_abs): their output
+    does not depend on pos_XL until V has learned; the default (identity) starts from tanh(PE_abs + PE_XL)."""
     from tests.test_baselines import onmt_init
 
     def output(pos_xl, **opts):
@@ -167,5 +167,5 @@ def test_inxl_encoders_start_as_the_absolute_pe(encoder_type):
         model = onmt_init(build_base_model(model_opt(encoder_type=encoder_type, **opts), vocabs())).eval()
         return model.encoder(*batch(pos_xl))[0]
 
-    assert torch.allclose(output(MONOTONE), output(REVERSED), atol=1e-6)
-    assert not torch.allclose(output(MONOTONE, inxl_init="identity"), output(REVERSED, inxl_init="identity"), atol=1e-3)
+    assert torch.allclose(output(MONOTONE, inxl_init="absolute"), output(REVERSED, inxl_init="absolute"), atol=1e-6)
+    assert not torch.allclose(output(MONOTONE), output(REVERSED), atol=1e-3)

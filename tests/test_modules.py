@@ -45,9 +45,9 @@ def test_inxl_parameter_counts_at_transformer_big(fusion, count):
 
 
 @pytest.mark.parametrize("fusion", ["block", "diagonal", "full"])
-def test_inxl_starts_as_the_absolute_pe_whatever_the_xl_positions(fusion):
-    """Default start U = I, V = 0: PE_IN-XL = tanh(PE_abs), which keeps every frequency's order information."""
-    fusion = InXLPositionFusion(8, fusion)
+def test_inxl_absolute_start_is_the_absolute_pe_whatever_the_xl_positions(fusion):
+    """Start U = I, V = 0: PE_IN-XL = tanh(PE_abs), which keeps every frequency's order information."""
+    fusion = InXLPositionFusion(8, fusion, start="absolute")
     pe_abs, pe_xl = sinusoid(torch.arange(6), 8), sinusoid(torch.tensor([5, 0, 3, 3, 1, 2]), 8)
     assert torch.allclose(fusion(pe_abs, pe_xl), torch.tanh(pe_abs), atol=1e-6)
     assert torch.allclose(fusion(pe_abs, torch.zeros_like(pe_xl)), torch.tanh(pe_abs), atol=1e-6)
@@ -55,13 +55,13 @@ def test_inxl_starts_as_the_absolute_pe_whatever_the_xl_positions(fusion):
 
 @pytest.mark.parametrize("fusion", ["block", "diagonal", "full"])
 def test_inxl_identity_start_is_the_plain_sum(fusion):
-    fusion = InXLPositionFusion(8, fusion, start="identity")
+    fusion = InXLPositionFusion(8, fusion)  # the default start
     a, b = torch.randn(3, 8), torch.randn(3, 8)
     assert torch.allclose(fusion(a, b), torch.tanh(a + b), atol=1e-6)
 
 
-def test_inxl_start_keeps_the_gradient_of_v():
-    fusion = InXLPositionFusion(8, "block")
+def test_inxl_absolute_start_keeps_the_gradient_of_v():
+    fusion = InXLPositionFusion(8, "block", start="absolute")
     pe_abs, pe_xl = sinusoid(torch.arange(6), 8), sinusoid(torch.tensor([5, 0, 3, 3, 1, 2]), 8)
     fusion(pe_abs, pe_xl).sum().backward()
     # d/dV[k, i, j] of sum tanh(z) at U = I, V = 0: sum over positions of pe_xl[k-th pair, i] * (1 - tanh(pe_abs)^2)[k-th pair, j]

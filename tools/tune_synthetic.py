@@ -1,9 +1,12 @@
-"""Choose between a system's options on a tuning split of the synthetic corpus (never its test split).
+"""Choose between a system's options on a tuning split carved from training data (never the test split).
 
-    python tools/tune_synthetic.py --workdir runs/tune_synth [--seeds 1,2] [--train-steps 400] [--only NAME ...]
+    python tools/tune_synthetic.py --workdir runs/tune_synth [--seeds 1,2] [--only NAME ...]
+    python tools/tune_synthetic.py --workdir runs/tune_enja --data ../shared/data/enja --preset enja \
+        --tune-size 1000 --only inxl_absolute inxl_identity
 
-The synthetic SVO→SOV corpus (``onmt_xl.synthetic``) is generated with the demo's size and seed; the last
-``--tune-size`` training pairs are carved off as the tuning split, and the rest trains every candidate
+By default the synthetic SVO→SOV corpus (``onmt_xl.synthetic``) is generated with the demo's size and seed;
+with ``--data`` the corpus is Japanese→English. The last ``--tune-size`` training pairs are carved off as the
+tuning split (with ``--data``, the ``--valid-size`` pairs before them validate), and the rest trains every candidate
 (through the stock ``onmt_train`` / ``onmt_translate``, with the configurations of ``onmt_xl.configs`` plus the
 candidate's options). Each finished run appends one JSON line to ``WORKDIR/tune.jsonl``, so a killed run
 resumes; the table printed at the end gives BLEU and chrF on the tuning split, mean ± sd over seeds.
@@ -13,16 +16,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import yaml
 
-from onmt_xl.configs import config, source_transform
-from onmt_xl.pipeline import Pipeline, PipelineData, _run, _stock
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # this checkout's onmt_xl, whatever is installed, here and in the stock commands
+os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+
+from onmt_xl.configs import PRESETS, config, source_transform  # noqa: E402
+from onmt_xl.pipeline import Pipeline, PipelineData, _run, _stock  # noqa: E402
 
 #: candidate name -> (system of onmt_xl.configs.SYSTEMS, option overrides): what each choice compares
 CANDIDATES: Dict[str, Tuple[str, Dict]] = {
@@ -41,18 +49,32 @@ CANDIDATES: Dict[str, Tuple[str, Dict]] = {
 }
 
 
-def carve(workdir: Path, tune_size: int) -> PipelineData:
-    """The demo's synthetic corpus with its last ``tune_size`` training pairs carved off as the tuning split."""
-    from onmt_xl.demo import make_demo_data
+def carve(workdir: Path, tune_size: int, data_dir: Optional[str], valid_size: int) -> PipelineData:
+    """Training pairs with their last ``tune_size`` carved off as the tuning split (and, for ``data_dir``,
+    the ``valid_size`` before those as the validation split); the test split is never read.
 
-    data = make_demo_data(workdir)
+    ``data_dir`` None: the demo's synthetic corpus (its own validation split). Otherwise a directory with
+    ``train.ja`` and ``train.en`` (Japanese→English, as ``onmt-xl experiments``).
+    """
     out = workdir / "tune_split"
     out.mkdir(parents=True, exist_ok=True)
-    for side in ("src", "tgt"):
-        lines = Path(getattr(data, f"train_{side}")).read_text(encoding="utf-8").splitlines(keepends=True)
-        (out / f"train.{side}").write_text("".join(lines[:-tune_size]), encoding="utf-8")
+    if data_dir is None:
+        from onmt_xl.demo import make_demo_data
+
+        data = make_demo_data(workdir)
+        sources = {"src": data.train_src, "tgt": data.train_tgt}
+        valid = (data.valid_src, data.valid_tgt)
+    else:
+        sources = {"src": str(Path(data_dir) / "train.ja"), "tgt": str(Path(data_dir) / "train.en")}
+        valid = (str(out / "valid.src"), str(out / "valid.tgt"))
+    for side, path in sources.items():
+        lines = Path(path).read_text(encoding="utf-8").splitlines(keepends=True)
+        held = tune_size + (valid_size if data_dir is not None else 0)
+        (out / f"train.{side}").write_text("".join(lines[:-held]), encoding="utf-8")
         (out / f"tune.{side}").write_text("".join(lines[-tune_size:]), encoding="utf-8")
-    return PipelineData(str(out / "train.src"), str(out / "train.tgt"), data.valid_src, data.valid_tgt,
+        if data_dir is not None:
+            (out / f"valid.{side}").write_text("".join(lines[-held:-tune_size]), encoding="utf-8")
+    return PipelineData(str(out / "train.src"), str(out / "train.tgt"), valid[0], valid[1],
                         str(out / "tune.src"), str(out / "tune.tgt"))
 
 
@@ -105,14 +127,23 @@ def main(argv=None) -> int:
                                 epilog="example: python tools/tune_synthetic.py --workdir runs/tune_synth --only baseline disan")
     p.add_argument("--workdir", default="runs/tune_synth", help="work directory (resumable)")
     p.add_argument("--seeds", default="1,2", help="comma-separated training seeds")
-    p.add_argument("--train-steps", type=int, default=400, help="training steps of every candidate")
+    p.add_argument("--data", help="directory with train.ja / train.en (e.g. ../shared/data/enja); default: the synthetic corpus")
+    p.add_argument("--preset", default="demo", choices=sorted(PRESETS), help="model size (onmt_xl.configs.PRESETS)")
+    p.add_argument("--train-steps", type=int, help="training steps of every candidate (default: the preset's)")
     p.add_argument("--tune-size", type=int, default=500, help="training pairs carved off as the tuning split")
+    p.add_argument("--valid-size", type=int, default=1000, help="with --data: the training pairs before the tuning split "
+                   "that validate")
+    p.add_argument("--threads", type=int, default=0, help="torch threads per job (0: torch's default)")
     p.add_argument("--beam-size", type=int, default=5)
     p.add_argument("--only", nargs="+", choices=list(CANDIDATES), help="candidates to run (default: all)")
     args = p.parse_args(argv)
     workdir = Path(args.workdir)
     seeds = [int(s) for s in args.seeds.split(",") if s]
-    pipe = Pipeline(carve(workdir, args.tune_size), str(workdir), ["baseline"], args.train_steps)
+    steps = args.train_steps or config("baseline", preset=args.preset)["train_steps"]
+    if args.threads:
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    pipe = Pipeline(carve(workdir, args.tune_size, args.data, args.valid_size), str(workdir), ["baseline"], steps,
+                    overrides=dict(PRESETS[args.preset], train_steps=steps))
     pipe.stage_data()
     gdfa = pipe.align()
     pipe.train_preorderer(gdfa)
@@ -122,14 +153,14 @@ def main(argv=None) -> int:
     finished = {(r["name"], r["seed"], r["steps"]) for r in done}
     for seed in seeds:
         for name in args.only or list(CANDIDATES):
-            if (name, seed, args.train_steps) in finished:
+            if (name, seed, steps) in finished:
                 continue
-            row = run_one(pipe, name, seed, args.train_steps, args.beam_size)
+            row = run_one(pipe, name, seed, steps, args.beam_size)
             print(json.dumps(row), flush=True)
             with open(log, "a", encoding="utf-8") as f:
                 f.write(json.dumps(row) + "\n")
             done.append(row)
-    print(table([r for r in done if r["steps"] == args.train_steps and r["seed"] in seeds]))
+    print(table([r for r in done if r["steps"] == steps and r["seed"] in seeds]))
     return 0
 
 

@@ -125,7 +125,7 @@ class EncoderFreeEncoder(EncoderBase):
     ``X + PE_IN-XL`` (Eq. 7–8, needs the ``xl_position`` transform).
     """
 
-    def __init__(self, embeddings, pe: str, pe_type: str, inxl_fusion: str, inxl_init: str = "absolute"):
+    def __init__(self, embeddings, pe: str, pe_type: str, inxl_fusion: str, inxl_init: str = "identity"):
         super().__init__()
         self.embeddings, self.pe, self.pe_type = embeddings, pe, pe_type
         d_model = embeddings.embedding_size

@@ -40,10 +40,10 @@ def add_model_options(parser) -> None:
         "d_model matrices (2*d_model^2).",
     )
     group.add(
-        "--inxl_init", "-inxl_init", type=str, default="absolute", choices=INXL_STARTS,
-        help="InXL (Eq. 7) starting point of U and V: 'absolute' = (I, 0), so PE_IN-XL starts as tanh(PE_abs) "
-        "and keeps the stock encoder's order information; 'identity' = (I, I), tanh(PE_abs + PE_XL), whose "
-        "frequencies cancel wherever pos_XL differs from the position.",
+        "--inxl_init", "-inxl_init", type=str, default="identity", choices=INXL_STARTS,
+        help="InXL (Eq. 7) starting point of U and V: 'identity' = (I, I), tanh(PE_abs + PE_XL), whose "
+        "frequencies partly cancel wherever pos_XL differs from the position; 'absolute' = (I, 0), so PE_IN-XL "
+        "starts as tanh(PE_abs), the stock encoder's order information without the XL positions.",
     )
     group.add(
         "--enc_max_relative_positions", "-enc_max_relative_positions", type=int, default=16,

@@ -1,0 +1,3 @@
+/root/.pyenv/versions/3.11.7/bin/onmt_train -config ${WORKDIR}/jobs/combination_noise20/config.yaml
+/root/.pyenv/versions/3.11.7/bin/onmt_translate -model ${WORKDIR}/jobs/combination_noise20/model_step_1500.pt -src ${WORKDIR}/data/test.src -output ${WORKDIR}/jobs/combination_noise20/hyp.test.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1234 -transforms xl_position -xl_preorderer ${WORKDIR}/preorderer.xlp
+/root/.pyenv/versions/3.11.7/bin/onmt_translate -model ${WORKDIR}/jobs/combination_noise20/model_step_1500.pt -src ${WORKDIR}/data/valid.src -output ${WORKDIR}/jobs/combination_noise20/hyp.valid.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1234 -transforms xl_position -xl_preorderer ${WORKDIR}/preorderer.xlp
