@@ -620,3 +620,133 @@ class TestReorderingEmbedding:
         t = [math.tanh(sum(W[r][c] * a[c] + Wt[r][c] * b[c] for c in range(3))) for r in range(3)]
         want = [_sigmoid(sum(V[r][c] * t[c] for c in range(3))) for r in range(3)]
         assert pp(torch.tensor([h_prev]), torch.tensor([h_tilde]))[0].tolist() == pytest.approx(want, abs=1e-5)
+
+
+# --- mutmut survivors in the rewritten modules (reports/mutation.md, "mutmut on the rewritten modules"). Every
+# InXL module here is built with an explicit start: the default start may change, these checks must not. ---------
+
+
+class TestInXLSurvivors:
+    def test_block_is_the_default_fusion(self):
+        from onmt_xl.modules.inxl import InXLPositionFusion
+
+        fus = InXLPositionFusion(8, start="absolute")
+        assert fus.fusion == "block" and fus.U.shape == fus.V.shape == (4, 2, 2)  # one 2x2 block per frequency
+        assert fus.extra_repr() == "d_model=8, fusion=block, start=absolute"
+
+    def test_only_the_block_fusion_needs_interleaved_sinusoids(self):
+        """block pairs dimensions (2k, 2k+1) as (sin, cos): wrong for SinusoidalConcat (all sines, then all
+        cosines); diagonal and full do not pair dimensions and take either layout."""
+        from onmt_xl.modules.inxl import InXLPositionFusion
+
+        with pytest.raises(ValueError, match=r"^inxl_fusion 'block' pairs \(sin, cos\) dimensions and needs "
+                                             r"SinusoidalInterleaved$"):
+            InXLPositionFusion(8, "block", "SinusoidalConcat", start="absolute")
+        a, x = torch.randn(3, 8), torch.randn(3, 8)
+        for fusion in ("diagonal", "full"):
+            fus = InXLPositionFusion(8, fusion, "SinusoidalConcat", start="identity")  # U = V = I
+            assert torch.allclose(fus(a, x), torch.tanh(a + x), atol=1e-6)
+
+
+class TestDiSANSurvivors:
+    @pytest.mark.parametrize("start", [0.0, 1.0, -0.5, 1.5])
+    def test_gate_start_must_lie_strictly_between_0_and_1(self, start):
+        from onmt_xl.modules.disan import FusionGate
+
+        # F = 0 or 1 would need b = -inf or +inf (logit); the gate could never move away from it
+        with pytest.raises(ValueError, match=rf"^the fusion gate's start must lie in \(0, 1\), got {start}$"):
+            FusionGate(4, start=start)
+
+    @pytest.mark.parametrize("start", [0.5, 0.8])
+    def test_gate_starts_at_the_requested_share(self, start):
+        from onmt_xl.modules.disan import FusionGate
+
+        gate = FusionGate(3, start=start)
+        assert gate.b.tolist() == pytest.approx([math.log(start / (1 - start))] * 3)  # logit(start)
+        s, h = torch.tensor([[1.0, -2.0, 4.0]]), torch.tensor([[3.0, 0.5, -1.0]])
+        want = [start * a + (1 - start) * b for a, b in zip(s[0].tolist(), h[0].tolist())]
+        assert gate(s, h)[0].tolist() == pytest.approx(want, abs=1e-6)
+
+
+class TestExplicitReorderingSurvivors:
+    def test_a_one_word_sentence_predicts_position_zero(self):
+        """Eq. 5 with 0-based positions: b_j = (J - 1) · sigmoid(·) lies in [0, J - 1]; J = 1 leaves only 0."""
+        from onmt_xl.modules.explicit_reordering import ReorderedPositionPredictor
+
+        torch.manual_seed(3)
+        p = ReorderedPositionPredictor(4)
+        h = torch.randn(3, 3, 4)
+        b = p(h, torch.tensor([1, 3, 0]))
+        assert b[0].tolist() == [0.0, 0.0, 0.0] and b[2].tolist() == [0.0, 0.0, 0.0]
+        assert all(0.0 < v < 2.0 for v in b[1].tolist())
+
+    def test_windows_default_to_the_papers_d_of_one_half(self):
+        """Chen et al. 2020 use D = 0.5 (σ = D/2 = 0.25): weights exp(-(s - b)² / 0.5), |s - b| <= 0.5."""
+        from onmt_xl.modules.explicit_reordering import gaussian_window_pe, soft_window_pe
+
+        pe = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]])
+        pr = gaussian_window_pe(torch.tensor([[1.3]]), pe)  # only s = 1 lies in [0.8, 1.8]
+        assert pr[0, 0].tolist() == pytest.approx([0.0, math.exp(-0.09 / 0.5)], abs=1e-6)
+        e = [math.exp(-((s - 1.3) ** 2) / 0.5) for s in range(3)]
+        got = soft_window_pe(torch.tensor([[1.3]]), pe, torch.tensor([3]))[0, 0].tolist()
+        assert got == pytest.approx([(e[0] + 2 * e[2]) / sum(e), (e[1] + 2 * e[2]) / sum(e)], abs=1e-6)
+
+    def test_similarity_and_literal_loss_use_the_given_pe_kind_by_hand(self):
+        """Sim(pr_j, re_j) with re_j the SinusoidalConcat PE of r_j (d = 4: sin p, sin p/10⁴, cos p, cos p/10⁴);
+        the literal Eq. 9 is Σ_j (1 - Sim) over valid words."""
+        from onmt_xl.modules.explicit_reordering import reordering_loss, reordering_similarity
+
+        pr = torch.tensor([[[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 3.0, 4.0], [9.0, 9.0, 9.0, 9.0]]])
+        pos_xl, valid = torch.tensor([[1, 2, 0]]), torch.tensor([[True, True, False]])
+        norm = math.sqrt(2)  # |PE_p| = sqrt(sin² + cos², twice)
+        cos = [math.sin(1) / norm, (3 * math.cos(2) + 4 * math.cos(2e-4)) / (5 * norm)]
+        got = reordering_similarity(pr, pos_xl, valid, "SinusoidalConcat")
+        assert got.item() == pytest.approx(sum(cos), abs=1e-6)
+        loss = reordering_loss("literal", None, pr, None, pos_xl, torch.tensor([3]), valid, 0.5, "SinusoidalConcat")
+        assert loss.item() == pytest.approx((1 - cos[0]) + (1 - cos[1]), abs=1e-6)
+
+    def test_soft_loss_uses_the_window_it_is_given(self):
+        """soft: Σ_j (1 - cos(Σ_s w_js pe_s, re_j)), w_j = softmax over s < J of -(s - b_j)² / (2σ), σ = D/2.
+        D = 1: -(s - b)²; pe here a hand table of d = 2, re_j = (sin r_j, cos r_j)."""
+        from onmt_xl.modules.explicit_reordering import reordering_loss
+
+        pe_rows = [[1.0, 0.0], [0.0, 1.0], [2.0, -1.0], [7.0, 7.0]]
+        b, r, J = [0.4, 1.7], [2, 0], 3
+        want = 0.0
+        for bj, rj in zip(b, r):
+            e = [math.exp(-((s - bj) ** 2)) for s in range(J)]  # s = 3 lies past the sentence
+            soft = [sum(e[s] * pe_rows[s][k] for s in range(J)) / sum(e) for k in range(2)]
+            re = [math.sin(rj), math.cos(rj)]
+            want += 1 - (soft[0] * re[0] + soft[1] * re[1]) / (math.hypot(*soft) * math.hypot(*re))
+        got = reordering_loss("soft", torch.tensor([b]), None, torch.tensor(pe_rows), torch.tensor([r]), torch.tensor([J]),
+                              torch.tensor([[True, True]]), 1.0, "SinusoidalInterleaved")
+        assert got.item() == pytest.approx(want, abs=1e-6)
+
+    def test_position_loss_for_two_and_one_word_sentences(self):
+        """position: ((b_j - r_j) / (J - 1))², J - 1 floored at 1 (a one-word sentence: (b - r)²)."""
+        from onmt_xl.modules.explicit_reordering import reordering_loss
+
+        b, r = torch.tensor([[0.25, 0.75], [0.5, 0.0]]), torch.tensor([[1, 0], [0, 0]])
+        valid = torch.tensor([[True, True], [True, False]])
+        loss = reordering_loss("position", b, None, None, r, torch.tensor([2, 1]), valid, 0.5, "SinusoidalInterleaved")
+        assert loss.item() == pytest.approx(0.75**2 + 0.75**2 + 0.5**2)
+
+    def test_unknown_loss_is_named(self):
+        from onmt_xl.modules.explicit_reordering import reordering_loss
+
+        with pytest.raises(ValueError, match=r"^unknown reordering loss 'cosine'; choose one of "
+                                             r"\('soft', 'position', 'literal'\)$"):
+            reordering_loss("cosine", None, None, None, None, None, None, 0.5, "SinusoidalInterleaved")
+
+
+class TestReorderingEmbeddingSurvivors:
+    def test_layer_normalised_eps_by_hand(self):
+        """LN without gain or bias, eps = 1e-6 (OpenNMT's LayerNorm): it matters on nearly constant states.
+        x = (0, 0, 3e-3): mean 1e-3, variance 2e-6."""
+        from onmt_xl.modules.reordering_embedding import layer_normalised
+
+        x = torch.tensor([[0.0, 0.0, 3e-3]], dtype=torch.float64)
+        want = [v / math.sqrt(2e-6 + 1e-6) for v in (-1e-3, -1e-3, 2e-3)]
+        assert layer_normalised(x)[0].tolist() == pytest.approx(want, rel=1e-9)
+        assert layer_normalised(x, eps=0.0)[0].tolist() == pytest.approx([v / math.sqrt(2e-6) for v in (-1e-3, -1e-3, 2e-3)], rel=1e-9)
+        assert layer_normalised(x)[0].tolist() == pytest.approx(_ln([0.0, 0.0, 3e-3]), rel=1e-9)
