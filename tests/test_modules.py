@@ -77,17 +77,20 @@ def test_inxl_rejects_unknown_fusion():
         InXLPositionFusion(8, "block", start="zero")
 
 
-def _attention(heads=4, dim=16):
-    attn = MultiHeadedAttention(heads, dim, dropout=0.0, attn_type="self", is_decoder=False)
+def _attention(heads=4, dim=16, bias=False):
+    attn = MultiHeadedAttention(heads, dim, dropout=0.0, attn_type="self", is_decoder=False, add_qkvbias=bias)
     torch.manual_seed(0)
     for p in attn.parameters():
         torch.nn.init.normal_(p, std=0.3)
     return attn.eval()
 
 
-def test_headxl_heads_read_the_right_inputs():
-    """Eq. 10-11: heads < τ equal stock attention on Z_XL, heads >= τ stock attention on Z_abs."""
-    stock = _attention()
+@pytest.mark.parametrize("bias", [False, True])
+def test_headxl_heads_read_the_right_inputs(bias):
+    """Eq. 10-11: heads < τ equal stock attention on Z_XL, heads >= τ stock attention on Z_abs (with q/k/v/output
+    biases too: each head keeps its own rows of the bias)."""
+    stock = _attention(bias=bias)
+    assert (stock.linear_query.bias is not None) == bias
     z_abs, z_xl = torch.randn(2, 5, 16), torch.randn(2, 5, 16)
     mask = torch.zeros(2, 1, 5, 5, dtype=torch.bool)
     mask[1, :, :, 3:] = True  # second sentence has 3 tokens
@@ -97,7 +100,7 @@ def test_headxl_heads_read_the_right_inputs():
     on_abs, _ = stock(z_abs, z_abs, z_abs, mask=mask)
     on_xl, _ = stock(z_xl, z_xl, z_xl, mask=mask)
     for tau in range(5):
-        split = make_headxl_attention(_attention(), tau)
+        split = make_headxl_attention(_attention(bias=bias), tau)
         split.load_state_dict(stock.state_dict())
         packed = torch.cat((z_xl, z_abs), dim=-1)
         out, _ = split(packed, packed, packed, mask=mask)
