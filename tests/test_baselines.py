@@ -321,7 +321,7 @@ def test_reordering_fusion_gate_eq10_11_by_hand():
 def test_exgre_positions_only_feed_the_loss(encoder_type):
     from onmt_xl.modules.explicit_reordering import soft_window_pe
 
-    model = build(encoder_type)
+    model = build(encoder_type, reordering_loss="soft")
     enc = model.encoder
     plain, _, _ = enc(*batch())
     assert enc.reordering_loss is None

@@ -169,9 +169,11 @@ class ExGREEncoder(TransformerEncoder):
     Deviation from Eq. 9 (``-reordering_loss``). With the paper's window ``D = 0.5`` at most one integer
     position lies in ``[b_j − D, b_j + D]``, so ``pr_j = w · pe_s`` and the cosine ``ℓ_j = 1 − Sim(pr_j^N, re_j)``
     does not depend on ``b_j``: the supervision never reaches ``B^N``. The forward pass keeps Eq. 5–8; the
-    loss is taken on ``soft``: Eq. 9 on a soft selection over all of the sentence's positions with Eq. 6's
-    Gaussian weights (:func:`soft_window_pe`), or ``position``: ``((b_j − r_j) / (J − 1))²``; ``literal`` is
-    Eq. 9 as written. The Sim metric (Eq. 12) is always that of ``pr_j^N``, as in the paper.
+    loss is taken on ``position`` (the default): ``((b_j − r_j) / (J − 1))²``, or ``soft``: Eq. 9 on a soft
+    selection over all of the sentence's positions with Eq. 6's Gaussian weights (:func:`soft_window_pe`);
+    ``literal`` is Eq. 9 as written. The default is the form that trained best on a tuning split carved from
+    the synthetic corpus' training data (``reports/TUNING.md``). The Sim metric (Eq. 12) is always that of
+    ``pr_j^N``, as in the paper.
     """
 
     fuse = False

@@ -66,9 +66,9 @@ def add_model_options(parser) -> None:
         help="exgre/refsr: weight λ of the reordering loss (Chen et al. 2020, Eq. 9; see -reordering_loss).",
     )
     group.add(
-        "--reordering_loss", "-reordering_loss", type=str, default="soft", choices=REORDERING_LOSSES,
-        help="exgre/refsr: what the reordering loss compares with r_j. 'soft' = Eq. 9's cosine on a soft selection of "
-        "the PEs of all positions with Eq. 6's Gaussian weights; 'position' = ((b_j - r_j) / (J - 1))^2; 'literal' = "
+        "--reordering_loss", "-reordering_loss", type=str, default="position", choices=REORDERING_LOSSES,
+        help="exgre/refsr: what the reordering loss compares with r_j. 'position' = ((b_j - r_j) / (J - 1))^2; 'soft' = "
+        "Eq. 9's cosine on a soft selection of the PEs of all positions with Eq. 6's Gaussian weights; 'literal' = "
         "Eq. 9 on Eq. 6's windowed PE, which with the paper's D = 0.5 gives the predicted positions no gradient.",
     )
     group.add(

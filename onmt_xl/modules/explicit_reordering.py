@@ -10,10 +10,11 @@ from onmt_xl.modules.reordering_embedding import layer_normalised
 from onmt_xl.positions import sinusoid
 
 #: How the reordering loss (Eq. 9) supervises the predicted positions ``b_j``:
-#: ``soft``: Eq. 9 on the Gaussian-weighted mean of the PEs of all of the sentence's positions (the weights of
-#: Eq. 6, normalised over ``s = 0 … J−1``); ``position``: the squared distance between ``b_j`` and ``r_j``
-#: over ``J − 1``; ``literal``: Eq. 9 on ``pr_j`` of Eq. 6, which with ``D = 0.5`` gives ``b_j`` no gradient.
-REORDERING_LOSSES = ("soft", "position", "literal")
+#: ``position`` (the default): the squared distance between ``b_j`` and ``r_j`` over ``J − 1``; ``soft``: Eq. 9
+#: on the Gaussian-weighted mean of the PEs of all of the sentence's positions (the weights of Eq. 6,
+#: normalised over ``s = 0 … J−1``); ``literal``: Eq. 9 on ``pr_j`` of Eq. 6, which with ``D = 0.5`` gives
+#: ``b_j`` no gradient.
+REORDERING_LOSSES = ("position", "soft", "literal")
 
 
 class ReorderedPositionPredictor(nn.Module):
