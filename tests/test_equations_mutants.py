@@ -750,3 +750,144 @@ class TestReorderingEmbeddingSurvivors:
         assert layer_normalised(x)[0].tolist() == pytest.approx(want, rel=1e-9)
         assert layer_normalised(x, eps=0.0)[0].tolist() == pytest.approx([v / math.sqrt(2e-6) for v in (-1e-3, -1e-3, 2e-3)], rel=1e-9)
         assert layer_normalised(x)[0].tolist() == pytest.approx(_ln([0.0, 0.0, 3e-3]), rel=1e-9)
+
+
+class TestBaselineEncodersSurvivors:
+    """mutmut survivors in onmt_xl/encoders/baselines.py: the encoders' forward passes written out with their own
+    submodules (each pinned by hand above), for settings the rest of the suite never used (two layers without the
+    DiSAN gate, dropout, SinusoidalConcat, a window other than the default, padding inside ExGRE's layers)."""
+
+    @staticmethod
+    def _mask(src_len, length=5):
+        return (torch.arange(length)[None, :] >= src_len[:, None])[:, None, None, :].expand(-1, 1, length, -1)
+
+    @pytest.mark.parametrize("encoder_type", ["exgre", "refsr"])
+    def test_exgre_and_refsr_forward_by_hand(self, encoder_type):
+        """Eq. 5-8 in every layer, H̄^n = H^n + PR^n with PR^n the Gaussian window (D = 1: weights exp(-(s - b)²),
+        |s - b| <= 1) over the SinusoidalConcat PE; ReFSR (Eq. 10-11) fuses H̄^N with the same layers run over
+        the original order. Padded keys are masked in every layer."""
+        from tests.test_encoders import REVERSED, batch, build
+
+        enc = build(encoder_type, position_encoding_type="SinusoidalConcat", exgre_window=1.0).encoder
+        assert (enc.gate is not None) == (encoder_type == "refsr")
+        src, src_len = batch(REVERSED)
+        got, _, _ = enc(src, src_len)
+        mask = self._mask(src_len)
+        with torch.no_grad():
+            x0 = enc.embeddings(src[:, :, :1])
+            pe = sinusoid(torch.arange(5), 16, "SinusoidalConcat")
+            s = torch.arange(5.0)
+            x = x0
+            for layer, predictor in zip(enc.transformer, enc.predictors):
+                h = layer(x, mask)
+                b = predictor(h, src_len)
+                dist = s[None, None, :] - b[:, :, None]
+                x = h + (torch.exp(-(dist**2)) * (dist.abs() <= 1.0)) @ pe
+            if encoder_type == "refsr":
+                h = x0
+                for layer in enc.transformer:
+                    h = layer(h, mask)
+                x = enc.gate(h, x)
+            want = enc.layer_norm(x)
+        assert torch.allclose(got, want, atol=1e-5)
+        assert torch.equal(enc.predicted_positions, b)
+
+    def test_a_fresh_exgre_encoder_holds_no_loss_sim_or_positions(self):
+        from tests.test_encoders import build
+
+        enc = build("exgre").encoder
+        assert (enc.reordering_loss, enc.similarity, enc.predicted_positions) == (None, None, None)
+
+    def test_disan_without_gate_runs_every_layer(self):
+        """-disan_fusion none: each layer is the stock layer under the directional masks, all of them."""
+        from onmt_xl.encoders.common import padding_mask
+        from onmt_xl.modules.disan import directional_masks
+        from tests.test_encoders import batch, build
+
+        enc = build("disan", enc_layers=3, disan_fusion="none").encoder
+        src, src_len = batch()
+        got, _, _ = enc(src, src_len)
+        with torch.no_grad():
+            x, mask = enc.embeddings(src), directional_masks(padding_mask(src_len, 5), 4)
+            for layer in enc.transformer:
+                x = layer(x, mask)
+        assert torch.allclose(got, enc.layer_norm(x), atol=1e-5)
+
+    def test_disan_reads_the_option_as_gate_when_a_checkpoint_lacks_it(self):
+        """Checkpoints written before -disan_fusion existed carry no such option: they had the gate."""
+        from onmt.model_builder import build_base_model
+
+        from tests.test_encoders import model_opt, vocabs
+
+        opt = model_opt(encoder_type="disan", enc_layers=1)
+        del opt.disan_fusion
+        assert build_base_model(opt, vocabs()).encoder.gates is not None
+
+    @staticmethod
+    def _drop_all_attention(enc):
+        """Dropout with p = 1 on each layer's attention output (training mode; every other dropout stays 0)."""
+        for layer in enc.transformer:
+            layer.dropout, layer.dropout_p = torch.nn.Dropout(1.0), 1.0
+        return enc.train()
+
+    def test_disan_attention_output_goes_through_the_layers_dropout(self):
+        from tests.test_encoders import batch, build
+
+        enc = self._drop_all_attention(build("disan", enc_layers=1).encoder)
+        src, src_len = batch()
+        got, _, _ = enc(src, src_len)
+        x = enc.embeddings(src)
+        assert torch.allclose(got, enc.layer_norm(enc.transformer[0].feed_forward(x)), atol=1e-5)  # x + Dropout(u) = x
+
+    @pytest.mark.parametrize("kind", ["SinusoidalInterleaved", "SinusoidalConcat"])
+    def test_reordering_embedding_dropout_and_pe_kind(self, kind):
+        """Eq. 6-9 with H̃ = H + Dropout(SelfAttn(LN(H))) and p = 1: H̃ = H, C = H + PE · PP(H, H) with the
+        configured PE, output H + FFN(C) - C."""
+        from tests.test_encoders import batch, build
+
+        enc = self._drop_all_attention(build("reordering_embedding", enc_layers=1, position_encoding_type=kind).encoder)
+        src, src_len = batch()
+        got, _, _ = enc(src, src_len)
+        x = enc.embeddings(src)
+        c = x + sinusoid(torch.arange(5), 16, kind) * enc.penalties[0](x, x)
+        assert torch.allclose(got, enc.layer_norm(x + enc.transformer[0].feed_forward(c) - c), atol=1e-5)
+
+    def test_encoder_free_with_concat_pe_by_hand(self):
+        """X + PE_abs and X + tanh(PE_abs U + PE_XL V) (diagonal U, V) with the SinusoidalConcat PE."""
+        from onmt_xl.encoders.common import embed_words
+        from tests.test_encoders import REVERSED, batch, build
+
+        pe_abs = sinusoid(torch.arange(5).expand(2, 5), 16, "SinusoidalConcat")
+        enc = build("encoder_free", encoder_free_pe="absolute", position_encoding_type="SinusoidalConcat").encoder
+        got, _, _ = enc(*batch())
+        assert torch.allclose(got, embed_words(enc.embeddings, batch()[0]) + pe_abs, atol=1e-6)
+        enc = build("encoder_free", encoder_free_pe="inxl", inxl_fusion="diagonal",
+                    position_encoding_type="SinusoidalConcat").encoder
+        got, _, _ = enc(*batch(REVERSED))
+        pe_xl = sinusoid(REVERSED, 16, "SinusoidalConcat")
+        want = embed_words(enc.embeddings, batch()[0]) + torch.tanh(pe_abs * enc.inxl.U + pe_xl * enc.inxl.V)
+        assert torch.allclose(got, want, atol=1e-6)
+
+    @pytest.mark.parametrize("start", ["absolute", "identity"])
+    def test_encoder_free_takes_the_inxl_start_option(self, start):
+        from onmt.model_builder import build_base_model
+
+        from tests.test_encoders import model_opt, vocabs
+
+        opt = model_opt(encoder_type="encoder_free", encoder_free_pe="inxl", inxl_init=start)
+        inxl = build_base_model(opt, vocabs()).encoder.inxl
+        eye = torch.eye(2).expand(8, 2, 2)
+        assert inxl.start == start and torch.equal(inxl.U, eye)
+        assert torch.equal(inxl.V, eye if start == "identity" else torch.zeros(8, 2, 2))
+
+    def test_encoder_free_errors_and_dropout(self):
+        from onmt_xl.encoders.common import MissingXLPositionsError
+        from tests.test_encoders import batch, build
+
+        enc = build("encoder_free", encoder_free_pe="inxl").encoder
+        with pytest.raises(MissingXLPositionsError, match=r"^encoder_free with -encoder_free_pe inxl needs cross-lingual "
+                                                          r"positions: add the xl_position transform \(onmt_translate "
+                                                          r"\.\.\. -transforms xl_position -xl_preorderer FILE\)$"):
+            enc(*batch())
+        enc.update_dropout(0.3, 0.1)
+        assert enc.embeddings.dropout.p == 0.3
