@@ -276,18 +276,23 @@ def test_translation_reads_token_ids_and_the_encoder_gets_the_positions(encoder_
     assert torch.allclose(enc_out, _direct_encoding(model, src, src_len, batch["xl_pos"]), atol=1e-6)
 
 
-def _soft_reordering_loss_by_hand(b, r, weight, window, d=16):
-    """``λ Σ_j (1 − cos(Σ_s w_js PE_s, PE_r_j))`` over one unpadded sentence, ``w_j`` the softmax over its positions
-    ``s`` of ``−(s − b_j)² / (2σ)``, ``σ = D/2`` (ExGRE's default ``-reordering_loss soft``); PE by Eq. 1."""
+def _reordering_loss_by_hand(kind, b, r, weight, window, d=16):
+    """ExGRE's loss ``λ Σ_j ℓ_j`` over one unpadded sentence of ``J`` words: ``position``: ``ℓ_j = ((b_j − r_j) / (J − 1))²``;
+    ``soft``: ``ℓ_j = 1 − cos(Σ_s w_js PE_s, PE_r_j)``, ``w_j`` the softmax over ``s < J`` of ``−(s − b_j)² / (2σ)``,
+    ``σ = D/2``, PE by Eq. 1."""
     import math
 
     def pe(p):
         return [f(p * 10000 ** (-2 * i / d)) for i in range(d // 2) for f in (math.sin, math.cos)]
 
-    total = 0.0
+    total, J = 0.0, len(b)
     for bj, rj in zip(b, r):
-        e = [math.exp(-((s - bj) ** 2) / window) for s in range(len(b))]
-        soft = [sum(e[s] * pe(s)[k] for s in range(len(b))) / sum(e) for k in range(d)]
+        if kind == "position":
+            total += ((bj - rj) / max(J - 1, 1)) ** 2
+            continue
+        assert kind == "soft", kind
+        e = [math.exp(-((s - bj) ** 2) / window) for s in range(J)]
+        soft = [sum(e[s] * pe(s)[k] for s in range(J)) / sum(e) for k in range(d)]
         re = pe(rj)
         total += 1 - sum(u * v for u, v in zip(soft, re)) / math.sqrt(sum(u * u for u in soft) * sum(v * v for v in re))
     return weight * total
@@ -317,10 +322,11 @@ def test_training_and_validation_read_token_ids_and_the_encoder_gets_the_positio
     try:
         LossCompute.forward = lambda self, batch, *a, **k: seen.append(batch["src"].shape) or stock_loss(self, batch, *a, **k)
         trainer._gradient_accumulation(batches, 6, Statistics(), Statistics())
-        if encoder_type == "exgre":  # the last step's loss: λ Σ_j (1 - cos(soft selection around b_j, PE_r_j)), by hand
+        if encoder_type == "exgre":  # the last step's loss, by hand from its predicted positions and the batch's r_j
             assert model.encoder.reordering_loss.item() == pytest.approx(
-                _soft_reordering_loss_by_hand(model.encoder.predicted_positions[0].tolist(), batches[1]["xl_pos"][0].tolist(),
-                                              opt.reordering_loss_weight, opt.exgre_window), rel=1e-5)
+                _reordering_loss_by_hand(opt.reordering_loss, model.encoder.predicted_positions[0].tolist(),
+                                         batches[1]["xl_pos"][0].tolist(), opt.reordering_loss_weight, opt.exgre_window),
+                rel=1e-5)
         stats = trainer.validate(iter([(b, 0) for b in batches]))
     finally:
         LossCompute.forward = stock_loss
