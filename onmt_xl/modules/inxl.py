@@ -30,7 +30,7 @@ class InXLPositionFusion(nn.Module):
     element-wise monotone squashing of the stock absolute PE that keeps all of its order information, and
     ``V`` learns from there (its gradient ``PE_XL ⊗ ∂L/∂Z · (1 − tanh²)`` is not zero), but the model starts
     without the XL positions. The default is the start that trained better on a tuning split carved from
-    the synthetic corpus' training data (``tools/tune_synthetic.py``, ``reports/TUNING.md``).
+    the synthetic corpus' training data (``tools/tune_options.py``, ``reports/TUNING.md``).
 
     Inputs: ``pe_abs``, ``pe_xl`` ``(batch, src_len, d_model)``; output: same shape.
     """

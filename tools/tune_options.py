@@ -1,7 +1,7 @@
 """Choose between a system's options on a tuning split carved from training data (never the test split).
 
-    python tools/tune_synthetic.py --workdir runs/tune_synth [--seeds 1,2] [--only NAME ...]
-    python tools/tune_synthetic.py --workdir runs/tune_enja --data ../shared/data/enja --preset enja \
+    python tools/tune_options.py --workdir runs/tune_synth [--seeds 1,2] [--only NAME ...]
+    python tools/tune_options.py --workdir runs/tune_enja --data ../shared/data/enja --preset enja \
         --tune-size 1000 --only inxl_absolute inxl_identity
 
 By default the synthetic SVO→SOV corpus (``onmt_xl.synthetic``) is generated with the demo's size and seed;
@@ -124,7 +124,7 @@ def table(rows: List[Dict]) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                epilog="example: python tools/tune_synthetic.py --workdir runs/tune_synth --only baseline disan")
+                                epilog="example: python tools/tune_options.py --workdir runs/tune_synth --only baseline disan")
     p.add_argument("--workdir", default="runs/tune_synth", help="work directory (resumable)")
     p.add_argument("--seeds", default="1,2", help="comma-separated training seeds")
     p.add_argument("--data", help="directory with train.ja / train.en (e.g. ../shared/data/enja); default: the synthetic corpus")
