@@ -245,8 +245,11 @@ class Pipeline:
             _say(f"  {system} trained in {time.perf_counter() - t0:.0f}s")
         return model
 
-    def translate(self, system: str, model: Path) -> Path:
-        hyp = self.path("hyp", f"test.{system}")
+    def translate(self, system: str, model: Path, name: Optional[str] = None) -> Path:
+        """``onmt_translate`` of the test split with ``system``'s source transform; ``name``: of the
+        hypothesis file and log (default: the system's)."""
+        name = name or system
+        hyp = self.path("hyp", f"test.{name}")
         if not hyp.exists():
             hyp.parent.mkdir(parents=True, exist_ok=True)
             tmp = hyp.with_suffix(".partial")
@@ -255,8 +258,8 @@ class Pipeline:
             transform = source_transform(system)
             if transform:
                 args += ["-transforms", transform, "-xl_preorderer", str(self.preorderer_path)]
-            _say(f"onmt_translate {system}")
-            _run(args, self.path("logs", f"onmt_translate_{system}.log"), show="")
+            _say(f"onmt_translate {name}")
+            _run(args, self.path("logs", f"onmt_translate_{name}.log"), show="")
             tmp.rename(hyp)
         return hyp
 

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # this checkout's onmt_xl, whatever is installed, here and in the stock commands
 os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
-from onmt_xl.configs import PRESETS, config, source_transform  # noqa: E402
+from onmt_xl.configs import PRESETS, config  # noqa: E402
 from onmt_xl.pipeline import Pipeline, PipelineData, _run, _stock  # noqa: E402
 
 #: candidate name -> (system of onmt_xl.configs.SYSTEMS, option overrides): what each choice compares
@@ -78,7 +78,7 @@ def carve(workdir: Path, tune_size: int, data_dir: Optional[str], valid_size: in
                         str(out / "tune.src"), str(out / "tune.tgt"))
 
 
-def run_one(pipe: Pipeline, name: str, seed: int, steps: int, beam: int) -> Dict:
+def run_one(pipe: Pipeline, name: str, seed: int, steps: int) -> Dict:
     import sacrebleu
 
     system, options = CANDIDATES[name]
@@ -92,14 +92,7 @@ def run_one(pipe: Pipeline, name: str, seed: int, steps: int, beam: int) -> Dict
     if not model.exists():
         _run([_stock("onmt_train"), "-config", str(cfg_path)], pipe.path("logs", f"train_{job}.log"), show="Validation perplexity")
     seconds = time.perf_counter() - t0
-    hyp = pipe.path("hyp", f"tune.{job}")
-    hyp.parent.mkdir(parents=True, exist_ok=True)
-    args = [_stock("onmt_translate"), "-model", str(model), "-src", str(pipe.path("data", "test.src")),
-            "-output", str(hyp), "-beam_size", str(beam), "-batch_size", "64", "-batch_type", "sents"]
-    transform = source_transform(system)
-    if transform:
-        args += ["-transforms", transform, "-xl_preorderer", str(pipe.preorderer_path)]
-    _run(args, pipe.path("logs", f"translate_{job}.log"), show="")
+    hyp = pipe.translate(system, model, job)  # the tuning split, staged as the pipeline's test split
     refs = pipe.path("data", "test.ref").read_text(encoding="utf-8").splitlines()
     text = hyp.read_text(encoding="utf-8").splitlines()
     return {"name": name, "seed": seed, "steps": steps, "bleu": sacrebleu.corpus_bleu(text, [refs]).score,
@@ -143,7 +136,7 @@ def main(argv=None) -> int:
     if args.threads:
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
     pipe = Pipeline(carve(workdir, args.tune_size, args.data, args.valid_size), str(workdir), ["baseline"], steps,
-                    overrides=dict(PRESETS[args.preset], train_steps=steps))
+                    beam_size=args.beam_size, overrides=dict(PRESETS[args.preset], train_steps=steps))
     pipe.stage_data()
     gdfa = pipe.align()
     pipe.train_preorderer(gdfa)
@@ -155,7 +148,7 @@ def main(argv=None) -> int:
         for name in args.only or list(CANDIDATES):
             if (name, seed, steps) in finished:
                 continue
-            row = run_one(pipe, name, seed, steps, args.beam_size)
+            row = run_one(pipe, name, seed, steps)
             print(json.dumps(row), flush=True)
             with open(log, "a", encoding="utf-8") as f:
                 f.write(json.dumps(row) + "\n")

@@ -25,7 +25,7 @@ from onmt.encoders import register_encoder
 from onmt.encoders.encoder import EncoderBase
 from onmt.encoders.transformer import TransformerEncoder, TransformerEncoderLayer
 
-from onmt_xl.encoders.common import MissingXLPositionsError, embed_words, padding_mask, split_xl
+from onmt_xl.encoders.common import embed_words, padding_mask, split_xl
 from onmt_xl.modules.disan import FusionGate, directional_masks
 from onmt_xl.modules.explicit_reordering import (
     ReorderedPositionPredictor,
@@ -137,12 +137,10 @@ class EncoderFreeEncoder(EncoderBase):
                    opt.inxl_init)
 
     def forward(self, src: torch.Tensor, src_len: Optional[torch.Tensor] = None):
-        src, pos_xl = split_xl(self, src)
-        if self.pe == "inxl" and pos_xl is None:
-            raise MissingXLPositionsError(
-                "encoder_free with -encoder_free_pe inxl needs cross-lingual positions: add the xl_position "
-                "transform (onmt_translate ... -transforms xl_position -xl_preorderer FILE)"
-            )
+        src, pos_xl = split_xl(self, src, missing=(
+            "encoder_free with -encoder_free_pe inxl needs cross-lingual positions: add the xl_position transform "
+            "(onmt_translate ... -transforms xl_position -xl_preorderer FILE)"
+        ) if self.pe == "inxl" else None)
         x = embed_words(self.embeddings, src)
         d_model = x.size(-1)
         if self.pe != "none":
@@ -209,7 +207,7 @@ class ExGREEncoder(TransformerEncoder):
                 h = layer(h, pad)
             out = self.gate(h, x)
         self.reordering_loss = self.similarity = None
-        self.predicted_positions = b
+        self.predicted_positions = b.detach()
         if pos_xl is not None:
             valid = ~pad[:, 0, 0, :]
             self.similarity = (reordering_similarity(pr.detach(), pos_xl, valid, self.pe_type), valid.sum())

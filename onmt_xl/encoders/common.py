@@ -31,18 +31,21 @@ def feeding_xl_positions(pos_xl: Optional[torch.Tensor]) -> Iterator[None]:
         _fed.pos_xl = previous
 
 
-def split_xl(encoder, src: torch.Tensor) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+def split_xl(encoder, src: torch.Tensor, missing: Optional[str] = None) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
     """(token ids ``(batch, src_len, 1 + n_feats)``, ``pos_XL`` ``(batch, src_len)`` or None) for ``encoder``.
 
     The positions are those fed by :func:`feeding_xl_positions` (OpenNMT's training, validation and
     translation); a direct call may instead pass them as an extra last column of ``src``
-    (``(batch, src_len, 1 + n_feats + 1)``, as the tests and ``onmt-xl sim`` do).
+    (``(batch, src_len, 1 + n_feats + 1)``, as the tests and ``onmt-xl sim`` do). ``missing``: for an encoder
+    that needs the positions, the message of the :class:`MissingXLPositionsError` raised without them.
     """
     if src.dim() == 3 and src.size(2) == len(encoder.embeddings.emb_luts) + 1:
         return src[:, :, :-1], src[:, :, -1]
     pos_xl = getattr(_fed, "pos_xl", None)
     if pos_xl is not None and tuple(pos_xl.shape) != tuple(src.shape[:2]):
         raise ValueError(f"XL positions of shape {tuple(pos_xl.shape)} for a source batch of shape {tuple(src.shape[:2])}")
+    if pos_xl is None and missing is not None:
+        raise MissingXLPositionsError(missing)
     return src, pos_xl
 
 

@@ -22,7 +22,7 @@ import torch
 from onmt.encoders import register_encoder
 from onmt.encoders.transformer import TransformerEncoder, TransformerEncoderLayer
 
-from onmt_xl.encoders.common import MissingXLPositionsError, embed_words, padding_mask, split_xl
+from onmt_xl.encoders.common import embed_words, padding_mask, split_xl
 from onmt_xl.encoders.options import RELATIVE_ENCODER, XL_ENCODERS
 from onmt_xl.modules.headxl import make_headxl_attention
 from onmt_xl.modules.inxl import InXLPositionFusion
@@ -69,14 +69,12 @@ class XLTransformerEncoder(TransformerEncoder):
 
     def split_xl(self, src: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """(token ids ``(batch, len, 1+n_feats)``, ``pos_XL`` ``(batch, len)``): see :func:`~onmt_xl.encoders.common.split_xl`."""
-        tokens, pos_xl = split_xl(self, src)
-        if pos_xl is None:
-            raise MissingXLPositionsError(
-                f"encoder_type {self.encoder_type} needs cross-lingual positions but the batch has none: "
-                "translate with the xl_position transform (e.g. onmt_translate ... -transforms xl_position "
-                "-xl_preorderer PREORDERER_FILE), and train with it in the corpus transforms"
-            )
-        return tokens, pos_xl
+        return split_xl(
+            self, src,
+            missing=f"encoder_type {self.encoder_type} needs cross-lingual positions but the batch has none: "
+            "translate with the xl_position transform (e.g. onmt_translate ... -transforms xl_position "
+            "-xl_preorderer PREORDERER_FILE), and train with it in the corpus transforms",
+        )
 
     def positions(self, pos_xl: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """(``PE_abs``, ``PE_XL`` or ``PE_IN-XL``), each ``(batch, src_len, d_model)`` (Eq. 1, 6, 7)."""
