@@ -17,7 +17,18 @@
 3. **Options**: OpenNMT has no extension point for model options, so ``model_opts`` and
    ``validate_model_opts`` are wrapped to add and check ours (they then appear in ``onmt_train -h``
    and are stored in, and restored from, checkpoints).
-4. **Auxiliary encoder losses** (the reordering loss of ExGRE/ReFSR): ``LossCompute`` adds the
+4. **CPU mixed precision** (``-cpu_precision fp32|bf16|auto``, an option of ``onmt_train`` and
+   ``onmt_translate``; :mod:`onmt_xl.precision` decides what it resolves to on this CPU). Training: the
+   model's and the two losses' ``forward`` run under CPU autocast (set up where OpenNMT builds the losses,
+   which sees both the options and the model); the backward pass, the weights and Adam's state stay
+   fp32. Translation: ``Inference._translate`` runs under autocast.
+5. **Scaled-dot-product attention on the CPU**: OpenNMT's ``MultiHeadedAttention`` calls PyTorch's SDPA
+   only off the CPU; on the CPU its manual path upcasts the scores to fp32 and materialises them. Where
+   the stock SDPA branch would apply (no relative positions, no attention weights asked for, no KV
+   cache, ``-self_attn_type scaled-dot-flash``, the default), :func:`cpu_sdpa_attention` computes the
+   same function with SDPA on the CPU too, in the encoder as well (OpenNMT gives its self-attention no
+   ``self_attn_type``, so the stock encoder never takes SDPA); every other call takes the stock path.
+6. **Auxiliary encoder losses** (the reordering loss of ExGRE/ReFSR): ``LossCompute`` adds the
    encoder's ``reordering_loss`` (a sum over source words) to its summed token loss while training, so
    OpenNMT's normalisation (``loss /= normalization``) and gradient accumulation apply to it unchanged;
    the statistics (perplexity, accuracy) stay those of translation, and the term is logged.
@@ -61,6 +72,7 @@ import functools
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
+from onmt_xl import precision
 from onmt_xl.encoders.common import feeding_xl_positions
 from onmt_xl.errors import XLInputError
 
@@ -79,6 +91,8 @@ def register() -> None:
     _patch_encoding()
     _patch_options()
     _patch_loss()
+    _patch_precision()
+    _patch_attention()
     import onmt_xl.decoders.reordering_embedding  # noqa: F401  (registers the decoder)
     import onmt_xl.encoders.baselines  # noqa: F401  (registers encoders)
     import onmt_xl.encoders.xl_transformer  # noqa: F401
@@ -212,6 +226,9 @@ def _patch_loss() -> None:
 
     def from_opts(cls, opt, model, vocab, train=True):
         loss_compute = stock_from_opts(cls, opt, model, vocab, train)
+        dtype = _resolve_precision(opt, model)
+        precision.autocast_forward(model, dtype)
+        precision.autocast_forward(loss_compute, dtype)
         if train and getattr(model, "encoder", None) is not None:
             loss_compute.__dict__["_onmt_xl_encoder"] = model.encoder  # not a submodule of the loss
             loss_compute.__dict__["_onmt_xl_every"] = max(int(getattr(opt, "report_every", 100)), 1)
@@ -252,3 +269,121 @@ def _patch_options() -> None:
         validate_model_options(model_opt)
 
     ArgumentParser.validate_model_opts = classmethod(validate_model_opts)
+
+
+_logged = set()
+
+
+def _log_once(message) -> None:
+    from onmt.utils.logging import logger
+
+    if message and message not in _logged:
+        _logged.add(message)
+        logger.info(message)
+
+
+def _resolve_precision(opt, model):
+    """The autocast dtype of ``-cpu_precision`` for ``model`` (None: fp32), logged once per process."""
+    param = next(model.parameters(), None)
+    device = param.device.type if param is not None else "cpu"
+    if param is not None and param.dtype != torch.float32:
+        return None  # a half or quantised model: its own precision rules
+    dtype, message = precision.resolve(getattr(opt, "cpu_precision", precision.DEFAULT), device)
+    _log_once(message)
+    return dtype
+
+
+def add_precision_options(parser) -> None:
+    group = parser.add_argument_group("CPU precision (onmt_xl)")
+    group.add(
+        "--cpu_precision", "-cpu_precision", type=str, default=precision.DEFAULT, choices=precision.CHOICES,
+        help="Arithmetic of the forward pass and loss when running on the CPU. 'bf16': bf16 autocast "
+        "(weights, gradients and optimizer state stay fp32), only where the CPU computes bf16 natively "
+        "(AVX512-BF16, AMX or Arm BF16); elsewhere it says why and runs fp32, since emulated bf16 is "
+        "many times slower. 'auto': bf16 where native, fp32 elsewhere. 'fp32': never autocast. "
+        "No effect on a GPU.",
+    )
+
+
+def _patch_precision() -> None:
+    import onmt.opts as opts
+    from onmt.translate.translator import Inference
+
+    if getattr(opts.train_opts, "_onmt_xl", False):
+        return
+    for name in ("train_opts", "translate_opts"):
+        stock = getattr(opts, name)
+
+        def with_precision(parser, _stock=stock):
+            _stock(parser)
+            add_precision_options(parser)
+
+        with_precision = functools.wraps(stock)(with_precision)
+        with_precision._onmt_xl = True
+        setattr(opts, name, with_precision)
+
+    stock_from_opt = Inference.from_opt.__func__
+    stock_translate = Inference._translate
+
+    def from_opt(cls, model, vocabs, opt, model_opt, *args, **kwargs):
+        translator = stock_from_opt(cls, model, vocabs, opt, model_opt, *args, **kwargs)
+        translator._onmt_xl_autocast = _resolve_precision(opt, model)
+        return translator
+
+    def _translate(self, *args, **kwargs):
+        with precision.autocast(getattr(self, "_onmt_xl_autocast", None)):
+            return stock_translate(self, *args, **kwargs)
+
+    Inference.from_opt = classmethod(functools.wraps(stock_from_opt)(from_opt))
+    Inference._translate = functools.wraps(stock_translate)(_translate)
+
+
+def cpu_sdpa_attention(attn, key, value, query, mask):
+    """What OpenNMT's ``MultiHeadedAttention`` computes without KV cache, with PyTorch's SDPA.
+
+    ``key``/``value``/``query`` ``(batch, len, d)`` (HeadXL: its packed inputs), ``mask`` True where a key
+    is hidden, broadcastable to ``(batch, heads, q_len, k_len)`` -> ``(batch, q_len, d_model)``.
+    """
+    from onmt.modules.multi_headed_attn import shape, unshape
+
+    k = shape(attn.maybe_ckpt(attn.linear_keys, key), attn.dim_per_head)
+    v = shape(attn.maybe_ckpt(attn.linear_values, value), attn.dim_per_head)
+    q = shape(attn.maybe_ckpt(attn.linear_query, query), attn.dim_per_head)
+    dropout = attn.dropout_p if attn.training else 0.0
+    context = torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, None if mask is None else ~mask, dropout_p=dropout
+    )
+    return attn.maybe_ckpt(attn.final_linear, unshape(context))
+
+
+def _sdpa_applies(attn, query, return_attn) -> bool:
+    """The stock condition for its SDPA branch, with the CPU let in and the encoder's attention too (which
+    OpenNMT builds without a ``self_attn_type``, so that it never takes SDPA); plus no KV cache."""
+    return (
+        query.device.type == "cpu"
+        and not attn.layer_cache[0]
+        and attn.max_relative_positions == 0
+        and not return_attn
+        and attn.self_attn_type in (None, "scaled-dot-flash")
+        and attn.num_kv == 0
+        and attn.parallel_gpu == 1
+        and "key_pad_mask" not in attn.layer_cache[1]
+    )
+
+
+def _patch_attention() -> None:
+    from onmt.modules.multi_headed_attn import MultiHeadedAttention
+
+    if getattr(MultiHeadedAttention.forward, "_onmt_xl", False):
+        return
+    stock = MultiHeadedAttention.forward
+
+    def forward(self, key, value, query, mask=None, sliding_window=0, step=0, return_attn=False,
+                self_attn_type=None):
+        if _sdpa_applies(self, query, return_attn):
+            return cpu_sdpa_attention(self, key, value, query, mask), None
+        return stock(self, key, value, query, mask=mask, sliding_window=sliding_window, step=step,
+                     return_attn=return_attn, self_attn_type=self_attn_type)
+
+    forward._onmt_xl = True
+    MultiHeadedAttention.forward = functools.wraps(stock)(forward)
