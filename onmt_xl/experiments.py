@@ -320,6 +320,7 @@ class Experiments:
         cfg = config(job.system, wd, {**self.overrides, "seed": job.seed, **job.overrides}, self.preset)
         cfg["save_model"] = str(self.path("jobs", job.name, "model"))
         cfg["save_data"] = str(self.path("jobs", job.name, "samples"))
+        cfg["cpu_precision"] = "auto"  # bf16 where this CPU computes it natively
         if job.xl_train == "align":
             if SYSTEMS[job.system][1] not in (XL, PREREORDER):
                 raise ValueError(f"job {job.name}: xl_train=align needs an XL or pre-reordering system")
@@ -379,7 +380,8 @@ class Experiments:
                     train_seconds=seconds, resumed_from=resumed,  # a resumed job: the last attempt's time only
                     concurrent_jobs=self.parallel, threads=self.threads, device=self.device_name(),  # what tok/s was measured under
                     parameters=count_checkpoint_parameters(str(self.model_path(job))),
-                    src_tok_s=train_throughput((jd / "train.log").read_text(encoding="utf-8")))
+                    src_tok_s=train_throughput((jd / "train.log").read_text(encoding="utf-8")),
+                    precision=resolved_precision((jd / "train.log").read_text(encoding="utf-8")))
         done.write_text(json.dumps(info, indent=2))
         return True
 
@@ -412,7 +414,8 @@ class Experiments:
         tmp = jd / f"hyp.{variant}.partial"
         model = self.alignment_model(job) if variant in ("gold_align", "test_align") else self.model_path(job)
         args = [_stock("onmt_translate"), "-model", model, "-src", src, "-output", tmp,
-                "-beam_size", self.beam_size, "-batch_size", 64, "-batch_type", "sents", "-seed", job.seed]
+                "-beam_size", self.beam_size, "-batch_size", 64, "-batch_type", "sents", "-seed", job.seed,
+                "-cpu_precision", "auto"]
         if variant in ("gold_align", "test_align"):
             args += ["-tgt", data / ("gold.tgt" if variant == "gold_align" else "test.ref"), "-report_align", "-gold_align"]
         transform = SYSTEMS[job.system][1]
@@ -638,7 +641,7 @@ class Experiments:
 
 
 #: Options that say where a job runs, not what it is: a job trained on a GPU resumes or reports on a CPU.
-DEVICE_OPTIONS = ("gpu_ranks", "world_size")
+DEVICE_OPTIONS = ("gpu_ranks", "world_size", "cpu_precision")  # cpu_precision: its resolution is in done.json
 
 
 def _identity(cfg: Dict[str, Any]) -> Dict[str, Any]:
@@ -647,6 +650,12 @@ def _identity(cfg: Dict[str, Any]) -> Dict[str, Any]:
 
 
 # --- small readers shared with the report ------------------------------------------------------------
+
+
+def resolved_precision(log_text: str) -> str:
+    """What ``-cpu_precision auto`` chose in a training log: "bf16" or "fp32" (the last run's, when resumed)."""
+    lines = [line for line in log_text.splitlines() if "-cpu_precision" in line]
+    return "bf16" if lines and "bf16 autocast" in lines[-1] else "fp32"
 
 
 def train_throughput(log_text: str) -> Optional[float]:

@@ -226,6 +226,7 @@ class Pipeline:
         for system in self.systems:
             paths[system] = out / f"{system}.yaml"
             cfg = config(system, str(self.workdir), self.overrides)
+            cfg["cpu_precision"] = "auto"  # bf16 where this CPU computes it natively
             paths[system].write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
         return paths
 
@@ -254,7 +255,8 @@ class Pipeline:
             hyp.parent.mkdir(parents=True, exist_ok=True)
             tmp = hyp.with_suffix(".partial")
             args = [_stock("onmt_translate"), "-model", str(model), "-src", str(self.path("data", "test.src")),
-                    "-output", str(tmp), "-beam_size", str(self.beam_size), "-batch_size", "64", "-batch_type", "sents"]
+                    "-output", str(tmp), "-beam_size", str(self.beam_size), "-batch_size", "64", "-batch_type", "sents",
+                    "-cpu_precision", "auto"]
             transform = source_transform(system)
             if transform:
                 args += ["-transforms", transform, "-xl_preorderer", str(self.preorderer_path)]
