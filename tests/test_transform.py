@@ -100,9 +100,8 @@ def test_startup_errors(tmp_path):
         XLPositionTransform._validate_options(opts(xl_preorderer=str(missing)))
     corrupt = tmp_path / "corrupt.xlp"
     corrupt.write_bytes(b"\x00garbage" * 10)
-    XLPositionTransform._validate_options(opts(xl_preorderer=str(corrupt)))  # read in the background...
     with pytest.raises(XLInputError, match=str(corrupt)):
-        make(xl_preorderer=str(corrupt))  # ...and warm_up, still at start-up, fails naming it
+        XLPositionTransform._validate_options(opts(xl_preorderer=str(corrupt)))
 
 
 def test_preorderer_positions_are_cached_per_sentence(trained):

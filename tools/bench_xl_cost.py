@@ -19,12 +19,18 @@ import os
 import re
 import shutil
 import statistics
+import sys
 from pathlib import Path
 
 import yaml
 
-from onmt_xl.configs import PRESETS, SYSTEMS, config, source_transform
-from onmt_xl.pipeline import _run, _stock
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ["PYTHONPATH"] = os.pathsep.join(  # the OpenNMT commands run this checkout, not an installed copy
+    [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+
+from onmt_xl.configs import PRESETS  # noqa: E402, SYSTEMS, config, source_transform
+from onmt_xl.pipeline import _run, _stock  # noqa: E402
 
 TOK_S = re.compile(r"Step\s+\d+/\s*\d+;.*?(\d+)/\s*(\d+) tok/s")
 

@@ -29,7 +29,6 @@ joiner, spacer or ``@@`` markers, one trained on marked pieces fails on unmarked
 from __future__ import annotations
 
 import ast
-import os
 import random
 from typing import Dict, List, Optional, Tuple
 
@@ -158,10 +157,7 @@ class XLPositionTransform(Transform):
         if opts.xl_source == "preorderer":
             if not opts.xl_preorderer:
                 raise ValueError("-xl_source preorderer needs -xl_preorderer PATH (a file from `onmt-xl preorder-train`)")
-            if not os.path.isfile(opts.xl_preorderer):
-                raise XLInputError(opts.xl_preorderer, None, "preorderer model file not found"
-                                   if not os.path.exists(opts.xl_preorderer) else "expected a preorderer model file")
-            preload(opts.xl_preorderer)  # read in the background; warm_up waits for it, and fails on a corrupt file
+            _load_preorderer(opts.xl_preorderer)  # fail at start-up, not inside a data worker
 
     def _parse_opts(self):
         self.source = self.opts.xl_source
@@ -179,7 +175,7 @@ class XLPositionTransform(Transform):
         self.rng = random.Random(1234)
         super().warm_up(vocabs)
         if self.source == "preorderer" and self.preorderer is None:
-            self.preorderer = _load_preorderer(self.preorderer_path, wait_for_preload=True)
+            self.preorderer = _load_preorderer(self.preorderer_path)
         if self.source == "preorderer":
             self._check_pipeline_segmentation()
             self._seg_sample = MarkerCounts([self.preorderer.segmentation.marker or "none"])
@@ -292,42 +288,11 @@ class XLPositionTransform(Transform):
 _LOADED: Dict[Tuple[str, int, int], object] = {}
 
 
-_PRELOADING: Dict[str, "concurrent.futures.Future"] = {}
-
-
-def preload(path: str) -> None:
-    """Start reading the preorderer in ``path`` and loading its compiled kernels (numba's import and
-    cache: most of a translation's start-up cost of XL) in a background thread.
-
-    Option validation calls this; the main thread meanwhile loads the NMT model (``onmt_translate``) or
-    the vocabularies (``onmt_train``), and ``warm_up`` waits for the thread, so that it has ended before
-    any data worker is forked, and re-raises its error (a missing or corrupt file) there.
-    """
-    import concurrent.futures
-
-    if path in _PRELOADING:
-        return
-
-    def load_and_warm():
-        preorderer = _load_preorderer(path)
-        preorderer.pos_xl(["a", "b", "c"])  # loads the kernels pos_xl runs
-        return preorderer
-
-    pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="onmt_xl-preload")
-    _PRELOADING[path] = pool.submit(load_and_warm)
-    pool.shutdown(wait=False)
-
-
-def _load_preorderer(path: Optional[str], wait_for_preload: bool = False):
+def _load_preorderer(path: Optional[str]):
     """The preorderer in ``path``, read once per process (option validation and ``warm_up`` both ask
     for it); a file rewritten since (other size or modification time) is read again."""
     import os
 
-    if wait_for_preload and path in _PRELOADING:
-        try:
-            _PRELOADING.pop(path).result()
-        except Exception as err:
-            raise err.with_traceback(None) from None  # the error as if raised here: no thread frames
     from onmt_xl.reorder.preorderer import Preorderer
 
     try:
