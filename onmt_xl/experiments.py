@@ -182,7 +182,7 @@ class Experiments:
     def __init__(self, corpus: Corpus, workdir: str, jobs: Sequence[Job], preset: str = "enja",
                  train_steps: Optional[int] = None, valid_size: int = 1000, beam_size: int = 5,
                  time_budget_min: Optional[float] = None, checkpoint_every: int = 500,
-                 gpu: Optional[bool] = None, parallel: int = 1, archive: Optional[str] = None):
+                 gpu: Optional[bool] = None, parallel: Optional[int] = None, archive: Optional[str] = None):
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
         self.corpus, self.jobs, self.preset = corpus, list(jobs), preset
@@ -201,6 +201,8 @@ class Experiments:
         self.gpu = gpu
         if gpu:
             self.overrides.update(gpu_ranks=[0], world_size=1)
+        if parallel is None:  # the fastest layout measured (reports/CPU_SPEED.md): one 1-thread job per CPU
+            parallel = 1 if gpu else max(1, os.cpu_count() or 1)
         if parallel < 1:
             raise ValueError(f"--parallel {parallel}: must be at least 1")
         self.parallel = parallel
@@ -755,9 +757,10 @@ def add_subcommands(sub) -> None:
     p.add_argument("--beam-size", type=int, default=5)
     p.add_argument("--time-budget", type=float, help="minutes: start no new training after this (resume later)")
     p.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto")
-    p.add_argument("--parallel", type=int, default=1,
-                   help="jobs trained at once, each with CPUs/N torch threads (on the 2-vCPU machine, 2 jobs of 1 "
-                        "thread gave 1.3x the throughput of one job of 2 threads); tok/s is then shared")
+    p.add_argument("--parallel", type=int, default=None,
+                   help="jobs trained at once, each with CPUs/N torch threads (default: one job per CPU without a GPU, "
+                        "the fastest layout measured by tools/bench_jobs.py, see reports/CPU_SPEED.md; 1 with a GPU); "
+                        "each job's tok/s is then its share")
     p.add_argument("--list", action="store_true", help="print the plan and exit")
     p.add_argument("--report-only", action="store_true", help="write the report from what has run")
     p.add_argument("--report-dir", default="reports", help="where RESULTS.md and the plots go")

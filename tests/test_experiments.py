@@ -403,3 +403,13 @@ def test_header_says_which_jobs_were_taken_out_of_the_archive_and_why():
     manifest = {"retired": [{"date": "2026-11-24", "jobs": ["disan", "inxl"], "why": "Their systems changed."}]}
     lines = _header(manifest, {"jobs": {}, "preorderer": {}}, [])
     assert "Removed from the archive on 2026-11-24: disan, inxl. Their systems changed." in lines
+
+
+def test_default_layout_is_one_single_thread_job_per_cpu_without_a_gpu(tmp_path, monkeypatch):
+    from onmt_xl.experiments import Corpus, Experiments
+
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    cpu = _runner(tmp_path / "cpu", [])
+    assert (cpu.parallel, cpu.threads) == (4, 1)
+    gpu = Experiments(Corpus("a", "b", "c", "d"), str(tmp_path / "gpu"), [], preset="demo", train_steps=4, gpu=True)
+    assert (gpu.parallel, gpu.threads) == (1, None)
