@@ -35,6 +35,7 @@ from onmt_xl.pipeline import Pipeline, PipelineData, _run, _stock  # noqa: E402
 #: candidate name -> (system of onmt_xl.configs.SYSTEMS, option overrides): what each choice compares
 CANDIDATES: Dict[str, Tuple[str, Dict]] = {
     "baseline": ("baseline", {}),
+    "baseline_bf16": ("baseline", {"cpu_precision": "bf16"}),  # quality at equal steps; fp32 on a CPU without native bf16
     "disan": ("disan", {}),
     "disan_nogate": ("disan_nogate", {}),
     "inxl_absolute": ("inxl", {"inxl_init": "absolute"}),
