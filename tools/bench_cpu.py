@@ -58,8 +58,9 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def real_batch(args):
-    """(ids (B, L, 1), xl (B, L, 1), src_len (B,), tgt (B, T+1, 1), n_tokens, seconds of pos_xl per sentence)."""
+def real_batch(args, tgt_len=None):
+    """(ids (B, L, 1), xl (B, L, 1), src_len (B,), tgt (B, T+1, 1), n_tokens, seconds of pos_xl per sentence);
+    ``args``: ``src``, ``preorderer``, ``batch_tokens``, ``vocab``; ``T``: ``tgt_len``, or 1.1 × the mean source length."""
     from onmt_xl.reorder.preorderer import Preorderer
 
     from onmt_xl import synthetic
@@ -90,7 +91,7 @@ def real_batch(args):
     for b, (s, p) in enumerate(batch):
         ids[b, : len(s), 0] = torch.randint(4, args.vocab, (len(s),), generator=g)
         xl[b, : len(s), 0] = torch.tensor(p)
-    tgt_len = max(2, round(1.1 * n_tok / B))
+    tgt_len = tgt_len or max(2, round(1.1 * n_tok / B))
     tgt = torch.randint(4, args.vocab, (B, tgt_len + 1, 1), generator=g)
     return ids, xl, torch.tensor([len(s) for s, _ in batch]), tgt, n_tok, t_pos
 

@@ -115,9 +115,6 @@ def in_process(args, wd, systems, models, src, n) -> None:
         ArgumentParser._validate_transforms_opts(opt)
         ArgumentParser.validate_translate_opts_dynamic(opt)
         engines[s] = InferenceEnginePY(opt)
-    import logging
-
-    logging.getLogger().setLevel(logging.WARNING)
     times = {s: [] for s in systems}
     for rep in range(args.reps + 1):
         for s in systems if rep % 2 == 0 else systems[::-1]:

@@ -50,45 +50,16 @@ def main() -> None:
     ap.add_argument("--systems", default="baseline,inxl,headxl,combination")
     ap.add_argument("--preset", default="enja", choices=sorted(PRESETS))
     ap.add_argument("--src", help="tokenized source sentences (default: synthetic)")
-    ap.add_argument("--preorderer", help="preorderer for --src (default: trained here on synthetic data)")
+    ap.add_argument("--preorderer", help="preorderer giving pos_xl (default: one trained here on synthetic data)")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--batch-tokens", type=int, default=2048)
     ap.add_argument("--vocab", type=int, default=8000)
     args = ap.parse_args()
     onmt_xl.register()
-    from onmt_xl.reorder.preorderer import Preorderer
+    from bench_cpu import real_batch  # same folder: the batch of tools/bench_cpu.py
 
-    if args.src:
-        if not args.preorderer:
-            ap.error("--src needs --preorderer")
-        sents = [l.split() for l in Path(args.src).read_text(encoding="utf-8").splitlines()[:20000] if l.split()]
-        pre = Preorderer.load(args.preorderer)
-    else:
-        from onmt_xl import synthetic
-
-        corpus = synthetic.generate(3000, seed=1)
-        sents = corpus.src
-        pre = Preorderer.train(corpus.src, corpus.links, progress=False)
-    pre.pos_xl(sents[0])  # load the compiled kernel before timing
-    t0 = time.perf_counter()
-    pos = [pre.pos_xl(s) for s in sents[:5000]]
-    t_pos = (time.perf_counter() - t0) / len(pos)
-
-    batch, n_tok = [], 0
-    for s, p in zip(sents, pos):
-        if n_tok + len(s) > args.batch_tokens:
-            break
-        batch.append((s, p))
-        n_tok += len(s)
-    B, L, T = len(batch), max(len(s) for s, _ in batch), 12
-    g = torch.Generator().manual_seed(0)
-    ids = torch.full((B, L, 1), 1, dtype=torch.long)  # 1 = <blank>
-    xl = torch.zeros((B, L, 1), dtype=torch.long)
-    for b, (s, p) in enumerate(batch):
-        ids[b, : len(s), 0] = torch.randint(4, args.vocab, (len(s),), generator=g)
-        xl[b, : len(s), 0] = torch.tensor(p)
-    src_len = torch.tensor([len(s) for s, _ in batch])
-    tgt = torch.randint(4, args.vocab, (B, T + 1, 1), generator=g)
+    ids, xl, src_len, tgt, n_tok, t_pos = real_batch(args, tgt_len=12)
+    B, L = ids.shape[:2]
 
     systems = args.systems.split(",")
     unknown = [s for s in systems if s not in SYSTEMS]
