@@ -1,38 +1,42 @@
-"""``onmt-xl``: alignment, BTG oracle, preorderer, synthetic data and the demo, as subcommands.
+"""``onmt-xl``: word alignment, BTG oracle, preorderer and synthetic data, as subcommands.
 
-Each subcommand is a thin layer over the package's Python API.
+Each subcommand is a thin layer over the package's Python API. The installed ``onmt-xl`` command adds the
+research workbench's subcommands (:mod:`onmt_xl.experiments.cli`); ``python -m onmt_xl.cli`` has the
+plug-in's alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import List, Optional
+from typing import Callable, Iterable, List, Optional
+
+#: adds subcommands to the parser's ``add_subparsers()`` object
+AddSubcommands = Callable[[argparse._SubParsersAction], None]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from onmt_xl import __version__
+def plugin_subcommands() -> List[AddSubcommands]:
     from onmt_xl.align.cli import add_subcommands as add_align
-    from onmt_xl.analysis import add_subcommands as add_analysis
-    from onmt_xl.demo import add_subcommands as add_demo
-    from onmt_xl.experiments import add_subcommands as add_experiments
     from onmt_xl.reorder.cli import add_subcommands as add_reorder
+
+    return [add_align, add_reorder]
+
+
+def build_parser(extra: Iterable[AddSubcommands] = ()) -> argparse.ArgumentParser:
+    from onmt_xl import __version__
 
     parser = argparse.ArgumentParser(prog="onmt-xl", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"onmt-xl {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    add_align(sub)
-    add_reorder(sub)
-    add_demo(sub)
-    add_analysis(sub)
-    add_experiments(sub)
+    for add in plugin_subcommands() + list(extra):
+        add(sub)
     return parser
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: Optional[List[str]] = None, extra: Iterable[AddSubcommands] = ()) -> int:
     from onmt_xl.errors import XLInputError
 
-    args = build_parser().parse_args(argv)
+    args = build_parser(extra).parse_args(argv)
     try:
         return args.func(args) or 0
     except XLInputError as err:

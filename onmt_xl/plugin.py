@@ -75,8 +75,8 @@ from torch.nn.utils.rnn import pad_sequence
 from onmt_xl import precision
 from onmt_xl.encoders.common import feeding_xl_positions
 from onmt_xl.errors import XLInputError
+from onmt_xl.transforms import XL_POS_KEY
 
-XL_POS_KEY = "xl_pos"
 _registered = False
 
 

@@ -9,9 +9,9 @@ used with another) gives a valid permutation that means nothing, and nothing fai
 * **declared or inferred schemes** are compared with :meth:`SegmentationScheme.matches`: same kind, and
   for sub-words the same marker convention and, when both sides know it, the same model file (sha256 of
   its bytes; the file name and tokenizer are shown, not compared, since the same model gives the same
-  pieces through ``onmt_tokenize`` or :mod:`onmt_xl.subword`);
+  pieces through ``onmt_tokenize`` or :mod:`onmt_xl.align.subword`);
 * **the content check** (:func:`check_tokens`) looks at the tokens themselves. Sub-word text carries
-  markers: the joiner ``￭`` (pyonmttok ``joiner_annotate``, :mod:`onmt_xl.subword`), the spacer ``▁``
+  markers: the joiner ``￭`` (pyonmttok ``joiner_annotate``, :mod:`onmt_xl.align.subword`), the spacer ``▁``
   (SentencePiece, pyonmttok ``spacer_annotate``) or subword-nmt's ``@@`` separator. Text is taken to
   carry a marker when at least :data:`MIN_MARKED` tokens and :data:`MIN_FRACTION` of the sampled tokens do;
   word-level text never has these (0 of 956,665 tokens of ``enja``), so a stray marked token cannot make

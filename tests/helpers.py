@@ -11,7 +11,7 @@ def stock_cli(name: str) -> str:
 
 def tiny_corpus(out: Path, n: int = 300, seed: int = 3):
     """Write ``out/train.{src,tgt,align}`` from the synthetic grammar; returns the corpus."""
-    from onmt_xl import synthetic
+    from onmt_xl.data import synthetic
 
     corpus = synthetic.generate(n, seed=seed)
     synthetic.write(corpus, str(out / "train"))

@@ -1,8 +1,8 @@
-"""The report's claim verdicts follow their fixed rules (onmt_xl/claims.py) on hand-made results."""
+"""The report's claim verdicts follow their fixed rules (onmt_xl/experiments/claims.py) on hand-made results."""
 
 import pytest
 
-from onmt_xl.claims import (AT_CHANCE, HELD, HELD_NS, NOT_HELD, NOT_RUN, REVERSED, check, seed_runs, seed_spread,
+from onmt_xl.experiments.claims import (AT_CHANCE, HELD, HELD_NS, NOT_HELD, NOT_RUN, REVERSED, check, seed_runs, seed_spread,
                             versus_baseline)
 
 

@@ -8,7 +8,7 @@ import torch
 import yaml
 
 import onmt_xl
-from onmt_xl.configs import SYSTEMS, config, source_transform
+from onmt_xl.experiments.configs import SYSTEMS, config, source_transform
 from tests.conftest import run_env
 from tests.helpers import stock_cli, tiny_corpus, tiny_preorderer
 
@@ -130,7 +130,7 @@ def test_xl_encoder_without_the_transform_is_rejected_at_startup(workdir, traine
 
 @pytest.mark.parametrize("system", [s for s in SYSTEMS if s not in ("baseline", "relative_pe", "combination", "refsr")])
 def test_every_other_system_trains_and_translates(workdir, trained_combination, system):
-    """Every system of onmt_xl.configs trains on the synthetic corpus (the four left out train in the tests
+    """Every system of onmt_xl.experiments.configs trains on the synthetic corpus (the four left out train in the tests
     above and below) and translates every line of a source."""
     cfg = write_config(workdir, system, train_steps=4, save_checkpoint_steps=4, valid_steps=4)
     run("onmt_train", "-config", str(cfg))
@@ -153,7 +153,7 @@ def test_refsr_trains_with_the_reordering_loss_and_translates_without_alignments
         str(workdir / "data" / "valid.src"), "-output", str(out), "-beam_size", "2")
     assert len(out.read_text().splitlines()) == 40
     from onmt_xl.align.pharaoh import read_pharaoh
-    from onmt_xl.analysis import sim_metric
+    from onmt_xl.experiments.analysis import sim_metric
 
     src = [line.split() for line in (workdir / "data" / "valid.src").read_text().splitlines()]
     links = read_pharaoh(str(workdir / "align" / "train.gdfa"))[: len(src)]
@@ -168,7 +168,7 @@ def test_refsr_trains_with_the_reordering_loss_and_translates_without_alignments
     # pr_j = w·PE_{s_j} with w > 0 and cos(pr_j, re_j) = cos(PE_{s_j}, PE_{r_j}).
     from torch.nn.utils.rnn import pad_sequence
 
-    from onmt_xl.analysis import load_model
+    from onmt_xl.experiments.analysis import load_model
 
     model, vocabs, model_opt = load_model(str(workdir / "models" / "refsr_step_4.pt"))
     assert model_opt.exgre_window == 0.5

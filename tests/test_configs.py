@@ -2,7 +2,7 @@ from pathlib import Path
 
 import yaml
 
-from onmt_xl.configs import SYSTEMS, render
+from onmt_xl.experiments.configs import SYSTEMS, render
 
 REPO = Path(__file__).resolve().parents[1]
 

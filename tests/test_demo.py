@@ -9,7 +9,7 @@ from tests.conftest import run_env
 
 def test_demo_runs_and_resumes(tmp_path):
     wd = tmp_path / "demo"
-    cmd = [sys.executable, "-m", "onmt_xl.cli", "demo", "--workdir", str(wd), "--train-steps", "6",
+    cmd = [sys.executable, "-m", "onmt_xl.experiments", "demo", "--workdir", str(wd), "--train-steps", "6",
            "--preorder-iterations", "2", "--beam-size", "1"]
     out = subprocess.run(cmd, capture_output=True, text=True, env=run_env())
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]

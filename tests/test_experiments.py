@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from onmt_xl.experiments import EXPERIMENTS, NOISE_RATIOS, SWAP_RATIOS, plan, swap_words, train_throughput
-from onmt_xl.results import attention_aer, binomial_two_sided, reference_alignments, sign_test
+from onmt_xl.experiments.runner import EXPERIMENTS, NOISE_RATIOS, SWAP_RATIOS, plan, swap_words, train_throughput
+from onmt_xl.experiments.results import attention_aer, binomial_two_sided, reference_alignments, sign_test
 from tests.conftest import run_env
 
 
@@ -86,7 +86,7 @@ def test_train_throughput_skips_the_first_report():
 
 
 def _write_corpus(d, n_train=240, n_test=30):
-    from onmt_xl import synthetic
+    from onmt_xl.data import synthetic
 
 
     tr, te = synthetic.generate(n_train, seed=5), synthetic.generate(n_test, seed=6)
@@ -132,7 +132,7 @@ def _check_scores_by_hand(wd, res):
     n = better + worse
     assert t["p_sign"] == pytest.approx(min(1.0, sum(math.comb(n, i) for i in range(n + 1)
                                                      if math.comb(n, i) <= math.comb(n, better)) / 2**n) if n else 1.0)
-    from onmt_xl.results import paired_bootstrap
+    from onmt_xl.experiments.results import paired_bootstrap
 
     assert t["p_bootstrap"] == paired_bootstrap({"combination": hyp}, base, ref)["combination"]  # same seed, same files
     # AER of the attention links against the gold set (1-indexed, the kept lines) and against eflomal's test links
@@ -166,7 +166,7 @@ def test_experiments_run_score_report_and_resume(tmp_path):
     data.mkdir()
     _write_corpus(data)
     wd, rep = tmp_path / "wd", tmp_path / "rep"
-    cmd = [sys.executable, "-m", "onmt_xl.cli", "experiments", "--data", str(data), "--src", "src", "--tgt", "tgt",
+    cmd = [sys.executable, "-m", "onmt_xl.experiments", "experiments", "--data", str(data), "--src", "src", "--tgt", "tgt",
            "--test", "dev", "--valid-size", "20", "--gold-text", str(data / "gold.txt"), "--gold-align", str(data / "gold.align"),
            "--workdir", str(wd), "--experiments", "main,oracle,aer", "--only", "baseline,combination",
            "--preset", "demo", "--train-steps", "6", "--beam-size", "1", "--gpu", "no", "--report-dir", str(rep),
@@ -233,7 +233,7 @@ def test_experiments_run_score_report_and_resume(tmp_path):
 
 
 def test_a_job_trained_on_a_gpu_is_the_same_job_on_a_cpu():
-    from onmt_xl.experiments import _identity
+    from onmt_xl.experiments.runner import _identity
 
     cpu = {"seed": 1, "train_steps": 6, "encoder_type": "transformer"}
     gpu = {**cpu, "gpu_ranks": [0], "world_size": 1}
@@ -244,7 +244,7 @@ def test_a_job_trained_on_a_gpu_is_the_same_job_on_a_cpu():
 def test_alignment_model_reads_the_penultimate_layer(tmp_path):
     import torch
 
-    from onmt_xl.experiments import Corpus, Experiments, Job
+    from onmt_xl.experiments.runner import Corpus, Experiments, Job
 
     job = Job("baseline", "baseline", 1)
     runner = Experiments(Corpus("a", "b", "c", "d"), str(tmp_path), [job], preset="demo", train_steps=4, gpu=False)
@@ -259,7 +259,7 @@ def test_alignment_model_reads_the_penultimate_layer(tmp_path):
 
 
 def _runner(tmp_path, jobs, **kw):
-    from onmt_xl.experiments import Corpus, Experiments
+    from onmt_xl.experiments.runner import Corpus, Experiments
 
     return Experiments(Corpus("a", "b", "c", "d"), str(tmp_path), jobs, preset="demo", train_steps=4, gpu=False, **kw)
 
@@ -268,7 +268,7 @@ def test_parallel_jobs_run_side_by_side_and_a_failure_stops_new_ones(tmp_path, m
     import threading
     import time
 
-    from onmt_xl.experiments import Job
+    from onmt_xl.experiments.runner import Job
 
     jobs = [Job(f"j{k}", "baseline", k) for k in range(5)]
     runner = _runner(tmp_path, jobs, parallel=2)
@@ -313,7 +313,7 @@ def test_a_second_runner_on_the_same_workdir_is_refused(tmp_path):
 
 
 def test_run_history_lines_say_how_each_run_ended():
-    from onmt_xl.results import _run_line
+    from onmt_xl.experiments.results import _run_line
 
     killed = dict(started="2026-01-01 10:00:00", updated="2026-01-01 10:30:00", wall_seconds=1800, status="running",
                   jobs_done=["baseline"], parallel=2)
@@ -331,8 +331,8 @@ def test_report_tables_and_plots_from_hand_made_translations(tmp_path):
     the tables is sacrebleu's on those files, the claims follow them, and the three plots are PNGs."""
     import sacrebleu
 
-    from onmt_xl.experiments import EXPERIMENTS, plan
-    from onmt_xl.results import write_report
+    from onmt_xl.experiments.runner import EXPERIMENTS, plan
+    from onmt_xl.experiments.results import write_report
 
     rng = random.Random(3)
     vocab = [f"w{i}" for i in range(40)]
@@ -398,7 +398,7 @@ def test_report_tables_and_plots_from_hand_made_translations(tmp_path):
 
 
 def test_header_says_which_jobs_were_taken_out_of_the_archive_and_why():
-    from onmt_xl.results import _header
+    from onmt_xl.experiments.results import _header
 
     manifest = {"retired": [{"date": "2026-11-24", "jobs": ["disan", "inxl"], "why": "Their systems changed."}]}
     lines = _header(manifest, {"jobs": {}, "preorderer": {}}, [])
@@ -406,7 +406,7 @@ def test_header_says_which_jobs_were_taken_out_of_the_archive_and_why():
 
 
 def test_default_layout_is_one_single_thread_job_per_cpu_without_a_gpu(tmp_path, monkeypatch):
-    from onmt_xl.experiments import Corpus, Experiments
+    from onmt_xl.experiments.runner import Corpus, Experiments
 
     monkeypatch.setattr("os.cpu_count", lambda: 4)
     cpu = _runner(tmp_path / "cpu", [])

@@ -8,8 +8,8 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import onmt_xl
 from onmt_xl import plugin
-from onmt_xl.analysis import build_model
-from onmt_xl.configs import ALIGNED_R, SYSTEMS, XL
+from onmt_xl.experiments.analysis import build_model
+from onmt_xl.experiments.configs import ALIGNED_R, SYSTEMS, XL
 
 onmt_xl.register()
 TINY = dict(enc_layers=2, dec_layers=1, heads=4, hidden_size=16, word_vec_size=16, transformer_ff=32,

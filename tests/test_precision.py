@@ -12,7 +12,7 @@ import torch
 import yaml
 
 from onmt_xl import precision
-from onmt_xl.configs import config
+from onmt_xl.experiments.configs import config
 from tests.conftest import run_env
 from tests.helpers import stock_cli, tiny_corpus
 

@@ -14,7 +14,7 @@ from onmt_xl.reorder.features import UNK, Vocab, word_shape
 from onmt_xl.reorder.metrics import evaluate
 from onmt_xl.reorder.oracle import target_ranks
 from onmt_xl.reorder.preorderer import Preorderer
-from onmt_xl.synthetic import generate
+from onmt_xl.data.synthetic import generate
 
 
 @pytest.fixture(scope="module")

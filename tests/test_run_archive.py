@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from onmt_xl import run_archive
+from onmt_xl.experiments import archive as run_archive
 
 
 def _workdir(tmp_path: Path) -> Path:

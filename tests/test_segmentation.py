@@ -16,8 +16,8 @@ from onmt_xl.reorder.preorderer import Preorderer
 from onmt_xl.segmentation import (
     JOINER, SPACER, SegmentationScheme, check_tokens, count_markers, detect, file_sha256, marker,
 )
-from onmt_xl.subword import SubwordModel, project_corpus
-from onmt_xl.synthetic import generate
+from onmt_xl.align.subword import SubwordModel, project_corpus
+from onmt_xl.data.synthetic import generate
 from tests.conftest import run_env
 from tests.helpers import stock_cli
 

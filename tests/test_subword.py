@@ -1,4 +1,4 @@
-"""Tests for onmt_xl.subword: projection of word links, word <-> sub-word maps, order collapse."""
+"""Tests for onmt_xl.align.subword: projection of word links, word <-> sub-word maps, order collapse."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from onmt_xl.subword import (
+from onmt_xl.align.subword import (
     JOINER,
     Segmentation,
     SubwordModel,
@@ -199,7 +199,7 @@ def test_bench_subword_tool(tmp_path, capsys):
     import importlib.util
     import json
 
-    from onmt_xl import synthetic
+    from onmt_xl.data import synthetic
 
     for split, n, seed in (("train", 300, 2), ("dev", 30, 3)):
         c = synthetic.generate(n, seed=seed)

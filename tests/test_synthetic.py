@@ -1,4 +1,4 @@
-"""The synthetic SVO -> SOV parallel corpus (onmt_xl.synthetic)."""
+"""The synthetic SVO -> SOV parallel corpus (onmt_xl.data.synthetic)."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ import pytest
 from onmt_xl.align.pharaoh import read_pharaoh
 from onmt_xl.reorder.btg import is_btg_permutation
 from onmt_xl.reorder.oracle import btg_oracle, kendall_loss, target_ranks
-from onmt_xl.synthetic import MAX_LEN, MIN_LEN, generate, vocab, write
+from onmt_xl.data.synthetic import MAX_LEN, MIN_LEN, generate, vocab, write
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ of the same two directions) with Och & Ney AER / precision / recall. eflomal can
 command runs ``--runs`` times (default 3) and figures are mean +- sample standard deviation.
 
 ``--subword KIND:SIZE`` (e.g. ``bpe:8000``) also aligns the sub-word text (pyonmttok models learned on the
-extra corpus, :mod:`onmt_xl.subword`) with eflomal through the Python API, ``--runs`` times, and scores the
+extra corpus, :mod:`onmt_xl.align.subword`) with eflomal through the Python API, ``--runs`` times, and scores the
 links collapsed to words (a word pair is linked when any of their pieces are).
 
 ``--time-50k`` also times eflomal on the extra corpus alone (both directions in one run, as ``align``
@@ -184,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sub_results: Dict[str, List[Dict[str, object]]] = {}
         for spec, kind, size in subword_specs:
             from onmt_xl.align.eflomal_aligner import align_corpus, read_parallel
-            from onmt_xl.subword import SubwordModel, collapse_links
+            from onmt_xl.align.subword import SubwordModel, collapse_links
 
             ex_src, ex_tgt = read_parallel(args.extra_src, args.extra_tgt) if not args.no_extra else (src, tgt)
             sm_s = SubwordModel.learn(ex_src, os.path.join(tmp, f"src.{kind}{size}"), kind, size)

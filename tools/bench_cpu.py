@@ -41,8 +41,8 @@ import torch  # noqa: E402
 
 import onmt_xl  # noqa: E402
 from onmt_xl import plugin, precision  # noqa: E402
-from onmt_xl.analysis import build_model  # noqa: E402
-from onmt_xl.configs import ALIGNED_R, PRESETS, SYSTEMS, XL, source_transform  # noqa: E402
+from onmt_xl.experiments.analysis import build_model  # noqa: E402
+from onmt_xl.experiments.configs import ALIGNED_R, PRESETS, SYSTEMS, XL, source_transform  # noqa: E402
 
 DEFAULT_SYSTEMS = ("baseline,combination,relative_pe,inxl,headxl,disan,disan_nogate,enc_re,dec_re,both_re,"
                    "additional_pe,exgre,refsr,encoder_free,prereorder")
@@ -63,7 +63,7 @@ def real_batch(args, tgt_len=None):
     ``args``: ``src``, ``preorderer``, ``batch_tokens``, ``vocab``; ``T``: ``tgt_len``, or 1.1 × the mean source length."""
     from onmt_xl.reorder.preorderer import Preorderer
 
-    from onmt_xl import synthetic
+    from onmt_xl.data import synthetic
 
     if args.preorderer:
         pre = Preorderer.load(args.preorderer)

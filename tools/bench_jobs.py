@@ -33,9 +33,9 @@ sys.path.insert(0, str(REPO))
 
 import yaml  # noqa: E402
 
-from onmt_xl.configs import config  # noqa: E402
-from onmt_xl.experiments import train_throughput  # noqa: E402
-from onmt_xl.pipeline import _stock  # noqa: E402
+from onmt_xl.experiments.configs import config  # noqa: E402
+from onmt_xl.experiments.runner import train_throughput  # noqa: E402
+from onmt_xl.experiments.pipeline import _stock  # noqa: E402
 
 VARIANTS = {
     "runner's data options": {},

@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ["PYTHONPATH"] = os.pathsep.join(  # the OpenNMT commands run this checkout, not an installed copy
     [str(Path(__file__).resolve().parents[1])] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
-from onmt_xl.configs import source_transform  # noqa: E402
-from onmt_xl.pipeline import _stock as stock  # noqa: E402
+from onmt_xl.experiments.configs import source_transform  # noqa: E402
+from onmt_xl.experiments.pipeline import _stock as stock  # noqa: E402
 
 
 def main() -> None:

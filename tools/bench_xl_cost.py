@@ -4,7 +4,7 @@
     python tools/bench_xl_cost.py [--workdir runs/bench_xl] [--data-dir DIR] [--steps 200] [--rounds 2]
                                   [--systems baseline,combination,disan,...]
 
-All systems train from the configs of ``onmt_xl.configs`` (same model size, data, batch and seed),
+All systems train from the configs of ``onmt_xl.experiments.configs`` (same model size, data, batch and seed),
 side by side in one run, reversing their order every other round; XL systems pay for the
 ``xl_position`` transform (preorderer + cache) inside OpenNMT's data pipeline and for their encoder.
 Throughput is OpenNMT's own source tokens/second per report, averaged over each run's reports after
@@ -29,8 +29,8 @@ sys.path.insert(0, str(REPO))
 os.environ["PYTHONPATH"] = os.pathsep.join(  # the OpenNMT commands run this checkout, not an installed copy
     [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
-from onmt_xl.configs import PRESETS  # noqa: E402, SYSTEMS, config, source_transform
-from onmt_xl.pipeline import _run, _stock  # noqa: E402
+from onmt_xl.experiments.configs import PRESETS  # noqa: E402, SYSTEMS, config, source_transform
+from onmt_xl.experiments.pipeline import _run, _stock  # noqa: E402
 
 TOK_S = re.compile(r"Step\s+\d+/\s*\d+;.*?(\d+)/\s*(\d+) tok/s")
 
@@ -43,7 +43,7 @@ def prepare(args) -> Path:
         for name in ("train.src", "train.tgt", "valid.src", "valid.tgt", "test.src"):
             shutil.copyfile(Path(args.data_dir) / name, data / name)
     elif not (data / "test.src").exists():
-        from onmt_xl.demo import make_demo_data
+        from onmt_xl.experiments.demo import make_demo_data
 
         d = make_demo_data(wd)
         for name, src in (("train.src", d.train_src), ("train.tgt", d.train_tgt), ("valid.src", d.valid_src),
@@ -73,7 +73,7 @@ def main() -> None:
     ap.add_argument("--data-dir")
     ap.add_argument("--preorderer")
     ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--preset", default="demo", choices=sorted(PRESETS), help="model size (onmt_xl.configs.PRESETS)")
+    ap.add_argument("--preset", default="demo", choices=sorted(PRESETS), help="model size (onmt_xl.experiments.configs.PRESETS)")
     ap.add_argument("--decode-length", type=int, default=0,
                     help="translate exactly N target tokens per sentence (-min_length = -max_length = N), so every "
                          "system decodes the same work whatever its (barely trained) outputs; 0: natural lengths")

@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 import onmt_xl  # noqa: E402
-from onmt_xl.analysis import build_model  # noqa: E402
-from onmt_xl.configs import ALIGNED_R, PRESETS, SYSTEMS, XL, source_transform  # noqa: E402
+from onmt_xl.experiments.analysis import build_model  # noqa: E402
+from onmt_xl.experiments.configs import ALIGNED_R, PRESETS, SYSTEMS, XL, source_transform  # noqa: E402
 
 
 def build(system: str, preset: str, vocab_size: int):

@@ -13,8 +13,8 @@ import warnings
 
 warnings.simplefilter("ignore")
 
-from onmt_xl.analysis import build_model  # noqa: E402
-from onmt_xl.configs import PRESETS, SYSTEMS  # noqa: E402
+from onmt_xl.experiments.analysis import build_model  # noqa: E402
+from onmt_xl.experiments.configs import PRESETS, SYSTEMS  # noqa: E402
 
 BIG = dict(enc_layers=6, dec_layers=6, heads=16, hidden_size=1024, word_vec_size=1024, transformer_ff=4096)
 

@@ -29,7 +29,7 @@ ARGS=(--workdir runs/exp_enja --gpu yes --parallel "${P:-8}" --report-dir /tmp/r
 [ -n "${TB:-}" ] && ARGS+=(--time-budget "$TB")
 [ -n "${ONLY:-}" ] && ARGS+=(--only "$ONLY")
 ( while sleep 60; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; uptime; done ) > $OUT/gpu_util.log 2>&1 &
-timeout "${BUDGET:-500}" python3 -m onmt_xl.cli experiments "${ARGS[@]}" > $OUT/runner.log 2>&1
+timeout "${BUDGET:-500}" python3 -m onmt_xl.experiments experiments "${ARGS[@]}" > $OUT/runner.log 2>&1
 echo "runner rc=$?"
 tail -25 $OUT/runner.log
 ls runs/exp_enja/jobs/*/done.json 2>/dev/null | wc -l

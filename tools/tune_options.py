@@ -4,10 +4,10 @@
     python tools/tune_options.py --workdir runs/tune_enja --data ../shared/data/enja --preset enja \
         --tune-size 1000 --only inxl_absolute inxl_identity
 
-By default the synthetic SVO→SOV corpus (``onmt_xl.synthetic``) is generated with the demo's size and seed;
+By default the synthetic SVO→SOV corpus (``onmt_xl.data.synthetic``) is generated with the demo's size and seed;
 with ``--data`` the corpus is Japanese→English. The last ``--tune-size`` training pairs are carved off as the
 tuning split (with ``--data``, the ``--valid-size`` pairs before them validate), and the rest trains every candidate
-(through the stock ``onmt_train`` / ``onmt_translate``, with the configurations of ``onmt_xl.configs`` plus the
+(through the stock ``onmt_train`` / ``onmt_translate``, with the configurations of ``onmt_xl.experiments.configs`` plus the
 candidate's options). Each finished run appends one JSON line to ``WORKDIR/tune.jsonl``, so a killed run
 resumes; the table printed at the end gives BLEU and chrF on the tuning split, mean ± sd over seeds.
 """
@@ -29,10 +29,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # this checkout's onmt_xl, whatever is installed, here and in the stock commands
 os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
-from onmt_xl.configs import PRESETS, config  # noqa: E402
-from onmt_xl.pipeline import Pipeline, PipelineData, _run, _stock  # noqa: E402
+from onmt_xl.experiments.configs import PRESETS, config  # noqa: E402
+from onmt_xl.experiments.pipeline import Pipeline, PipelineData, _run, _stock  # noqa: E402
 
-#: candidate name -> (system of onmt_xl.configs.SYSTEMS, option overrides): what each choice compares
+#: candidate name -> (system of onmt_xl.experiments.configs.SYSTEMS, option overrides): what each choice compares
 CANDIDATES: Dict[str, Tuple[str, Dict]] = {
     "baseline": ("baseline", {}),
     "baseline_bf16": ("baseline", {"cpu_precision": "bf16"}),  # quality at equal steps; fp32 on a CPU without native bf16
@@ -60,7 +60,7 @@ def carve(workdir: Path, tune_size: int, data_dir: Optional[str], valid_size: in
     out = workdir / "tune_split"
     out.mkdir(parents=True, exist_ok=True)
     if data_dir is None:
-        from onmt_xl.demo import make_demo_data
+        from onmt_xl.experiments.demo import make_demo_data
 
         data = make_demo_data(workdir)
         sources = {"src": data.train_src, "tgt": data.train_tgt}
@@ -122,7 +122,7 @@ def main(argv=None) -> int:
     p.add_argument("--workdir", default="runs/tune_synth", help="work directory (resumable)")
     p.add_argument("--seeds", default="1,2", help="comma-separated training seeds")
     p.add_argument("--data", help="directory with train.ja / train.en (e.g. ../shared/data/enja); default: the synthetic corpus")
-    p.add_argument("--preset", default="demo", choices=sorted(PRESETS), help="model size (onmt_xl.configs.PRESETS)")
+    p.add_argument("--preset", default="demo", choices=sorted(PRESETS), help="model size (onmt_xl.experiments.configs.PRESETS)")
     p.add_argument("--train-steps", type=int, help="training steps of every candidate (default: the preset's)")
     p.add_argument("--tune-size", type=int, default=500, help="training pairs carved off as the tuning split")
     p.add_argument("--valid-size", type=int, default=1000, help="with --data: the training pairs before the tuning split "

@@ -291,7 +291,7 @@ def run_show_reordering(args: argparse.Namespace) -> int:
 
 
 def run_synth(args: argparse.Namespace) -> int:
-    from onmt_xl.synthetic import generate, write
+    from onmt_xl.data.synthetic import generate, write
 
     corpus = generate(args.n, seed=args.seed, divergence=args.divergence)
     paths = write(corpus, args.prefix)

@@ -36,7 +36,7 @@ from onmt.transforms import register_transform
 from onmt.transforms.transform import Transform
 
 from onmt_xl.errors import XLInputError
-from onmt_xl.plugin import XL_POS_KEY
+from onmt_xl.transforms import XL_POS_KEY
 from onmt_xl.segmentation import MarkerCounts, SegmentationScheme, content_mismatch, marker
 
 XL_SOURCES = ("preorderer", "align")

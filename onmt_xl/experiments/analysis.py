@@ -16,7 +16,7 @@ class SimScore(NamedTuple):
 
 def build_model(system: str, preset: str = "demo", overrides: Optional[Dict[str, Any]] = None, vocab_size: int = 32000,
                 seed: int = 0):
-    """An untrained model of ``system`` (:data:`onmt_xl.configs.SYSTEMS`) at ``preset`` size, built by OpenNMT's
+    """An untrained model of ``system`` (:data:`onmt_xl.experiments.configs.SYSTEMS`) at ``preset`` size, built by OpenNMT's
     model builder over synthetic vocabularies of ``vocab_size`` tokens per side (for parameter counts and
     step benchmarks)."""
     import pyonmttok
@@ -28,7 +28,7 @@ def build_model(system: str, preset: str = "demo", overrides: Optional[Dict[str,
     from onmt.model_builder import build_base_model
     from onmt.utils.parse import ArgumentParser
 
-    from onmt_xl.configs import config
+    from onmt_xl.experiments.configs import config
 
     onmt_xl.register()
     parser = ArgumentParser()

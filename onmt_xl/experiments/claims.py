@@ -24,7 +24,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from onmt_xl.experiments import SIM_SYSTEMS
+from onmt_xl.experiments.plan import SIM_SYSTEMS
 
 HELD, HELD_NS, NOT_HELD, REVERSED, NOT_RUN = "held", "same direction, not significant", "not held", "reversed", "not run"
 AT_CHANCE = "uninformative: no better than diagonal links"
@@ -159,7 +159,7 @@ def check(res: Dict[str, Any], heads: int) -> List[Claim]:
     else:
         out.append(Claim(f"{D} Fig. 3", "BLEU peaks at an intermediate τ and falls towards τ = H", "–", NOT_RUN))
     # noise attack
-    from onmt_xl.experiments import NOISE_RATIOS
+    from onmt_xl.experiments.plan import NOISE_RATIOS
 
     noise = [(0.0, _bleu(res, "combination"))] + [(100 * r, _bleu(res, f"combination_noise{round(100 * r)}")) for r in NOISE_RATIOS]
     if all(b is not None for _, b in noise):
@@ -197,7 +197,7 @@ def check(res: Dict[str, Any], heads: int) -> List[Claim]:
     out.append(_order(f"{D} Tab. 4", "Without an encoder, InXL PE beats absolute PE (24.11 → 24.68)",
                       ("InXL", inxl), [("absolute", ab)]))
     # robustness
-    from onmt_xl.experiments import SWAP_RATIOS
+    from onmt_xl.experiments.plan import SWAP_RATIOS
 
     low = [r for r in SWAP_RATIOS if r < 0.4]
     gaps = [(_bleu(res, "both_re", f"swap{round(100 * r)}"), _bleu(res, "baseline", f"swap{round(100 * r)}")) for r in low]

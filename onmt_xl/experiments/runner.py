@@ -13,7 +13,7 @@ Work directory layout (every stage is skipped when its outputs exist, so a kille
     jobs/NAME/ config.yaml, train.log, commands.sh, done.json, hyp.VARIANT, translate_VARIANT.log
     manifest.json (machine, versions, wall times), results.json
 
-A job is one trained model (a system of :data:`onmt_xl.configs.SYSTEMS`, a seed and option overrides);
+A job is one trained model (a system of :data:`onmt_xl.experiments.configs.SYSTEMS`, a seed and option overrides);
 a *variant* is one ``onmt_translate`` run of it (clean test set, swapped words, oracle XL indices from
 test-side alignments, forced decoding of a gold reference for attention AER). A killed training
 restarts from its last checkpoint (``-train_from``); a job whose configuration changed is refused.
@@ -37,115 +37,19 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import yaml
 
-from onmt_xl.configs import PRESETS, PREREORDER, SYSTEMS, XL, config
+from onmt_xl.experiments.configs import PRESETS, PREREORDER, SYSTEMS, XL, config
 from onmt_xl.errors import XLInputError
-from onmt_xl.pipeline import _run, _stock, count_checkpoint_parameters
-from onmt_xl.run_archive import atomic_file, restore, save_alignments, save_job, save_run
+from onmt_xl.experiments.pipeline import _run, _stock, count_checkpoint_parameters
+from onmt_xl.experiments.plan import (AER_SYSTEMS, EXPERIMENTS, LATE_SYSTEMS, MAIN_SYSTEMS, NOISE_RATIOS,  # noqa: F401
+                                     ROBUST_SYSTEMS, SEEDED_SYSTEMS, SIM_SYSTEMS, SWAP_RATIOS, Job, plan, swap_words)
+from onmt_xl.experiments.archive import atomic_file, restore, save_alignments, save_job, save_run
 
-#: Experiments in the issue's priority order (``--experiments`` keeps this order whatever is given).
-EXPERIMENTS = ("main", "oracle", "tau", "noise", "aer", "encoder_free", "robustness", "sim")
-MAIN_SYSTEMS = ("baseline", "combination", "inxl", "headxl", "relative_pe", "disan", "disan_nogate",
-                "enc_re", "both_re", "exgre", "refsr", "prereorder")  # table order
-LATE_SYSTEMS = ("disan_nogate",)  # variants of ours in the main table, trained after the papers' experiments
-SEEDED_SYSTEMS = ("baseline", "combination")  # trained with every --seeds value
-NOISE_RATIOS = (0.05, 0.10, 0.15, 0.20)  # Ding et al. 2020, Fig. 4 (0 % is the main Combination)
-SWAP_RATIOS = (0.10, 0.20, 0.30, 0.40, 0.50)  # Chen et al. 2019a, Sec. 6.5
-AER_SYSTEMS = ("baseline", "inxl", "headxl", "combination")  # Ding et al. 2020, Tab. 3
-ROBUST_SYSTEMS = ("baseline", "both_re", "combination")
-SIM_SYSTEMS = ("exgre", "refsr", "exgre_literal")  # the last: Eq. 9 as written, whose loss does not reach B
 TOK_S = re.compile(r"Step\s+(\d+)/\s*\d+;.*?(\d+)/\s*(\d+) tok/s")
 
 
 def say(msg: str) -> None:
     sys.stdout.write(f"[onmt-xl experiments] {msg}\n")  # one write: lines of parallel jobs don't interleave
     sys.stdout.flush()
-
-
-# --- the plan --------------------------------------------------------------------------------------
-
-
-@dataclass
-class Job:
-    """One trained model. ``xl_train``: where its training XL indices (or reordered sources) come from:
-    the preorderer, or ``align`` = the BTG oracle of the training alignments (oracle upper bound)."""
-
-    name: str
-    system: str
-    seed: int
-    overrides: Dict[str, Any] = field(default_factory=dict)
-    xl_train: str = "preorderer"
-    variants: List[str] = field(default_factory=list)
-    experiments: List[str] = field(default_factory=list)
-
-    def add(self, experiment: str, variants: Iterable[str]) -> None:
-        if experiment not in self.experiments:
-            self.experiments.append(experiment)
-        for v in variants:
-            if v not in self.variants:
-                self.variants.append(v)
-
-
-def plan(experiments: Sequence[str], seeds: Sequence[int], heads: int) -> List[Job]:
-    """The jobs of ``experiments`` in priority order, each trained once however many experiments use it."""
-    unknown = [e for e in experiments if e not in EXPERIMENTS]
-    if unknown:
-        raise ValueError(f"unknown experiments {unknown}; choose from {', '.join(EXPERIMENTS)}")
-    jobs: Dict[str, Job] = {}
-    first = seeds[0]
-
-    def job(name: str, system: str, experiment: str, variants=("test",), seed: int = first, **kw) -> None:
-        if name not in jobs:
-            jobs[name] = Job(name, system, seed, **kw)
-        # every model scored on the test set is also scored on the held-out validation pairs: a second test set
-        jobs[name].add(experiment, list(variants) + (["valid"] if "test" in variants else []))
-
-    for exp in EXPERIMENTS:
-        if exp not in experiments:
-            continue
-        if exp == "main":
-            for s in MAIN_SYSTEMS:
-                if s not in LATE_SYSTEMS:
-                    job(s, s, exp)
-            for seed in seeds[1:]:
-                for s in SEEDED_SYSTEMS:
-                    job(f"{s}_seed{seed}", s, exp, seed=seed)
-        elif exp == "oracle":
-            for s in ("combination", "prereorder"):
-                job(s, s, exp, ("test", "oracle"))
-                job(f"{s}_oracle", s, exp, ("oracle",), xl_train="align")
-        elif exp == "tau":
-            for tau in range(heads + 1):
-                name = "headxl" if tau == heads // 2 else f"headxl_tau{tau}"
-                job(name, "headxl", exp, overrides={"xl_heads": tau})
-        elif exp == "noise":
-            job("combination", "combination", exp)
-            for r in NOISE_RATIOS:
-                job(f"combination_noise{round(100 * r)}", "combination", exp, overrides={"xl_noise": r})
-        elif exp == "aer":
-            for s in AER_SYSTEMS:
-                job(s, s, exp, ("gold_align", "test_align"))
-        elif exp == "encoder_free":
-            job("encoder_free_none", "encoder_free", exp, overrides={"encoder_free_pe": "none"})
-            job("encoder_free", "encoder_free", exp)
-            job("encoder_free_inxl", "encoder_free_inxl", exp)
-        elif exp == "robustness":
-            for s in ROBUST_SYSTEMS:
-                job(s, s, exp, ["test"] + [f"swap{round(100 * r)}" for r in SWAP_RATIOS])
-        elif exp == "sim":
-            for s in SIM_SYSTEMS:
-                job(s, s, exp, ("test", "sim"))
-    if "main" in experiments:
-        for s in LATE_SYSTEMS:
-            job(s, s, "main")
-    return list(jobs.values())
-
-
-def swap_words(tokens: Sequence[str], ratio: float, rng: random.Random) -> List[str]:
-    """``round(ratio·n/2)`` random pairs of words swapped (about ``ratio·n`` words moved)."""
-    from onmt_xl.transforms.xl_position import swap_noise
-
-    perm = swap_noise(list(range(len(tokens))), ratio, rng)
-    return [tokens[p] for p in perm]
 
 
 # --- the runner ------------------------------------------------------------------------------------
@@ -467,7 +371,7 @@ class Experiments:
     def _sim(self, job: Job) -> None:
         out = self.path("jobs", job.name, "sim.json")
         from onmt_xl.align.pharaoh import read_pharaoh
-        from onmt_xl.analysis import sim_metric
+        from onmt_xl.experiments.analysis import sim_metric
 
         src = [l.split() for l in _read_lines(self.path("data", "test.src"))]
         links = read_pharaoh(str(self.path("align", "test.gdfa")), [len(s) for s in src])
@@ -637,7 +541,7 @@ class Experiments:
         self._record_run(status="stopped by the time budget" if stopped else "finished", stopped_before=stopped)
         if self.archive is not None:
             save_run(self.workdir, self.archive)
-        from onmt_xl.results import collect
+        from onmt_xl.experiments.results import collect
 
         return collect(self.workdir, self.jobs)
 
@@ -718,7 +622,7 @@ def run_experiments(args) -> int:
         save_run(runner.workdir, Path(args.archive), replace=False)
         kept = [j.name for j in every_job if save_job(runner.workdir, Path(args.archive), j.name)]
         say(f"archive: {len(kept)} finished job(s) kept in {args.archive}")
-    from onmt_xl.results import write_report
+    from onmt_xl.experiments.results import write_report
 
     out = write_report(runner.workdir, every_job, args.report_dir)
     say(f"report: {out}")
@@ -752,7 +656,7 @@ def add_subcommands(sub) -> None:
     p.add_argument("--experiments", default=",".join(EXPERIMENTS), help=f"comma-separated from {','.join(EXPERIMENTS)}")
     p.add_argument("--only", help="comma-separated job names (see --list) to restrict the plan to")
     p.add_argument("--seeds", default="1234,5678", help="the first seeds every system; the others the baseline and Combination")
-    p.add_argument("--preset", default="enja", choices=sorted(PRESETS), help="model size (onmt_xl.configs.PRESETS)")
+    p.add_argument("--preset", default="enja", choices=sorted(PRESETS), help="model size (onmt_xl.experiments.configs.PRESETS)")
     p.add_argument("--train-steps", type=int, help="default: the preset's")
     p.add_argument("--beam-size", type=int, default=5)
     p.add_argument("--time-budget", type=float, help="minutes: start no new training after this (resume later)")
@@ -765,5 +669,5 @@ def add_subcommands(sub) -> None:
     p.add_argument("--report-only", action="store_true", help="write the report from what has run")
     p.add_argument("--report-dir", default="reports", help="where RESULTS.md and the plots go")
     p.add_argument("--archive", help="directory that keeps finished jobs' results and the run's links without "
-                   "checkpoints (small enough for git); a fresh --workdir restores them first (onmt_xl.run_archive)")
+                   "checkpoints (small enough for git); a fresh --workdir restores them first (onmt_xl.experiments.archive)")
     p.set_defaults(func=run_experiments)

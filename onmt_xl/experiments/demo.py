@@ -6,15 +6,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from onmt_xl.configs import DEMO_WORKDIR, SYSTEMS, write_configs
-from onmt_xl.pipeline import Pipeline, PipelineData
+from onmt_xl.experiments.configs import DEMO_WORKDIR, SYSTEMS, write_configs
+from onmt_xl.experiments.pipeline import Pipeline, PipelineData
 
 DEMO_SIZES = {"train": 6000, "valid": 200, "test": 300}
 
 
 def make_demo_data(workdir: Path, seed: int = 1) -> PipelineData:
     """Synthetic SVO → SOV corpus (fixed seeds) with gold test alignments, under ``workdir/synthetic``."""
-    from onmt_xl import synthetic
+    from onmt_xl.data import synthetic
 
     out = workdir / "synthetic"
     out.mkdir(parents=True, exist_ok=True)

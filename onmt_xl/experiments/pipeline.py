@@ -2,7 +2,7 @@
 
 Each step writes its outputs under the work directory and is skipped when they already exist, so a
 killed run resumes where it stopped. OpenNMT runs as its own stock commands (``onmt_build_vocab``,
-``onmt_train``, ``onmt_translate``) from the configurations of :mod:`onmt_xl.configs`.
+``onmt_train``, ``onmt_translate``) from the configurations of :mod:`onmt_xl.experiments.configs`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence
 
 import yaml
 
-from onmt_xl.configs import SYSTEMS, config, source_transform
+from onmt_xl.experiments.configs import SYSTEMS, config, source_transform
 
 
 @dataclass
@@ -112,7 +112,7 @@ def count_checkpoint_parameters(path: str) -> int:
 
 
 class Pipeline:
-    """Runs the main job on ``data`` in ``workdir`` for ``systems`` (names of :data:`onmt_xl.configs.SYSTEMS`)."""
+    """Runs the main job on ``data`` in ``workdir`` for ``systems`` (names of :data:`onmt_xl.experiments.configs.SYSTEMS`)."""
 
     def __init__(
         self,
@@ -268,7 +268,7 @@ class Pipeline:
     def score(self, hyps: Dict[str, Path]) -> None:
         import sacrebleu
 
-        from onmt_xl.results import paired_bootstrap
+        from onmt_xl.experiments.results import paired_bootstrap
 
         refs = Path(self.path("data", "test.ref")).read_text(encoding="utf-8").splitlines()
         texts = {s: Path(h).read_text(encoding="utf-8").splitlines() for s, h in hyps.items()}

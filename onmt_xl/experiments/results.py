@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from onmt_xl.experiments import MAIN_SYSTEMS, NOISE_RATIOS, SIM_SYSTEMS, SWAP_RATIOS, Job
+from onmt_xl.experiments.plan import MAIN_SYSTEMS, NOISE_RATIOS, SIM_SYSTEMS, SWAP_RATIOS, Job
 
 
 def _lines(path: Path) -> List[str]:
@@ -357,7 +357,7 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
            "| τ | " + " | ".join(str(t) for t, _ in pts) + " |", "| --- |" + " ---: |" * len(pts),
            "| BLEU | " + " | ".join(_fmt(b) for _, b in pts) + " |",
            "| valid BLEU | " + " | ".join(_fmt(_bleu(res, n, "valid")) for _, n in taus) + " |", ""]
-    from onmt_xl.claims import seed_runs
+    from onmt_xl.experiments.claims import seed_runs
 
     base_seeds = [(n, _bleu(res, n)) for n in seed_runs(res, "baseline")]
     tau0 = dict(pts).get(0)
@@ -470,12 +470,12 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
 
 
 def _claims_section(res: Dict[str, Any], heads: int) -> List[str]:
-    from onmt_xl.claims import check
+    from onmt_xl.experiments.claims import check
 
     claims = check(res, heads)
     counts = {v: sum(c.verdict == v for c in claims) for v in dict.fromkeys(c.verdict for c in claims)}
     md = ["## The papers' claims at this scale", "",
-          "Verdicts by fixed rules (`onmt_xl/claims.py`), not by hand: against the baseline, *held* = better with "
+          "Verdicts by fixed rules (`onmt_xl/experiments/claims.py`), not by hand: against the baseline, *held* = better with "
           "sacrebleu's paired bootstrap p < 0.05, *same direction, not significant* = better with p ≥ 0.05, *reversed* = "
           "worse with p < 0.05; comparisons without a test are *held* / *not held* on the numbers alone; an AER comparison "
           "where both systems align no better than diagonal links is *uninformative*. The papers' "
