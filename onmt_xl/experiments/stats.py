@@ -1,0 +1,112 @@
+"""Statistics over seeds and sentences: mean ± sd, a seed-pooled paired bootstrap of ΔBLEU, Holm's correction.
+
+A comparison of two systems trained with several seeds each has two sources of chance: which sentences the
+test set holds, and which seed a model was trained with. :func:`seed_pooled_bootstrap` resamples both in
+every replicate: the test sentences (the same draw for every model, so the comparison stays paired) and, per
+system, its seed runs (with replacement). Δ is the mean corpus BLEU of the system's runs minus that of the
+baseline's. The random draws come from one ``numpy.random.Generator`` seeded with ``seed``, so a p-value
+reproduces exactly from the recorded seed.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+
+#: the bootstrap seed when none is given; the report records the one it used
+DEFAULT_SEED = 12345
+
+
+def mean_sd(values: Sequence[float]) -> Tuple[float, Optional[float]]:
+    """Mean and sample standard deviation (None for a single value)."""
+    if not values:
+        raise ValueError("mean_sd of no values")
+    return statistics.mean(values), (statistics.stdev(values) if len(values) > 1 else None)
+
+
+def holm(p_values: Mapping[str, float]) -> Dict[str, float]:
+    """Holm–Bonferroni adjusted p-values of a family of tests (step-down, kept monotone, capped at 1)."""
+    order = sorted(p_values, key=lambda k: p_values[k])
+    m, running, out = len(order), 0.0, {}
+    for i, name in enumerate(order):
+        running = max(running, min(1.0, (m - i) * p_values[name]))
+        out[name] = running
+    return out
+
+
+def bleu_statistics(hyps: Sequence[str], refs: Sequence[str]) -> np.ndarray:
+    """sacrebleu's per-sentence BLEU statistics, ``(sentences, 2 + 2·4)``: hypothesis and reference length, then
+    matching and total n-grams for n = 1..4 (the same tokenization as ``sacrebleu.corpus_bleu``)."""
+    from sacrebleu.metrics import BLEU
+
+    if len(hyps) != len(refs):
+        raise ValueError(f"{len(hyps)} hypotheses for {len(refs)} references")
+    return np.asarray(BLEU()._extract_corpus_statistics(list(hyps), [list(refs)]), dtype=np.int64)
+
+
+def bleu_from_statistics(stats: np.ndarray) -> float:
+    """Corpus BLEU of summed statistics (``(10,)``), as sacrebleu computes it."""
+    from sacrebleu.metrics import BLEU
+
+    return BLEU()._compute_score_from_stats([int(x) for x in stats]).score
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """ΔBLEU of a system against the baseline, both averaged over their seed runs, with its bootstrap interval."""
+
+    delta: float
+    low: float
+    high: float
+    p_value: float
+    system_runs: int
+    baseline_runs: int
+    sentences: int
+    n_samples: int
+    seed: int
+
+    def format(self) -> str:
+        return f"{self.delta:+.2f} [{self.low:+.2f}, {self.high:+.2f}]"
+
+
+def _mean_bleu(stats: np.ndarray, runs: np.ndarray, weights: np.ndarray) -> float:
+    """Mean corpus BLEU of the seed runs ``runs`` of ``stats`` ``(runs, sentences, 10)``, each sentence counted
+    ``weights`` times."""
+    return statistics.mean(bleu_from_statistics(weights @ stats[r]) for r in runs)
+
+
+def seed_pooled_bootstrap(system: Sequence[Sequence[str]], baseline: Sequence[Sequence[str]], refs: Sequence[str],
+                          n_samples: int = 1000, seed: int = DEFAULT_SEED, confidence: float = 0.95) -> Comparison:
+    """Paired bootstrap over sentences with seed runs resampled: ``system`` and ``baseline`` hold one hypothesis
+    list per seed run. Returns Δ (system mean − baseline mean), its percentile interval at ``confidence`` and
+    the two-sided p-value of Δ = 0 (share of replicates whose centred Δ is at least as far from 0 as Δ)."""
+    if not system or not baseline:
+        raise ValueError("each side needs at least one seed run")
+    sys_stats = np.stack([bleu_statistics(h, refs) for h in system])
+    base_stats = np.stack([bleu_statistics(h, refs) for h in baseline])
+    n = len(refs)
+    ones = np.ones(n, dtype=np.int64)
+    delta = _mean_bleu(sys_stats, np.arange(len(system)), ones) - _mean_bleu(base_stats, np.arange(len(baseline)), ones)
+    rng = np.random.Generator(np.random.PCG64(seed))
+    draws: List[float] = []
+    for _ in range(n_samples):
+        weights = np.bincount(rng.integers(0, n, n), minlength=n)
+        sys_runs = rng.integers(0, len(system), len(system))
+        base_runs = rng.integers(0, len(baseline), len(baseline))
+        draws.append(_mean_bleu(sys_stats, sys_runs, weights) - _mean_bleu(base_stats, base_runs, weights))
+    d = np.asarray(draws)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(d, [tail, 1 - tail])
+    extreme = int(np.sum(np.abs(d - d.mean()) >= abs(delta) - 1e-12))
+    p = min(1.0, (extreme + 1) / (n_samples + 1))
+    return Comparison(delta, float(low), float(high), p, len(system), len(baseline), n, n_samples, seed)
+
+
+def significance_stars(p: Optional[float]) -> str:
+    if p is None or math.isnan(p):
+        return ""
+    return " **" if p < 0.01 else " *" if p < 0.05 else ""

@@ -1,0 +1,98 @@
+"""onmt_xl.experiments.stats: Holm's correction, mean ± sd, and the seed-pooled paired bootstrap."""
+
+import random
+
+import pytest
+import sacrebleu
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from onmt_xl.experiments.stats import (bleu_from_statistics, bleu_statistics, holm, mean_sd,
+                                       seed_pooled_bootstrap)
+
+
+def test_holm_by_hand():
+    # sorted: d .005 (x4 = .02), a .01 (x3 = .03), c .03 (x2 = .06), b .04 (x1 = .04 -> .06, kept monotone)
+    adj = holm({"a": 0.01, "b": 0.04, "c": 0.03, "d": 0.005})
+    assert adj == pytest.approx({"d": 0.02, "a": 0.03, "c": 0.06, "b": 0.06})
+
+
+@given(st.dictionaries(st.text(min_size=1, max_size=3), st.floats(0, 1), min_size=1, max_size=12))
+def test_holm_properties(ps):
+    adj = holm(ps)
+    assert set(adj) == set(ps)
+    for k in ps:
+        assert ps[k] <= adj[k] + 1e-15 and adj[k] <= 1.0
+        assert adj[k] <= min(1.0, len(ps) * ps[k]) + 1e-15  # never above Bonferroni
+    order = sorted(ps, key=ps.get)
+    assert all(adj[a] <= adj[b] for a, b in zip(order, order[1:]))
+
+
+def test_mean_sd():
+    assert mean_sd([1.0, 3.0]) == (2.0, pytest.approx(2 ** 0.5))
+    assert mean_sd([5.0]) == (5.0, None)
+
+
+def corpus(n=60, seed=0):
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(30)]
+    refs = [" ".join(rng.choice(words) for _ in range(rng.randint(4, 12))) for _ in range(n)]
+    return refs, rng
+
+
+def noisy(refs, rate, rng):
+    """Each word of each reference replaced with probability ``rate``."""
+    return [" ".join(w if rng.random() > rate else "zz" for w in r.split()) for r in refs]
+
+
+def test_statistics_give_sacrebleus_corpus_bleu_on_a_resample():
+    refs, rng = corpus()
+    hyps = noisy(refs, 0.3, rng)
+    stats = bleu_statistics(hyps, refs)
+    idx = [rng.randrange(len(refs)) for _ in range(len(refs))]
+    summed = sum(stats[i] for i in idx)
+    expected = sacrebleu.corpus_bleu([hyps[i] for i in idx], [[refs[i] for i in idx]]).score
+    assert bleu_from_statistics(summed) == pytest.approx(expected, abs=1e-9)
+
+
+def test_identical_systems_have_no_difference():
+    refs, rng = corpus()
+    runs = [noisy(refs, 0.3, rng) for _ in range(3)]
+    c = seed_pooled_bootstrap(runs, runs, refs, n_samples=200)
+    assert c.delta == 0 and c.p_value == 1.0 and c.low <= 0 <= c.high
+
+
+@settings(deadline=None, max_examples=5)
+@given(st.integers(0, 10_000))
+def test_a_clearly_better_system_is_significant(seed):
+    refs, rng = corpus(seed=seed)
+    good = [noisy(refs, 0.1, rng) for _ in range(3)]
+    bad = [noisy(refs, 0.5, rng) for _ in range(3)]
+    c = seed_pooled_bootstrap(good, bad, refs, n_samples=300, seed=seed)
+    assert c.delta > 0 and c.low > 0 and c.p_value < 0.01
+    r = seed_pooled_bootstrap(bad, good, refs, n_samples=300, seed=seed)
+    assert r.delta == pytest.approx(-c.delta) and r.high < 0 and r.p_value < 0.01
+
+
+def test_seed_spread_widens_the_interval():
+    """The same mean difference is less certain when the seed runs of a system disagree."""
+    refs, rng = corpus(n=80)
+    base = [noisy(refs, 0.3, rng) for _ in range(3)]
+    steady = [noisy(refs, 0.25, rng) for _ in range(3)]
+    spread = [noisy(refs, 0.05, rng), noisy(refs, 0.25, rng), noisy(refs, 0.45, rng)]
+    a = seed_pooled_bootstrap(steady, base, refs, n_samples=400)
+    b = seed_pooled_bootstrap(spread, base, refs, n_samples=400)
+    assert b.high - b.low > a.high - a.low
+
+
+def test_the_seed_makes_it_reproducible():
+    refs, rng = corpus()
+    x, y = [noisy(refs, 0.3, rng) for _ in range(2)], [noisy(refs, 0.35, rng) for _ in range(2)]
+    assert seed_pooled_bootstrap(x, y, refs, n_samples=100, seed=7) == seed_pooled_bootstrap(x, y, refs, n_samples=100, seed=7)
+    assert seed_pooled_bootstrap(x, y, refs, n_samples=100, seed=7) != seed_pooled_bootstrap(x, y, refs, n_samples=100, seed=8)
+
+
+def test_mismatched_lengths_are_refused():
+    refs, rng = corpus()
+    with pytest.raises(ValueError, match="hypotheses for"):
+        seed_pooled_bootstrap([refs[:-1]], [refs], refs)
