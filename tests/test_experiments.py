@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from onmt_xl.experiments.runner import EXPERIMENTS, NOISE_RATIOS, SWAP_RATIOS, plan, swap_words, train_throughput
-from onmt_xl.experiments.results import attention_aer, binomial_two_sided, reference_alignments, sign_test
+from onmt_xl.experiments.scoring import attention_aer, binomial_two_sided, reference_alignments, sign_test
 from tests.conftest import run_env
 
 
@@ -132,7 +132,7 @@ def _check_scores_by_hand(wd, res):
     n = better + worse
     assert t["p_sign"] == pytest.approx(min(1.0, sum(math.comb(n, i) for i in range(n + 1)
                                                      if math.comb(n, i) <= math.comb(n, better)) / 2**n) if n else 1.0)
-    from onmt_xl.experiments.results import paired_bootstrap
+    from onmt_xl.experiments.scoring import paired_bootstrap
 
     assert t["p_bootstrap"] == paired_bootstrap({"combination": hyp}, base, ref)["combination"]  # same seed, same files
     # AER of the attention links against the gold set (1-indexed, the kept lines) and against eflomal's test links
@@ -313,7 +313,7 @@ def test_a_second_runner_on_the_same_workdir_is_refused(tmp_path):
 
 
 def test_run_history_lines_say_how_each_run_ended():
-    from onmt_xl.experiments.results import _run_line
+    from onmt_xl.experiments.report.header import run_line as _run_line
 
     killed = dict(started="2026-01-01 10:00:00", updated="2026-01-01 10:30:00", wall_seconds=1800, status="running",
                   jobs_done=["baseline"], parallel=2)
@@ -332,7 +332,7 @@ def test_report_tables_and_plots_from_hand_made_translations(tmp_path):
     import sacrebleu
 
     from onmt_xl.experiments.runner import EXPERIMENTS, plan
-    from onmt_xl.experiments.results import write_report
+    from onmt_xl.experiments.report import write_report
 
     rng = random.Random(3)
     vocab = [f"w{i}" for i in range(40)]
@@ -398,7 +398,7 @@ def test_report_tables_and_plots_from_hand_made_translations(tmp_path):
 
 
 def test_header_says_which_jobs_were_taken_out_of_the_archive_and_why():
-    from onmt_xl.experiments.results import _header
+    from onmt_xl.experiments.report.header import header as _header
 
     manifest = {"retired": [{"date": "2026-11-24", "jobs": ["disan", "inxl"], "why": "Their systems changed."}]}
     lines = _header(manifest, {"jobs": {}, "preorderer": {}}, [])

@@ -24,11 +24,13 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from onmt_xl.experiments.plan import SIM_SYSTEMS
+from onmt_xl.experiments.plan import NOISE_RATIOS, SIM_SYSTEMS, SWAP_RATIOS
 
 HELD, HELD_NS, NOT_HELD, REVERSED, NOT_RUN = "held", "same direction, not significant", "not held", "reversed", "not run"
 AT_CHANCE = "uninformative: no better than diagonal links"
 ALPHA = 0.05
+#: the papers, as the report cites them
+D, C19, C20 = "Ding et al. 2020", "Chen et al. 2019a", "Chen et al. 2020"
 
 
 @dataclass(frozen=True)
@@ -115,8 +117,14 @@ def _slope(points: Sequence[Tuple[float, float]]) -> float:
 def check(res: Dict[str, Any], heads: int) -> List[Claim]:
     """Every claim, in the order of the report's experiments. ``heads``: H of the trained models."""
     spread = seed_spread(res, seed_runs(res, "baseline"))
-    D, C19, C20 = "Ding et al. 2020", "Chen et al. 2019a", "Chen et al. 2020"
-    out = [
+    runs = run_spread(res)
+    return (_main_claims(res, spread) + _oracle_claims(res, spread) + [_tau_claim(res, heads, runs), _noise_claim(res, runs)]
+            + _aer_claims(res) + _encoder_free_claims(res) + [_robustness_claim(res)] + _sim_claims(res))
+
+
+def _main_claims(res: Dict[str, Any], spread: Optional[float]) -> List[Claim]:
+    """The main table's systems against the baseline, and the orderings among them the papers report."""
+    return [
         versus_baseline(res, "inxl", f"{D} Tab. 2", "InXL PE improves on the Transformer (Ja-En 29.22 → 29.52)", spread),
         versus_baseline(res, "headxl", f"{D} Tab. 2", "HeadXL PE improves on the Transformer (→ 29.62)", spread),
         versus_baseline(res, "combination", f"{D} Tab. 2", "Combination improves significantly (→ 29.85, p < 0.01)", spread),
@@ -134,47 +142,60 @@ def check(res: Dict[str, Any], heads: int) -> List[Claim]:
         versus_baseline(res, "refsr", f"{C20} Tab. 1", "ReFSR improves significantly (→ 32.36)", spread),
         _order(f"{C20} Tab. 1", "ReFSR beats ExGRE (32.36 vs 31.96)",
                ("refsr", _bleu(res, "refsr")), [("exgre", _bleu(res, "exgre"))]),
+        versus_baseline(res, "prereorder", f"{C19} Tab. 3", "Pre-reordering the source (preorderer) hurts "
+                        "(30.33 → 28.93)", spread, direction=-1),
     ]
-    out.append(versus_baseline(res, "prereorder", f"{C19} Tab. 3", "Pre-reordering the source (preorderer) hurts "
-                               "(30.33 → 28.93)", spread, direction=-1))
-    # oracle: test-side information
-    out.append(versus_baseline(res, "prereorder_oracle", f"{C20} Fig. 2", "Source in target order from alignments, "
-                               "test side included, gains several BLEU (Ja-En 31.1 → 34.9)", spread, variant="oracle"))
-    out.append(_order(f"{C20} Fig. 2 (by analogy)", "XL indices from the test alignments lift Combination above "
-                      "preorderer-predicted ones", ("oracle", _bleu(res, "combination_oracle", "oracle")),
-                      [("preorderer", _bleu(res, "combination"))]))
-    # tau sweep
-    taus = [(t, _bleu(res, "headxl" if t == heads // 2 else f"headxl_tau{t}")) for t in range(heads + 1)]
-    runs = run_spread(res)
-    within = "" if runs is None else f"; largest seed spread {runs:.2f}"
-    if all(b is not None for _, b in taus):
-        best = max(taus, key=lambda tb: tb[1])
-        rise, fall = best[1] - taus[0][1], best[1] - taus[-1][1]
-        measured = ", ".join(f"τ={t}: {b:.2f}" for t, b in taus) + f"; peak − τ=0: {rise:+.2f}, peak − τ=H: {fall:+.2f}{within}"
-        verdict = HELD if 0 < best[0] < heads and fall > 0 else NOT_HELD
-        if verdict == HELD and runs is not None and min(rise, fall) <= runs:
-            verdict = HELD_NS
-        out.append(Claim(f"{D} Fig. 3", "BLEU peaks at an intermediate τ (0 < τ < H; the paper's best: τ = H/2) and "
-                         "falls towards τ = H", measured, verdict))
-    else:
-        out.append(Claim(f"{D} Fig. 3", "BLEU peaks at an intermediate τ and falls towards τ = H", "–", NOT_RUN))
-    # noise attack
-    from onmt_xl.experiments.plan import NOISE_RATIOS
 
+
+def _oracle_claims(res: Dict[str, Any], spread: Optional[float]) -> List[Claim]:
+    """The oracle runs, which use test-side information."""
+    return [
+        versus_baseline(res, "prereorder_oracle", f"{C20} Fig. 2", "Source in target order from alignments, "
+                        "test side included, gains several BLEU (Ja-En 31.1 → 34.9)", spread, variant="oracle"),
+        _order(f"{C20} Fig. 2 (by analogy)", "XL indices from the test alignments lift Combination above "
+               "preorderer-predicted ones", ("oracle", _bleu(res, "combination_oracle", "oracle")),
+               [("preorderer", _bleu(res, "combination"))]),
+    ]
+
+
+def _within(runs: Optional[float]) -> str:
+    return "" if runs is None else f"; largest seed spread {runs:.2f}"
+
+
+def _tau_claim(res: Dict[str, Any], heads: int, runs: Optional[float]) -> Claim:
+    """The τ sweep peaks at an intermediate τ; ``runs``: the largest seed spread (:func:`run_spread`)."""
+    taus = [(t, _bleu(res, "headxl" if t == heads // 2 else f"headxl_tau{t}")) for t in range(heads + 1)]
+    if not all(b is not None for _, b in taus):
+        return Claim(f"{D} Fig. 3", "BLEU peaks at an intermediate τ and falls towards τ = H", "–", NOT_RUN)
+    best = max(taus, key=lambda tb: tb[1])
+    rise, fall = best[1] - taus[0][1], best[1] - taus[-1][1]
+    measured = ", ".join(f"τ={t}: {b:.2f}" for t, b in taus) + f"; peak − τ=0: {rise:+.2f}, peak − τ=H: {fall:+.2f}{_within(runs)}"
+    verdict = HELD if 0 < best[0] < heads and fall > 0 else NOT_HELD
+    if verdict == HELD and runs is not None and min(rise, fall) <= runs:
+        verdict = HELD_NS
+    return Claim(f"{D} Fig. 3", "BLEU peaks at an intermediate τ (0 < τ < H; the paper's best: τ = H/2) and "
+                 "falls towards τ = H", measured, verdict)
+
+
+def _noise_claim(res: Dict[str, Any], runs: Optional[float]) -> Claim:
+    """Noisier training XL indices lower Combination's BLEU; ``runs``: the largest seed spread (:func:`run_spread`)."""
     noise = [(0.0, _bleu(res, "combination"))] + [(100 * r, _bleu(res, f"combination_noise{round(100 * r)}")) for r in NOISE_RATIOS]
-    if all(b is not None for _, b in noise):
-        slope, clean = _slope(noise), noise[0][1]
-        above = [(x, b) for x, b in noise[1:] if runs is not None and b - clean > runs]  # noise helped there
-        measured = ", ".join(f"{x:.0f} %: {b:.2f}" for x, b in noise) + f"; slope {slope:+.3f} BLEU per %{within}"
-        measured += "".join(f"; {x:.0f} % beats 0 % by {b - clean:.2f}" for x, b in above)
-        verdict = HELD if slope < 0 and noise[-1][1] < clean and not above else NOT_HELD
-        if verdict == HELD and runs is not None and clean - noise[-1][1] <= runs:
-            verdict = HELD_NS
-        out.append(Claim(f"{D} Fig. 4", "Noisy training XL indices lower BLEU as the noise grows (noise is no regulariser)",
-                         measured, verdict))
-    else:
-        out.append(Claim(f"{D} Fig. 4", "Noisy training XL indices lower BLEU as the noise grows", "–", NOT_RUN))
-    # attention AER
+    if not all(b is not None for _, b in noise):
+        return Claim(f"{D} Fig. 4", "Noisy training XL indices lower BLEU as the noise grows", "–", NOT_RUN)
+    slope, clean = _slope(noise), noise[0][1]
+    above = [(x, b) for x, b in noise[1:] if runs is not None and b - clean > runs]  # noise helped there
+    measured = ", ".join(f"{x:.0f} %: {b:.2f}" for x, b in noise) + f"; slope {slope:+.3f} BLEU per %{_within(runs)}"
+    measured += "".join(f"; {x:.0f} % beats 0 % by {b - clean:.2f}" for x, b in above)
+    verdict = HELD if slope < 0 and noise[-1][1] < clean and not above else NOT_HELD
+    if verdict == HELD and runs is not None and clean - noise[-1][1] <= runs:
+        verdict = HELD_NS
+    return Claim(f"{D} Fig. 4", "Noisy training XL indices lower BLEU as the noise grows (noise is no regulariser)",
+                 measured, verdict)
+
+
+def _aer_claims(res: Dict[str, Any]) -> List[Claim]:
+    """Each XL variant's attention aligns better than the baseline's, on the gold links and the eflomal test links."""
+    out = []
     for ref, label in (("gold_align", "gold (KFTT)"), ("test_align", "eflomal test links")):
         base = _test(res, "baseline", ref).get("aer")
         chance = res.get("aer_references", {}).get(ref, {})
@@ -185,31 +206,39 @@ def check(res: Dict[str, Any], heads: int) -> List[Claim]:
             claim = f"{name} attention has a lower AER than the baseline's ({label}; En-De 29.7 → {paper_aer} %)"
             if base is None or aer is None:
                 out.append(Claim(f"{D} Tab. 3", claim, "–", NOT_RUN))
-            else:
-                verdict = HELD if aer < base else NOT_HELD
-                if diag is not None and min(aer, base) >= diag:  # neither attention aligns better than a diagonal
-                    verdict = AT_CHANCE
-                out.append(Claim(f"{D} Tab. 3", claim, f"{100 * base:.2f} → {100 * aer:.2f} %{near}", verdict))
-    # encoder-free
-    none, ab, inxl = (_bleu(res, n) for n in ("encoder_free_none", "encoder_free", "encoder_free_inxl"))
-    out.append(_order(f"{D} Tab. 4", "Without an encoder, positions matter most: absolute PE ≫ no PE (9.97 → 24.11)",
-                      ("absolute", ab), [("none", none)]))
-    out.append(_order(f"{D} Tab. 4", "Without an encoder, InXL PE beats absolute PE (24.11 → 24.68)",
-                      ("InXL", inxl), [("absolute", ab)]))
-    # robustness
-    from onmt_xl.experiments.plan import SWAP_RATIOS
+                continue
+            verdict = HELD if aer < base else NOT_HELD
+            if diag is not None and min(aer, base) >= diag:  # neither attention aligns better than a diagonal
+                verdict = AT_CHANCE
+            out.append(Claim(f"{D} Tab. 3", claim, f"{100 * base:.2f} → {100 * aer:.2f} %{near}", verdict))
+    return out
 
+
+def _encoder_free_claims(res: Dict[str, Any]) -> List[Claim]:
+    """Without an encoder: absolute PE beats none, InXL PE beats absolute."""
+    none, ab, inxl = (_bleu(res, n) for n in ("encoder_free_none", "encoder_free", "encoder_free_inxl"))
+    return [_order(f"{D} Tab. 4", "Without an encoder, positions matter most: absolute PE ≫ no PE (9.97 → 24.11)",
+                   ("absolute", ab), [("none", none)]),
+            _order(f"{D} Tab. 4", "Without an encoder, InXL PE beats absolute PE (24.11 → 24.68)",
+                   ("InXL", inxl), [("absolute", ab)])]
+
+
+def _robustness_claim(res: Dict[str, Any]) -> Claim:
+    """Both REs stay ahead of the baseline on sources with few words swapped."""
     low = [r for r in SWAP_RATIOS if r < 0.4]
     gaps = [(_bleu(res, "both_re", f"swap{round(100 * r)}"), _bleu(res, "baseline", f"swap{round(100 * r)}")) for r in low]
     clean = (_bleu(res, "both_re"), _bleu(res, "baseline"))
     claim = "On sources with < 40 % of words swapped, both REs stay ahead of the Transformer (by 2–3 BLEU on Zh-En)"
     if any(x is None for g in gaps + [clean] for x in g):
-        out.append(Claim(f"{C19} Sec. 6.5", claim, "–", NOT_RUN))
-    else:
-        mean_gap = statistics.mean(a - b for a, b in gaps)
-        out.append(Claim(f"{C19} Sec. 6.5", claim, f"mean gap at {', '.join(f'{round(100 * r)}' for r in low)} %: "
-                         f"{mean_gap:+.2f} (clean: {clean[0] - clean[1]:+.2f})", HELD if mean_gap > 0 else NOT_HELD))
-    # Sim
+        return Claim(f"{C19} Sec. 6.5", claim, "–", NOT_RUN)
+    mean_gap = statistics.mean(a - b for a, b in gaps)
+    return Claim(f"{C19} Sec. 6.5", claim, f"mean gap at {', '.join(f'{round(100 * r)}' for r in low)} %: "
+                 f"{mean_gap:+.2f} (clean: {clean[0] - clean[1]:+.2f})", HELD if mean_gap > 0 else NOT_HELD)
+
+
+def _sim_claims(res: Dict[str, Any]) -> List[Claim]:
+    """Each reordering-embedding system's reordered PE is closer to the target-order PE than the original PE."""
+    out = []
     for name in SIM_SYSTEMS:
         sim = res["jobs"].get(name, {}).get("sim")
         claim = f"{name}'s reordered PE is closer to the supervised target-order PE than the original PE (Fig. 5)"

@@ -268,7 +268,7 @@ class Pipeline:
     def score(self, hyps: Dict[str, Path]) -> None:
         import sacrebleu
 
-        from onmt_xl.experiments.results import paired_bootstrap
+        from onmt_xl.experiments.scoring import paired_bootstrap
 
         refs = Path(self.path("data", "test.ref")).read_text(encoding="utf-8").splitlines()
         texts = {s: Path(h).read_text(encoding="utf-8").splitlines() for s, h in hyps.items()}

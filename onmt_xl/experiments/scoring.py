@@ -1,0 +1,257 @@
+"""Scores and significance of ``onmt-xl experiments`` (read from its work directory).
+
+BLEU and chrF are sacrebleu's; significance against the baseline is sacrebleu's paired bootstrap
+resampling (1,000 samples) and the sign test of Collins et al. (2005) that the papers use: for each
+sentence, does putting the system's translation in place of the baseline's raise or lower corpus BLEU?
+The counts of raises and drops go to a two-sided binomial test (ties left out). Attention alignments are
+scored by AER against a gold set and against the test set's eflomal links, beside chance-level links.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from onmt_xl.experiments.plan import Job
+
+
+def _lines(path: Path) -> List[str]:
+    with open(path, encoding="utf-8") as f:
+        return [line.rstrip("\n") for line in f]
+
+
+# --- significance ------------------------------------------------------------------------------------
+
+
+def binomial_two_sided(k: int, n: int) -> float:
+    """Exact two-sided binomial test p-value of ``k`` successes in ``n`` trials at p = 1/2."""
+    if n == 0:
+        return 1.0
+    probs = [math.comb(n, i) / 2.0**n for i in range(n + 1)]
+    observed = probs[k]
+    return min(1.0, sum(p for p in probs if p <= observed * (1 + 1e-9)))
+
+
+@dataclass
+class SignTest:
+    better: int
+    worse: int
+    ties: int
+    p_value: float
+
+
+def sign_test(system: Sequence[str], baseline: Sequence[str], refs: Sequence[str]) -> SignTest:
+    """Collins et al. (2005) sign test on corpus BLEU: sentence ``i`` counts as better (worse) when
+    replacing the baseline's translation of ``i`` by the system's raises (lowers) corpus BLEU."""
+    import numpy as np
+    from sacrebleu.metrics import BLEU
+
+    bleu = BLEU()
+    base = np.asarray(bleu._extract_corpus_statistics(list(baseline), [list(refs)]), dtype=float)
+    sys_ = np.asarray(bleu._extract_corpus_statistics(list(system), [list(refs)]), dtype=float)
+    total = base.sum(axis=0)
+    ref_score = bleu._compute_score_from_stats(total.tolist()).score
+    better = worse = 0
+    for b, s in zip(base, sys_):
+        if np.array_equal(b, s):
+            continue
+        score = bleu._compute_score_from_stats((total - b + s).tolist()).score
+        better += score > ref_score + 1e-12
+        worse += score < ref_score - 1e-12
+    ties = len(base) - better - worse
+    return SignTest(better, worse, ties, binomial_two_sided(better, better + worse))
+
+
+def paired_bootstrap(systems: Dict[str, List[str]], baseline: List[str], refs: List[str], n_samples: int = 1000,
+                     seed: int = 12345) -> Dict[str, float]:
+    """sacrebleu's paired bootstrap resampling p-value of each system's BLEU against ``baseline``."""
+    if not systems:
+        return {}
+    from sacrebleu.metrics import BLEU
+    from sacrebleu.significance import PairedTest
+
+    named = [("baseline", baseline)] + list(systems.items())
+    test = PairedTest(named, {"BLEU": BLEU()}, references=[refs], test_type="bs", n_samples=n_samples)
+    import numpy as np
+
+    state = np.random.get_state()
+    np.random.seed(seed)  # sacrebleu draws from numpy's global generator
+    try:
+        _, scores = test()
+    finally:
+        np.random.set_state(state)
+    return {name: res.p_value for (name, _), res in zip(named[1:], scores["BLEU"][1:])}
+
+
+# --- collecting ------------------------------------------------------------------------------------
+
+
+def _job_info(workdir: Path, job: Job) -> Optional[Dict[str, Any]]:
+    done = workdir / "jobs" / job.name / "done.json"
+    return json.loads(done.read_text()) if done.exists() else None
+
+
+def _hyp(workdir: Path, job: Job, variant: str) -> Optional[List[str]]:
+    path = workdir / "jobs" / job.name / f"hyp.{variant}"
+    return _lines(path) if path.exists() else None
+
+
+def attention_aer(hyp_lines: Sequence[str], sure, possible):
+    """AER of the alignments ``onmt_translate -report_align -gold_align`` appends after `` ||| ``."""
+    from onmt_xl.align.aer import score_alignments
+
+    links = []
+    for line in hyp_lines:
+        _, _, text = line.partition(" ||| ")
+        links.append({(int(a), int(b)) for a, b in (tok.split("-") for tok in text.split())})
+    return score_alignments(links, sure, possible)
+
+
+def collect(workdir: Path, jobs: Sequence[Job]) -> Dict[str, Any]:
+    """Everything measured so far: per job its info, and per variant BLEU/chrF/timing (and AER, Sim).
+    Also written to ``workdir/results.json``."""
+    workdir = Path(workdir)
+    refs = {"test": _lines(workdir / "data" / "test.ref")}
+    out: Dict[str, Any] = {"jobs": {}}
+    pre = workdir / "preorderer.json"
+    if pre.exists():
+        out["preorderer"] = json.loads(pre.read_text())
+    for job in jobs:
+        info = _job_info(workdir, job)
+        if info is not None:
+            out["jobs"][job.name] = _job_entry(workdir, job, info, refs)
+    _significance(workdir, jobs, out, refs)
+    if any("aer" in j.experiments for j in jobs):
+        out["aer_references"] = aer_references(workdir)
+    (workdir / "results.json").write_text(json.dumps(out, indent=2))
+    return out
+
+
+def _job_entry(workdir: Path, job: Job, info: Dict[str, Any], refs: Dict[str, List[str]]) -> Dict[str, Any]:
+    """A finished job's ``done.json`` info with the scores of each of its variants translated so far."""
+    jd = workdir / "jobs" / job.name
+    timing = json.loads((jd / "translate_seconds.json").read_text()) if (jd / "translate_seconds.json").exists() else {}
+    entry = dict(info, variants={})
+    for variant in job.variants:
+        if variant == "sim":
+            if (jd / "sim.json").exists():
+                entry["sim"] = json.loads((jd / "sim.json").read_text())
+            continue
+        hyp = _hyp(workdir, job, variant)
+        if hyp is None:
+            continue
+        v: Dict[str, Any] = {"translate_seconds": timing.get(variant)}
+        if variant in ("gold_align", "test_align"):
+            v.update(_aer(workdir, variant, hyp))
+        else:
+            v.update(_bleu_chrf(workdir, job, variant, hyp, refs))
+        entry["variants"][variant] = v
+    return entry
+
+
+def _bleu_chrf(workdir: Path, job: Job, variant: str, hyp: List[str], refs: Dict[str, List[str]]) -> Dict[str, float]:
+    """sacrebleu's corpus BLEU and chrF of a variant's translations against its references."""
+    import sacrebleu
+
+    ref = _refs(workdir, variant, refs)
+    if len(hyp) != len(ref):
+        raise ValueError(f"{workdir / 'jobs' / job.name / ('hyp.' + variant)}: {len(hyp)} lines but {len(ref)} references")
+    return {"bleu": sacrebleu.corpus_bleu(hyp, [ref], force=True).score,  # tokenized on purpose
+            "chrf": sacrebleu.corpus_chrf(hyp, [ref]).score}
+
+
+def _refs(workdir: Path, variant: str, cache: Dict[str, List[str]]) -> List[str]:
+    """References of a BLEU variant: the validation targets for ``valid``, else the test references."""
+    key = "valid" if variant == "valid" else "test"
+    if key not in cache:
+        cache[key] = _lines(workdir / "data" / "valid.tgt")
+    return cache[key]
+
+
+#: AER variant -> (source, target) text the alignments are read on, under ``workdir/data``
+AER_TEXTS = {"gold_align": ("gold.src", "gold.tgt"), "test_align": ("test.src", "test.ref")}
+
+
+def _aer_reference(workdir: Path, variant: str):
+    """The reference links (sure, possible) of an AER variant: the gold set, or the test set's eflomal links."""
+    from onmt_xl.align.aer import read_gold
+    from onmt_xl.align.pharaoh import read_pharaoh
+
+    data = workdir / "data"
+    if variant == "gold_align":
+        sure, possible = read_gold(str(data / "gold.align"))
+        keep = [int(k) for k in (data / "gold.keep").read_text().split()]
+        return [sure[k] for k in keep], [possible[k] for k in keep]
+    src = [l.split() for l in _lines(data / "test.src")]
+    sure = [set(ls) for ls in read_pharaoh(str(workdir / "align" / "test.gdfa"), [len(s) for s in src])]
+    return sure, sure
+
+
+def _aer(workdir: Path, variant: str, hyp: List[str]) -> Dict[str, Any]:
+    s = attention_aer(hyp, *_aer_reference(workdir, variant))
+    return dict(aer=s.aer, precision=s.precision, recall=s.recall, sentences=s.n_sentences)
+
+
+def reference_alignments(src_lens: Sequence[int], tgt_lens: Sequence[int], seed: int = 0) -> Dict[str, List[set]]:
+    """Chance-level links in the form attention gives (one source word per target word): ``random`` (uniform,
+    seeded) and ``diagonal`` (target word j of m to source word ⌊(j + ½)·n/m⌋)."""
+    import random
+
+    rng = random.Random(seed)
+    out: Dict[str, List[set]] = {"random": [], "diagonal": []}
+    for n, m in zip(src_lens, tgt_lens):
+        out["random"].append({(rng.randrange(n), j) for j in range(m)} if n else set())
+        out["diagonal"].append({(int((j + 0.5) * n / m), j) for j in range(m)} if n else set())
+    return out
+
+
+def aer_references(workdir: Path) -> Dict[str, Any]:
+    """Per AER variant whose data exists: the AER of chance-level links (:func:`reference_alignments`), and the
+    share of source/target tokens outside the trained vocabularies (what attention has to align)."""
+    from onmt_xl.align.aer import score_alignments
+
+    workdir, out = Path(workdir), {}
+    vocabs = {side: workdir / f"vocab.{side}" for side in ("src", "tgt")}
+    known = {side: {l.split("\t")[0].split(" ")[0] for l in _lines(p)} for side, p in vocabs.items() if p.exists()}
+    for variant, (src_name, tgt_name) in AER_TEXTS.items():
+        src_path, tgt_path = workdir / "data" / src_name, workdir / "data" / tgt_name
+        if not (src_path.exists() and tgt_path.exists()) or (variant == "test_align" and not (workdir / "align" / "test.gdfa").exists()):
+            continue
+        src, tgt = [l.split() for l in _lines(src_path)], [l.split() for l in _lines(tgt_path)]
+        sure, possible = _aer_reference(workdir, variant)
+        entry: Dict[str, Any] = {"sentences": len(src), "src_words_per_sentence": sum(map(len, src)) / max(1, len(src))}
+        for name, links in reference_alignments([len(x) for x in src], [len(y) for y in tgt]).items():
+            sc = score_alignments(links, sure, possible)
+            entry[name] = dict(aer=sc.aer, precision=sc.precision, recall=sc.recall)
+        for side, words in (("src", src), ("tgt", tgt)):
+            if side in known:
+                flat = [w for ws in words for w in ws]
+                entry[f"{side}_oov"] = sum(w not in known[side] for w in flat) / max(1, len(flat))
+        out[variant] = entry
+    return out
+
+
+def _significance(workdir: Path, jobs: Sequence[Job], out: Dict[str, Any], refs: Dict[str, List[str]]) -> None:
+    """p-values against the baseline for every BLEU variant: against the baseline's translation of the same
+    sources (``test``, ``swapNN``), or of the clean test set where the baseline has no such variant (``oracle``)."""
+    base_job = next((j for j in jobs if j.name == "baseline"), None)
+    if base_job is None or _hyp(workdir, base_job, "test") is None:
+        return
+    variants = sorted({v for j in jobs for v in j.variants if v not in ("gold_align", "test_align", "sim")})
+    for variant in variants:
+        base_variant = variant if variant in base_job.variants else "test"
+        base = _hyp(workdir, base_job, base_variant)
+        if base is None:
+            continue
+        others = {j.name: _hyp(workdir, j, variant) for j in jobs
+                  if (j.name, variant) != ("baseline", base_variant) and variant in j.variants and j.name in out["jobs"]}
+        others = {k: v for k, v in others.items() if v is not None}
+        ref = _refs(workdir, variant, refs)
+        boot = paired_bootstrap(others, base, ref)
+        for name, hyp in others.items():
+            st = sign_test(hyp, base, ref)
+            out["jobs"][name]["variants"][variant].update(p_bootstrap=boot[name], sign_better=st.better,
+                                                          sign_worse=st.worse, p_sign=st.p_value)
