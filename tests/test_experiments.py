@@ -307,7 +307,7 @@ def test_a_second_runner_on_the_same_workdir_is_refused(tmp_path):
 
     first = _runner(tmp_path, [])
     held = first._lock_workdir()
-    with pytest.raises(XLInputError, match="another onmt-xl experiments is running"):
+    with pytest.raises(XLInputError, match="another onmt-xl run is using this work directory"):
         _runner(tmp_path, [])._lock_workdir()
     held.close()
     _runner(tmp_path, [])._lock_workdir().close()  # free again once the first is gone

@@ -31,7 +31,7 @@ from onmt_xl.experiments.plan import Job  # noqa: E402
 from onmt_xl.experiments.runner import Runner  # noqa: E402
 from onmt_xl.experiments.stages import Corpus  # noqa: E402
 
-#: candidate name -> (system of onmt_xl.experiments.configs.SYSTEMS, option overrides): what each choice compares
+#: candidate name -> (system of onmt_xl.experiments.systems.SYSTEMS, option overrides): what each choice compares
 CANDIDATES: Dict[str, Tuple[str, Dict]] = {
     "baseline": ("baseline", {}),
     "baseline_bf16": ("baseline", {"cpu_precision": "bf16"}),  # quality at equal steps; fp32 on a CPU without native bf16
