@@ -72,7 +72,7 @@ XL_HEAD_ENCODERS = ("xl_headxl", "xl_combination")
 
 def source_transform(name: str) -> Optional[str]:
     """The onmt_xl transform a system needs on its source when translating, or None."""
-    return system(name).translate_transform
+    return system_named(name).translate_transform
 
 
 def config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[str, Any]] = None,
