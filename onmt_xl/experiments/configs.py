@@ -13,7 +13,7 @@ from typing import Any, Dict, Optional
 
 import yaml
 
-from onmt_xl.experiments.systems import ALIGNED_R, PREREORDER, SYSTEMS, XL, System  # noqa: F401 - re-exported
+from onmt_xl.experiments.systems import ALIGNED_R, PREREORDER, SYSTEMS, XL  # noqa: F401 - re-exported
 from onmt_xl.experiments.systems import system as system_named
 
 DEMO_WORKDIR = "runs/demo"
