@@ -1,4 +1,4 @@
-"""The main job end to end at smoke-test size: generate → align → oracle → preorderer → stock CLIs → sacrebleu."""
+"""The demo end to end at smoke-test size: generate → align → preorderer → the runner's jobs (stock CLIs) → sacrebleu."""
 
 import json
 import subprocess
@@ -14,10 +14,16 @@ def test_demo_runs_and_resumes(tmp_path):
     out = subprocess.run(cmd, capture_output=True, text=True, env=run_env())
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     result = json.loads((wd / "results.json").read_text())
-    assert set(result["bleu"]) == {"baseline", "combination"}
+    jobs = result["jobs"]
+    assert set(jobs) == {"baseline", "combination"}
+    assert result["preorderer"]["links"] == "gold"  # the synthetic corpus' gold test links score the preorderer
     assert result["preorderer"]["tau"] > result["preorderer"]["monotone_tau"]
-    assert result["params"]["combination"] - result["params"]["baseline"] == 4 * 128  # InXL block fusion
-    assert "Kendall tau" in out.stdout and "BLEU" in out.stdout
+    assert jobs["combination"]["parameters"] - jobs["baseline"]["parameters"] == 4 * 128  # InXL block fusion
+    assert "p_bootstrap" in jobs["combination"]["variants"]["test"]
+    assert (wd / "jobs" / "combination" / "model_step_6.pt").exists() and (wd / "preorderer.xlp").exists()
+    assert (wd / "data" / "valid.src").read_text() == (wd / "synthetic" / "valid.src").read_text()  # the given split
+    assert "Kendall tau" in out.stdout and "BLEU" in out.stdout and "vs baseline" in out.stdout
     # a second run finds every output and redoes nothing
     again = subprocess.run(cmd, capture_output=True, text=True, env=run_env())
     assert again.returncode == 0 and "onmt_train" not in again.stdout and "aligning" not in again.stdout
+    assert "Step" not in again.stdout and "onmt_translate" not in again.stdout

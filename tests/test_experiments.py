@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from onmt_xl.experiments.runner import EXPERIMENTS, NOISE_RATIOS, SWAP_RATIOS, plan, swap_words, train_throughput
+from onmt_xl.experiments.jobs import train_throughput
+from onmt_xl.experiments.plan import EXPERIMENTS, NOISE_RATIOS, SWAP_RATIOS, plan, swap_words
 from onmt_xl.experiments.scoring import attention_aer, binomial_two_sided, reference_alignments, sign_test
 from tests.conftest import run_env
 
@@ -233,7 +234,7 @@ def test_experiments_run_score_report_and_resume(tmp_path):
 
 
 def test_a_job_trained_on_a_gpu_is_the_same_job_on_a_cpu():
-    from onmt_xl.experiments.runner import _identity
+    from onmt_xl.experiments.jobs import _identity
 
     cpu = {"seed": 1, "train_steps": 6, "encoder_type": "transformer"}
     gpu = {**cpu, "gpu_ranks": [0], "world_size": 1}
@@ -244,10 +245,10 @@ def test_a_job_trained_on_a_gpu_is_the_same_job_on_a_cpu():
 def test_alignment_model_reads_the_penultimate_layer(tmp_path):
     import torch
 
-    from onmt_xl.experiments.runner import Corpus, Experiments, Job
+    from onmt_xl.experiments.runner import Corpus, Job, Runner
 
     job = Job("baseline", "baseline", 1)
-    runner = Experiments(Corpus("a", "b", "c", "d"), str(tmp_path), [job], preset="demo", train_steps=4, gpu=False)
+    runner = Runner(Corpus("a", "b", "c", "d"), str(tmp_path), [job], preset="demo", train_steps=4, gpu=False)
     from argparse import Namespace
 
     ckpt_dir = tmp_path / "jobs" / "baseline"
@@ -259,9 +260,9 @@ def test_alignment_model_reads_the_penultimate_layer(tmp_path):
 
 
 def _runner(tmp_path, jobs, **kw):
-    from onmt_xl.experiments.runner import Corpus, Experiments
+    from onmt_xl.experiments.runner import Corpus, Runner
 
-    return Experiments(Corpus("a", "b", "c", "d"), str(tmp_path), jobs, preset="demo", train_steps=4, gpu=False, **kw)
+    return Runner(Corpus("a", "b", "c", "d"), str(tmp_path), jobs, preset="demo", train_steps=4, gpu=False, **kw)
 
 
 def test_parallel_jobs_run_side_by_side_and_a_failure_stops_new_ones(tmp_path, monkeypatch):
@@ -306,7 +307,7 @@ def test_a_second_runner_on_the_same_workdir_is_refused(tmp_path):
 
     first = _runner(tmp_path, [])
     held = first._lock_workdir()
-    with pytest.raises(XLInputError, match="another onmt-xl experiments is running"):
+    with pytest.raises(XLInputError, match="another onmt-xl run is using this work directory"):
         _runner(tmp_path, [])._lock_workdir()
     held.close()
     _runner(tmp_path, [])._lock_workdir().close()  # free again once the first is gone
@@ -331,7 +332,7 @@ def test_report_tables_and_plots_from_hand_made_translations(tmp_path):
     the tables is sacrebleu's on those files, the claims follow them, and the three plots are PNGs."""
     import sacrebleu
 
-    from onmt_xl.experiments.runner import EXPERIMENTS, plan
+    from onmt_xl.experiments.plan import EXPERIMENTS, plan
     from onmt_xl.experiments.report import write_report
 
     rng = random.Random(3)
@@ -406,10 +407,10 @@ def test_header_says_which_jobs_were_taken_out_of_the_archive_and_why():
 
 
 def test_default_layout_is_one_single_thread_job_per_cpu_without_a_gpu(tmp_path, monkeypatch):
-    from onmt_xl.experiments.runner import Corpus, Experiments
+    from onmt_xl.experiments.runner import Corpus, Runner
 
     monkeypatch.setattr("os.cpu_count", lambda: 4)
     cpu = _runner(tmp_path / "cpu", [])
     assert (cpu.parallel, cpu.threads) == (4, 1)
-    gpu = Experiments(Corpus("a", "b", "c", "d"), str(tmp_path / "gpu"), [], preset="demo", train_steps=4, gpu=True)
+    gpu = Runner(Corpus("a", "b", "c", "d"), str(tmp_path / "gpu"), [], preset="demo", train_steps=4, gpu=True)
     assert (gpu.parallel, gpu.threads) == (1, None)

@@ -105,7 +105,7 @@ class Config:
         self.optim = torch.optim.Adam(self.model.parameters(), lr=1e-4, betas=(0.9, 0.998))
 
     def train(self, steps, ids, xl, src_len, tgt):
-        src = torch.cat((ids, xl), -1) if SYSTEMS[self.system][1] in (XL, ALIGNED_R) else ids
+        src = torch.cat((ids, xl), -1) if SYSTEMS[self.system].transform in (XL, ALIGNED_R) else ids
         stock_applies = plugin._sdpa_applies
         if not self.sdpa:
             plugin._sdpa_applies = lambda *a: False

@@ -34,8 +34,8 @@ sys.path.insert(0, str(REPO))
 import yaml  # noqa: E402
 
 from onmt_xl.experiments.configs import config  # noqa: E402
-from onmt_xl.experiments.runner import train_throughput  # noqa: E402
-from onmt_xl.experiments.pipeline import _stock  # noqa: E402
+from onmt_xl.experiments.jobs import train_throughput  # noqa: E402
+from onmt_xl.experiments.stock import stock as _stock  # noqa: E402
 
 VARIANTS = {
     "runner's data options": {},

@@ -36,7 +36,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(  # the OpenNMT commands run this che
     [str(Path(__file__).resolve().parents[1])] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
 from onmt_xl.experiments.configs import source_transform  # noqa: E402
-from onmt_xl.experiments.pipeline import _stock as stock  # noqa: E402
+from onmt_xl.experiments.stock import stock  # noqa: E402
 
 
 def main() -> None:

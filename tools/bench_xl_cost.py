@@ -29,8 +29,8 @@ sys.path.insert(0, str(REPO))
 os.environ["PYTHONPATH"] = os.pathsep.join(  # the OpenNMT commands run this checkout, not an installed copy
     [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
-from onmt_xl.experiments.configs import PRESETS  # noqa: E402, SYSTEMS, config, source_transform
-from onmt_xl.experiments.pipeline import _run, _stock  # noqa: E402
+from onmt_xl.experiments.configs import PRESETS, SYSTEMS, config, source_transform  # noqa: E402
+from onmt_xl.experiments.stock import run_logged as _run, stock as _stock  # noqa: E402
 
 TOK_S = re.compile(r"Step\s+\d+/\s*\d+;.*?(\d+)/\s*(\d+) tok/s")
 

@@ -72,7 +72,7 @@ def main() -> None:
             model, optim = models[s]
             model.train()
             # XL systems read pos_XL; ExGRE/ReFSR read the alignment-derived r_j (same column) in training
-            src = torch.cat((ids, xl), -1) if SYSTEMS[s][1] in (XL, ALIGNED_R) else ids
+            src = torch.cat((ids, xl), -1) if SYSTEMS[s].transform in (XL, ALIGNED_R) else ids
             t0 = time.perf_counter()
             out, _ = model(src, tgt, src_len)  # OpenNMT feeds tgt[:, :-1] to the decoder
             logits = model.generator(out.reshape(-1, out.size(-1)))
@@ -91,7 +91,7 @@ def main() -> None:
     print(f"{'system':18s} {'step ms':>9s} {'vs ' + ref:>9s} {'+ pos_xl ms':>12s} {'est. tok/s ratio':>17s}")
     for s in systems:
         extra = B * t_pos if source_transform(s) else 0.0  # xl_position / xl_prereorder run the preorderer
-        note = "  (+ the alignment oracle's r_j per sentence, not timed)" if SYSTEMS[s][1] == ALIGNED_R else ""
+        note = "  (+ the alignment oracle's r_j per sentence, not timed)" if SYSTEMS[s].transform == ALIGNED_R else ""
         print(f"{s:18s} {1000 * med[s]:9.1f} {med[s] / med[ref]:8.3f}x {1000 * extra:12.1f} "
               f"{med[ref] / (med[s] + extra):16.3f}x{note}")
 

@@ -8,8 +8,8 @@ By default the synthetic SVO→SOV corpus (``onmt_xl.data.synthetic``) is genera
 with ``--data`` the corpus is Japanese→English. The last ``--tune-size`` training pairs are carved off as the
 tuning split (with ``--data``, the ``--valid-size`` pairs before them validate), and the rest trains every candidate
 (through the stock ``onmt_train`` / ``onmt_translate``, with the configurations of ``onmt_xl.experiments.configs`` plus the
-candidate's options). Each finished run appends one JSON line to ``WORKDIR/tune.jsonl``, so a killed run
-resumes; the table printed at the end gives BLEU and chrF on the tuning split, mean ± sd over seeds.
+candidate's options), as jobs of the workbench's runner under ``WORKDIR/jobs/``, so a killed run resumes;
+``WORKDIR/tune.jsonl`` gets one JSON line per job, and the table printed at the end gives BLEU and chrF on the tuning split, mean ± sd over seeds.
 """
 
 from __future__ import annotations
@@ -19,20 +19,19 @@ import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
-
-import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # this checkout's onmt_xl, whatever is installed, here and in the stock commands
 os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
 from onmt_xl.experiments.configs import PRESETS, config  # noqa: E402
-from onmt_xl.experiments.pipeline import Pipeline, PipelineData, _run, _stock  # noqa: E402
+from onmt_xl.experiments.plan import Job  # noqa: E402
+from onmt_xl.experiments.runner import Runner  # noqa: E402
+from onmt_xl.experiments.stages import Corpus  # noqa: E402
 
-#: candidate name -> (system of onmt_xl.experiments.configs.SYSTEMS, option overrides): what each choice compares
+#: candidate name -> (system of onmt_xl.experiments.systems.SYSTEMS, option overrides): what each choice compares
 CANDIDATES: Dict[str, Tuple[str, Dict]] = {
     "baseline": ("baseline", {}),
     "baseline_bf16": ("baseline", {"cpu_precision": "bf16"}),  # quality at equal steps; fp32 on a CPU without native bf16
@@ -50,7 +49,7 @@ CANDIDATES: Dict[str, Tuple[str, Dict]] = {
 }
 
 
-def carve(workdir: Path, tune_size: int, data_dir: Optional[str], valid_size: int) -> PipelineData:
+def carve(workdir: Path, tune_size: int, data_dir: Optional[str], valid_size: int) -> Corpus:
     """Training pairs with their last ``tune_size`` carved off as the tuning split (and, for ``data_dir``,
     the ``valid_size`` before those as the validation split); the test split is never read.
 
@@ -75,29 +74,21 @@ def carve(workdir: Path, tune_size: int, data_dir: Optional[str], valid_size: in
         (out / f"tune.{side}").write_text("".join(lines[-tune_size:]), encoding="utf-8")
         if data_dir is not None:
             (out / f"valid.{side}").write_text("".join(lines[-held:-tune_size]), encoding="utf-8")
-    return PipelineData(str(out / "train.src"), str(out / "train.tgt"), valid[0], valid[1],
-                        str(out / "tune.src"), str(out / "tune.tgt"))
+    # the tuning split is staged as the runner's test split
+    return Corpus(str(out / "train.src"), str(out / "train.tgt"), str(out / "tune.src"), str(out / "tune.tgt"),
+                  valid_src=valid[0], valid_tgt=valid[1])
 
 
-def run_one(pipe: Pipeline, name: str, seed: int, steps: int) -> Dict:
-    import sacrebleu
-
-    system, options = CANDIDATES[name]
-    job = f"{name}_seed{seed}"
-    overrides = dict(pipe.overrides, **options, seed=seed, save_model=str(pipe.path("models", job)))
-    cfg_path = pipe.path("configs", f"{job}.yaml")
-    cfg_path.parent.mkdir(parents=True, exist_ok=True)
-    cfg_path.write_text(yaml.safe_dump(config(system, str(pipe.workdir), overrides), sort_keys=False), encoding="utf-8")
-    model = pipe.path("models", f"{job}_step_{steps}.pt")
-    t0 = time.perf_counter()
-    if not model.exists():
-        _run([_stock("onmt_train"), "-config", str(cfg_path)], pipe.path("logs", f"train_{job}.log"), show="Validation perplexity")
-    seconds = time.perf_counter() - t0
-    hyp = pipe.translate(system, model, job)  # the tuning split, staged as the pipeline's test split
-    refs = pipe.path("data", "test.ref").read_text(encoding="utf-8").splitlines()
-    text = hyp.read_text(encoding="utf-8").splitlines()
-    return {"name": name, "seed": seed, "steps": steps, "bleu": sacrebleu.corpus_bleu(text, [refs]).score,
-            "chrf": sacrebleu.corpus_chrf(text, [refs]).score, "train_seconds": round(seconds, 1)}
+def run_all(runner: Runner, steps: int) -> List[Dict]:
+    """Train and translate every candidate job through the workbench's runner (resumable); one row each."""
+    res = runner.run(sys.argv[1:])
+    rows = []
+    for job in runner.jobs:
+        e = res["jobs"][job.name]
+        t = e["variants"]["test"]
+        rows.append({"name": job.experiments[0], "seed": job.seed, "steps": steps, "bleu": t["bleu"], "chrf": t["chrf"],
+                     "train_seconds": round(e["train_seconds"], 1)})
+    return rows
 
 
 def table(rows: List[Dict]) -> str:
@@ -136,24 +127,14 @@ def main(argv=None) -> int:
     steps = args.train_steps or config("baseline", preset=args.preset)["train_steps"]
     if args.threads:
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
-    pipe = Pipeline(carve(workdir, args.tune_size, args.data, args.valid_size), str(workdir), ["baseline"], steps,
-                    beam_size=args.beam_size, overrides=dict(PRESETS[args.preset], train_steps=steps))
-    pipe.stage_data()
-    gdfa = pipe.align()
-    pipe.train_preorderer(gdfa)
-    pipe.build_vocab(pipe.write_configs()["baseline"])
-    log = workdir / "tune.jsonl"
-    done = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-    finished = {(r["name"], r["seed"], r["steps"]) for r in done}
-    for seed in seeds:
-        for name in args.only or list(CANDIDATES):
-            if (name, seed, steps) in finished:
-                continue
-            row = run_one(pipe, name, seed, steps)
-            print(json.dumps(row), flush=True)
-            with open(log, "a", encoding="utf-8") as f:
-                f.write(json.dumps(row) + "\n")
-            done.append(row)
+    names = args.only or list(CANDIDATES)
+    jobs = [Job(f"{n}_seed{seed}", CANDIDATES[n][0], seed, overrides=dict(CANDIDATES[n][1]), variants=["test"],
+                experiments=[n]) for seed in seeds for n in names]
+    runner = Runner(carve(workdir, args.tune_size, args.data, args.valid_size), str(workdir), jobs, args.preset, steps,
+                    beam_size=args.beam_size, parallel=1, preorder_iterations=5)
+    done = run_all(runner, steps)
+    with open(workdir / "tune.jsonl", "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(row) + "\n" for row in done)
     print(table([r for r in done if r["steps"] == steps and r["seed"] in seeds]))
     return 0
 

@@ -16,7 +16,7 @@ class SimScore(NamedTuple):
 
 def build_model(system: str, preset: str = "demo", overrides: Optional[Dict[str, Any]] = None, vocab_size: int = 32000,
                 seed: int = 0):
-    """An untrained model of ``system`` (:data:`onmt_xl.experiments.configs.SYSTEMS`) at ``preset`` size, built by OpenNMT's
+    """An untrained model of ``system`` (:data:`onmt_xl.experiments.systems.SYSTEMS`) at ``preset`` size, built by OpenNMT's
     model builder over synthetic vocabularies of ``vocab_size`` tokens per side (for parameter counts and
     step benchmarks)."""
     import pyonmttok

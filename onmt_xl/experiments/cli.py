@@ -3,16 +3,150 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 from typing import List, Optional
 
 from onmt_xl.cli import main as plugin_main
+from onmt_xl.errors import XLInputError
+from onmt_xl.experiments.configs import PRESETS, config
+from onmt_xl.experiments.plan import EXPERIMENTS, Job, plan
+from onmt_xl.experiments.stock import say
+from onmt_xl.experiments.systems import SYSTEMS
+
+EXPERIMENTS_HELP = """Run the papers' experiments on one tokenized corpus, resumably.
+
+One command aligns, trains the preorderer, builds the vocabularies, trains every system of the chosen
+experiments with the same model size, data, steps and seed through the stock onmt_build_vocab / onmt_train /
+onmt_translate, scores with sacrebleu and writes a markdown report with plots."""
+
+
+def _csv(text: str) -> List[str]:
+    return [t for t in text.split(",") if t]
+
+
+def _corpus(args):
+    from onmt_xl.experiments.stages import Corpus
+
+    d = Path(args.data)
+    corpus = Corpus(str(d / f"{args.train}.{args.src}"), str(d / f"{args.train}.{args.tgt}"),
+                    str(d / f"{args.test}.{args.src}"), str(d / f"{args.test}.{args.tgt}"),
+                    args.gold_text, args.gold_align)
+    for p in corpus.inputs():
+        if not Path(p).exists():
+            raise XLInputError(p, None, "not found (see --data, --src, --tgt, --train, --test)")
+    if bool(args.gold_text) != bool(args.gold_align):
+        raise XLInputError(args.gold_text or args.gold_align, None, "--gold-text and --gold-align go together")
+    return corpus
+
+
+def _jobs(args, heads: int) -> List[Job]:
+    jobs = plan(_csv(args.experiments), [int(s) for s in _csv(args.seeds)], heads)
+    if args.only:
+        wanted = set(_csv(args.only))
+        missing = wanted - {j.name for j in jobs}
+        if missing:
+            raise ValueError(f"--only {sorted(missing)}: not a job of {[e for e in EXPERIMENTS if e in _csv(args.experiments)]}")
+        jobs = [j for j in jobs if j.name in wanted]
+    return jobs
+
+
+def _print_plan(jobs: List[Job]) -> None:
+    for j in jobs:
+        xl = j.xl_train if SYSTEMS[j.system].uses_preorderer else "-"
+        print(f"{j.name:24s} {j.system:18s} seed {j.seed:<5d} {json.dumps(j.overrides) if j.overrides else '':28s} "
+              f"train XL: {xl:10s} variants: {','.join(j.variants):40s} ({','.join(j.experiments)})")
+
+
+def _keep_in_archive(runner, archive: Path, every_job: List[Job]) -> None:
+    """``--report-only --archive``: report on the archive in a fresh work directory, and keep in the archive
+    what a run started without ``--archive`` finished (never the run files of a run that has them)."""
+    from onmt_xl.experiments.archive import save_alignments, save_job, save_run
+
+    runner.stage_data()
+    runner.restore_archive()
+    save_alignments(runner.workdir, archive)
+    save_run(runner.workdir, archive, replace=False)
+    kept = [j.name for j in every_job if save_job(runner.workdir, archive, j.name)]
+    say(f"archive: {len(kept)} finished job(s) kept in {archive}")
+
+
+def run_experiments(args) -> int:
+    import warnings
+
+    from onmt_xl.experiments.report import write_report
+    from onmt_xl.experiments.runner import Runner
+
+    warnings.filterwarnings("ignore", category=FutureWarning)  # OpenNMT-py 3.5.1's torch.cuda.amp decorators
+    corpus = _corpus(args)
+    heads = config("baseline", args.workdir, None, args.preset)["heads"]
+    jobs = _jobs(args, heads)
+    if args.list:
+        _print_plan(jobs)
+        return 0
+    runner = Runner(corpus, args.workdir, jobs, args.preset, args.train_steps, args.valid_size, args.beam_size,
+                    args.time_budget, gpu={"auto": None, "yes": True, "no": False}[args.gpu],
+                    parallel=args.parallel, archive=args.archive)
+    every_job = plan(EXPERIMENTS, [int(s) for s in _csv(args.seeds)], heads)  # the report lists what has not run too
+    if not args.report_only:
+        runner.run(sys.argv[1:])
+    if args.archive and args.report_only:
+        _keep_in_archive(runner, Path(args.archive), every_job)
+    say(f"report: {write_report(runner.workdir, every_job, args.report_dir)}")
+    return 0
+
+
+def _shared_data() -> Path:
+    """``../shared/data`` beside the directory the command runs in, else beside a source checkout of onmt_xl
+    (the project's layout); the first when neither exists, so that a missing-file error names it."""
+    here = Path.cwd().parent / "shared" / "data"
+    checkout = Path(__file__).resolve().parents[2] / "shared" / "data"
+    return checkout if not here.exists() and checkout.exists() else here
+
+
+def _add_experiments_inputs(p, shared: Path) -> None:
+    p.add_argument("--data", default=str(shared / "enja"), help="directory with TRAIN.SRC, TRAIN.TGT, TEST.SRC, TEST.TGT")
+    p.add_argument("--src", default="ja")
+    p.add_argument("--tgt", default="en")
+    p.add_argument("--train", default="train", help="training split name (its last --valid-size pairs validate)")
+    p.add_argument("--test", default="dev", help="test split name (reported on)")
+    p.add_argument("--valid-size", type=int, default=1000)
+    gold = shared / "gold"
+    p.add_argument("--gold-text", default=str(gold / "jaen.src-tgt") if (gold / "jaen.src-tgt").exists() else None,
+                   help="'source ||| target' pairs for attention AER (default: ../shared/data/gold/jaen.src-tgt)")
+    p.add_argument("--gold-align", default=str(gold / "jaen.gold") if (gold / "jaen.gold").exists() else None,
+                   help="their gold links, 1-indexed, source first")
+
+
+def add_experiments(sub) -> None:
+    p = sub.add_parser("experiments", help="the papers' experiments on a tokenized corpus: resumable runner + report",
+                       description=EXPERIMENTS_HELP)
+    _add_experiments_inputs(p, _shared_data())
+    p.add_argument("--workdir", default="runs/experiments")
+    p.add_argument("--experiments", default=",".join(EXPERIMENTS), help=f"comma-separated from {','.join(EXPERIMENTS)}")
+    p.add_argument("--only", help="comma-separated job names (see --list) to restrict the plan to")
+    p.add_argument("--seeds", default="1234,5678", help="the first seeds every system; the others the baseline and Combination")
+    p.add_argument("--preset", default="enja", choices=sorted(PRESETS), help="model size (onmt_xl.experiments.configs.PRESETS)")
+    p.add_argument("--train-steps", type=int, help="default: the preset's")
+    p.add_argument("--beam-size", type=int, default=5)
+    p.add_argument("--time-budget", type=float, help="minutes: start no new training after this (resume later)")
+    p.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto")
+    p.add_argument("--parallel", type=int, default=None,
+                   help="jobs trained at once, each with CPUs/N torch threads (default: one job per CPU without a GPU, "
+                        "the fastest layout measured by tools/bench_jobs.py, see reports/CPU_SPEED.md; 1 with a GPU); "
+                        "each job's tok/s is then its share")
+    p.add_argument("--list", action="store_true", help="print the plan and exit")
+    p.add_argument("--report-only", action="store_true", help="write the report from what has run")
+    p.add_argument("--report-dir", default="reports", help="where RESULTS.md and the plots go")
+    p.add_argument("--archive", help="directory that keeps finished jobs' results and the run's links without "
+                   "checkpoints (small enough for git); a fresh --workdir restores them first (onmt_xl.experiments.archive)")
+    p.set_defaults(func=run_experiments)
 
 
 def workbench_subcommands():
     from onmt_xl.experiments.analysis import add_subcommands as add_analysis
     from onmt_xl.experiments.demo import add_subcommands as add_demo
-    from onmt_xl.experiments.runner import add_subcommands as add_experiments
 
     return [add_demo, add_analysis, add_experiments]
 

@@ -1,7 +1,7 @@
 """The YAML configurations of ``yaml_configs/``, generated from one place.
 
 Every system shares the same Transformer (``MODEL``) and training settings (``TRAINING``); only the
-encoder lines differ (``SYSTEMS``). ``write_configs`` renders them with a work directory, so the
+encoder lines differ (:data:`onmt_xl.experiments.systems.SYSTEMS`). ``write_configs`` renders them with a work directory, so the
 same configurations serve the demo (``runs/demo``) and a user's data (``onmt-xl pipeline``).
 ``tests/test_configs.py`` checks that the files in ``yaml_configs/`` are what this module renders.
 """
@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any, Dict, Optional
 
 import yaml
+
+from onmt_xl.experiments.systems import ALIGNED_R, PREREORDER, SYSTEMS, XL  # noqa: F401 - re-exported
+from onmt_xl.experiments.systems import system as system_named
 
 DEMO_WORKDIR = "runs/demo"
 
@@ -52,37 +55,8 @@ TRAINING: Dict[str, Any] = {
     "param_init_glorot": True,
 }
 
-#: Source transforms: ``XL`` = xl_position from the preorderer (training, validation and translation);
-#: ``PREREORDER`` = the source itself reordered by the preorderer (idem); ``ALIGNED_R`` = xl_position from
-#: the training corpus' alignments (``workdir/align/train.gdfa``), training corpus only: ExGRE/ReFSR's r_j.
-XL, PREREORDER, ALIGNED_R = "xl_position", "xl_prereorder", "aligned_r"
-
-#: system name -> (model options, source transform or None)
-SYSTEMS: Dict[str, tuple] = {
-    "baseline": ({}, None),
-    "relative_pe": ({"encoder_type": "xl_relative", "enc_max_relative_positions": 16}, None),
-    "inxl": ({"encoder_type": "xl_inxl", "inxl_fusion": "block"}, XL),
-    "headxl": ({"encoder_type": "xl_headxl"}, XL),  # xl_heads: half the heads (config())
-    "combination": ({"encoder_type": "xl_combination", "inxl_fusion": "block"}, XL),
-    "disan": ({"encoder_type": "disan"}, None),
-    "disan_nogate": ({"encoder_type": "disan", "disan_fusion": "none"}, None),  # directional heads without the fusion gate
-    "enc_re": ({"encoder_type": "reordering_embedding"}, None),
-    "dec_re": ({"decoder_type": "reordering_embedding"}, None),
-    "both_re": ({"encoder_type": "reordering_embedding", "decoder_type": "reordering_embedding"}, None),
-    "additional_pe": ({"encoder_type": "additional_pe"}, None),
-    "exgre": ({"encoder_type": "exgre", "reordering_loss_weight": 0.6}, ALIGNED_R),
-    "refsr": ({"encoder_type": "refsr", "reordering_loss_weight": 0.6}, ALIGNED_R),
-    # Eq. 9 as written: with D = 0.5 its loss gives the predicted positions no gradient (see ExGREEncoder)
-    "exgre_literal": ({"encoder_type": "exgre", "reordering_loss_weight": 0.6, "reordering_loss": "literal"}, ALIGNED_R),
-    "encoder_free": ({"encoder_type": "encoder_free", "encoder_free_pe": "absolute"}, None),
-    "encoder_free_inxl": ({"encoder_type": "encoder_free", "encoder_free_pe": "inxl", "inxl_fusion": "block"}, XL),
-    "prereorder": ({}, PREREORDER),
-}
-
-
-#: Model/training sizes. ``demo``: the synthetic demo (MODEL, TRAINING as they are). ``enja``: the
-#: size issue 5 calibrated for 50k Japanese->English pairs on a 2-core CPU (about 14 minutes, 1,500
-#: steps, for the stock Transformer).
+#: Model/training sizes. ``demo``: the synthetic demo (MODEL, TRAINING as they are). ``enja``: a size
+#: for about 50k Japanese->English pairs that trains the stock Transformer on a 2-core CPU in minutes.
 PRESETS: Dict[str, Dict[str, Any]] = {
     "demo": {},
     "enja": {
@@ -96,10 +70,9 @@ PRESETS: Dict[str, Dict[str, Any]] = {
 XL_HEAD_ENCODERS = ("xl_headxl", "xl_combination")
 
 
-def source_transform(system: str) -> Optional[str]:
+def source_transform(name: str) -> Optional[str]:
     """The onmt_xl transform a system needs on its source when translating, or None."""
-    transform = SYSTEMS[system][1]
-    return transform if transform in (XL, PREREORDER) else None
+    return system_named(name).translate_transform
 
 
 def config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[str, Any]] = None,
@@ -108,11 +81,10 @@ def config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[st
 
     Precedence: MODEL/TRAINING < the system's options < ``PRESETS[preset]`` < ``overrides``.
     """
-    if system not in SYSTEMS:
-        raise ValueError(f"unknown system {system!r}; choose one of {sorted(SYSTEMS)}")
+    spec = system_named(system)
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
-    options, transform = SYSTEMS[system]
+    options, transform = spec.options, spec.transform
     data = f"{workdir}/data"
     train = {"path_src": f"{data}/train.src", "path_tgt": f"{data}/train.tgt", "transforms": []}
     valid = {"path_src": f"{data}/valid.src", "path_tgt": f"{data}/valid.tgt", "transforms": []}
@@ -143,9 +115,12 @@ def config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[st
 
 
 def render(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[str, Any]] = None) -> str:
+    """The YAML file of ``system``: a comment header, then :func:`config`."""
+    spec = system_named(system)
     head = (
-        f"# {system}: generated by `onmt-xl write-configs` (onmt_xl/experiments/configs.py); edit there, not here.\n"
-        f"# Data and outputs live under {workdir}/ (made by `onmt-xl demo`). For your own data, run\n"
+        f"# {system}: generated by `onmt-xl write-configs` (onmt_xl/experiments/systems.py, configs.py); edit there, not here.\n"
+        + (f"# Reproduces: {spec.reproduces}.\n" if spec.reproduces else "")
+        + f"# Data live under {workdir}/ (made by `onmt-xl demo`). For your own data, run\n"
         "# `onmt-xl pipeline --train-src ... --workdir W`, or `onmt-xl write-configs --workdir W` and put\n"
         "# tokenized train/valid files in W/data/ (and a preorderer in W/preorderer.xlp for XL systems).\n"
     )

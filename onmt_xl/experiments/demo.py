@@ -1,18 +1,29 @@
-"""``onmt-xl demo`` (the main job on synthetic data), ``onmt-xl pipeline`` (the same on your data)
-and ``onmt-xl write-configs``."""
+"""``onmt-xl demo`` (the main systems on a synthetic corpus), ``onmt-xl pipeline`` (the same on your data)
+and ``onmt-xl write-configs``.
+
+``demo`` and ``pipeline`` run the same chain of stages as ``onmt-xl experiments``
+(:class:`onmt_xl.experiments.runner.Runner`) with one job per ``--systems`` entry, translated on the test
+set, and print a short summary: the preorderer's Kendall tau, then per system BLEU, chrF, parameters and
+the paired-bootstrap p-value against the baseline.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import Any, Dict, List
 
-from onmt_xl.experiments.configs import DEMO_WORKDIR, SYSTEMS, write_configs
-from onmt_xl.experiments.pipeline import Pipeline, PipelineData
+from onmt_xl.errors import XLInputError
+from onmt_xl.experiments.configs import DEMO_WORKDIR, TRAINING, write_configs
+from onmt_xl.experiments.plan import Job
+from onmt_xl.experiments.stages import Corpus
+from onmt_xl.experiments.systems import SYSTEMS
 
 DEMO_SIZES = {"train": 6000, "valid": 200, "test": 300}
 
 
-def make_demo_data(workdir: Path, seed: int = 1) -> PipelineData:
+def make_demo_data(workdir: Path, seed: int = 1) -> Corpus:
     """Synthetic SVO → SOV corpus (fixed seeds) with gold test alignments, under ``workdir/synthetic``."""
     from onmt_xl.data import synthetic
 
@@ -21,42 +32,58 @@ def make_demo_data(workdir: Path, seed: int = 1) -> PipelineData:
     for i, (split, n) in enumerate(DEMO_SIZES.items()):
         if not (out / f"{split}.align").exists():
             synthetic.write(synthetic.generate(n, seed=seed + 1000 * i), str(out / split))
-    return PipelineData(
-        train_src=str(out / "train.src"), train_tgt=str(out / "train.tgt"),
-        valid_src=str(out / "valid.src"), valid_tgt=str(out / "valid.tgt"),
-        test_src=str(out / "test.src"), test_ref=str(out / "test.tgt"), test_align=str(out / "test.align"),
-    )
+    return Corpus(train_src=str(out / "train.src"), train_tgt=str(out / "train.tgt"),
+                  test_src=str(out / "test.src"), test_tgt=str(out / "test.tgt"),
+                  valid_src=str(out / "valid.src"), valid_tgt=str(out / "valid.tgt"), test_align=str(out / "test.align"))
 
 
-def _systems(text: str):
-    names = [s for s in text.split(",") if s]
-    bad = [s for s in names if s not in SYSTEMS]
-    if bad:
-        raise argparse.ArgumentTypeError(f"unknown systems {bad}; choose from {', '.join(SYSTEMS)}")
-    return names
+def system_jobs(systems: List[str], command: str) -> List[Job]:
+    """One job per system, named after it, with the shared training seed, translated on the test set."""
+    return [Job(s, s, TRAINING["seed"], variants=["test"], experiments=[command]) for s in systems]
 
 
-def _common(p: argparse.ArgumentParser, default_steps) -> None:
-    p.add_argument("--workdir", default=DEMO_WORKDIR, help="where everything is written (resumable)")
-    p.add_argument("--systems", type=_systems, default=["baseline", "combination"],
-                   help=f"comma-separated, from: {', '.join(SYSTEMS)}")
-    p.add_argument("--train-steps", type=int, default=default_steps)
-    p.add_argument("--preorder-iterations", type=int, default=5)
-    p.add_argument("--beam-size", type=int, default=5)
+def summary(res: Dict[str, Any]) -> str:
+    """The preorderer's scores, then one line per system (from :func:`onmt_xl.experiments.scoring.collect`)."""
+    p = res.get("preorderer", {})
+    nan = float("nan")
+    lines = [f"preorderer (test set, {p.get('sentences', 0):.0f} sentences, {p.get('links', 'eflomal')} links): "
+             f"Kendall tau {p.get('tau', nan):.4f} (monotone order {p.get('monotone_tau', nan):.4f}), "
+             f"exact match {p.get('exact_match', nan):.3f}"]
+    for name, e in res["jobs"].items():
+        t = e["variants"].get("test", {})
+        sig = f"  p={t['p_bootstrap']:.4f} vs baseline (paired bootstrap)" if "p_bootstrap" in t else ""
+        lines.append(f"{name:12s} BLEU {t.get('bleu', nan):6.2f}  chrF {t.get('chrf', nan):6.2f}  "
+                     f"params {e.get('parameters', 0):,}{sig}")
+    return "\n".join(lines)
+
+
+def run_systems(corpus: Corpus, args, command: str) -> int:
+    """Run ``args.systems`` on ``corpus`` in ``args.workdir`` through the runner; print the summary."""
+    import warnings
+
+    from onmt_xl.experiments.runner import Runner
+    from onmt_xl.experiments.stock import say
+
+    warnings.filterwarnings("ignore", category=FutureWarning)  # OpenNMT-py 3.5.1's torch.cuda.amp decorators
+    runner = Runner(corpus, args.workdir, system_jobs(args.systems, command), preset="demo",
+                    train_steps=args.train_steps, beam_size=args.beam_size, gpu={"auto": None, "yes": True, "no": False}[args.gpu],
+                    parallel=args.parallel, preorder_iterations=args.preorder_iterations)
+    res = runner.run(sys.argv[1:])
+    say(f"results: {runner.path('results.json')}\n" + summary(res))
+    return 0
 
 
 def run_demo(args) -> int:
-    workdir = Path(args.workdir)
-    data = make_demo_data(workdir)
-    Pipeline(data, str(workdir), args.systems, args.train_steps, args.preorder_iterations, args.beam_size).run()
-    return 0
+    return run_systems(make_demo_data(Path(args.workdir)), args, "demo")
 
 
 def run_pipeline(args) -> int:
-    data = PipelineData(args.train_src, args.train_tgt, args.valid_src, args.valid_tgt, args.test_src,
-                        args.test_ref, args.test_align)
-    Pipeline(data, args.workdir, args.systems, args.train_steps, args.preorder_iterations, args.beam_size).run()
-    return 0
+    corpus = Corpus(args.train_src, args.train_tgt, args.test_src, args.test_ref, valid_src=args.valid_src,
+                    valid_tgt=args.valid_tgt, test_align=args.test_align)
+    for p in corpus.inputs():
+        if not Path(p).exists():
+            raise XLInputError(p, None, "not found")
+    return run_systems(corpus, args, "pipeline")
 
 
 def run_write_configs(args) -> int:
@@ -65,16 +92,38 @@ def run_write_configs(args) -> int:
     return 0
 
 
+def _systems(text: str) -> List[str]:
+    names = [s for s in text.split(",") if s]
+    bad = [s for s in names if s not in SYSTEMS]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown systems {bad}; choose from {', '.join(SYSTEMS)}")
+    return names
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--workdir", default=DEMO_WORKDIR, help="where everything is written (resumable)")
+    p.add_argument("--systems", type=_systems, default=["baseline", "combination"],
+                   help=f"comma-separated, from: {', '.join(SYSTEMS)}; 'baseline' gives the p-values")
+    p.add_argument("--train-steps", type=int, help="default: the demo preset's (onmt_xl.experiments.configs)")
+    p.add_argument("--preorder-iterations", type=int, default=5)
+    p.add_argument("--beam-size", type=int, default=5)
+    p.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto")
+    p.add_argument("--parallel", type=int, default=None,
+                   help="systems trained at once (default: one per CPU without a GPU, 1 with a GPU)")
+
+
 def add_subcommands(sub) -> None:
-    p = sub.add_parser("demo", help="the main job on an embedded synthetic SVO->SOV corpus")
-    _common(p, None)
+    p = sub.add_parser("demo", help="the main systems on an embedded synthetic SVO->SOV corpus",
+                       description=__doc__.split("\n\n")[1].replace("\n", " "))
+    _common(p)
     p.set_defaults(func=run_demo)
 
     p = sub.add_parser("pipeline", help="align, preorder, train and score the systems on your tokenized data")
     for name in ("train-src", "train-tgt", "valid-src", "valid-tgt", "test-src", "test-ref"):
         p.add_argument(f"--{name}", required=True)
-    p.add_argument("--test-align", help="gold Pharaoh links of the test set, to score the preorderer (optional)")
-    _common(p, None)
+    p.add_argument("--test-align", help="gold Pharaoh links of the test set, to score the preorderer "
+                   "(default: the test set's eflomal links)")
+    _common(p)
     p.set_defaults(func=run_pipeline)
 
     p = sub.add_parser("write-configs", help="write the YAML configurations for a work directory")

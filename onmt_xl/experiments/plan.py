@@ -1,6 +1,6 @@
 """The plan of ``onmt-xl experiments``: which models the papers' experiments train, and how each is translated.
 
-A :class:`Job` is one trained model (a system of :data:`onmt_xl.experiments.configs.SYSTEMS`, a seed and option
+A :class:`Job` is one trained model (a system of :data:`onmt_xl.experiments.systems.SYSTEMS`, a seed and option
 overrides); its *variants* are the ``onmt_translate`` runs of it (clean test set, swapped words, oracle XL indices
 from test-side alignments, forced decoding of a gold reference for attention AER, the Sim metric).
 """

@@ -1,0 +1,234 @@
+"""Training and translating one job: ``jobs/NAME/`` in the work directory.
+
+A job is one trained model (a system of :data:`onmt_xl.experiments.systems.SYSTEMS`, a seed and option
+overrides); a *variant* is one ``onmt_translate`` run of it (clean test set, swapped words, oracle XL indices
+from test-side alignments, forced decoding of a gold reference for attention AER, the Sim metric)::
+
+    jobs/NAME/ config.yaml, train.log, commands.sh, done.json, hyp.VARIANT, translate_VARIANT.log
+
+A killed training restarts from its last checkpoint (``-train_from``); a job whose configuration changed
+is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import yaml
+
+from onmt_xl.errors import XLInputError
+from onmt_xl.experiments.configs import config
+from onmt_xl.experiments.plan import Job
+from onmt_xl.experiments.stock import count_checkpoint_parameters, read_lines, say, stock
+from onmt_xl.experiments.systems import SYSTEMS
+
+TOK_S = re.compile(r"Step\s+(\d+)/\s*\d+;.*?(\d+)/\s*(\d+) tok/s")
+
+#: Options that say where a job runs, not what it is: a job trained on a GPU resumes or reports on a CPU.
+DEVICE_OPTIONS = ("gpu_ranks", "world_size", "cpu_precision")  # cpu_precision: its resolution is in done.json
+
+#: The source file each variant translates (others: ``test.VARIANT.src``, the swapped-word sets).
+VARIANT_SOURCES = {"test": "test.src", "oracle": "test.src", "test_align": "test.src", "gold_align": "gold.src",
+                   "valid": "valid.src"}
+
+
+def _identity(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """A job configuration without :data:`DEVICE_OPTIONS` (what a changed configuration is judged on)."""
+    return {k: v for k, v in cfg.items() if k not in DEVICE_OPTIONS}
+
+
+def resolved_precision(log_text: str) -> str:
+    """What ``-cpu_precision auto`` chose in a training log: "bf16" or "fp32" (the last run's, when resumed)."""
+    lines = [line for line in log_text.splitlines() if "-cpu_precision" in line]
+    return "bf16" if lines and "bf16 autocast" in lines[-1] else "fp32"
+
+
+def train_throughput(log_text: str) -> Optional[float]:
+    """Median source tokens/second of OpenNMT's training reports, the first one (warm-up) left out:
+    robust to a report slowed down by something else on the machine (or a paused run)."""
+    rates = [int(m.group(2)) for m in TOK_S.finditer(log_text)]
+    rates = rates[1:] if len(rates) > 1 else rates
+    return statistics.median(rates) if rates else None
+
+
+class JobStages:
+    """Train and translate jobs; mixed into :class:`onmt_xl.experiments.runner.Runner` (which provides
+    ``path``, ``workdir``, ``overrides``, ``preset``, ``train_steps``, ``beam_size``, ``gpu``, ``parallel``,
+    ``threads``, ``out_of_time`` and ``_run``)."""
+
+    def job_config(self, job: Job) -> Dict[str, Any]:
+        cfg = config(job.system, str(self.workdir), {**self.overrides, "seed": job.seed, **job.overrides}, self.preset)
+        cfg["save_model"] = str(self.path("jobs", job.name, "model"))
+        cfg["save_data"] = str(self.path("jobs", job.name, "samples"))
+        cfg["cpu_precision"] = "auto"  # bf16 where this CPU computes it natively
+        if job.xl_train == "align":
+            if not SYSTEMS[job.system].uses_preorderer:
+                raise ValueError(f"job {job.name}: xl_train=align needs an XL or pre-reordering system")
+            cfg["xl_source"] = "align"
+            cfg.pop("xl_preorderer", None)
+            for split in ("train", "valid"):
+                cfg["data"][split]["path_align"] = str(self.path("align", f"{split}.gdfa"))
+        return cfg
+
+    def device_name(self) -> str:
+        if not self.gpu:
+            return "cpu"
+        import torch
+
+        return torch.cuda.get_device_name(0)
+
+    def model_path(self, job: Job) -> Path:
+        return self.path("jobs", job.name, f"model_step_{self.train_steps}.pt")
+
+    def _checked_config(self, job: Job) -> Dict[str, Any]:
+        """The job's configuration; refuses one that differs from ``jobs/NAME/config.yaml`` (what it was trained with)."""
+        cfg = self.job_config(job)
+        cfg_path = self.path("jobs", job.name, "config.yaml")
+        if cfg_path.exists() and _identity(yaml.safe_load(cfg_path.read_text(encoding="utf-8"))) != _identity(cfg):
+            raise XLInputError(str(cfg_path), None, f"differs from what job {job.name} needs now (other steps, preset "
+                               "or options?): use another --workdir, or delete that job directory to retrain it")
+        return cfg
+
+    def train(self, job: Job) -> bool:
+        """Train ``job`` unless done; resumes from its last checkpoint. False when the time budget is spent."""
+        jd = self.path("jobs", job.name)
+        cfg = self._checked_config(job)
+        if (jd / "done.json").exists():
+            return True
+        if self.out_of_time():
+            return False
+        jd.mkdir(parents=True, exist_ok=True)
+        (jd / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+        args = [stock("onmt_train"), "-config", jd / "config.yaml"]
+        ckpts = sorted(jd.glob("model_step_*.pt"), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
+        resumed = ckpts[-1].name if ckpts else None
+        if ckpts:
+            args += ["-train_from", ckpts[-1]]
+            say(f"  resuming {job.name} from {resumed}")
+        seconds = self._run(args, jd / "train.log", jd / "commands.sh", echo="Step",
+                            tag=f"{job.name}: " if self.parallel > 1 else "")
+        if not self.model_path(job).exists():
+            raise RuntimeError(f"onmt_train finished but {self.model_path(job)} is missing; see {jd / 'train.log'}")
+        self._write_done(job, seconds, resumed)
+        return True
+
+    def _write_done(self, job: Job, seconds: float, resumed: Optional[str]) -> None:
+        jd = self.path("jobs", job.name)
+        log = (jd / "train.log").read_text(encoding="utf-8")
+        info = dict(system=job.system, seed=job.seed, overrides=job.overrides, xl_train=job.xl_train,
+                    train_seconds=seconds, resumed_from=resumed,  # a resumed job: the last attempt's time only
+                    concurrent_jobs=self.parallel, threads=self.threads, device=self.device_name(),  # what tok/s was measured under
+                    parameters=count_checkpoint_parameters(str(self.model_path(job))),
+                    src_tok_s=train_throughput(log), precision=resolved_precision(log))
+        (jd / "done.json").write_text(json.dumps(info, indent=2))
+
+    def variant_output(self, job: Job, variant: str) -> Optional[Path]:
+        """Where ``variant`` of ``job`` is written; None when it does not apply (an oracle of a system without
+        XL indices or reordering, attention AER without a gold set)."""
+        jd = self.path("jobs", job.name)
+        if variant == "sim":
+            return jd / "sim.json"
+        if variant == "oracle" and not SYSTEMS[job.system].uses_preorderer:
+            return None
+        if variant == "gold_align" and not self.path("data", "gold.src").exists():
+            return None
+        return jd / f"hyp.{variant}"
+
+    def outputs_missing(self, job: Job) -> List[str]:
+        """The variants of ``job`` that ``translate`` would still produce."""
+        outputs = {v: self.variant_output(job, v) for v in job.variants}
+        return [v for v, out in outputs.items() if out is not None and not out.exists()]
+
+    def translate(self, job: Job, variant: str) -> None:
+        hyp = self.variant_output(job, variant)
+        if hyp is None:
+            if variant == "gold_align":
+                say(f"  {job.name}: no gold alignment set given, skipping {variant}")
+            return
+        if hyp.exists():
+            return
+        if variant == "sim":
+            return self._sim(job)
+        jd = self.path("jobs", job.name)
+        tmp = jd / f"hyp.{variant}.partial"
+        say(f"  onmt_translate {job.name} [{variant}]")
+        seconds = self._run(self._translate_args(job, variant, tmp), jd / f"translate_{variant}.log", jd / "commands.sh")
+        tmp.replace(hyp)
+        timing = jd / "translate_seconds.json"
+        times = json.loads(timing.read_text()) if timing.exists() else {}
+        times[variant] = seconds
+        timing.write_text(json.dumps(times, indent=2))
+
+    def _translate_args(self, job: Job, variant: str, out: Path) -> List[Any]:
+        data = self.path("data")
+        src = data / VARIANT_SOURCES.get(variant, f"test.{variant}.src")
+        aligning = variant in ("gold_align", "test_align")
+        model = self.alignment_model(job) if aligning else self.model_path(job)
+        args = [stock("onmt_translate"), "-model", model, "-src", src, "-output", out,
+                "-beam_size", self.beam_size, "-batch_size", 64, "-batch_type", "sents", "-seed", job.seed,
+                "-cpu_precision", "auto"]
+        if aligning:
+            args += ["-tgt", data / ("gold.tgt" if variant == "gold_align" else "test.ref"), "-report_align", "-gold_align"]
+        transform = SYSTEMS[job.system].translate_transform
+        if transform:
+            args += ["-transforms", transform]
+            if variant == "oracle":  # test-side information: labelled as such in the report
+                args += ["-xl_source", "align", "-xl_align_path", self.path("align", "test.gdfa")]
+            elif job.xl_train == "align":
+                raise ValueError(f"job {job.name} was trained on oracle XL indices; translate it with the 'oracle' variant")
+            else:
+                args += ["-xl_preorderer", self.path("preorderer.xlp")]
+        if self.gpu:
+            args += ["-gpu", 0]
+        return args
+
+    def alignment_model(self, job: Job) -> Path:
+        """The job's checkpoint with its decoder set to report the cross-attention of the penultimate
+        layer averaged over all heads (Ding et al. 2020 Sec. 4.3, after Garg et al. 2019).
+
+        OpenNMT reads ``alignment_layer``/``alignment_heads`` from the checkpoint's options; they select
+        what ``-report_align`` reads and do not change training (``lambda_align`` is 0), so they are set
+        on a copy (without optimizer state) instead of in every training configuration.
+        """
+        out = self.path("jobs", job.name, "model_align.pt")
+        if not out.exists():
+            import torch
+
+            import onmt_xl
+
+            onmt_xl.register()
+            ckpt = torch.load(str(self.model_path(job)), map_location="cpu", weights_only=False)  # our own file
+            opt = ckpt["opt"]
+            opt.alignment_layer = max(opt.dec_layers - 2, 0)
+            opt.alignment_heads = 0
+            ckpt.pop("optim", None)
+            tmp = out.with_name(out.name + ".partial")
+            torch.save(ckpt, str(tmp))
+            tmp.replace(out)
+        return out
+
+    def _sim(self, job: Job) -> None:
+        from onmt_xl.align.pharaoh import read_pharaoh
+        from onmt_xl.experiments.analysis import sim_metric
+
+        out = self.path("jobs", job.name, "sim.json")
+        src = [l.split() for l in read_lines(self.path("data", "test.src"))]
+        links = read_pharaoh(str(self.path("align", "test.gdfa")), [len(s) for s in src])
+        score = sim_metric(str(self.model_path(job)), src, links)
+        out.write_text(json.dumps(score._asdict(), indent=2))
+        say(f"  Sim ({job.name}) = {score.sim:.4f} over {score.words} words (original positions' PE: {score.pe_sim:.4f})")
+
+    def retrain_if_restored_without_checkpoint(self, job: Job) -> None:
+        """A job restored from an archive has no checkpoint: a variant it lacks needs the model again."""
+        jd = self.path("jobs", job.name)
+        if not (jd / "done.json").exists() or self.model_path(job).exists():
+            return
+        missing = self.outputs_missing(job)
+        if missing:
+            say(f"  {job.name}: restored without its checkpoint and lacks {', '.join(missing)}: retraining it")
+            for p in list(jd.glob("hyp.*")) + [jd / "done.json", jd / "translate_seconds.json", jd / "sim.json"]:
+                p.unlink(missing_ok=True)

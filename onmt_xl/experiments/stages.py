@@ -1,0 +1,179 @@
+"""The stages before training: data, alignment, preorderer, vocabularies.
+
+Each writes its outputs under the work directory and is skipped when they exist, so a killed run resumes::
+
+    data/      train/valid/test (+ swapped test sources, gold AER set)   stage_data
+    align/     eflomal grow-diag-final-and of test+valid+train, one run    align
+    preorderer.xlp, preorderer.json                                        preorder
+    vocab.src, vocab.tgt                                                   vocab
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List, Optional, Tuple
+
+import yaml
+
+from onmt_xl.errors import XLInputError
+from onmt_xl.experiments.configs import config
+from onmt_xl.experiments.plan import SWAP_RATIOS, swap_words
+from onmt_xl.experiments.stock import read_lines, say, stock, write_lines
+
+
+@dataclass
+class Corpus:
+    """Tokenized input files: ``train``/``test`` source and target; optional gold AER pairs.
+
+    Validation pairs are ``valid_src``/``valid_tgt`` when given, else the last ``--valid-size`` training
+    pairs. ``test_align``: gold links of the test set, which score the preorderer instead of the eflomal ones.
+    """
+
+    train_src: str
+    train_tgt: str
+    test_src: str
+    test_tgt: str
+    gold_text: Optional[str] = None  # "source ||| target" per line
+    gold_align: Optional[str] = None  # 1-indexed, source first
+    valid_src: Optional[str] = None
+    valid_tgt: Optional[str] = None
+    test_align: Optional[str] = None  # Pharaoh, 0-indexed, source first
+
+    def inputs(self) -> List[str]:
+        """The files that must exist."""
+        return [p for p in (self.train_src, self.train_tgt, self.test_src, self.test_tgt, self.valid_src,
+                            self.valid_tgt, self.test_align) if p]
+
+
+def read_parallel(src: str, tgt: str) -> Tuple[List[str], List[str]]:
+    s, t = read_lines(Path(src)), read_lines(Path(tgt))
+    if len(s) != len(t):
+        raise XLInputError(tgt, None, f"has {len(t)} lines but {src} has {len(s)}")
+    return s, t
+
+
+class DataStages:
+    """The stages before training, mixed into :class:`onmt_xl.experiments.runner.Runner` (which provides
+    ``corpus``, ``path``, ``valid_size``, ``preset``, ``overrides``, ``preorder_iterations``, ``_run`` and
+    ``_manifest_update``)."""
+
+    def stage_data(self) -> None:
+        """train/valid split, test, swapped tests, gold set under ``data/``."""
+        data = self.path("data")
+        if (data / "ready").exists():
+            return
+        data.mkdir(parents=True, exist_ok=True)
+        n_train, n_valid = self._stage_train_valid(data)
+        test_src = self._stage_test(data)
+        if self.corpus.gold_text and self.corpus.gold_align:
+            self._stage_gold(data)
+        (data / "ready").write_text("")
+        say(f"data: {n_train} train, {n_valid} valid, {len(test_src)} test pairs -> {data}")
+
+    def _stage_train_valid(self, data: Path) -> Tuple[int, int]:
+        src, tgt = read_parallel(self.corpus.train_src, self.corpus.train_tgt)
+        if self.corpus.valid_src:
+            vsrc, vtgt = read_parallel(self.corpus.valid_src, self.corpus.valid_tgt)
+        else:
+            if not 0 < self.valid_size < len(src):
+                raise ValueError(f"--valid-size {self.valid_size} must be between 1 and {len(src) - 1} (training pairs)")
+            cut = len(src) - self.valid_size
+            src, tgt, vsrc, vtgt = src[:cut], tgt[:cut], src[cut:], tgt[cut:]
+        for name, lines in (("train.src", src), ("train.tgt", tgt), ("valid.src", vsrc), ("valid.tgt", vtgt)):
+            write_lines(data / name, lines)
+        return len(src), len(vsrc)
+
+    def _stage_test(self, data: Path) -> List[str]:
+        test_src, test_tgt = read_parallel(self.corpus.test_src, self.corpus.test_tgt)
+        for n, line in enumerate(test_src, 1):
+            if not line.split():
+                raise XLInputError(self.corpus.test_src, n, "empty source line (onmt_translate drops it, so outputs would no longer be parallel)")
+        write_lines(data / "test.src", test_src)
+        write_lines(data / "test.ref", test_tgt)
+        for r in SWAP_RATIOS:
+            rng = random.Random(round(100 * r))
+            write_lines(data / f"test.swap{round(100 * r)}.src", (" ".join(swap_words(l.split(), r, rng)) for l in test_src))
+        return test_src
+
+    def _stage_gold(self, data: Path) -> None:
+        from onmt_xl.align.aer import read_gold, read_joint_text
+
+        gsrc, gtgt = read_joint_text(self.corpus.gold_text)
+        sure, _ = read_gold(self.corpus.gold_align)
+        if len(sure) != len(gsrc):
+            raise XLInputError(self.corpus.gold_align, None, f"has {len(sure)} lines but {self.corpus.gold_text} has {len(gsrc)}")
+        keep = [k for k in range(len(gsrc)) if gsrc[k] and gtgt[k]]
+        write_lines(data / "gold.src", (" ".join(gsrc[k]) for k in keep))
+        write_lines(data / "gold.tgt", (" ".join(gtgt[k]) for k in keep))
+        shutil.copyfile(self.corpus.gold_align, data / "gold.align")
+        (data / "gold.keep").write_text(" ".join(map(str, keep)) + "\n")
+
+    def align(self) -> None:
+        """eflomal on test+valid+train in one run (unsupervised: the test side only adds statistics),
+        grow-diag-final-and; the test links serve the oracle, the attention AER reference, Sim and tau."""
+        from onmt_xl.align.eflomal_aligner import align_corpus, read_tokenized
+        from onmt_xl.align.pharaoh import write_pharaoh
+
+        out = self.path("align")
+        if (out / "train.gdfa").exists():
+            return
+        out.mkdir(exist_ok=True)
+        parts = {name: (read_tokenized(str(self.path("data", f"{name}.src"))),
+                        read_tokenized(str(self.path("data", f"{name}.{'ref' if name == 'test' else 'tgt'}"))))
+                 for name in ("test", "valid", "train")}
+        say(f"aligning test+valid+train ({sum(len(s) for s, _ in parts.values())} pairs) with eflomal")
+        res = align_corpus([s for p in parts.values() for s in p[0]], [t for p in parts.values() for t in p[1]])
+        start = 0
+        for name, (s, _) in parts.items():  # train last: its file marks the stage as done
+            write_pharaoh(str(out / f"{name}.gdfa"), res.symmetrized[start : start + len(s)])
+            start += len(s)
+        self._manifest_update(align_seconds=res.seconds)
+        say(f"  aligned in {res.seconds:.1f}s")
+
+    def preorder(self) -> None:
+        """Train the BTG preorderer on the training links; score it on the test set against the gold test
+        links when the corpus has them, else the eflomal ones."""
+        from onmt_xl.align.pharaoh import read_pharaoh
+        from onmt_xl.reorder.preorderer import Preorderer
+
+        model_path = self.path("preorderer.xlp")
+        if not model_path.exists():
+            src = [l.split() for l in read_lines(self.path("data", "train.src"))]
+            links = read_pharaoh(str(self.path("align", "train.gdfa")), [len(s) for s in src])
+            say(f"training the preorderer on {len(src)} pairs")
+            t0 = time.perf_counter()
+            kw = {} if self.preorder_iterations is None else {"iterations": self.preorder_iterations}
+            Preorderer.train(src, links, **kw).save(str(model_path))
+            self._manifest_update(preorderer_train_seconds=time.perf_counter() - t0)
+        if not self.path("preorderer.json").exists():
+            self._score_preorderer(Preorderer.load(str(model_path)))
+
+    def _score_preorderer(self, model) -> None:
+        from onmt_xl.align.pharaoh import read_pharaoh
+        from onmt_xl.reorder.metrics import evaluate
+        from onmt_xl.reorder.oracle import target_ranks
+
+        src = [l.split() for l in read_lines(self.path("data", "test.src"))]
+        gold = self.corpus.test_align
+        links = read_pharaoh(gold or str(self.path("align", "test.gdfa")), [len(s) for s in src])
+        scores = evaluate(model.reorder_batch(src), [target_ranks(len(s), l) for s, l in zip(src, links)])
+        result = dict(tau=scores.tau, monotone_tau=scores.monotone_tau, oracle_tau=scores.oracle_tau,
+                      exact_match=scores.exact_match, frs=scores.frs, sentences=len(src))
+        if gold:
+            result["links"] = "gold"
+        self.path("preorderer.json").write_text(json.dumps(result, indent=2))
+        say(f"preorderer on the test set ({'gold' if gold else 'eflomal'} links):\n" + scores.format())
+
+    def vocab(self) -> None:
+        if self.path("vocab.tgt").exists():
+            return
+        cfg = self.path("vocab_config.yaml")
+        cfg.write_text(yaml.safe_dump(config("baseline", str(self.workdir), self.overrides, self.preset)))
+        say("onmt_build_vocab")
+        self._run([stock("onmt_build_vocab"), "-config", cfg, "-n_sample", "-1"], self.path("logs", "build_vocab.log"),
+                  self.path("commands.sh"))
