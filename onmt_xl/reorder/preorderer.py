@@ -12,7 +12,7 @@ training source (words, or the pieces of one sub-word model): applied to another
 valid permutation. Format version 3 records that segmentation in the file's header
 (:attr:`Preorderer.segmentation`, a :class:`~onmt_xl.segmentation.SegmentationScheme`), and its users
 check it: the ``xl_position`` transform, ``onmt-xl preorder-apply`` / ``preorder-eval`` /
-``show-reordering``. Files of versions 1 and 2 do not record it: they are accepted, with the
+``show-reordering``. Files of version 2 do not record it: they are accepted, with the
 segmentation inferred from their vocabulary (sub-words when its tokens carry joiner, spacer or ``@@``
 markers, else words; the sub-word model itself is then unknown) and a warning once per file and process
 when loaded, so the checks still see words against sub-words.
@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from onmt_xl.errors import XLInputError
-from onmt_xl.reorder.btg import BTGNode, order_to_pos_xl, order_to_tree, tree_from_splits
+from onmt_xl.reorder.btg import BTGNode, order_to_pos_xl, tree_from_splits
 from onmt_xl.reorder.features import PAD, Vocab
 from onmt_xl.reorder.oracle import ATTACH_NULL, target_ranks
 from onmt_xl.reorder.threads import ensure_threading, set_threads
@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 
 FORMAT = "onmt_xl.preorderer"
 VERSION = 3  # 2: exchange-clustering classes, three-view features, span limit; 3: + the source segmentation
-READABLE_VERSIONS = (1, 2, 3)  # version 1 decodes with onmt_xl.reorder.legacy_v1; 1 and 2 record no segmentation
+READABLE_VERSIONS = (2, 3)  # version 2 records no segmentation
 DEFAULT_MAX_LEN = 400
 DEFAULT_ITERATIONS = 10
 DEFAULT_CLUSTERS = 256
@@ -81,14 +81,6 @@ def _flatten(encoded: Sequence[Tuple[np.ndarray, np.ndarray, np.ndarray]]):
     return ws, cs, gs, pad_off, lens
 
 
-def _flatten_v1(encoded: Sequence[Tuple[np.ndarray, np.ndarray]]):
-    """Version-1 :func:`_flatten`: ``(w, c)`` pairs with one pad token on each side."""
-    lens = np.array([len(w) - 2 for w, _ in encoded], dtype=np.int64)
-    pad_off = np.zeros(len(encoded), dtype=np.int64)
-    pad_off[1:] = np.cumsum(lens[:-1] + 2)
-    return np.concatenate([e[0] for e in encoded]), np.concatenate([e[1] for e in encoded]), pad_off, lens
-
-
 def _nodes_to_tree(nodes: np.ndarray, n: int) -> Optional[BTGNode]:
     """:class:`BTGNode` tree from the ``(s, m, e, t)`` rows of :func:`onmt_xl.reorder.parser.extract`."""
     kids = {(int(s), int(e)): (int(m), bool(t)) for s, m, e, t in nodes.tolist()}
@@ -121,7 +113,7 @@ class Preorderer:
         _check_size(weights.shape[0])
         self.vocab = vocab
         self.weights = weights
-        self.version = 1 if type(vocab).__name__ == "VocabV1" else VERSION
+        self.version = VERSION
         self.segmentation: SegmentationScheme = segmentation or _vocab_segmentation(vocab, self.version)
         self.hparams: Dict[str, Any] = dict(hparams or {})
         self.hparams["hash_size"] = weights.shape[0]
@@ -335,12 +327,6 @@ class Preorderer:
         if n <= 1:
             return list(range(n))
         out = np.empty(n, dtype=np.int64)
-        if self.version == 1:
-            from onmt_xl.reorder import legacy_v1
-
-            w, c = self.vocab.encode(tokens)
-            legacy_v1.decode_sentence(w, c, n, self.weights, self.mask, self.max_len, out)
-            return out.tolist()
         w, c, g = self.vocab.encode(tokens)
         decode_sentence(w, c, g, n, self.weights, self.mask, self.effective_span, out)
         return out.tolist()
@@ -352,9 +338,6 @@ class Preorderer:
         if isinstance(tokens, str):
             raise TypeError("reorder_tree() takes a list of tokens, not a string")
         n = len(tokens)
-        if self.version == 1:  # a tree yielding the same order (the bracketing may differ)
-            order = self.reorder(tokens)
-            return order, order_to_tree(order), float("nan")
         w, c, g = self.vocab.encode(tokens)
         order, nodes, score = decode_tree(w, c, g, n, self.weights, self.mask, self.effective_span)
         return order.tolist(), _nodes_to_tree(nodes, n), float(score)
@@ -376,15 +359,9 @@ class Preorderer:
         import numba
 
         ensure_threading()
-        if self.version == 1:
-            from onmt_xl.reorder import legacy_v1
-
-            ws, cs, pad_off, lens = _flatten_v1([self.vocab.encode(t) for t in batch])
-            flat = legacy_v1.decode_batch(ws, cs, pad_off, lens, self.weights, self.mask, self.max_len)
-        else:
-            ws, cs, gs, pad_off, lens = _flatten([self.vocab.encode(t) for t in batch])
-            flat = decode_batch(ws, cs, gs, pad_off, lens, self.weights, self.mask, self.effective_span,
-                                numba.get_num_threads() == 1)
+        ws, cs, gs, pad_off, lens = _flatten([self.vocab.encode(t) for t in batch])
+        flat = decode_batch(ws, cs, gs, pad_off, lens, self.weights, self.mask, self.effective_span,
+                            numba.get_num_threads() == 1)
         out, pos = [], 0
         for n in lens.tolist():
             out.append(flat[pos : pos + n].tolist())
@@ -398,9 +375,6 @@ class Preorderer:
 
     def header(self) -> Dict[str, Any]:
         """The file header; a model read from a version-2 file keeps version 2 (no segmentation record)."""
-        if self.version == 1:
-            hp = {k: v for k, v in self.hparams.items() if k != "max_span"}
-            return {"format": FORMAT, "version": 1, **hp, "class_words": self.vocab.class_words}
         out = {"format": FORMAT, "version": self.version, **self.hparams, "class_words": self.vocab.class_words,
                "clustered": self.vocab.clusters is not None}
         if self.version >= 3:
@@ -423,13 +397,8 @@ class Preorderer:
         header = state["header"]
         weights = np.zeros((int(header["hash_size"]), 2), dtype=np.float32)
         weights[state["feat_index"]] = state["feat_weight"]
-        if header.get("version") == 1:
-            from onmt_xl.reorder.legacy_v1 import VocabV1
-
-            vocab: Any = VocabV1(list(state["vocab"]), int(header["class_words"]))
-        else:
-            clusters = np.asarray(state["clusters"], dtype=np.int64) if header.get("clustered") else None
-            vocab = Vocab(list(state["vocab"]), int(header["class_words"]), clusters)
+        clusters = np.asarray(state["clusters"], dtype=np.int64) if header.get("clustered") else None
+        vocab = Vocab(list(state["vocab"]), int(header["class_words"]), clusters)
         version = int(header.get("version", VERSION))
         if version >= 3:
             if "segmentation" not in header:
@@ -449,8 +418,6 @@ class Preorderer:
         buf = io.BytesIO()
         arrays = dict(header=as_bytes(state["header"]), vocab=as_bytes(state["vocab"]),
                       clusters=state["clusters"], feat_index=state["feat_index"], feat_weight=state["feat_weight"])
-        if self.version == 1:
-            del arrays["clusters"]
         np.savez_compressed(buf, **arrays)
         tmp = f"{path}.tmp{os.getpid()}"
         with open(tmp, "wb") as f:
