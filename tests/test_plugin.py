@@ -146,7 +146,7 @@ def test_any_module_can_be_imported_first(module):
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
-# --- Stock code reads ``batch["src"]`` as token ids (issue 17, item 6) ---------------------------------------
+# --- Stock code reads ``batch["src"]`` as token ids ---------------------------------------
 
 SEP_VOCAB_TGT = [f"t{i}" for i in range(20)]
 
