@@ -164,14 +164,8 @@ class Preorderer:
         is longer than any seen in training, ``0`` is exact CKY. ``loss_aug`` > 0 trains with
         loss-augmented decoding.
 
-        ``threads``: numba threads (default: all cores). ``parallel`` chooses how they share the
-        work: ``"mix"`` (iterative parameter mixing, McDonald et al. 2010): each pass cuts the
-        data into one shard per thread, trains a copy of the weights on each shard and averages
-        the copies -- one synchronization per pass, so it keeps its speed on a machine whose cores
-        are shared, but the model depends on the number of threads (one thread = the plain online
-        perceptron); ``"minibatch"``: ``batch`` sentences are parsed in parallel with the same
-        weights, then their updates are applied in order -- the same model for any number of
-        threads, but one synchronization per batch, which stalls when another process holds a core.
+        ``threads``: numba threads (default: all cores); ``parallel``: how they share the work, ``"mix"``
+        or ``"minibatch"`` (see :mod:`onmt_xl.reorder.training`).
 
         ``segmentation``: the segmentation of ``sentences``, recorded in the model (words, or a sub-word
         model, see :mod:`onmt_xl.segmentation`); ``None`` records what the tokens show (sub-words of an

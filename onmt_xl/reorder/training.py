@@ -3,6 +3,14 @@
 
 :meth:`onmt_xl.reorder.preorderer.Preorderer.train` documents the settings; this module turns sentences
 and alignments into the flat arrays the compiled passes read, runs the passes and averages the weights.
+
+The threads share the work as ``parallel`` says: ``"mix"`` (iterative parameter mixing, McDonald et al. 2010):
+each pass cuts the data into one shard per thread, trains a copy of the weights on each shard and averages the
+copies -- one synchronization per pass, so it keeps its speed on a machine whose cores are shared, but the
+model depends on the number of threads (one thread = the plain online perceptron); ``"minibatch"``: ``batch``
+sentences are parsed in parallel with the same weights, then their updates are applied in order -- the same
+model for any number of threads, but one synchronization per batch, which stalls when another process holds a
+core.
 """
 
 from __future__ import annotations
