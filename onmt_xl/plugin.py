@@ -94,8 +94,7 @@ def register() -> None:
     _patch_precision()
     _patch_attention()
     import onmt_xl.decoders.reordering_embedding  # noqa: F401  (registers the decoder)
-    import onmt_xl.encoders.baselines  # noqa: F401  (registers encoders)
-    import onmt_xl.encoders.xl_transformer  # noqa: F401
+    import onmt_xl.encoders.families  # noqa: F401  (registers encoders)
     import onmt_xl.transforms.xl_position  # noqa: F401  (registers the transform)
 
 
@@ -256,8 +255,10 @@ def _patch_options() -> None:
 
     @functools.wraps(stock_model_opts)
     def model_opts(parser):
+        from onmt_xl.encoders.families import FAMILIES  # at call time: registration may run mid-import of it
+
         stock_model_opts(parser)
-        add_model_options(parser)
+        add_model_options(parser, FAMILIES)
 
     model_opts._onmt_xl = True
     opts.model_opts = model_opts
@@ -265,8 +266,10 @@ def _patch_options() -> None:
     stock_validate = ArgumentParser.validate_model_opts.__func__
 
     def validate_model_opts(cls, model_opt):
+        from onmt_xl.encoders.families import FAMILIES
+
         stock_validate(cls, model_opt)
-        validate_model_options(model_opt)
+        validate_model_options(model_opt, FAMILIES)
 
     ArgumentParser.validate_model_opts = classmethod(validate_model_opts)
 

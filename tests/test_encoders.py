@@ -156,6 +156,39 @@ def test_bad_options_fail_with_clear_message(overrides, message):
         model_opt(**overrides)
 
 
+@pytest.mark.parametrize("heads,given,tau", [(8, None, 4), (4, None, 2), (8, 1, 1), (4, 4, 4), (4, 0, 0)])
+def test_xl_heads_defaults_to_half_the_heads(heads, given, tau):
+    """Without -xl_heads HeadXL gives the XL positions to heads // 2 heads (one function decides it); a given
+    value is kept, in the validated options and in the built encoder's first layer."""
+    from onmt_xl.encoders.options import default_xl_heads
+
+    assert default_xl_heads(heads) == heads // 2
+    overrides = dict(heads=heads, hidden_size=4 * heads, word_vec_size=4 * heads)
+    if given is not None:
+        overrides["xl_heads"] = given
+    opt = model_opt(encoder_type="xl_headxl", **overrides)
+    assert opt.xl_heads == tau
+    torch.manual_seed(0)
+    model = build_base_model(opt, vocabs())
+    assert model.encoder.xl_heads == tau == model.encoder.transformer[0].self_attn.xl_heads
+
+
+def test_xl_heads_unset_is_resolved_by_the_encoder_too():
+    """An option namespace that skipped validation (xl_heads None) still builds half the heads."""
+    from onmt_xl.encoders.xl_transformer import resolve_xl_heads
+
+    opt = model_opt(encoder_type="xl_headxl", heads=8, hidden_size=32, word_vec_size=32)
+    opt.xl_heads = None
+    assert resolve_xl_heads(opt) == 4
+
+
+@pytest.mark.parametrize("heads,xl_heads", [(8, 9), (4, -1)])
+def test_xl_heads_out_of_range_still_rejected(heads, xl_heads):
+    with pytest.raises(ValueError, match=rf"-xl_heads must be in \[0, heads={heads}\], got {xl_heads}"):
+        model_opt(encoder_type="xl_headxl", heads=heads, hidden_size=4 * heads, word_vec_size=4 * heads,
+                  xl_heads=xl_heads)
+
+
 @pytest.mark.parametrize("encoder_type", ["xl_inxl", "xl_combination"])
 def test_inxl_init_reaches_the_encoders(encoder_type):
     """As onmt_train builds them, with -inxl_init absolute InXL encoders start from tanh(PE_abs): their output

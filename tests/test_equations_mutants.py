@@ -754,8 +754,8 @@ class TestReorderingEmbeddingSurvivors:
 
 
 class TestBaselineEncodersSurvivors:
-    """mutmut survivors in onmt_xl/encoders/baselines.py: the encoders' forward passes written out with their own
-    submodules (each pinned by hand above), for settings the rest of the suite never used (two layers without the
+    """mutmut survivors in the baseline encoders (onmt_xl/encoders/disan.py, reordering_embedding.py,
+    explicit_reordering.py, encoder_free.py): the encoders' forward passes written out with their own submodules (each pinned by hand above), for settings the rest of the suite never used (two layers without the
     DiSAN gate, dropout, SinusoidalConcat, a window other than the default, padding inside ExGRE's layers)."""
 
     @staticmethod

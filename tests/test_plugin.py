@@ -127,7 +127,9 @@ def test_tensorify_rejects_inconsistent_positions(examples, message):
 
 @pytest.mark.parametrize(
     "module",
-    ["onmt_xl.encoders.xl_transformer", "onmt_xl.encoders.baselines", "onmt_xl.modules.headxl",
+    ["onmt_xl.encoders.xl_transformer", "onmt_xl.encoders.disan", "onmt_xl.encoders.reordering_embedding",
+     "onmt_xl.encoders.explicit_reordering", "onmt_xl.encoders.encoder_free", "onmt_xl.encoders.families",
+     "onmt_xl.encoders.options", "onmt_xl.modules.headxl",
      "onmt_xl.transforms.xl_position", "onmt_xl.plugin"],
 )
 def test_any_module_can_be_imported_first(module):
@@ -144,7 +146,7 @@ def test_any_module_can_be_imported_first(module):
     assert proc.returncode == 0, proc.stderr[-2000:]
 
 
-# --- Stock code reads ``batch["src"]`` as token ids (issue 17, item 6) ---------------------------------------
+# --- Stock code reads ``batch["src"]`` as token ids ---------------------------------------
 
 SEP_VOCAB_TGT = [f"t{i}" for i in range(20)]
 

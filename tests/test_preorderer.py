@@ -155,7 +155,7 @@ def test_load_wrong_version_and_format(trained, tmp_path):
     wrong_version = str(tmp_path / "v99.npz")
     _write_with_header(wrong_version, {**header, "version": 99})
     msg = _raises_naming(wrong_version)
-    assert "version 99" in msg and "reads versions 1, 2, 3" in msg and "retrain" in msg
+    assert "version 99" in msg and "reads versions 2, 3" in msg and "retrain" in msg
 
     other = str(tmp_path / "other.npz")
     _write_with_header(other, {**header, "format": "something.else"})
@@ -433,34 +433,15 @@ def test_parameter_mixing_learns_and_is_deterministic_per_thread_count():
         assert evaluate(model.reorder_batch(test.src), ranks).tau > 0.9
 
 
-# --- version-1 files -----------------------------------------------------------------------------
+# --- version-1 files (an unreleased format) -----------------------------------------------------
 
 
-# reorderings of the version-1 decoder for the weights below, computed with onmt_xl before version 2
-V1_EXPECTED = [[4, 3, 2, 1, 0, 5], [2, 1, 0], [0], [], [10, 5, 9, 8, 7, 6, 4, 3, 2, 1, 0]]
-
-
-def test_version_1_files_still_load_and_decode_as_before(tmp_path):
-    from onmt_xl.reorder.legacy_v1 import VocabV1
-
-    rng = np.random.default_rng(0)
-    weights = rng.normal(size=(1 << 12, 2)).astype(np.float32)
-    model = Preorderer(VocabV1(["a", "b", "c"], 1), weights, {"max_len": 400})
+def test_version_1_files_fail_naming_the_file_and_the_readable_versions(tmp_path):
     path = str(tmp_path / "v1.npz")
-    model.save(path)
-    loaded = Preorderer.load(path)
-    assert loaded.version == 1 and loaded.header()["version"] == 1 and "clustered" not in loaded.header()
-    import zipfile
-
-    assert sorted(zipfile.ZipFile(path).namelist()) == ["feat_index.npy", "feat_weight.npy", "header.npy", "vocab.npy"]
-    sents = [["a", "b", "c", "a", "x", "b"], ["c", "c", "a"], ["b"], [], list("abcabcabcab")]
-    got = [loaded.reorder(s) for s in sents]
-    assert got == loaded.reorder_batch(sents) == [model.reorder(s) for s in sents]
-    # pinned output of the version-1 decoder (checked identical to onmt_xl before version 2)
-    assert got == V1_EXPECTED
-    assert all(is_btg_permutation(o) for o in got)
-    order, tree, _ = loaded.reorder_tree(sents[0])
-    assert order == got[0] and tree_to_order(tree) == order
+    _write_with_header(path, {"format": "onmt_xl.preorderer", "version": 1, "hash_size": 4096, "class_words": 1,
+                              "max_len": 400}, vocab=b'["a", "b", "c"]')
+    msg = _raises_naming(path)
+    assert "version 1" in msg and "reads versions 2, 3" in msg and "retrain" in msg
 
 
 # --- word clusters -------------------------------------------------------------------------------

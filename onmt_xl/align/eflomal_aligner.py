@@ -93,8 +93,6 @@ def align_corpus(
     Pairs with an empty side get empty alignments. Raises :class:`XLInputError` on unequal sentence
     counts or malformed tokens.
     """
-    import eflomal  # the PyPI package; imported here so the rest of onmt_xl.align works without it
-
     if len(src_sents) != len(tgt_sents):
         raise XLInputError(None, None, f"{len(src_sents)} source sentences but {len(tgt_sents)} target sentences")
     if model not in (1, 2, 3):
@@ -112,41 +110,50 @@ def align_corpus(
     reverse: List[Links] = [[] for _ in range(n)]
     seconds = 0.0
     if keep:
-        aligner = eflomal.Aligner(
-            model=model, n_iterations=n_iterations, n_samplers=n_samplers,
-            rel_iterations=rel_iterations, null_prior=null_prior,
-        )
-        with tempfile.TemporaryDirectory(prefix="onmt_xl_eflomal_") as tmp:
-            fwd_path, rev_path = os.path.join(tmp, "fwd"), os.path.join(tmp, "rev")
-            src_lines = _eflomal_lines(src_sents, keep, "source")
-            tgt_lines = _eflomal_lines(tgt_sents, keep, "target")
-            start = time.perf_counter()
-            if priors is None:
-                aligner.align(src_lines, tgt_lines, links_filename_fwd=fwd_path, links_filename_rev=rev_path)
-            else:
-                with open(priors, encoding="utf-8") as pf:
-                    aligner.align(
-                        src_lines, tgt_lines, links_filename_fwd=fwd_path, links_filename_rev=rev_path,
-                        priors_input=pf,
-                    )
-            seconds = time.perf_counter() - start
-            src_lens = [len(src_sents[k]) for k in keep]
-            tgt_lens = [len(tgt_sents[k]) for k in keep]
-            for out, path in ((forward, fwd_path), (reverse, rev_path)):
-                try:
-                    links = read_pharaoh(path, src_lens, tgt_lens)
-                except XLInputError as e:
-                    raise RuntimeError(f"eflomal wrote inconsistent alignments: {e}") from e
-                if len(links) != len(keep):
-                    raise RuntimeError(f"eflomal wrote {len(links)} alignment lines for {len(keep)} sentence pairs")
-                for k, ls in zip(keep, links):
-                    out[k] = ls
+        settings = dict(model=model, n_iterations=n_iterations, n_samplers=n_samplers,
+                        rel_iterations=rel_iterations, null_prior=null_prior)
+        seconds = _run_eflomal(src_sents, tgt_sents, keep, settings, priors, forward, reverse)
         logger.info("eflomal aligned %d sentence pairs in %.1f s", len(keep), seconds)
 
     symmetrized = [
         grow_diag_final_and(f, r, len(s), len(t)) for f, r, s, t in zip(forward, reverse, src_sents, tgt_sents)
     ]
     return AlignmentResult(forward, reverse, symmetrized, seconds)
+
+
+def _run_eflomal(src_sents: Sents, tgt_sents: Sents, keep: Sequence[int], settings: dict, priors: Optional[str],
+                 forward: List[Links], reverse: List[Links]) -> float:
+    """Align the pairs ``keep`` with an ``eflomal.Aligner(**settings)``, filling their rows of ``forward``
+    and ``reverse``; returns eflomal's seconds."""
+    import eflomal  # the PyPI package; imported here so the rest of onmt_xl.align works without it
+
+    aligner = eflomal.Aligner(**settings)
+    with tempfile.TemporaryDirectory(prefix="onmt_xl_eflomal_") as tmp:
+        fwd_path, rev_path = os.path.join(tmp, "fwd"), os.path.join(tmp, "rev")
+        src_lines = _eflomal_lines(src_sents, keep, "source")
+        tgt_lines = _eflomal_lines(tgt_sents, keep, "target")
+        start = time.perf_counter()
+        if priors is None:
+            aligner.align(src_lines, tgt_lines, links_filename_fwd=fwd_path, links_filename_rev=rev_path)
+        else:
+            with open(priors, encoding="utf-8") as pf:
+                aligner.align(
+                    src_lines, tgt_lines, links_filename_fwd=fwd_path, links_filename_rev=rev_path,
+                    priors_input=pf,
+                )
+        seconds = time.perf_counter() - start
+        src_lens = [len(src_sents[k]) for k in keep]
+        tgt_lens = [len(tgt_sents[k]) for k in keep]
+        for out, path in ((forward, fwd_path), (reverse, rev_path)):
+            try:
+                links = read_pharaoh(path, src_lens, tgt_lens)
+            except XLInputError as e:
+                raise RuntimeError(f"eflomal wrote inconsistent alignments: {e}") from e
+            if len(links) != len(keep):
+                raise RuntimeError(f"eflomal wrote {len(links)} alignment lines for {len(keep)} sentence pairs")
+            for k, ls in zip(keep, links):
+                out[k] = ls
+    return seconds
 
 
 def align_with_extra(

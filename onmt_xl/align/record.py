@@ -128,7 +128,7 @@ def coverage(src_lens: Sequence[int], links: Sequence[Sequence[Tuple[int, int]]]
 def coverage_warning(align_path: str, src_path: str, src: Sequence[Sequence[str]],
                      links: Sequence[Sequence[Tuple[int, int]]]) -> Optional[str]:
     """A warning when links stop on average before :data:`MIN_COVERAGE` of the source sentences.
-    Correctly aligned text is near 1 (0.99995 for eflomal's grow-diag-final-and links on enja)."""
+    Correctly aligned text is near 1."""
     share, n = coverage([len(s) for s in src], links)
     if n < MIN_COVERAGE_PAIRS or share >= MIN_COVERAGE:
         return None

@@ -23,10 +23,66 @@ from onmt.encoders import register_encoder
 from onmt.encoders.transformer import TransformerEncoder, TransformerEncoderLayer
 
 from onmt_xl.encoders.common import embed_words, padding_mask, split_xl
-from onmt_xl.encoders.options import RELATIVE_ENCODER, XL_ENCODERS
+from onmt_xl.encoders.options import default_xl_heads, require_xl_position
 from onmt_xl.modules.headxl import make_headxl_attention
-from onmt_xl.modules.inxl import InXLPositionFusion
+from onmt_xl.modules.inxl import INXL_FUSIONS, INXL_STARTS, InXLPositionFusion
 from onmt_xl.positions import sinusoid
+
+#: encoder_type -> (uses InXL fusion, uses HeadXL split, reads XL positions)
+XL_ENCODERS = {
+    "xl_inxl": (True, False, True),
+    "xl_headxl": (False, True, True),
+    "xl_combination": (True, True, True),
+}
+RELATIVE_ENCODER = "xl_relative"
+ENCODERS = tuple(XL_ENCODERS) + (RELATIVE_ENCODER,)
+
+
+def add_options(group) -> None:
+    group.add(
+        "--xl_heads", "-xl_heads", type=int, default=None,
+        help="HeadXL (Eq. 9-11): number τ of first-layer self-attention heads that read X+PE_XL; the "
+        "other heads-τ read X+PE_abs. 0 <= τ <= heads; 0 is the stock encoder, heads puts XL on all heads; "
+        "unset (None): half the heads, heads // 2.",
+    )
+    group.add(
+        "--inxl_fusion", "-inxl_fusion", type=str, default="block", choices=INXL_FUSIONS,
+        help="InXL (Eq. 7) parameterisation of U and V: 'block' = one 2x2 matrix per sinusoid "
+        "frequency (4*d_model parameters), 'diagonal' = element-wise (2*d_model), 'full' = d_model x "
+        "d_model matrices (2*d_model^2).",
+    )
+    group.add(
+        "--inxl_init", "-inxl_init", type=str, default="identity", choices=INXL_STARTS,
+        help="InXL (Eq. 7) starting point of U and V: 'identity' = (I, I), tanh(PE_abs + PE_XL), whose "
+        "frequencies partly cancel wherever pos_XL differs from the position; 'absolute' = (I, 0), so PE_IN-XL "
+        "starts as tanh(PE_abs), the stock encoder's order information without the XL positions.",
+    )
+    group.add(
+        "--enc_max_relative_positions", "-enc_max_relative_positions", type=int, default=16,
+        help="xl_relative: clipping distance k of encoder-only relative position representations "
+        "(Shaw et al. 2018). The decoder keeps its absolute position encoding.",
+    )
+
+
+def resolve_xl_heads(opt) -> int:
+    """τ of ``opt``: ``-xl_heads``, or :func:`~onmt_xl.encoders.options.default_xl_heads` when unset."""
+    tau = getattr(opt, "xl_heads", None)
+    return default_xl_heads(opt.heads) if tau is None else tau
+
+
+def validate(opt) -> None:
+    enc = opt.encoder_type
+    if enc in XL_ENCODERS:
+        require_xl_position(opt, (
+            f"-encoder_type {enc} reads cross-lingual positions, but corpus '{{name}}' does not list the "
+            "xl_position transform: add it (last) to its transforms"
+        ))
+        if XL_ENCODERS[enc][1]:
+            opt.xl_heads = resolve_xl_heads(opt)
+            if not 0 <= opt.xl_heads <= opt.heads:
+                raise ValueError(f"-xl_heads must be in [0, heads={opt.heads}], got {opt.xl_heads}")
+    if enc == RELATIVE_ENCODER and opt.enc_max_relative_positions <= 0:
+        raise ValueError(f"-enc_max_relative_positions must be > 0, got {opt.enc_max_relative_positions}")
 
 
 def headxl_layer_forward(
@@ -62,9 +118,9 @@ class XLTransformerEncoder(TransformerEncoder):
             InXLPositionFusion(d_model, opt.inxl_fusion, opt.position_encoding_type, opt.inxl_init)
             if use_inxl else None
         )
-        encoder.xl_heads = opt.xl_heads if use_headxl else None
+        encoder.xl_heads = resolve_xl_heads(opt) if use_headxl else None
         if use_headxl:
-            make_headxl_attention(encoder.transformer[0].self_attn, opt.xl_heads)
+            make_headxl_attention(encoder.transformer[0].self_attn, encoder.xl_heads)
         return encoder
 
     def split_xl(self, src: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:

@@ -324,8 +324,7 @@ def _threads_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=0, help="numba threads (default 0 = all cores)")
 
 
-def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
-    """Register the reordering subcommands (each sets ``func`` via ``set_defaults``)."""
+def _add_oracle(subparsers) -> None:
     p = subparsers.add_parser(
         "oracle", help="BTG oracle reordering from word alignments (minimal Kendall loss)",
         description="Write, for each line, the BTG order closest to the target order under the alignments "
@@ -338,6 +337,8 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
     _attach_null_arg(p, "none")
     p.set_defaults(func=run_oracle)
 
+
+def _add_preorder_train(subparsers) -> None:
     p = subparsers.add_parser(
         "preorder-train", help="train the discriminative BTG preorderer on source + alignments",
         description="Averaged latent-oracle perceptron over BTG trees (Neubig et al. 2012). The target side "
@@ -375,6 +376,8 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
     segmentation.add_arguments(p)
     p.set_defaults(func=run_preorder_train)
 
+
+def _add_preorder_apply(subparsers) -> None:
     p = subparsers.add_parser("preorder-apply", help="reorder source sentences with a trained preorderer")
     p.add_argument("--model", required=True, help="model file from preorder-train")
     p.add_argument("--src", required=True, help="source sentences, one per line")
@@ -386,6 +389,8 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
     _threads_arg(p)
     p.set_defaults(func=run_preorder_apply)
 
+
+def _add_preorder_eval(subparsers) -> None:
     p = subparsers.add_parser(
         "preorder-eval", help="Kendall tau, exact match and FRS of a preorderer vs monotone order",
     )
@@ -395,6 +400,8 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
     _threads_arg(p)
     p.set_defaults(func=run_preorder_eval)
 
+
+def _add_show_reordering(subparsers) -> None:
     p = subparsers.add_parser(
         "show-reordering", help="one sentence's predicted BTG tree and reordering next to the oracle's",
         description="Print the predicted and (with --src/--tgt/--align) the oracle reordering of one sentence: "
@@ -410,6 +417,8 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
     _span_arg(p)
     p.set_defaults(func=run_show_reordering)
 
+
+def _add_synth(subparsers) -> None:
     p = subparsers.add_parser("synth", help="synthetic SVO->SOV parallel corpus with gold alignments")
     p.add_argument("--n", type=int, required=True, help="sentence pairs")
     p.add_argument("--seed", type=int, default=1)
@@ -417,3 +426,10 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
                    help="probability that a construction is head-final on the target side (0 monotone, 1 SOV)")
     p.add_argument("--prefix", required=True, help="writes PREFIX.src, PREFIX.tgt, PREFIX.align")
     p.set_defaults(func=run_synth)
+
+
+def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
+    """Register the reordering subcommands (each sets ``func`` via ``set_defaults``)."""
+    for add in (_add_oracle, _add_preorder_train, _add_preorder_apply, _add_preorder_eval, _add_show_reordering,
+                _add_synth):
+        add(subparsers)

@@ -19,8 +19,7 @@ a pass without moves.
 
 Context words are all token ids (including ``UNK`` for rare words and the sentence boundaries);
 the clustered words are the vocabulary entries (ids ``N_SPECIAL..``). Cost per pass:
-``O(n_classes x distinct bigrams)``: 50k Japanese sentences, 256 classes, 10 passes take a few
-seconds.
+``O(n_classes x distinct bigrams)``.
 """
 
 from __future__ import annotations

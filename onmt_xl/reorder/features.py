@@ -239,16 +239,23 @@ N_FEATS_NODE = N_FEATS_S + N_FEATS_M + N_FEATS_E + N_FEATS_A + N_FEATS_B + N_FEA
 
 
 @njit(cache=True)
+def _feats_edge(w, c, g, inner: int, outer: int, base: int, mask: int, out, k: int) -> int:
+    """A node edge: its word ``inner`` at the edge and the word ``outer`` beside it outside the node;
+    templates ``base + 1 .. base + 6`` (the class pair in sentence order)."""
+    out[k + 0] = fhash(base + 1, w[inner], 0, 0, mask)
+    out[k + 1] = fhash(base + 2, c[inner], 0, 0, mask)
+    out[k + 2] = fhash(base + 3, w[outer], 0, 0, mask)
+    out[k + 3] = fhash(base + 4, c[outer], 0, 0, mask)
+    out[k + 4] = fhash(base + 5, c[min(inner, outer)], c[max(inner, outer)], 0, mask)
+    out[k + 5] = fhash(base + 6, g[inner], 0, 0, mask)
+    return k + 6
+
+
+@njit(cache=True)
 def feats_start(w, c, g, lo: int, s: int, mask: int, out, k: int) -> int:
     """Node start ``s``: first word ``a`` and the word ``p`` before the node."""
     a = lo + PAD + s
-    out[k + 0] = fhash(1, w[a], 0, 0, mask)
-    out[k + 1] = fhash(2, c[a], 0, 0, mask)
-    out[k + 2] = fhash(3, w[a - 1], 0, 0, mask)
-    out[k + 3] = fhash(4, c[a - 1], 0, 0, mask)
-    out[k + 4] = fhash(5, c[a - 1], c[a], 0, mask)
-    out[k + 5] = fhash(6, g[a], 0, 0, mask)
-    return k + N_FEATS_S
+    return _feats_edge(w, c, g, a, a - 1, 0, mask, out, k)
 
 
 @njit(cache=True)
@@ -275,14 +282,7 @@ def feats_split(w, c, g, lo: int, m: int, mask: int, out, k: int) -> int:
 def feats_end(w, c, g, lo: int, e: int, mask: int, out, k: int) -> int:
     """Node end ``e``: last word ``z`` of the node and the word ``q`` after it."""
     q = lo + PAD + e
-    z = q - 1
-    out[k + 0] = fhash(31, w[z], 0, 0, mask)
-    out[k + 1] = fhash(32, c[z], 0, 0, mask)
-    out[k + 2] = fhash(33, w[q], 0, 0, mask)
-    out[k + 3] = fhash(34, c[q], 0, 0, mask)
-    out[k + 4] = fhash(35, c[z], c[q], 0, mask)
-    out[k + 5] = fhash(36, g[z], 0, 0, mask)
-    return k + N_FEATS_E
+    return _feats_edge(w, c, g, q - 1, q, 30, mask, out, k)
 
 
 @njit(cache=True)

@@ -2,8 +2,8 @@
 
 numba's first compilation (or cached-kernel load) in a process imports its NumPy implementations, and
 ``numba.np.arraymath`` probes for BLAS at import by importing ``scipy.linalg``. Where SciPy is installed
-(``tools/install.sh`` does not need it; research environments usually have it) that was about 0.4 s of the
-1.1–1.35 s that loading the enja preorderer and its first ``pos_xl`` took in a fresh process.
+(``tools/install.sh`` does not need it; research environments usually have it) that import is a sizeable
+part of loading a preorderer and computing its first ``pos_xl`` in a fresh process.
 The probe only decides whether numba's ``np.correlate`` / ``np.convolve`` call BLAS, which no kernel
 here uses, so this module imports ``numba.np.arraymath`` once with ``scipy.linalg`` hidden. Nothing
 else changes: ``scipy.linalg`` stays importable, and ``np.dot`` / ``np.linalg`` in any numba code still

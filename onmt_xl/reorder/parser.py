@@ -124,6 +124,19 @@ def cky(A, B, C, D, GA, GD, P, aug: float, lexicographic: bool, loss_scale: floa
     """
     L = A.shape[0] - 1
     K = A.shape[1] - 1
+    obj, sco, los, split, inv = _chart(A, B, C, D, P, aug, lexicographic, loss_scale)
+    if K >= L:
+        return split, inv, np.zeros(L + 1, dtype=np.int64), los[0, L], sco[0, L]
+    gsplit, glos, gsco = _glue(obj, sco, los, B, C, GA, GD, P, aug, lexicographic, loss_scale)
+    return split, inv, gsplit, glos[L], gsco[L]
+
+
+@njit(cache=True)
+def _chart(A, B, C, D, P, aug: float, lexicographic: bool, loss_scale: float):
+    """The banded chart of :func:`cky`: for every span ``[s, s+d)`` with ``d <= K`` the best objective,
+    model score and loss of its subtree and its back-pointers ``(obj, sco, los, split, inv)``."""
+    L = A.shape[0] - 1
+    K = A.shape[1] - 1
     use_loss = P.shape[0] > 0
     obj = np.zeros((L + 1, K + 1))  # maximized objective
     sco = np.zeros((L + 1, K + 1))  # model score of the chosen subtree
@@ -158,9 +171,17 @@ def cky(A, B, C, D, GA, GD, P, aug: float, lexicographic: bool, loss_scale: floa
                         best_m, best_t = m, t
             obj[s, d], sco[s, d], los[s, d] = best_obj, best_sco, best_los
             split[s, d], inv[s, d] = best_m, best_t
+    return obj, sco, los, split, inv
+
+
+@njit(cache=True)
+def _glue(obj, sco, los, B, C, GA, GD, P, aug: float, lexicographic: bool, loss_scale: float):
+    """The straight glue of :func:`cky` over chart spans of at most ``K`` tokens, for sentences longer
+    than ``K``: back-pointers ``gsplit[e]`` and the loss and score of the best ``[0, e)``."""
+    L = obj.shape[0] - 1
+    K = obj.shape[1] - 1
+    use_loss = P.shape[0] > 0
     gsplit = np.zeros(L + 1, dtype=np.int64)
-    if K >= L:
-        return split, inv, gsplit, los[0, L], sco[0, L]
     gobj = np.zeros(L + 1)
     gsco = np.zeros(L + 1)
     glos = np.zeros(L + 1, dtype=np.int64)
@@ -186,7 +207,7 @@ def cky(A, B, C, D, GA, GD, P, aug: float, lexicographic: bool, loss_scale: floa
             if better:
                 best_obj, best_sco, best_los, best_m = o, gsco[m] + sco[m, dr] + node, cl, m
         gobj[e], gsco[e], glos[e], gsplit[e] = best_obj, best_sco, best_los, best_m
-    return split, inv, gsplit, glos[L], gsco[L]
+    return gsplit, glos, gsco
 
 
 @njit(cache=True)

@@ -187,6 +187,38 @@ def _draw_tree(ax, tree: Optional[BTGNode], n: int) -> float:
     return top
 
 
+def _draw_system(ax, sysm: Reordering, labels: Sequence[str], font, gloss: Optional[Sequence[str]],
+                 gloss_font) -> None:
+    """One panel: ``sysm``'s tree over the source labels (with their aligned-target ``gloss`` when given),
+    a line from each source word to its place in the reordering, and the reordered labels."""
+    n = len(labels)
+    h = _draw_tree(ax, sysm.tree, n)
+    pos = order_to_pos_xl(sysm.order)
+    y_src = -0.35
+    y_top = y_src - (1.05 if gloss is not None else 0.55)  # lines start below the tokens (and their glosses)
+    y_out = y_top - 1.9
+    kw = dict(ha="center", fontsize=10, rotation=0 if font is not None else 30)
+    if font is not None:
+        kw["fontproperties"] = font
+    for j in range(n):
+        ax.text(j, y_src, labels[j], va="top", **kw)
+        if gloss is not None:
+            ax.text(j, y_src - 0.6, gloss[j] or "-", va="top", ha="center", color="#616161",
+                    fontproperties=gloss_font, fontsize=7)
+        moved = pos[j] != j
+        ax.plot([j, pos[j]], [y_top, y_out + 0.35], color="#c62828" if moved else "#9e9e9e",
+                lw=1.4 if moved else 0.8)
+    for k, j in enumerate(sysm.order):
+        ax.text(k, y_out, labels[j], va="top", **kw)
+    caption = sysm.name
+    if sysm.loss is not None:
+        caption += f": Kendall loss {sysm.loss} of {sysm.pairs} pairs (tau {sysm.tau:.3f})"
+    ax.set_title(caption, fontsize=11, loc="left")
+    ax.set_xlim(-0.8, n - 0.2)
+    ax.set_ylim(y_out - 0.9, max(h, 1.0) + 0.8)
+    ax.axis("off")
+
+
 def draw_png(
     path: str,
     tokens: Sequence[str],
@@ -213,36 +245,10 @@ def draw_png(
         labels = [f"{j}:{a}" if a else f"{j}:-" for j, a in enumerate(aligned or [""] * n)]
         note = ("no installed font has these glyphs (e.g. apt-get install fonts-noto-cjk); tokens are "
                 "labelled index:aligned target words")
-    heights = []
     fig, axes = plt.subplots(len(systems), 1, figsize=(max(6.0, 0.85 * n + 1.5), 3.2 * len(systems) + 0.6),
                              squeeze=False)
     for ax, sysm in zip(axes[:, 0], systems):
-        h = _draw_tree(ax, sysm.tree, n)
-        heights.append(h)
-        pos = order_to_pos_xl(sysm.order)
-        y_src = -0.35
-        y_top = y_src - (1.05 if gloss else 0.55)  # lines start below the tokens (and their glosses)
-        y_out = y_top - 1.9
-        kw = dict(ha="center", fontsize=10, rotation=0 if font is not None else 30)
-        if font is not None:
-            kw["fontproperties"] = font
-        for j in range(n):
-            ax.text(j, y_src, labels[j], va="top", **kw)
-            if gloss:
-                ax.text(j, y_src - 0.6, aligned[j] or "-", va="top", ha="center", color="#616161",
-                        fontproperties=gloss_font, fontsize=7)
-            moved = pos[j] != j
-            ax.plot([j, pos[j]], [y_top, y_out + 0.35], color="#c62828" if moved else "#9e9e9e",
-                    lw=1.4 if moved else 0.8)
-        for k, j in enumerate(sysm.order):
-            ax.text(k, y_out, labels[j], va="top", **kw)
-        caption = sysm.name
-        if sysm.loss is not None:
-            caption += f": Kendall loss {sysm.loss} of {sysm.pairs} pairs (tau {sysm.tau:.3f})"
-        ax.set_title(caption, fontsize=11, loc="left")
-        ax.set_xlim(-0.8, n - 0.2)
-        ax.set_ylim(y_out - 0.9, max(h, 1.0) + 0.8)
-        ax.axis("off")
+        _draw_system(ax, sysm, labels, font, aligned if gloss else None, gloss_font)
     if title:
         fig.suptitle(title, fontsize=11)
     fig.tight_layout()

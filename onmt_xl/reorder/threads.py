@@ -2,8 +2,7 @@
 
 numba's OpenMP threading layer keeps idle threads *spinning* by default; on a machine whose cores
 are shared (other processes, or vCPUs that are hyper-threads) the spinning threads steal time from
-the working one, and a pass over 50k sentences became several times slower with 2 threads than
-with 1. :func:`ensure_threading` therefore starts the thread pool with ``OMP_WAIT_POLICY=passive``
+the working one, so more threads can make a pass slower than one thread. :func:`ensure_threading` therefore starts the thread pool with ``OMP_WAIT_POLICY=passive``
 (unless the variable is already set) and restores the environment right away, so child processes
 (e.g. ``onmt_train`` started by the pipeline) do not inherit the setting.
 """

@@ -240,14 +240,17 @@ class XLPositionTransform(Transform):
 
     def apply(self, example, is_train=False, stats=None, **kwargs):
         src = example["src"]
-        if self.source == "preorderer":
-            pos = self._preordered_positions(src, example)
-        else:
-            pos = self._oracle_positions(example, len(src))
+        pos = self._positions(src, example)
         if is_train and self.noise > 0:
             pos = swap_noise(pos, self.noise, self.rng)
         example[XL_POS_KEY] = list(pos)
         return example
+
+    def _positions(self, src: List[str], example) -> List[int]:
+        """``pos_XL`` of ``src`` from the source the options chose (the preorderer, or the alignments)."""
+        if self.source == "preorderer":
+            return self._preordered_positions(src, example)
+        return self._oracle_positions(example, len(src))
 
     def _preordered_positions(self, src: List[str], example=None) -> List[int]:
         if self._seg_sample is not None:
@@ -320,10 +323,7 @@ class XLPreReorderTransform(XLPositionTransform):
 
     def apply(self, example, is_train=False, stats=None, **kwargs):
         src = example["src"]
-        if self.source == "preorderer":
-            pos = self._preordered_positions(src, example)
-        else:
-            pos = self._oracle_positions(example, len(src))
+        pos = self._positions(src, example)
         reordered = [None] * len(src)
         for token, p in zip(src, pos):
             reordered[p] = token

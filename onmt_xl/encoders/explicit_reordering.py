@@ -1,0 +1,125 @@
+"""``exgre`` / ``refsr``: explicit global reordering and reordering fusion (Chen et al. 2020, Eq. 5–11),
+trained with the reordering loss of Eq. 9 (the decoder stays stock). Layers are OpenNMT's pre-norm ones
+(see :mod:`onmt_xl.encoders.reordering_embedding` for how post-norm equations map onto them)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.nn as nn
+from onmt.encoders import register_encoder
+from onmt.encoders.transformer import TransformerEncoder
+
+from onmt_xl.encoders.common import padding_mask, split_xl
+from onmt_xl.encoders.options import require_xl_position
+from onmt_xl.modules.explicit_reordering import (
+    REORDERING_LOSSES,
+    ReorderedPositionPredictor,
+    ReorderingFusionGate,
+    gaussian_window_pe,
+    reordering_loss,
+    reordering_similarity,
+)
+from onmt_xl.positions import sinusoid
+
+#: encoders trained with the reordering loss of Chen et al. 2020 (Eq. 9), fed r_j by xl_position
+ENCODERS = ("exgre", "refsr")
+
+
+def add_options(group) -> None:
+    group.add(
+        "--reordering_loss_weight", "-reordering_loss_weight", type=float, default=0.6,
+        help="exgre/refsr: weight λ of the reordering loss (Chen et al. 2020, Eq. 9; see -reordering_loss).",
+    )
+    group.add(
+        "--reordering_loss", "-reordering_loss", type=str, default="position", choices=REORDERING_LOSSES,
+        help="exgre/refsr: what the reordering loss compares with r_j. 'position' = ((b_j - r_j) / (J - 1))^2; 'soft' = "
+        "Eq. 9's cosine on a soft selection of the PEs of all positions with Eq. 6's Gaussian weights; 'literal' = "
+        "Eq. 9 on Eq. 6's windowed PE, which with the paper's D = 0.5 gives the predicted positions no gradient.",
+    )
+    group.add(
+        "--exgre_window", "-exgre_window", type=float, default=0.5,
+        help="exgre/refsr: half-width D of the Gaussian window around the predicted position (Eq. 6, σ = D/2).",
+    )
+
+
+def validate(opt) -> None:
+    if opt.reordering_loss_weight < 0:
+        raise ValueError(f"-reordering_loss_weight must be >= 0, got {opt.reordering_loss_weight}")
+    if opt.exgre_window <= 0:
+        raise ValueError(f"-exgre_window must be > 0, got {opt.exgre_window}")
+    require_xl_position(opt, (
+        f"-encoder_type {opt.encoder_type} learns from reordered positions r_j, but training corpus '{{name}}' does "
+        "not list the xl_position transform (with -xl_source align for alignment-derived r_j)"
+    ), skip=("valid",))
+
+
+@register_encoder("exgre")
+class ExGREEncoder(TransformerEncoder):
+    """Explicit global reordering (Chen et al. 2020, Eq. 5–8): after every layer each word predicts its
+    reordered position ``b_j`` and adds the Gaussian-windowed PE around it, ``H̄^n = H^n + PR^n``.
+
+    Training adds ``λ · Σ_j ℓ_j`` to OpenNMT's loss (``-reordering_loss_weight`` λ), where the reordered
+    position ``r_j`` (its sinusoid is ``re_j``) is attached at training time by the ``xl_position`` transform
+    (``-xl_source align``: from the alignments). Translation needs nothing but the source: without XL
+    positions in the batch there is simply no loss. ``B^n`` reads the normalised ``H^n`` (post-norm's layer
+    output; see :class:`ReorderedPositionPredictor`).
+
+    Deviation from Eq. 9 (``-reordering_loss``). With the paper's window ``D = 0.5`` at most one integer
+    position lies in ``[b_j − D, b_j + D]``, so ``pr_j = w · pe_s`` and the cosine ``ℓ_j = 1 − Sim(pr_j^N, re_j)``
+    does not depend on ``b_j``: the supervision never reaches ``B^N``. The forward pass keeps Eq. 5–8; the
+    loss is taken on ``position`` (the default): ``((b_j − r_j) / (J − 1))²``, or ``soft``: Eq. 9 on a soft
+    selection over all of the sentence's positions with Eq. 6's Gaussian weights (:func:`soft_window_pe`);
+    ``literal`` is Eq. 9 as written. The default is the form that trained best on a tuning split carved from
+    the synthetic corpus' training data (``reports/TUNING.md``). The Sim metric (Eq. 12) is always that of
+    ``pr_j^N``, as in the paper.
+    """
+
+    fuse = False
+
+    @classmethod
+    def from_opt(cls, opt, embeddings):
+        encoder = super().from_opt(opt, embeddings)
+        d_model = opt.enc_hid_size
+        encoder.pe_type, encoder.window = opt.position_encoding_type, opt.exgre_window
+        encoder.loss_weight, encoder.loss_kind = opt.reordering_loss_weight, opt.reordering_loss
+        encoder.predictors = nn.ModuleList(ReorderedPositionPredictor(d_model) for _ in encoder.transformer)
+        encoder.gate = ReorderingFusionGate(d_model) if cls.fuse else None
+        encoder.reordering_loss = None  # set by forward when the batch carries r_j
+        encoder.similarity = None  # (Σ_j Sim, number of words) of the last such batch: the Sim metric, Eq. 12
+        encoder.predicted_positions = None  # B^N of the last batch, (batch, src_len)
+        return encoder
+
+    def forward(self, src: torch.Tensor, src_len: Optional[torch.Tensor] = None):
+        src, pos_xl = split_xl(self, src)  # r_j attached by xl_position, or None
+        x0 = self.embeddings(src)
+        pad = padding_mask(src_len, src.size(1))
+        pe = sinusoid(torch.arange(src.size(1), device=src.device), x0.size(-1), self.pe_type)
+        x = x0
+        for layer, predictor in zip(self.transformer, self.predictors):
+            h = layer(x, pad)
+            b = predictor(h, src_len)  # Eq. 5
+            pr = gaussian_window_pe(b, pe, self.window)  # Eq. 6
+            x = h + pr  # Eq. 7
+        out = x
+        if self.gate is not None:  # ReFSR: the same layers over the original order (Eq. 2), fused (Eq. 10-11)
+            h = x0
+            for layer in self.transformer:
+                h = layer(h, pad)
+            out = self.gate(h, x)
+        self.reordering_loss = self.similarity = None
+        self.predicted_positions = b.detach()
+        if pos_xl is not None:
+            valid = ~pad[:, 0, 0, :]
+            self.similarity = (reordering_similarity(pr.detach(), pos_xl, valid, self.pe_type), valid.sum())
+            loss = reordering_loss(self.loss_kind, b, pr, pe, pos_xl, src_len, valid, self.window, self.pe_type)
+            self.reordering_loss = self.loss_weight * loss
+        return self.layer_norm(out), None, src_len
+
+
+@register_encoder("refsr")
+class ReFSREncoder(ExGREEncoder):
+    """Reordering fusion-based source representation (Chen et al. 2020, Eq. 10–11) over ExGRE."""
+
+    fuse = True
