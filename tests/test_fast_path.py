@@ -32,7 +32,7 @@ def inputs(system):
     for b, n in enumerate(src_len):
         ids[b, n:] = 1  # <blank>
     tgt = torch.randint(4, VOCAB, (3, 6, 1), generator=g)
-    if SYSTEMS[system][1] in (XL, ALIGNED_R):
+    if SYSTEMS[system].transform in (XL, ALIGNED_R):
         xl = torch.stack([torch.randperm(7, generator=g) % n for n in src_len.tolist()])
         ids = torch.cat((ids, xl[:, :, None]), -1)
     return ids, tgt, src_len

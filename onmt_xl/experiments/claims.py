@@ -24,6 +24,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from onmt_xl.encoders.options import default_xl_heads
 from onmt_xl.experiments.plan import NOISE_RATIOS, SIM_SYSTEMS, SWAP_RATIOS
 
 HELD, HELD_NS, NOT_HELD, REVERSED, NOT_RUN = "held", "same direction, not significant", "not held", "reversed", "not run"
@@ -164,7 +165,7 @@ def _within(runs: Optional[float]) -> str:
 
 def _tau_claim(res: Dict[str, Any], heads: int, runs: Optional[float]) -> Claim:
     """The τ sweep peaks at an intermediate τ; ``runs``: the largest seed spread (:func:`run_spread`)."""
-    taus = [(t, _bleu(res, "headxl" if t == heads // 2 else f"headxl_tau{t}")) for t in range(heads + 1)]
+    taus = [(t, _bleu(res, "headxl" if t == default_xl_heads(heads) else f"headxl_tau{t}")) for t in range(heads + 1)]
     if not all(b is not None for _, b in taus):
         return Claim(f"{D} Fig. 3", "BLEU peaks at an intermediate τ and falls towards τ = H", "–", NOT_RUN)
     best = max(taus, key=lambda tb: tb[1])

@@ -13,6 +13,8 @@ from typing import Any, Dict, Optional
 
 import yaml
 
+from onmt_xl.encoders.options import default_xl_heads
+
 from onmt_xl.experiments.systems import ALIGNED_R, PREREORDER, SYSTEMS, XL  # noqa: F401 - re-exported
 from onmt_xl.experiments.systems import system as system_named
 
@@ -66,7 +68,7 @@ PRESETS: Dict[str, Dict[str, Any]] = {
     },
 }
 
-#: HeadXL / Combination give the XL position to this many heads unless ``xl_heads`` is set: half of them.
+#: HeadXL / Combination: the configs spell out the plug-in's default τ (:func:`onmt_xl.encoders.options.default_xl_heads`).
 XL_HEAD_ENCODERS = ("xl_headxl", "xl_combination")
 
 
@@ -110,7 +112,7 @@ def config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[st
     cfg.update(PRESETS[preset])
     cfg.update(overrides or {})
     if cfg["encoder_type"] in XL_HEAD_ENCODERS and "xl_heads" not in cfg:
-        cfg["xl_heads"] = cfg["heads"] // 2
+        cfg["xl_heads"] = default_xl_heads(cfg["heads"])
     return cfg
 
 

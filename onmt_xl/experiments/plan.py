@@ -11,6 +11,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Sequence
 
+from onmt_xl.encoders.options import default_xl_heads
+
 #: Experiments in the issue's priority order (``--experiments`` keeps this order whatever is given).
 EXPERIMENTS = ("main", "oracle", "tau", "noise", "aer", "encoder_free", "robustness", "sim")
 MAIN_SYSTEMS = ("baseline", "combination", "inxl", "headxl", "relative_pe", "disan", "disan_nogate",
@@ -78,7 +80,7 @@ def plan(experiments: Sequence[str], seeds: Sequence[int], heads: int) -> List[J
                 job(f"{s}_oracle", s, exp, ("oracle",), xl_train="align")
         elif exp == "tau":
             for tau in range(heads + 1):
-                name = "headxl" if tau == heads // 2 else f"headxl_tau{tau}"
+                name = "headxl" if tau == default_xl_heads(heads) else f"headxl_tau{tau}"
                 job(name, "headxl", exp, overrides={"xl_heads": tau})
         elif exp == "noise":
             job("combination", "combination", exp)

@@ -36,10 +36,6 @@ class System:
     def uses_preorderer(self) -> bool:
         return self.transform in (XL, PREREORDER)
 
-    def __getitem__(self, k: int):
-        """``(options, transform)`` by index, the shape systems had before they were dataclasses."""
-        return (dict(self.options), self.transform)[k]
-
 
 def _systems(*systems: System) -> Dict[str, System]:
     return {s.name: s for s in systems}
@@ -50,7 +46,7 @@ SYSTEMS: Dict[str, System] = _systems(
     System("relative_pe", {"encoder_type": "xl_relative", "enc_max_relative_positions": 16}, None,
            "Shaw et al. 2018; Ding et al. 2020 Tab. 1"),
     System("inxl", {"encoder_type": "xl_inxl", "inxl_fusion": "block"}, XL, "Ding et al. 2020 Tab. 1–2 (InXL)"),
-    # xl_heads: half the heads unless given (configs.config)
+    # xl_heads: the plug-in's default (onmt_xl.encoders.options.default_xl_heads)
     System("headxl", {"encoder_type": "xl_headxl"}, XL, "Ding et al. 2020 Tab. 1–2 (HeadXL)"),
     System("combination", {"encoder_type": "xl_combination", "inxl_fusion": "block"}, XL,
            "Ding et al. 2020 Tab. 1–2 (Combination)"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
+from onmt_xl.encoders.options import default_xl_heads
 from onmt_xl.experiments.claims import seed_runs
 from onmt_xl.experiments.plan import Job
 from onmt_xl.experiments.report.format import bleu, fmt
@@ -14,7 +15,7 @@ from onmt_xl.experiments.report.plots import plot
 def tau(res: Dict[str, Any], jobs: Sequence[Job], heads: int, rdir: Path) -> List[str]:
     """The τ table (jobs of the ``tau`` experiment, by τ), the τ = 0 run beside the baseline's seeds, and
     ``rdir/results_tau.png``. ``heads``: H of the trained models."""
-    half = heads // 2  # the main HeadXL's tau (configs.XL_HEAD_ENCODERS)
+    half = default_xl_heads(heads)  # the main HeadXL's tau
     taus = sorted((j.overrides.get("xl_heads", half), j.name) for j in jobs if "tau" in j.experiments)
     pts = [(t, bleu(res, n)) for t, n in taus]
     md = ["## 3. τ sweep (Ding et al. 2020 Fig. 3): HeadXL with τ of the H heads reading X+PE_XL", "",
