@@ -1,5 +1,5 @@
 """The report's sections (onmt_xl/experiments/report/) and the claims on results with nothing run, and the
-size rules of issue 19 on the scoring, report and claims modules."""
+size guide (no function over 60 lines) on the scoring, report and claims modules."""
 
 import ast
 from pathlib import Path

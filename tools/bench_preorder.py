@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Preordering benchmark on Japanese->English (issue 3): quality, speed, training cost.
+"""Preordering benchmark on Japanese->English: quality, speed, training cost.
 
     python tools/bench_preorder.py                      # everything, data from ../shared/data/enja
     python tools/bench_preorder.py --steps quality,speed --model runs/enja/preorder.xlp

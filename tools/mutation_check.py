@@ -313,7 +313,7 @@ MUTATIONS: List[Mutation] = [
       "gold reader: indexing convention inverted", T_ALIGN),
 ]
 
-# --- modules rewritten during issue 17 (disan 4241c87; inxl, explicit_reordering, reordering_embedding bf2b2f1).
+# --- modules rewritten after the first mutation run (disan 4241c87; inxl, explicit_reordering, reordering_embedding bf2b2f1).
 # Kept apart: when these modules change again, entries here go stale first; update the snippets and re-run
 # ``--block rewritten``.
 
@@ -610,7 +610,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     source = f"git revision {args.rev}" if args.rev else "the working tree"
     blocks = []
-    for block, title in (("main", "Stable equation modules"), ("rewritten", "Modules rewritten during issue 17 (separate block: re-sync when they change)")):
+    for block, title in (("main", "Stable equation modules"), ("rewritten", "Modules rewritten after the first mutation run (separate block: re-sync when they change)")):
         rs = [r for r in results if r.m.block == block]
         if rs:
             blocks.append(f"### {title}\n\n{table(rs)}\n\n{summary(rs)}")
