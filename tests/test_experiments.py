@@ -239,7 +239,7 @@ def test_a_job_trained_on_a_gpu_is_the_same_job_on_a_cpu():
     cpu = {"seed": 1, "train_steps": 6, "encoder_type": "transformer"}
     gpu = {**cpu, "gpu_ranks": [0], "world_size": 1}
     assert _identity(gpu) == _identity(cpu)
-    assert _identity({**gpu, "train_steps": 7}) != _identity(cpu)  # what the job is still counts
+    assert _identity({**gpu, "seed": 2}) != _identity(cpu)  # what the job is still counts (train_steps may grow)
 
 
 def test_alignment_model_reads_the_penultimate_layer(tmp_path):

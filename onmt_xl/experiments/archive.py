@@ -33,7 +33,7 @@ WORKDIR = "${WORKDIR}"  # stands for the work directory in kept text files
 JOB_FILES = ("config.yaml", "commands.sh", "train.log", "translate_seconds.json", "sim.json")
 TEXT_WITH_PATHS = ("config.yaml", "commands.sh", "manifest.json")
 RUN_FILES = ("manifest.json", "preorderer.json")
-ALIGN_SPLITS = ("test", "valid", "train")  # train last: its file marks the align stage as done
+ALIGN_SPLITS = ("test", "valid", "tune", "train")  # tune: runs with a tuning split; train last: its file marks the align stage as done
 
 
 def _copy_text(src: Path, dst: Path, *replace: Tuple[str, str]) -> None:

@@ -148,7 +148,9 @@ def workbench_subcommands():
     from onmt_xl.experiments.analysis import add_subcommands as add_analysis
     from onmt_xl.experiments.demo import add_subcommands as add_demo
 
-    return [add_demo, add_analysis, add_experiments]
+    from onmt_xl.experiments.evidence import add_evidence
+
+    return [add_demo, add_analysis, add_experiments, add_evidence]
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -6,8 +6,9 @@ from test-side alignments, forced decoding of a gold reference for attention AER
 
     jobs/NAME/ config.yaml, train.log, commands.sh, done.json, hyp.VARIANT, translate_VARIANT.log
 
-A killed training restarts from its last checkpoint (``-train_from``); a job whose configuration changed
-is refused.
+A killed training resumes from its last checkpoint with ``-train_from CKPT -exact_resume``, which continues the
+data and the RNG states where the checkpoint left them, so it ends as an uninterrupted run would; a job whose
+configuration changed is refused, except that a finished job given more ``train_steps`` resumes to them.
 """
 
 from __future__ import annotations
@@ -37,14 +38,23 @@ VARIANT_SOURCES = {"test": "test.src", "oracle": "test.src", "test_align": "test
 
 
 def _identity(cfg: Dict[str, Any]) -> Dict[str, Any]:
-    """A job configuration without :data:`DEVICE_OPTIONS` (what a changed configuration is judged on)."""
-    return {k: v for k, v in cfg.items() if k not in DEVICE_OPTIONS}
+    """A job configuration without :data:`DEVICE_OPTIONS` and ``train_steps`` (what a changed configuration is
+    judged on; ``train_steps`` may grow: the job resumes to them)."""
+    return {k: v for k, v in cfg.items() if k not in DEVICE_OPTIONS + ("train_steps",)}
 
 
 def resolved_precision(log_text: str) -> str:
     """What ``-cpu_precision auto`` chose in a training log: "bf16" or "fp32" (the last run's, when resumed)."""
     lines = [line for line in log_text.splitlines() if "-cpu_precision" in line]
     return "bf16" if lines and "bf16 autocast" in lines[-1] else "fp32"
+
+
+def exact_resume_log(log_text: str) -> Optional[bool]:
+    """Whether every resume in a training log continued the data and the RNG states (None: never resumed)."""
+    resumes = log_text.count("Loading checkpoint from")
+    if not resumes:
+        return None
+    return log_text.count("then restoring the checkpoint's RNG states") == resumes
 
 
 def train_throughput(log_text: str) -> Optional[float]:
@@ -61,7 +71,9 @@ class JobStages:
     ``threads``, ``out_of_time`` and ``_run``)."""
 
     def job_config(self, job: Job) -> Dict[str, Any]:
-        cfg = config(job.system, str(self.workdir), {**self.overrides, "seed": job.seed, **job.overrides}, self.preset)
+        steps = {"train_steps": job.train_steps} if job.train_steps else {}
+        cfg = config(job.system, str(self.workdir), {**self.overrides, "seed": job.seed, **steps, **job.overrides},
+                     self.preset)
         cfg["save_model"] = str(self.path("jobs", job.name, "model"))
         cfg["save_data"] = str(self.path("jobs", job.name, "samples"))
         cfg["cpu_precision"] = "auto"  # bf16 where this CPU computes it natively
@@ -81,16 +93,25 @@ class JobStages:
 
         return torch.cuda.get_device_name(0)
 
+    def steps(self, job: Job) -> int:
+        return job.train_steps or self.train_steps
+
     def model_path(self, job: Job) -> Path:
-        return self.path("jobs", job.name, f"model_step_{self.train_steps}.pt")
+        return self.path("jobs", job.name, f"model_step_{self.steps(job)}.pt")
 
     def _checked_config(self, job: Job) -> Dict[str, Any]:
         """The job's configuration; refuses one that differs from ``jobs/NAME/config.yaml`` (what it was trained with)."""
         cfg = self.job_config(job)
         cfg_path = self.path("jobs", job.name, "config.yaml")
-        if cfg_path.exists() and _identity(yaml.safe_load(cfg_path.read_text(encoding="utf-8"))) != _identity(cfg):
-            raise XLInputError(str(cfg_path), None, f"differs from what job {job.name} needs now (other steps, preset "
-                               "or options?): use another --workdir, or delete that job directory to retrain it")
+        if not cfg_path.exists():
+            return cfg
+        old = yaml.safe_load(cfg_path.read_text(encoding="utf-8"))
+        if _identity(old) != _identity(cfg) or cfg["train_steps"] < old["train_steps"]:
+            raise XLInputError(str(cfg_path), None, f"differs from what job {job.name} needs now (fewer steps, another "
+                               "preset or options?): use another --workdir, or delete that job directory to retrain it")
+        if cfg["train_steps"] > old["train_steps"] and self.path("jobs", job.name, "done.json").exists():
+            say(f"  {job.name}: extending from {old['train_steps']} to {cfg['train_steps']} steps")
+            self.path("jobs", job.name, "done.json").unlink()
         return cfg
 
     def train(self, job: Job) -> bool:
@@ -107,7 +128,7 @@ class JobStages:
         ckpts = sorted(jd.glob("model_step_*.pt"), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
         resumed = ckpts[-1].name if ckpts else None
         if ckpts:
-            args += ["-train_from", ckpts[-1]]
+            args += ["-train_from", ckpts[-1], "-exact_resume"]
             say(f"  resuming {job.name} from {resumed}")
         seconds = self._run(args, jd / "train.log", jd / "commands.sh", echo="Step",
                             tag=f"{job.name}: " if self.parallel > 1 else "")
@@ -121,6 +142,7 @@ class JobStages:
         log = (jd / "train.log").read_text(encoding="utf-8")
         info = dict(system=job.system, seed=job.seed, overrides=job.overrides, xl_train=job.xl_train,
                     train_seconds=seconds, resumed_from=resumed,  # a resumed job: the last attempt's time only
+                    resumed_exactly=exact_resume_log(log),
                     concurrent_jobs=self.parallel, threads=self.threads, device=self.device_name(),  # what tok/s was measured under
                     parameters=count_checkpoint_parameters(str(self.model_path(job))),
                     src_tok_s=train_throughput(log), precision=resolved_precision(log))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, List, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from onmt_xl.encoders.options import default_xl_heads
 
@@ -41,6 +41,7 @@ class Job:
     xl_train: str = "preorderer"
     variants: List[str] = field(default_factory=list)
     experiments: List[str] = field(default_factory=list)
+    train_steps: Optional[int] = None  # None: the run's ``--train-steps``
 
     def add(self, experiment: str, variants: Iterable[str]) -> None:
         if experiment not in self.experiments:

@@ -50,12 +50,14 @@ class Runner(DataStages, JobStages):
                  train_steps: Optional[int] = None, valid_size: int = 1000, beam_size: int = 5,
                  time_budget_min: Optional[float] = None, checkpoint_every: int = 500,
                  gpu: Optional[bool] = None, parallel: Optional[int] = None, archive: Optional[str] = None,
-                 preorder_iterations: Optional[int] = None):
+                 preorder_iterations: Optional[int] = None, tune_size: int = 0,
+                 preorder_options: Optional[Dict[str, Any]] = None):
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
         self.corpus, self.jobs, self.preset = corpus, list(jobs), preset
         self.workdir = Path(workdir).resolve()
         self.valid_size, self.beam_size, self.preorder_iterations = valid_size, beam_size, preorder_iterations
+        self.tune_size, self.preorder_options = tune_size, dict(preorder_options or {})
         self.time_budget_s = None if time_budget_min is None else 60.0 * time_budget_min
         steps = train_steps or config("baseline", str(self.workdir), None, preset)["train_steps"]
         self.train_steps = steps
@@ -131,7 +133,9 @@ class Runner(DataStages, JobStages):
                               machine=dict(platform=platform.platform(), processor=platform.processor() or platform.machine(),
                                            cpus=os.cpu_count(), torch_threads=torch.get_num_threads(), gpu=gpu),
                               preset=self.preset, model=config("baseline", str(self.workdir), self.overrides, self.preset),
-                              train_steps=self.train_steps, beam_size=self.beam_size, valid_size=self.valid_size)
+                              train_steps=self.train_steps, beam_size=self.beam_size, valid_size=self.valid_size,
+                              **({"tune_size": self.tune_size} if self.tune_size else {}),
+                              **({"preorder_options": self.preorder_options} if self.preorder_options else {}))
 
     # -- jobs -----------------------------------------------------------------------------------
     def _job(self, k: int, job: Job) -> bool:

@@ -2,9 +2,9 @@
 
 Each writes its outputs under the work directory and is skipped when they exist, so a killed run resumes::
 
-    data/      train/valid/test (+ swapped test sources, gold AER set)   stage_data
-    align/     eflomal grow-diag-final-and of test+valid+train, one run    align
-    preorderer.xlp, preorderer.json                                        preorder
+    data/      train/valid[/tune]/test (+ swapped test sources, gold AER set)   stage_data
+    align/     eflomal grow-diag-final-and of test+valid[+tune]+train, one run    align
+    preorderer.xlp, preorderer.json (tau on the tuning split, and on test)        preorder
     vocab.src, vocab.tgt                                                   vocab
 """
 
@@ -30,8 +30,9 @@ from onmt_xl.experiments.stock import read_lines, say, stock, write_lines
 class Corpus:
     """Tokenized input files: ``train``/``test`` source and target; optional gold AER pairs.
 
-    Validation pairs are ``valid_src``/``valid_tgt`` when given, else the last ``--valid-size`` training
-    pairs. ``test_align``: gold links of the test set, which score the preorderer instead of the eflomal ones.
+    Validation pairs are ``valid_src``/``valid_tgt`` when given, else the ``--valid-size`` training pairs
+    before the tuning split; the tuning split is the last ``--tune-size`` training pairs (none when 0): every
+    option is chosen on it or on the validation pairs, never on the test pairs. ``test_align``: gold links of the test set, which score the preorderer instead of the eflomal ones.
     """
 
     train_src: str
@@ -59,7 +60,7 @@ def read_parallel(src: str, tgt: str) -> Tuple[List[str], List[str]]:
 
 class DataStages:
     """The stages before training, mixed into :class:`onmt_xl.experiments.runner.Runner` (which provides
-    ``corpus``, ``path``, ``valid_size``, ``preset``, ``overrides``, ``preorder_iterations``, ``_run`` and
+    ``corpus``, ``path``, ``valid_size``, ``tune_size``, ``preset``, ``overrides``, ``preorder_iterations``, ``_run`` and
     ``_manifest_update``)."""
 
     def stage_data(self) -> None:
@@ -68,25 +69,35 @@ class DataStages:
         if (data / "ready").exists():
             return
         data.mkdir(parents=True, exist_ok=True)
-        n_train, n_valid = self._stage_train_valid(data)
+        n_train, n_valid, n_tune = self._stage_train_valid(data)
         test_src = self._stage_test(data)
         if self.corpus.gold_text and self.corpus.gold_align:
             self._stage_gold(data)
         (data / "ready").write_text("")
-        say(f"data: {n_train} train, {n_valid} valid, {len(test_src)} test pairs -> {data}")
+        say(f"data: {n_train} train, {n_valid} valid, {n_tune} tuning, {len(test_src)} test pairs -> {data}")
 
-    def _stage_train_valid(self, data: Path) -> Tuple[int, int]:
+    def splits(self) -> Tuple[str, ...]:
+        """The splits staged under ``data/`` (``tune`` only with a tuning split); train last."""
+        return ("test", "valid") + (("tune",) if self.tune_size else ()) + ("train",)
+
+    def _stage_train_valid(self, data: Path) -> Tuple[int, int, int]:
         src, tgt = read_parallel(self.corpus.train_src, self.corpus.train_tgt)
+        held = self.tune_size + (0 if self.corpus.valid_src else self.valid_size)
+        if self.tune_size < 0 or not 0 < held < len(src):
+            raise ValueError(f"--valid-size {self.valid_size} and --tune-size {self.tune_size} leave no training pairs "
+                             f"of {len(src)} (or are negative)")
+        cut = len(src) - self.tune_size
+        src, tgt, usrc, utgt = src[:cut], tgt[:cut], src[cut:], tgt[cut:]
         if self.corpus.valid_src:
             vsrc, vtgt = read_parallel(self.corpus.valid_src, self.corpus.valid_tgt)
         else:
-            if not 0 < self.valid_size < len(src):
-                raise ValueError(f"--valid-size {self.valid_size} must be between 1 and {len(src) - 1} (training pairs)")
             cut = len(src) - self.valid_size
             src, tgt, vsrc, vtgt = src[:cut], tgt[:cut], src[cut:], tgt[cut:]
-        for name, lines in (("train.src", src), ("train.tgt", tgt), ("valid.src", vsrc), ("valid.tgt", vtgt)):
-            write_lines(data / name, lines)
-        return len(src), len(vsrc)
+        files = [("train", src, tgt), ("valid", vsrc, vtgt)] + ([("tune", usrc, utgt)] if self.tune_size else [])
+        for name, s, t in files:
+            write_lines(data / f"{name}.src", s)
+            write_lines(data / f"{name}.tgt", t)
+        return len(src), len(vsrc), len(usrc)
 
     def _stage_test(self, data: Path) -> List[str]:
         test_src, test_tgt = read_parallel(self.corpus.test_src, self.corpus.test_tgt)
@@ -114,8 +125,9 @@ class DataStages:
         (data / "gold.keep").write_text(" ".join(map(str, keep)) + "\n")
 
     def align(self) -> None:
-        """eflomal on test+valid+train in one run (unsupervised: the test side only adds statistics),
-        grow-diag-final-and; the test links serve the oracle, the attention AER reference, Sim and tau."""
+        """eflomal on test+valid(+tune)+train in one run (unsupervised: the held-out sides only add statistics),
+        grow-diag-final-and; the test links serve the oracle, the attention AER reference and Sim, the tuning
+        links the preorderer's tau."""
         from onmt_xl.align.eflomal_aligner import align_corpus, read_tokenized
         from onmt_xl.align.pharaoh import write_pharaoh
 
@@ -125,8 +137,8 @@ class DataStages:
         out.mkdir(exist_ok=True)
         parts = {name: (read_tokenized(str(self.path("data", f"{name}.src"))),
                         read_tokenized(str(self.path("data", f"{name}.{'ref' if name == 'test' else 'tgt'}"))))
-                 for name in ("test", "valid", "train")}
-        say(f"aligning test+valid+train ({sum(len(s) for s, _ in parts.values())} pairs) with eflomal")
+                 for name in self.splits()}
+        say(f"aligning {'+'.join(self.splits())} ({sum(len(s) for s, _ in parts.values())} pairs) with eflomal")
         res = align_corpus([s for p in parts.values() for s in p[0]], [t for p in parts.values() for t in p[1]])
         start = 0
         for name, (s, _) in parts.items():  # train last: its file marks the stage as done
@@ -136,8 +148,9 @@ class DataStages:
         say(f"  aligned in {res.seconds:.1f}s")
 
     def preorder(self) -> None:
-        """Train the BTG preorderer on the training links; score it on the test set against the gold test
-        links when the corpus has them, else the eflomal ones."""
+        """Train the BTG preorderer on the training links (with ``preorder_options``, chosen on the tuning
+        split); score it on the tuning split (eflomal links) and on the test set (gold test links when the
+        corpus has them, else the eflomal ones)."""
         from onmt_xl.align.pharaoh import read_pharaoh
         from onmt_xl.reorder.preorderer import Preorderer
 
@@ -147,27 +160,39 @@ class DataStages:
             links = read_pharaoh(str(self.path("align", "train.gdfa")), [len(s) for s in src])
             say(f"training the preorderer on {len(src)} pairs")
             t0 = time.perf_counter()
-            kw = {} if self.preorder_iterations is None else {"iterations": self.preorder_iterations}
+            kw = dict(getattr(self, "preorder_options", None) or {})
+            if self.preorder_iterations is not None:
+                kw["iterations"] = self.preorder_iterations
             Preorderer.train(src, links, **kw).save(str(model_path))
             self._manifest_update(preorderer_train_seconds=time.perf_counter() - t0)
         if not self.path("preorderer.json").exists():
             self._score_preorderer(Preorderer.load(str(model_path)))
 
     def _score_preorderer(self, model) -> None:
+        """``preorderer.json``: the test scores at the top level (as before tuning splits existed), the tuning
+        split's under ``"tune"``."""
+        result = self.preorderer_scores(model, "test", self.corpus.test_align)
+        if self.tune_size:
+            result["tune"] = self.preorderer_scores(model, "tune")
+        if "options" not in result and getattr(self, "preorder_options", None):
+            result["options"] = dict(self.preorder_options)
+        self.path("preorderer.json").write_text(json.dumps(result, indent=2))
+
+    def preorderer_scores(self, model, split: str, gold: Optional[str] = None) -> dict:
+        """tau and friends of ``model`` on ``data/SPLIT.src`` against ``gold`` links, else the eflomal ones."""
         from onmt_xl.align.pharaoh import read_pharaoh
         from onmt_xl.reorder.metrics import evaluate
         from onmt_xl.reorder.oracle import target_ranks
 
-        src = [l.split() for l in read_lines(self.path("data", "test.src"))]
-        gold = self.corpus.test_align
-        links = read_pharaoh(gold or str(self.path("align", "test.gdfa")), [len(s) for s in src])
+        src = [l.split() for l in read_lines(self.path("data", f"{split}.src"))]
+        links = read_pharaoh(gold or str(self.path("align", f"{split}.gdfa")), [len(s) for s in src])
         scores = evaluate(model.reorder_batch(src), [target_ranks(len(s), l) for s, l in zip(src, links)])
         result = dict(tau=scores.tau, monotone_tau=scores.monotone_tau, oracle_tau=scores.oracle_tau,
                       exact_match=scores.exact_match, frs=scores.frs, sentences=len(src))
         if gold:
             result["links"] = "gold"
-        self.path("preorderer.json").write_text(json.dumps(result, indent=2))
-        say(f"preorderer on the test set ({'gold' if gold else 'eflomal'} links):\n" + scores.format())
+        say(f"preorderer on the {split} split ({'gold' if gold else 'eflomal'} links):\n" + scores.format())
+        return result
 
     def vocab(self) -> None:
         if self.path("vocab.tgt").exists():

@@ -1,0 +1,197 @@
+"""The convergence study: does XL PE help when the models have converged?
+
+``onmt-xl evidence`` runs it in stages, each resumable across sessions (every training resumes with
+``-exact_resume``, so a job split over many sessions trains as an uninterrupted one would)::
+
+    curve   the baseline and Combination, first seed, trained long with every checkpoint kept; each
+            checkpoint's validation BLEU (beam search, sacrebleu) and perplexity go to ``jobs/NAME/curve.jsonl``,
+            and ``curve.png`` plots them, to find where BLEU stops rising
+
+Splits (:class:`onmt_xl.experiments.stages.DataStages`): the last ``--tune-size`` training pairs tune (the
+preorderer's options), the ``--valid-size`` before them validate (the step count), the rest train; the test
+split is scored once per finished model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+from onmt_xl.experiments.plan import Job
+from onmt_xl.experiments.stock import read_lines, say, stock
+
+CURVE_SYSTEMS = ("baseline", "combination")
+#: chosen on the Japanese-English tuning split by tools/tune_preorderer.py (reports/TUNING.md)
+PREORDER_OPTIONS = {"tiebreak_null": "none"}
+VALID_PPL = re.compile(r"Validation perplexity: ([0-9.]+)")
+VALID_ACC = re.compile(r"Validation accuracy: ([0-9.]+)")
+RESUMED = re.compile(r"Loading checkpoint from .*_step_(\d+)\.pt")
+
+
+def curve_jobs(seed: int, max_steps: int, every: int) -> List[Job]:
+    """The learning-curve jobs: every ``every`` steps a kept checkpoint and a validation."""
+    keep = dict(keep_checkpoint=-1, save_checkpoint_steps=every, valid_steps=every)
+    return [Job(f"{system}_s{seed}", system, seed, overrides=keep, train_steps=max_steps, experiments=["curve"])
+            for system in CURVE_SYSTEMS]
+
+
+def validation_log(log_text: str, valid_steps: int) -> Dict[int, Dict[str, float]]:
+    """``{step: {"valid_ppl", "valid_acc"}}`` from an ``onmt_train`` log, which may hold several attempts.
+
+    OpenNMT logs a validation without its step; it validates every ``valid_steps`` steps, counted from the
+    checkpoint an attempt resumed (``Loading checkpoint from ..._step_K.pt``) or from 0. A later attempt's
+    validation of a step replaces an earlier one's.
+    """
+    out: Dict[int, Dict[str, float]] = {}
+    step, resumed = 0, 0
+    for line in log_text.splitlines():
+        m = RESUMED.search(line)
+        if m:
+            resumed = int(m.group(1))
+        if "Start training loop" in line:  # one per attempt, after its checkpoint (if any) was loaded
+            step, resumed = resumed, 0
+        m = VALID_PPL.search(line)
+        if m:
+            step += valid_steps
+            out[step] = {"valid_ppl": float(m.group(1))}
+        m = VALID_ACC.search(line)
+        if m and step in out:
+            out[step]["valid_acc"] = float(m.group(1))
+    return out
+
+
+def checkpoints(jd: Path) -> Dict[int, Path]:
+    return {int(p.stem.rsplit("_", 1)[1]): p for p in jd.glob("model_step_*.pt")}
+
+
+def score_checkpoints(runner, job: Job, every: int, threads: Optional[int] = None) -> List[Dict[str, Any]]:
+    """Translate the validation pairs with each kept checkpoint of ``job`` at a multiple of ``every`` steps that
+    ``curve.jsonl`` lacks (beam ``runner.beam_size``) and append its BLEU, chrF and validation perplexity."""
+    import sacrebleu
+
+    jd = runner.path("jobs", job.name)
+    out = jd / "curve.jsonl"
+    done = {json.loads(l)["step"] for l in read_lines(out)} if out.exists() else set()
+    refs = read_lines(runner.path("data", "valid.tgt"))
+    log = jd / "train.log"
+    valid = validation_log(log.read_text(encoding="utf-8"), runner.job_config(job)["valid_steps"]) if log.exists() else {}
+    rows = []
+    for step, ckpt in sorted(checkpoints(jd).items()):
+        if step % every or step in done:
+            continue
+        hyp = jd / f"hyp.valid.step{step}"
+        if not hyp.exists():
+            tmp = hyp.with_name(hyp.name + ".partial")
+            args = [stock("onmt_translate"), "-model", ckpt, "-src", runner.path("data", "valid.src"), "-output", tmp,
+                    "-beam_size", runner.beam_size, "-batch_size", 64, "-batch_type", "sents", "-seed", job.seed]
+            from onmt_xl.experiments.systems import SYSTEMS
+
+            if SYSTEMS[job.system].translate_transform:
+                args += ["-transforms", SYSTEMS[job.system].translate_transform,
+                         "-xl_preorderer", runner.path("preorderer.xlp")]
+            seconds = runner._run(args, jd / "translate_curve.log", jd / "commands.sh")
+            tmp.replace(hyp)
+        else:
+            seconds = None
+        lines = read_lines(hyp)
+        row = dict(step=step, bleu=sacrebleu.corpus_bleu(lines, [refs], force=True).score,
+                   chrf=sacrebleu.corpus_chrf(lines, [refs]).score, translate_seconds=seconds, **valid.get(step, {}))
+        with open(out, "a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
+        say(f"  {job.name} step {step}: valid BLEU {row['bleu']:.2f}, ppl {row.get('valid_ppl', float('nan')):.2f}")
+        rows.append(row)
+    return rows
+
+
+def read_curve(jd: Path) -> List[Dict[str, Any]]:
+    path = jd / "curve.jsonl"
+    rows = {r["step"]: r for r in map(json.loads, read_lines(path))} if path.exists() else {}
+    return [rows[s] for s in sorted(rows)]
+
+
+def plot_curves(workdir: Path, jobs: List[Job], out: Path) -> Optional[Path]:
+    """Validation BLEU and perplexity against steps, one line per job."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curves = {job.name: read_curve(workdir / "jobs" / job.name) for job in jobs}
+    if not any(curves.values()):
+        return None
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for name, rows in curves.items():
+        ax1.plot([r["step"] for r in rows], [r["bleu"] for r in rows], marker="o", label=name)
+        ppl = [r for r in rows if "valid_ppl" in r]
+        ax2.plot([r["step"] for r in ppl], [r["valid_ppl"] for r in ppl], marker="o", label=name)
+    ax1.set(xlabel="training steps", ylabel="validation BLEU (beam 5)")
+    ax2.set(xlabel="training steps", ylabel="validation perplexity", yscale="log")
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def run_evidence(args) -> int:
+    import warnings
+
+    from onmt_xl.experiments.cli import _corpus
+    from onmt_xl.experiments.runner import Runner
+
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    corpus = _corpus(args)
+    jobs = curve_jobs(args.seed, args.max_steps, args.every)
+    if args.only:
+        jobs = [j for j in jobs if j.name in args.only.split(",")]
+    runner = Runner(corpus, args.workdir, jobs, args.preset, args.max_steps, args.valid_size, args.beam_size,
+                    args.time_budget, gpu={"auto": None, "yes": True, "no": False}[args.gpu],
+                    parallel=args.parallel, tune_size=args.tune_size,
+                    preorder_options=json.loads(args.preorder_options) if args.preorder_options else None)
+    if args.stage == "curve":
+        runner.run(sys.argv[1:])
+    else:  # curve-score: no lock, so it can score while the training runs
+        runner.threads = args.threads
+        for job in jobs:
+            score_checkpoints(runner, job, args.score_every or args.every)
+    png = plot_curves(runner.workdir, jobs, runner.path("curve.png"))
+    for job in jobs:
+        for row in read_curve(runner.path("jobs", job.name)):
+            say(f"{job.name:16s} step {row['step']:6d}  BLEU {row['bleu']:6.2f}  ppl {row.get('valid_ppl', float('nan')):7.2f}")
+    if png:
+        say(f"plot: {png}")
+    return 0
+
+
+def add_evidence(sub) -> None:
+    from onmt_xl.experiments.cli import _add_experiments_inputs, _shared_data
+    from onmt_xl.experiments.configs import PRESETS
+
+    p = sub.add_parser("evidence", help="the convergence study: learning curves (then seeds, directions)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_experiments_inputs(p, _shared_data())
+    p.add_argument("--tune-size", type=int, default=1000, help="last training pairs carved off as the tuning split")
+    p.add_argument("--workdir", default="runs/evidence_jaen")
+    p.add_argument("--stage", choices=("curve", "curve-score"), default="curve",
+                   help="curve: train the learning-curve jobs; curve-score: score their kept checkpoints")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--only", help="comma-separated job names (e.g. baseline_s1) to restrict the stage to")
+    p.add_argument("--max-steps", type=int, default=12000, help="learning-curve length (may grow later: jobs resume)")
+    p.add_argument("--every", type=int, default=500, help="steps between kept checkpoints and validations")
+    p.add_argument("--score-every", type=int, help="score every this many steps (default: --every)")
+    p.add_argument("--threads", type=int, help="torch threads of curve-score's translations")
+    p.add_argument("--preorder-options", default=json.dumps(PREORDER_OPTIONS),
+                   help="JSON keyword arguments of Preorderer.train (default: the choice of tools/tune_preorderer.py "
+                        "on the Japanese-English tuning split, reports/TUNING.md)")
+    p.add_argument("--preset", default="enja", choices=sorted(PRESETS))
+    p.add_argument("--beam-size", type=int, default=5)
+    p.add_argument("--time-budget", type=float, help="minutes: start no new training after this")
+    p.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto")
+    p.add_argument("--parallel", type=int, default=None, help="jobs trained at once (default: one per CPU)")
+    p.set_defaults(func=run_evidence)

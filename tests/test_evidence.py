@@ -1,0 +1,93 @@
+"""The convergence study's pieces: tuning split, learning-curve logs, exact-resume records, growing jobs."""
+
+import pytest
+import yaml
+
+from onmt_xl.errors import XLInputError
+from onmt_xl.experiments.evidence import curve_jobs, validation_log
+from onmt_xl.experiments.jobs import exact_resume_log
+from onmt_xl.experiments.runner import Corpus, Runner
+
+
+def _corpus(d, n=60):
+    for side in ("src", "tgt"):
+        (d / f"train.{side}").write_text("".join(f"{side}{k} w\n" for k in range(n)))
+        (d / f"test.{side}").write_text("".join(f"{side}t{k} w\n" for k in range(5)))
+    return Corpus(str(d / "train.src"), str(d / "train.tgt"), str(d / "test.src"), str(d / "test.tgt"))
+
+
+def test_tuning_split_is_the_last_pairs_and_apart_from_validation(tmp_path):
+    runner = Runner(_corpus(tmp_path), str(tmp_path / "wd"), [], preset="demo", train_steps=4, gpu=False,
+                    valid_size=10, tune_size=8)
+    runner.stage_data()
+    data = tmp_path / "wd" / "data"
+    lines = {n: (data / f"{n}.src").read_text().splitlines() for n in ("train", "valid", "tune")}
+    assert lines["tune"] == [f"src{k} w" for k in range(52, 60)]
+    assert lines["valid"] == [f"src{k} w" for k in range(42, 52)]
+    assert lines["train"] == [f"src{k} w" for k in range(42)]
+    assert runner.splits() == ("test", "valid", "tune", "train")
+
+
+def test_without_a_tuning_split_the_old_layout_stays(tmp_path):
+    runner = Runner(_corpus(tmp_path), str(tmp_path / "wd"), [], preset="demo", train_steps=4, gpu=False, valid_size=10)
+    runner.stage_data()
+    assert not (tmp_path / "wd" / "data" / "tune.src").exists()
+    assert (tmp_path / "wd" / "data" / "valid.src").read_text().splitlines()[0] == "src50 w"
+    assert runner.splits() == ("test", "valid", "train")
+
+
+def test_held_out_splits_must_leave_training_pairs(tmp_path):
+    runner = Runner(_corpus(tmp_path), str(tmp_path / "wd"), [], preset="demo", train_steps=4, gpu=False,
+                    valid_size=30, tune_size=30)
+    with pytest.raises(ValueError, match="leave no training pairs"):
+        runner.stage_data()
+
+
+LOG = """[x INFO] Start training loop and validate every 500 steps...
+[x INFO] Step 500/ 2000; acc: 10
+[x INFO] Validation perplexity: 90.5
+[x INFO] Validation accuracy: 20.1
+[x INFO] Validation perplexity: 40.0
+[x INFO] Validation accuracy: 30.0
+[x INFO] Validation perplexity: 35.0
+[x INFO] Loading checkpoint from /w/jobs/b/model_step_1000.pt
+[x INFO] Start training loop and validate every 500 steps...
+[x INFO] -exact_resume: skipping the 1000 batches of steps 1-1000, then restoring the checkpoint's RNG states
+[x INFO] Validation perplexity: 36.0
+[x INFO] Validation accuracy: 31.0
+[x INFO] Validation perplexity: 30.0
+"""
+
+
+def test_validation_log_counts_steps_from_each_attempts_checkpoint():
+    # the first attempt validated at 500, 1000 and 1500 and was killed before saving 1500; the second
+    # resumed from 1000 and validated 1500 again (kept) and 2000
+    assert validation_log(LOG, 500) == {500: {"valid_ppl": 90.5, "valid_acc": 20.1}, 1000: {"valid_ppl": 40.0, "valid_acc": 30.0},
+                                        1500: {"valid_ppl": 36.0, "valid_acc": 31.0}, 2000: {"valid_ppl": 30.0}}
+
+
+def test_exact_resume_log_needs_every_resume_exact():
+    assert exact_resume_log("Start training loop") is None
+    assert exact_resume_log(LOG) is True
+    stock = LOG.replace("then restoring the checkpoint's RNG states", "then continuing without the RNG states")
+    assert exact_resume_log(stock) is False
+    assert exact_resume_log(LOG + "Loading checkpoint from /w/m_step_1500.pt\n") is False  # one resume without the option
+
+
+def test_a_job_may_grow_its_steps_but_not_change_otherwise(tmp_path):
+    job = curve_jobs(seed=1, max_steps=40, every=10)[0]
+    runner = Runner(Corpus("a", "b", "c", "d"), str(tmp_path), [job], preset="demo", train_steps=40, gpu=False)
+    jd = tmp_path / "jobs" / job.name
+    jd.mkdir(parents=True)
+    cfg = runner.job_config(job)
+    assert cfg["train_steps"] == 40 and cfg["keep_checkpoint"] == -1 and cfg["valid_steps"] == 10
+    (jd / "config.yaml").write_text(yaml.safe_dump({**cfg, "train_steps": 20}))
+    (jd / "done.json").write_text("{}")
+    assert runner._checked_config(job)["train_steps"] == 40
+    assert not (jd / "done.json").exists()  # no longer finished: it resumes to 40 steps
+    (jd / "config.yaml").write_text(yaml.safe_dump({**cfg, "train_steps": 80}))
+    with pytest.raises(XLInputError, match="fewer steps"):
+        runner._checked_config(job)
+    (jd / "config.yaml").write_text(yaml.safe_dump({**cfg, "heads": 1}))
+    with pytest.raises(XLInputError, match="differs"):
+        runner._checked_config(job)
