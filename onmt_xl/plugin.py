@@ -32,6 +32,9 @@
    encoder's ``reordering_loss`` (a sum over source words) to its summed token loss while training, so
    OpenNMT's normalisation (``loss /= normalization``) and gradient accumulation apply to it unchanged;
    the statistics (perplexity, accuracy) stay those of translation, and the term is logged.
+7. **Exact resume** (``-exact_resume``, an option of ``onmt_train``; :mod:`onmt_xl.resume`): every
+   checkpoint's ``optim`` entry also holds the RNG states; resuming with the option, ``Trainer.train`` draws
+   and drops the batches of the steps already trained and restores those states before the next step.
 
 Audit of the stock reads of ``batch["src"]`` on the paths users run (OpenNMT-py 3.5.1; the server and
 training-time validation scoring go through ``Translator._translate``, ``-report_align`` through
@@ -72,7 +75,7 @@ import functools
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from onmt_xl import precision
+from onmt_xl import precision, resume
 from onmt_xl.encoders.common import feeding_xl_positions
 from onmt_xl.errors import XLInputError
 from onmt_xl.transforms import XL_POS_KEY
@@ -93,6 +96,7 @@ def register() -> None:
     _patch_loss()
     _patch_precision()
     _patch_attention()
+    _patch_resume()
     import onmt_xl.decoders.reordering_embedding  # noqa: F401  (registers the decoder)
     import onmt_xl.encoders.families  # noqa: F401  (registers encoders)
     import onmt_xl.transforms.xl_position  # noqa: F401  (registers the transform)
@@ -317,9 +321,11 @@ def _patch_precision() -> None:
     for name in ("train_opts", "translate_opts"):
         stock = getattr(opts, name)
 
-        def with_precision(parser, _stock=stock):
+        def with_precision(parser, _stock=stock, _training=name == "train_opts"):
             _stock(parser)
             add_precision_options(parser)
+            if _training:
+                add_resume_options(parser)
 
         with_precision = functools.wraps(stock)(with_precision)
         with_precision._onmt_xl = True
@@ -339,6 +345,59 @@ def _patch_precision() -> None:
 
     Inference.from_opt = classmethod(functools.wraps(stock_from_opt)(from_opt))
     Inference._translate = functools.wraps(stock_translate)(_translate)
+
+
+def add_resume_options(parser) -> None:
+    group = parser.add_argument_group("Exact resume (onmt_xl)")
+    group.add(
+        "--exact_resume", "-exact_resume", action="store_true",
+        help="With -train_from: continue the data where the checkpoint stopped (the batches its steps trained "
+        "on are drawn and skipped) and restore its RNG states, so the resumed run trains as an uninterrupted "
+        "one would. Without it OpenNMT restarts the corpus. Needs the same data, -seed and batching options; "
+        "checkpoints written without onmt_xl continue the data but cannot restore the dropout RNG.",
+    )
+
+
+def _patch_resume() -> None:
+    """Exact resume (:mod:`onmt_xl.resume`): checkpoints carry the RNG states in ``optim``; with
+    ``-exact_resume``, ``Optimizer.from_opt`` keeps the loaded states and ``Trainer.train`` skips the batches
+    of the steps already trained, then restores them."""
+    from onmt.trainer import Trainer
+    from onmt.utils.logging import logger
+    from onmt.utils.optimizers import Optimizer
+
+    if getattr(Optimizer.state_dict, "_onmt_xl", False):
+        return
+    stock_state_dict = Optimizer.state_dict
+    stock_from_opt = Optimizer.from_opt.__func__
+    stock_train = Trainer.train
+
+    def state_dict(self):
+        return {**stock_state_dict(self), resume.RNG_KEY: resume.rng_state()}
+
+    def from_opt(cls, model, opt, checkpoint=None):
+        optim = stock_from_opt(cls, model, opt, checkpoint=checkpoint)
+        if getattr(opt, "exact_resume", False) and opt.train_from and checkpoint is not None:
+            saved = checkpoint.get("optim")
+            optim._onmt_xl_resume = saved.get(resume.RNG_KEY) if isinstance(saved, dict) else None
+            optim._onmt_xl_resuming = True
+        return optim
+
+    def train(self, train_iter, train_steps, *args, **kwargs):
+        if getattr(self.optim, "_onmt_xl_resuming", False):
+            step = self.optim.training_step
+            skip = resume.batches_before(step, self.accum_count_l, self.accum_steps)
+            rng = self.optim._onmt_xl_resume
+            logger.info("-exact_resume: skipping the %d batches of steps 1-%d, then %s", skip, step - 1,
+                        "restoring the checkpoint's RNG states" if rng is not None
+                        else "continuing without the RNG states (the checkpoint has none)")
+            train_iter = resume.skip_then_restore(train_iter, skip, rng, log=logger.info)
+        return stock_train(self, train_iter, train_steps, *args, **kwargs)
+
+    state_dict._onmt_xl = True
+    Optimizer.state_dict = functools.wraps(stock_state_dict)(state_dict)
+    Optimizer.from_opt = classmethod(functools.wraps(stock_from_opt)(from_opt))
+    Trainer.train = functools.wraps(stock_train)(train)
 
 
 def cpu_sdpa_attention(attn, key, value, query, mask):
