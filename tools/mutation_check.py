@@ -3,7 +3,7 @@
 
 Each entry of :data:`MUTATIONS` is a deliberate bug: ``(id, file, old snippet, new snippet, description,
 test selection)``. The tool applies one bug at a time to a *copy* of the repository (``onmt_xl/``,
-``tests/``, ``tools/``, ``setup.cfg``; by default from the working tree, ``--rev`` takes a git revision),
+``tests/``, ``tools/``, ``pyproject.toml``; by default from the working tree, ``--rev`` takes a git revision),
 runs the selected tests there with ``pytest -x -q`` and reports whether they caught it:
 
 * ``caught``: the tests failed (``timeout`` also counts as caught, as in mutmut);
@@ -46,7 +46,8 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 REPO = Path(__file__).resolve().parents[1]
-COPIED = ("onmt_xl", "tests", "tools", "setup.cfg")
+# pytest's options are in pyproject.toml; a revision from before it (``--rev``) has them in setup.cfg.
+COPIED = ("onmt_xl", "tests", "tools", "pyproject.toml", "setup.cfg")
 
 
 @dataclass(frozen=True)
@@ -414,7 +415,9 @@ def _copy_tree(dst: Path, rev: Optional[str]) -> None:
     """The repository's files the tests need, from the working tree or from git revision ``rev``."""
     dst.mkdir(parents=True, exist_ok=True)
     if rev:
-        archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, *COPIED], capture_output=True, check=True)
+        names = [n for n in COPIED
+                 if subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{rev}:{n}"], capture_output=True).returncode == 0]
+        archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, *names], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(dst)], input=archive.stdout, check=True)
         return
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "mutants")
