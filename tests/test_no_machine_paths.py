@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Top folders of machine paths: a work area, homes (Linux, macOS, root's) and the temp folder. Spelled apart
 #: so that this file does not name them itself.
 MACHINE_ROOTS = ("work", "home", "root", "Users", "tmp")
-# "/tmp/x", not "~/tmp/x", "${X}/tmp/x", "a/tmp/x", "https://host/tmp/x" (a path's own part or a URL's)
+# a path that starts there, not one inside another path, a placeholder's (${X}/...), a home's (~/...) or a URL
 MACHINE_PATH = re.compile(r"(?<![\w.~}$/-])/(?:" + "|".join(MACHINE_ROOTS) + r")/")
 
 
