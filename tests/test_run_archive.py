@@ -166,7 +166,8 @@ def test_kept_files_name_no_machine_path_and_translations_restore_byte_for_byte(
     kept = archive / "jobs" / "baseline"
     assert sorted(p.name for p in kept.iterdir()) == ["commands.sh", "config.yaml", "done.json", "hyp.test.gz",
                                                       "train.log.gz"]
-    assert (kept / "commands.sh").read_text(encoding="utf-8") == "onmt_train -config ${WORKDIR}/jobs/baseline/config.yaml\n"
+    assert (kept / "commands.sh").read_text(encoding="utf-8") == \
+        "onmt_train -config ${WORKDIR}/jobs/baseline/config.yaml\n"
     assert gzip.decompress((kept / "train.log.gz").read_bytes()).decode("utf-8") == (
         "${SITE_PACKAGES}/onmt/trainer.py:498: FutureWarning\n"
         "[INFO] Saving checkpoint ${WORKDIR}/jobs/baseline/model_step_5.pt\n"
