@@ -141,3 +141,63 @@ def test_a_sweep_keeps_the_archived_run_history(tmp_path):
     (fresh / "manifest.json").write_text('{"runs": 1}\n', encoding="utf-8")
     run_archive.save_run(fresh, tmp_path / "new_archive", replace=False)  # an archive without one gets it
     assert (tmp_path / "new_archive" / "manifest.json").read_text(encoding="utf-8") == '{"runs": 1}\n'
+
+
+def test_kept_files_name_no_machine_path_and_translations_restore_byte_for_byte(tmp_path, monkeypatch):
+    # a training log names Python's package directory, and (restored from an archive saved elsewhere) another
+    # work directory; commands.sh names the directory of OpenNMT's commands; the manifest the corpus and home
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    site = home / ".pyenv/versions/3.11.7/lib/python3.11/site-packages"
+    wd, archive, data = _workdir(tmp_path), tmp_path / "archive", tmp_path / "shared" / "data"
+    _job(wd, "baseline")
+    jd = wd / "jobs" / "baseline"
+    (jd / "commands.sh").write_text(f"{home}/.pyenv/versions/3.11.7/bin/onmt_train -config {jd}/config.yaml\n",
+                                    encoding="utf-8")
+    (jd / "train.log").write_text(f"{site}/onmt/trainer.py:498: FutureWarning\n"
+                                  f"[INFO] Saving checkpoint /elsewhere/runs/x/jobs/baseline/model_step_5.pt\n"
+                                  "[INFO] Step 50/ 100; 1332/1037 tok/s\n", encoding="utf-8")
+    hyp = "日本 語 。\n\nx ||| 0-0 1-1\n".encode("utf-8")
+    (jd / "hyp.test").write_bytes(hyp)
+    (wd / "manifest.json").write_text(f'{{"command": "onmt-xl experiments --data {data}/enja --x {home}/y"}}\n',
+                                      encoding="utf-8")
+    run_archive.save_job(wd, archive, "baseline", str(data))
+    run_archive.save_run(wd, archive, data=str(data))
+    kept = archive / "jobs" / "baseline"
+    assert sorted(p.name for p in kept.iterdir()) == ["commands.sh", "config.yaml", "done.json", "hyp.test.gz",
+                                                      "train.log.gz"]
+    assert (kept / "commands.sh").read_text(encoding="utf-8") == \
+        "onmt_train -config ${WORKDIR}/jobs/baseline/config.yaml\n"
+    assert gzip.decompress((kept / "train.log.gz").read_bytes()).decode("utf-8") == (
+        "${SITE_PACKAGES}/onmt/trainer.py:498: FutureWarning\n"
+        "[INFO] Saving checkpoint ${WORKDIR}/jobs/baseline/model_step_5.pt\n"
+        "[INFO] Step 50/ 100; 1332/1037 tok/s\n")
+    assert (archive / "manifest.json").read_text(encoding="utf-8") == \
+        '{"command": "onmt-xl experiments --data ${DATA}/enja --x ~/y"}\n'
+    for p in archive.rglob("*"):
+        if p.is_file():
+            raw = gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes()
+            assert str(tmp_path).encode() not in raw and b"/elsewhere/" not in raw, p
+    fresh = tmp_path / "fresh"
+    assert run_archive.restore(archive, fresh) == ["baseline"]
+    fd = fresh / "jobs" / "baseline"
+    assert (fd / "hyp.test").read_bytes() == hyp and not (fd / "hyp.test.gz").exists()
+    assert (fd / "commands.sh").read_text(encoding="utf-8") == f"onmt_train -config {fd}/config.yaml\n"
+    assert "Saving checkpoint ${WORKDIR}/jobs/baseline/" in (fd / "train.log").read_text(encoding="utf-8")
+    # saving the restored job again changes nothing (not even the gzip files' times)
+    before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in kept.iterdir() if p.suffix == ".gz"}
+    run_archive.save_job(fresh, archive, "baseline", str(data))
+    assert before == {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in kept.iterdir() if p.suffix == ".gz"}
+
+
+def test_an_archive_of_uncompressed_translations_restores_and_is_rewritten_gzipped(tmp_path):
+    old, archive = _workdir(tmp_path), tmp_path / "archive"
+    _job(old, "baseline")
+    (archive / "jobs").mkdir(parents=True)
+    shutil.copytree(old / "jobs" / "baseline", archive / "jobs" / "baseline")  # the format before: hyp.test as is
+    new = tmp_path / "new"
+    assert run_archive.restore(archive, new) == ["baseline"]
+    assert (new / "jobs" / "baseline" / "hyp.test").read_text(encoding="utf-8") == "a b c\n"
+    assert run_archive.save_job(new, archive, "baseline")
+    kept = archive / "jobs" / "baseline"
+    assert not (kept / "hyp.test").exists() and gzip.decompress((kept / "hyp.test.gz").read_bytes()) == b"a b c\n"

@@ -8,30 +8,38 @@
 # and ~1.8 (XL) steps/s each, the GPU at 99 % either way: about 20 steps/s in all, so a 1,500-step job takes
 # minutes even on a GPU. Size each call so that its jobs finish inside it: a machine given back loses them.
 set -u
-mkdir -p /work/shared/data/enja && touch /work/shared/data/enja/{train,dev}.{ja,en}  # staged in runs/ already
+: "${OUT:?OUT: the folder whose files come back}"
+# State kept between calls on a warm machine, outside the checkout (each call brings a fresh copy of it): a copy
+# of the checkout whose runs/exp_enja is the live run, the installed wheels, the report. STATE: where (default:
+# a folder in the temporary directory).
+STATE=${STATE:-${TMPDIR:-/tmp}/onmt_xl_gpu}
+RUN=$STATE/checkout SITE_DIR=$STATE/site
+mkdir -p "$STATE" || exit 1
 nvidia-cuda-mps-control -d 2>/dev/null && echo "MPS started"  # lets concurrent jobs share the GPU truly
-if [ ! -f /tmp/site/.ok ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-  mkdir -p /tmp/site/spacy
-  echo '"""Stub: spaCy is absent here; only OpenNMT-py'"'"'s terminology transform uses it."""' > /tmp/site/spacy/__init__.py
-  touch /tmp/site/.ok
+if [ ! -f "$SITE_DIR/.ok" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE_DIR" .whl/*.whl || exit 1
+  mkdir -p "$SITE_DIR/spacy"
+  echo '"""Stub: spaCy is absent here; only OpenNMT-py'"'"'s terminology transform uses it."""' > "$SITE_DIR/spacy/__init__.py"
+  touch "$SITE_DIR/.ok"
 fi
-if [ ! -d /work/main/onmt_xl ]; then
-  mkdir -p /work/main && cp -a . /work/main/
+if [ ! -d "$RUN/onmt_xl" ]; then
+  mkdir -p "$RUN" && cp -a . "$RUN/"
 else
-  cp -a onmt_xl tools /work/main/  # code updates on a warm machine; runs/ there is the live state
+  cp -a onmt_xl tools "$RUN/"  # code updates on a warm machine; runs/ there is the live state
 fi
-cd /work/main
-export PYTHONPATH=/work/main:/tmp/site PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 OMP_NUM_THREADS=${THREADS:-2}
+cd "$RUN" || exit 1
+# the runner's default --data, ../shared/data/enja beside the checkout: staged in runs/ already
+mkdir -p ../shared/data/enja && touch ../shared/data/enja/{train,dev}.{ja,en}
+export PYTHONPATH="$RUN:$SITE_DIR" PATH="$SITE_DIR/bin:$PATH" PYTHONUNBUFFERED=1 OMP_NUM_THREADS=${THREADS:-2}
 SITE=$(python3 -c 'import site;print(site.getsitepackages()[0])'); cp onmt_xl_hook.pth "$SITE/"
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader
-ARGS=(--workdir runs/exp_enja --gpu yes --parallel "${P:-8}" --report-dir /tmp/rep)
+ARGS=(--workdir runs/exp_enja --gpu yes --parallel "${P:-8}" --report-dir "$STATE/report")
 [ -n "${TB:-}" ] && ARGS+=(--time-budget "$TB")
 [ -n "${ONLY:-}" ] && ARGS+=(--only "$ONLY")
-( while sleep 60; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; uptime; done ) > $OUT/gpu_util.log 2>&1 &
-timeout "${BUDGET:-500}" python3 -m onmt_xl.experiments experiments "${ARGS[@]}" > $OUT/runner.log 2>&1
+( while sleep 60; do nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader; uptime; done ) > "$OUT/gpu_util.log" 2>&1 &
+timeout "${BUDGET:-500}" python3 -m onmt_xl.experiments experiments "${ARGS[@]}" > "$OUT/runner.log" 2>&1
 echo "runner rc=$?"
-tail -25 $OUT/runner.log
+tail -25 "$OUT/runner.log"
 ls runs/exp_enja/jobs/*/done.json 2>/dev/null | wc -l
-tar czf $OUT/results.tgz --exclude='*.pt' --exclude='*.partial' runs/exp_enja/jobs runs/exp_enja/manifest.json runs/exp_enja/preorderer.json
-ls -la $OUT
+tar czf "$OUT/results.tgz" --exclude='*.pt' --exclude='*.partial' runs/exp_enja/jobs runs/exp_enja/manifest.json runs/exp_enja/preorderer.json
+ls -la "$OUT"

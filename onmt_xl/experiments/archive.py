@@ -7,43 +7,98 @@ vocabularies are retrained from them deterministically). A run in a fresh work d
 these first, so finished jobs are neither retrained nor re-translated and their report stays the same.
 Checkpoints are not kept: a restored job that needs a new translation variant is retrained.
 
-Kept configurations, commands and the manifest name the work directory ``${WORKDIR}`` (so
-``WORKDIR=... sh commands.sh`` reruns a job); restore writes the new work directory in its place. Every file
-is thus independent of the directory it was saved from: jobs saved from several work directories into one
-archive (a run, then a ``--report-only`` elsewhere, then a run in a third place) all restore alike.
-Archives written before this kept absolute paths and a ``workdir.txt``; restore still reads them.
+No kept file names a path of the machine it was saved on (:func:`portable`):
+
+* the work directory is ``${WORKDIR}`` (so ``WORKDIR=... sh commands.sh`` reruns a job), also where a
+  training log restored from elsewhere names another work directory's ``jobs/NAME``; restore writes the new
+  work directory in its place in :data:`TEXT_WITH_PATHS` (the training log keeps ``${WORKDIR}``: only people
+  read it, the report does not);
+* the corpus' directory (``--data``, the gold set: their deepest common directory) is ``${DATA}``;
+* Python's package directory (``.../site-packages``, named by the warnings in training logs) is
+  ``${SITE_PACKAGES}``;
+* OpenNMT's commands (``onmt_train`` ...) are named without their directory, as found on ``PATH``;
+* anything else in the home directory is written ``~/...``.
+
+Every file is thus independent of the directory and machine it was saved from: jobs saved from several work
+directories into one archive (a run, then a ``--report-only`` elsewhere, then a run in a third place) all
+restore alike. Translations and training logs, the bulk, are kept gzipped (:func:`kept_gzipped`; fixed
+header bytes, rewritten only when their content changes) and restored uncompressed; translations are kept
+byte for byte. Archives written before this kept absolute paths, uncompressed files and a ``workdir.txt``;
+restore still reads them, and saving a job again rewrites it in this form.
 
 Layout::
 
     DIR/{manifest,preorderer}.json  the run's history (commands, versions, machine, wall times) and preorderer scores
     DIR/align/{test,valid,train}.gdfa.gz
-    DIR/jobs/NAME/{done.json,config.yaml,commands.sh,train.log,translate_seconds.json,sim.json,hyp.*}
+    DIR/jobs/NAME/{done.json,config.yaml,commands.sh,train.log.gz,translate_seconds.json,sim.json,hyp.*.gz}
 """
 
 from __future__ import annotations
 
 import gzip
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 WORKDIR = "${WORKDIR}"  # stands for the work directory in kept text files
+DATA = "${DATA}"  # the corpus' directory
+SITE_PACKAGES = "${SITE_PACKAGES}"  # Python's package directory
 JOB_FILES = ("config.yaml", "commands.sh", "train.log", "translate_seconds.json", "sim.json")
 TEXT_WITH_PATHS = ("config.yaml", "commands.sh", "manifest.json")
 RUN_FILES = ("manifest.json", "preorderer.json")
 ALIGN_SPLITS = ("test", "valid", "tune", "train")  # tune: runs with a tuning split; train last: its file marks the align stage as done
 
+_START = r"(?<![\w.~}$/-])"  # an absolute path starts here: not inside a word, a placeholder or another path
+_PATH_CHARS = r"[^\s'\"`:;,()\[\]{}<>=]"
+_SITE = re.compile(_START + "/" + _PATH_CHARS + r"*?/(?:site|dist)-packages(?![\w.-])")
+_STOCK = re.compile(_START + "/" + _PATH_CHARS + r"*/(onmt_(?!xl\b)\w+)(?=[\s'\"`]|$)", re.M)  # not onmt_xl
 
-def _copy_text(src: Path, dst: Path, *replace: Tuple[str, str]) -> None:
-    """Copy ``src`` to ``dst`` atomically, replacing each ``(old, new)`` path prefix in turn."""
-    text = src.read_text(encoding="utf-8")
+
+def kept_gzipped(name: str) -> bool:
+    """Whether a job's file is kept as ``NAME.gz``: its translations and training log, the bulk of a run."""
+    return name == "train.log" or name.startswith("hyp.")
+
+
+def portable(text: str, workdir: Path, job: Optional[str] = None, data: Optional[str] = None) -> str:
+    """``text`` with the machine paths named in the module docstring replaced by their placeholders:
+    ``workdir`` (and, for ``job``, any other directory's ``.../jobs/JOB``), the corpus directory ``data``,
+    Python's package directory, the directory of OpenNMT's commands and the home directory."""
+    for wd in sorted({str(workdir), os.path.realpath(workdir)}, key=len, reverse=True):
+        text = text.replace(wd, WORKDIR)
+    if job:
+        other = re.compile(_START + "/" + _PATH_CHARS + r"*?/jobs/" + re.escape(job) + r"(?=/|[\s'\"`]|$)", re.M)
+        text = other.sub(lambda m: f"{WORKDIR}/jobs/{job}", text)
+    if data and os.path.isabs(data) and data != os.sep:
+        for d in sorted({data.rstrip(os.sep), os.path.realpath(data)}, key=len, reverse=True):
+            text = re.sub(_START + re.escape(d) + r"(?=/|[\s'\"`]|$)", lambda m: DATA, text, flags=re.M)
+    text = _SITE.sub(lambda m: SITE_PACKAGES, text)
+    text = _STOCK.sub(lambda m: m.group(1), text)
+    home = os.path.expanduser("~")
+    if home not in ("", os.sep, "~"):
+        text = re.sub(_START + re.escape(home.rstrip(os.sep)) + r"(?=/)", lambda m: "~", text)
+    return text
+
+
+def data_dir(*paths: Optional[str]) -> Optional[str]:
+    """The deepest directory holding all of ``paths`` (the corpus' files), absolute; None for none or ``/``."""
+    dirs = [os.path.dirname(os.path.abspath(p)) for p in paths if p]
+    common = os.path.commonpath(dirs) if dirs else None
+    return common if common and common != os.sep else None
+
+
+def _replace(text: str, *replace: Tuple[str, str]) -> str:
     for old, new in replace:
         if old and old != new:
             text = text.replace(old, new)
-    with atomic_file(dst) as f:
-        f.write(text.encode("utf-8"))
+    return text
+
+
+def _copy_text(src: Path, dst: Path, *replace: Tuple[str, str]) -> None:
+    """Copy ``src`` to ``dst`` atomically, replacing each ``(old, new)`` path prefix in turn."""
+    _write(dst, _replace(src.read_text(encoding="utf-8"), *replace).encode("utf-8"))
 
 
 class atomic_file:
@@ -69,9 +124,44 @@ class atomic_file:
         return False
 
 
+def _write(dst: Path, data: bytes) -> None:
+    with atomic_file(dst) as f:
+        f.write(data)
+
+
+def _write_gzipped(dst: Path, data: bytes) -> None:
+    """``data`` gzipped into ``dst`` with fixed header bytes (no name, no time), unless ``dst`` holds it already
+    (another zlib may compress the same content to other bytes: the archive does not change for that)."""
+    if dst.exists():
+        with gzip.open(dst, "rb") as g:
+            if g.read() == data:
+                return
+    with atomic_file(dst) as raw:
+        with gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as g:
+            g.write(data)
+
+
+def _read_gzipped(src: Path) -> bytes:
+    with gzip.open(src, "rb") as g:
+        return g.read()
+
+
 def _copy_file(src: Path, dst: Path, *replace: Tuple[str, str]) -> None:
     """:func:`_copy_text`, replacing paths only in the files that hold them (:data:`TEXT_WITH_PATHS`)."""
     _copy_text(src, dst, *(replace if src.name in TEXT_WITH_PATHS else ()))
+
+
+def _save(src: Path, out: Path, workdir: Path, job: Optional[str] = None, data: Optional[str] = None) -> None:
+    """Keep ``src`` in the directory ``out``: text made :func:`portable` (translations byte for byte), gzipped
+    where :func:`kept_gzipped` (an uncompressed copy of an older archive is then removed)."""
+    raw = src.read_bytes()
+    if not src.name.startswith("hyp."):
+        raw = portable(raw.decode("utf-8"), workdir, job, data).encode("utf-8")
+    if kept_gzipped(src.name):
+        _write_gzipped(out / (src.name + ".gz"), raw)
+        (out / src.name).unlink(missing_ok=True)
+    else:
+        _write(out / src.name, raw)
 
 
 def save_alignments(workdir: Path, archive: Path) -> None:
@@ -86,16 +176,17 @@ def save_alignments(workdir: Path, archive: Path) -> None:
                     shutil.copyfileobj(f, g)
 
 
-def save_run(workdir: Path, archive: Path, replace: bool = True) -> None:
+def save_run(workdir: Path, archive: Path, replace: bool = True, data: Optional[str] = None) -> None:
     """Keep the run's manifest and preorderer scores (rewritten as they change; with ``replace=False``
-    only where the archive has none, so a stale copy never overwrites a running run's history)."""
+    only where the archive has none, so a stale copy never overwrites a running run's history). ``data``:
+    the corpus' directory (:func:`data_dir`), written ``${DATA}``."""
     archive.mkdir(parents=True, exist_ok=True)
     for name in RUN_FILES:
         if (workdir / name).exists() and (replace or not (archive / name).exists()):
-            _copy_file(workdir / name, archive / name, (str(workdir), WORKDIR))
+            _save(workdir / name, archive, workdir, data=data)
 
 
-def save_job(workdir: Path, archive: Path, name: str) -> bool:
+def save_job(workdir: Path, archive: Path, name: str, data: Optional[str] = None) -> bool:
     """Keep a finished job's results; False when it has not finished."""
     jd = workdir / "jobs" / name
     if not (jd / "done.json").exists():
@@ -105,9 +196,18 @@ def save_job(workdir: Path, archive: Path, name: str) -> bool:
     files = [jd / f for f in JOB_FILES if (jd / f).exists()]
     files += [p for p in sorted(jd.glob("hyp.*")) if not p.name.endswith(".partial")]
     for src in files:
-        _copy_file(src, out / src.name, (str(workdir), WORKDIR))
-    _copy_text(jd / "done.json", out / "done.json")  # last: an archived job is complete
+        _save(src, out, workdir, name, data)
+    _save(jd / "done.json", out, workdir, name, data)  # last: an archived job is complete
     return True
+
+
+def _restore_file(src: Path, jd: Path, *paths: Tuple[str, str]) -> None:
+    """A kept job file into the job directory ``jd``: ``NAME.gz`` uncompressed to ``NAME``, paths written in."""
+    name = src.name[:-3] if src.name.endswith(".gz") else src.name
+    raw = _read_gzipped(src) if name != src.name else src.read_bytes()
+    if name in TEXT_WITH_PATHS:
+        raw = _replace(raw.decode("utf-8"), *paths).encode("utf-8")
+    _write(jd / name, raw)
 
 
 def restore(archive: Path, workdir: Path) -> List[str]:
@@ -136,8 +236,8 @@ def restore(archive: Path, workdir: Path) -> List[str]:
             continue
         jd.mkdir(parents=True, exist_ok=True)
         for src in sorted(ad.iterdir()):
-            if src.name != "done.json":
-                _copy_file(src, jd / src.name, *paths)
+            if src.name != "done.json" and not src.name.endswith(".partial"):
+                _restore_file(src, jd, *paths)
         _copy_text(ad / "done.json", jd / "done.json")
         restored.append(ad.name)
     return restored

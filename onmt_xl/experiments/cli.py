@@ -67,8 +67,8 @@ def _keep_in_archive(runner, archive: Path, every_job: List[Job]) -> None:
     runner.stage_data()
     runner.restore_archive()
     save_alignments(runner.workdir, archive)
-    save_run(runner.workdir, archive, replace=False)
-    kept = [j.name for j in every_job if save_job(runner.workdir, archive, j.name)]
+    save_run(runner.workdir, archive, replace=False, data=runner.corpus_dir())
+    kept = [j.name for j in every_job if save_job(runner.workdir, archive, j.name, runner.corpus_dir())]
     say(f"archive: {len(kept)} finished job(s) kept in {archive}")
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from onmt_xl.errors import XLInputError
-from onmt_xl.experiments.archive import atomic_file, restore, save_alignments, save_job, save_run
+from onmt_xl.experiments.archive import atomic_file, data_dir, restore, save_alignments, save_job, save_run
 from onmt_xl.experiments.configs import PRESETS, config
 from onmt_xl.experiments.jobs import JobStages
 from onmt_xl.experiments.plan import Job
@@ -155,8 +155,8 @@ class Runner(DataStages, JobStages):
                 self._record_run(jobs_done=list(self._jobs_done))
         if self.archive is not None:
             with self._archive_lock:
-                save_job(self.workdir, self.archive, job.name)
-                save_run(self.workdir, self.archive)
+                save_job(self.workdir, self.archive, job.name, self.corpus_dir())
+                save_run(self.workdir, self.archive, data=self.corpus_dir())
         say(f"[job {k}/{len(self.jobs)}] {job.name} done")
         return True
 
@@ -215,6 +215,11 @@ class Runner(DataStages, JobStages):
         fh.flush()
         return fh
 
+    def corpus_dir(self) -> Optional[str]:
+        """The directory of the corpus' files (``${DATA}`` in the archive, :mod:`onmt_xl.experiments.archive`)."""
+        c = self.corpus
+        return data_dir(*c.inputs(), c.gold_text, c.gold_align)
+
     def restore_archive(self) -> None:
         """Fill the work directory from ``--archive`` (links, finished jobs, the run's manifest) where it lacks them."""
         if self.archive is None:
@@ -243,7 +248,7 @@ class Runner(DataStages, JobStages):
         stopped = self._run_jobs()
         self._record_run(status="stopped by the time budget" if stopped else "finished", stopped_before=stopped)
         if self.archive is not None:
-            save_run(self.workdir, self.archive)
+            save_run(self.workdir, self.archive, data=self.corpus_dir())
         from onmt_xl.experiments.scoring import collect
 
         return collect(self.workdir, self.jobs)

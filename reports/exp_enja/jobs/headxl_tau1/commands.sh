@@ -1,3 +1,3 @@
-/root/.pyenv/versions/3.11.7/bin/onmt_train -config ${WORKDIR}/jobs/headxl_tau1/config.yaml
-/root/.pyenv/versions/3.11.7/bin/onmt_translate -model ${WORKDIR}/jobs/headxl_tau1/model_step_1500.pt -src ${WORKDIR}/data/test.src -output ${WORKDIR}/jobs/headxl_tau1/hyp.test.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1234 -transforms xl_position -xl_preorderer ${WORKDIR}/preorderer.xlp
-/root/.pyenv/versions/3.11.7/bin/onmt_translate -model ${WORKDIR}/jobs/headxl_tau1/model_step_1500.pt -src ${WORKDIR}/data/valid.src -output ${WORKDIR}/jobs/headxl_tau1/hyp.valid.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1234 -transforms xl_position -xl_preorderer ${WORKDIR}/preorderer.xlp
+onmt_train -config ${WORKDIR}/jobs/headxl_tau1/config.yaml
+onmt_translate -model ${WORKDIR}/jobs/headxl_tau1/model_step_1500.pt -src ${WORKDIR}/data/test.src -output ${WORKDIR}/jobs/headxl_tau1/hyp.test.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1234 -transforms xl_position -xl_preorderer ${WORKDIR}/preorderer.xlp
+onmt_translate -model ${WORKDIR}/jobs/headxl_tau1/model_step_1500.pt -src ${WORKDIR}/data/valid.src -output ${WORKDIR}/jobs/headxl_tau1/hyp.valid.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1234 -transforms xl_position -xl_preorderer ${WORKDIR}/preorderer.xlp
