@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import List, Optional
 
 from onmt_xl.cli import main as plugin_main
-from onmt_xl.errors import XLInputError
 from onmt_xl.experiments.configs import PRESETS, config
+from onmt_xl.experiments.inputs import add_corpus_arguments, corpus_from_args, shared_data
 from onmt_xl.experiments.plan import EXPERIMENTS, Job, plan
 from onmt_xl.experiments.stock import say
 from onmt_xl.experiments.systems import SYSTEMS
@@ -24,21 +24,6 @@ onmt_translate, scores with sacrebleu and writes a markdown report with plots.""
 
 def _csv(text: str) -> List[str]:
     return [t for t in text.split(",") if t]
-
-
-def _corpus(args):
-    from onmt_xl.experiments.stages import Corpus
-
-    d = Path(args.data)
-    corpus = Corpus(str(d / f"{args.train}.{args.src}"), str(d / f"{args.train}.{args.tgt}"),
-                    str(d / f"{args.test}.{args.src}"), str(d / f"{args.test}.{args.tgt}"),
-                    args.gold_text, args.gold_align)
-    for p in corpus.inputs():
-        if not Path(p).exists():
-            raise XLInputError(p, None, "not found (see --data, --src, --tgt, --train, --test)")
-    if bool(args.gold_text) != bool(args.gold_align):
-        raise XLInputError(args.gold_text or args.gold_align, None, "--gold-text and --gold-align go together")
-    return corpus
 
 
 def _jobs(args, heads: int) -> List[Job]:
@@ -79,7 +64,7 @@ def run_experiments(args) -> int:
     from onmt_xl.experiments.runner import Runner
 
     warnings.filterwarnings("ignore", category=FutureWarning)  # OpenNMT-py 3.5.1's torch.cuda.amp decorators
-    corpus = _corpus(args)
+    corpus = corpus_from_args(args)
     heads = config("baseline", args.workdir, None, args.preset)["heads"]
     jobs = _jobs(args, heads)
     if args.list:
@@ -97,32 +82,10 @@ def run_experiments(args) -> int:
     return 0
 
 
-def _shared_data() -> Path:
-    """``../shared/data`` beside the directory the command runs in, else beside a source checkout of onmt_xl
-    (the project's layout); the first when neither exists, so that a missing-file error names it."""
-    here = Path.cwd().parent / "shared" / "data"
-    checkout = Path(__file__).resolve().parents[2] / "shared" / "data"
-    return checkout if not here.exists() and checkout.exists() else here
-
-
-def _add_experiments_inputs(p, shared: Path) -> None:
-    p.add_argument("--data", default=str(shared / "enja"), help="directory with TRAIN.SRC, TRAIN.TGT, TEST.SRC, TEST.TGT")
-    p.add_argument("--src", default="ja")
-    p.add_argument("--tgt", default="en")
-    p.add_argument("--train", default="train", help="training split name (its last --valid-size pairs validate)")
-    p.add_argument("--test", default="dev", help="test split name (reported on)")
-    p.add_argument("--valid-size", type=int, default=1000)
-    gold = shared / "gold"
-    p.add_argument("--gold-text", default=str(gold / "jaen.src-tgt") if (gold / "jaen.src-tgt").exists() else None,
-                   help="'source ||| target' pairs for attention AER (default: ../shared/data/gold/jaen.src-tgt)")
-    p.add_argument("--gold-align", default=str(gold / "jaen.gold") if (gold / "jaen.gold").exists() else None,
-                   help="their gold links, 1-indexed, source first")
-
-
 def add_experiments(sub) -> None:
     p = sub.add_parser("experiments", help="the papers' experiments on a tokenized corpus: resumable runner + report",
                        description=EXPERIMENTS_HELP)
-    _add_experiments_inputs(p, _shared_data())
+    add_corpus_arguments(p, shared_data())
     p.add_argument("--workdir", default="runs/experiments")
     p.add_argument("--experiments", default=",".join(EXPERIMENTS), help=f"comma-separated from {','.join(EXPERIMENTS)}")
     p.add_argument("--only", help="comma-separated job names (see --list) to restrict the plan to")

@@ -142,11 +142,11 @@ def plot_curves(workdir: Path, jobs: List[Job], out: Path) -> Optional[Path]:
 def run_evidence(args) -> int:
     import warnings
 
-    from onmt_xl.experiments.cli import _corpus
+    from onmt_xl.experiments.inputs import corpus_from_args
     from onmt_xl.experiments.runner import Runner
 
     warnings.filterwarnings("ignore", category=FutureWarning)
-    corpus = _corpus(args)
+    corpus = corpus_from_args(args)
     jobs = curve_jobs(args.seed, args.max_steps, args.every)
     if args.only:
         jobs = [j for j in jobs if j.name in args.only.split(",")]
@@ -170,12 +170,12 @@ def run_evidence(args) -> int:
 
 
 def add_evidence(sub) -> None:
-    from onmt_xl.experiments.cli import _add_experiments_inputs, _shared_data
+    from onmt_xl.experiments.inputs import add_corpus_arguments, shared_data
     from onmt_xl.experiments.configs import PRESETS
 
     p = sub.add_parser("evidence", help="the convergence study: learning curves (then seeds, directions)",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    _add_experiments_inputs(p, _shared_data())
+    add_corpus_arguments(p, shared_data())
     p.add_argument("--tune-size", type=int, default=1000, help="last training pairs carved off as the tuning split")
     p.add_argument("--workdir", default="runs/evidence_jaen")
     p.add_argument("--stage", choices=("curve", "curve-score"), default="curve",
