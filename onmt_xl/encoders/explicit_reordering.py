@@ -11,6 +11,7 @@ import torch.nn as nn
 from onmt.encoders import register_encoder
 from onmt.encoders.transformer import TransformerEncoder
 
+from onmt_xl.opts import Option, add_all
 from onmt_xl.encoders.common import padding_mask, split_xl
 from onmt_xl.encoders.options import require_xl_position
 from onmt_xl.modules.explicit_reordering import (
@@ -27,21 +28,21 @@ from onmt_xl.positions import sinusoid
 ENCODERS = ("exgre", "refsr")
 
 
-def add_options(group) -> None:
-    group.add(
-        "--reordering_loss_weight", "-reordering_loss_weight", type=float, default=0.6,
-        help="exgre/refsr: weight λ of the reordering loss (Chen et al. 2020, Eq. 9; see -reordering_loss).",
-    )
-    group.add(
-        "--reordering_loss", "-reordering_loss", type=str, default="position", choices=REORDERING_LOSSES,
-        help="exgre/refsr: what the reordering loss compares with r_j. 'position' = ((b_j - r_j) / (J - 1))^2; 'soft' = "
+OPTIONS = (
+    Option("reordering_loss_weight", float, 0.6,
+        "exgre/refsr: weight λ of the reordering loss (Chen et al. 2020, Eq. 9; see -reordering_loss)."),
+    Option("reordering_loss", str, "position",
+        "exgre/refsr: what the reordering loss compares with r_j. 'position' = ((b_j - r_j) / (J - 1))^2; 'soft' = "
         "Eq. 9's cosine on a soft selection of the PEs of all positions with Eq. 6's Gaussian weights; 'literal' = "
         "Eq. 9 on Eq. 6's windowed PE, which with the paper's D = 0.5 gives the predicted positions no gradient.",
-    )
-    group.add(
-        "--exgre_window", "-exgre_window", type=float, default=0.5,
-        help="exgre/refsr: half-width D of the Gaussian window around the predicted position (Eq. 6, σ = D/2).",
-    )
+        choices=REORDERING_LOSSES),
+    Option("exgre_window", float, 0.5,
+        "exgre/refsr: half-width D of the Gaussian window around the predicted position (Eq. 6, σ = D/2)."),
+)
+
+
+def add_options(group) -> None:
+    add_all(group, OPTIONS)
 
 
 def validate(opt) -> None:

@@ -22,6 +22,7 @@ import torch
 from onmt.encoders import register_encoder
 from onmt.encoders.transformer import TransformerEncoder, TransformerEncoderLayer
 
+from onmt_xl.opts import Option, add_all
 from onmt_xl.encoders.common import embed_words, padding_mask, split_xl
 from onmt_xl.encoders.options import default_xl_heads, require_xl_position
 from onmt_xl.modules.headxl import make_headxl_attention
@@ -38,30 +39,29 @@ RELATIVE_ENCODER = "xl_relative"
 ENCODERS = tuple(XL_ENCODERS) + (RELATIVE_ENCODER,)
 
 
-def add_options(group) -> None:
-    group.add(
-        "--xl_heads", "-xl_heads", type=int, default=None,
-        help="HeadXL (Eq. 9-11): number τ of first-layer self-attention heads that read X+PE_XL; the "
+OPTIONS = (
+    Option("xl_heads", int, None,
+        "HeadXL (Eq. 9-11): number τ of first-layer self-attention heads that read X+PE_XL; the "
         "other heads-τ read X+PE_abs. 0 <= τ <= heads; 0 is the stock encoder, heads puts XL on all heads; "
-        "unset (None): half the heads, heads // 2.",
-    )
-    group.add(
-        "--inxl_fusion", "-inxl_fusion", type=str, default="block", choices=INXL_FUSIONS,
-        help="InXL (Eq. 7) parameterisation of U and V: 'block' = one 2x2 matrix per sinusoid "
+        "unset (None): half the heads, heads // 2."),
+    Option("inxl_fusion", str, "block",
+        "InXL (Eq. 7) parameterisation of U and V: 'block' = one 2x2 matrix per sinusoid "
         "frequency (4*d_model parameters), 'diagonal' = element-wise (2*d_model), 'full' = d_model x "
         "d_model matrices (2*d_model^2).",
-    )
-    group.add(
-        "--inxl_init", "-inxl_init", type=str, default="identity", choices=INXL_STARTS,
-        help="InXL (Eq. 7) starting point of U and V: 'identity' = (I, I), tanh(PE_abs + PE_XL), whose "
+        choices=INXL_FUSIONS),
+    Option("inxl_init", str, "identity",
+        "InXL (Eq. 7) starting point of U and V: 'identity' = (I, I), tanh(PE_abs + PE_XL), whose "
         "frequencies partly cancel wherever pos_XL differs from the position; 'absolute' = (I, 0), so PE_IN-XL "
         "starts as tanh(PE_abs), the stock encoder's order information without the XL positions.",
-    )
-    group.add(
-        "--enc_max_relative_positions", "-enc_max_relative_positions", type=int, default=16,
-        help="xl_relative: clipping distance k of encoder-only relative position representations "
-        "(Shaw et al. 2018). The decoder keeps its absolute position encoding.",
-    )
+        choices=INXL_STARTS),
+    Option("enc_max_relative_positions", int, 16,
+        "xl_relative: clipping distance k of encoder-only relative position representations "
+        "(Shaw et al. 2018). The decoder keeps its absolute position encoding."),
+)
+
+
+def add_options(group) -> None:
+    add_all(group, OPTIONS)
 
 
 def resolve_xl_heads(opt) -> int:

@@ -71,6 +71,19 @@ def _warn_unrecorded(path: str, model: "Preorderer") -> None:
                        path, model.version, model.segmentation.describe())
 
 
+class _IntHParam:
+    """An int attribute stored in the model's ``hparams`` (so it is saved with them)."""
+
+    def __init__(self, key: str, doc: str):
+        self.key, self.__doc__ = key, doc
+
+    def __get__(self, model, owner=None):
+        return self if model is None else int(model.hparams[self.key])
+
+    def __set__(self, model, value) -> None:
+        model.hparams[self.key] = int(value)
+
+
 class Preorderer:
     """A trained preorderer. ``reorder(tokens)`` -> ``order``; ``pos_xl(tokens)`` -> its inverse.
 
@@ -101,24 +114,11 @@ class Preorderer:
     def mask(self) -> int:
         return self.weights.shape[0] - 1
 
-    @property
-    def max_len(self) -> int:
-        """Longest training sentence; longer inputs are decoded with span limit ``max_len`` (0 = none)."""
-        return int(self.hparams["max_len"])
-
-    @max_len.setter
-    def max_len(self, value: int) -> None:
-        self.hparams["max_len"] = int(value)
-
-    @property
-    def max_span(self) -> int:
-        """Span limit ``K`` of decoding (0 = exact CKY up to ``max_len`` tokens): no inverted node
-        spans more than ``K`` tokens, and the cost is ``O(n K^2)`` (see :mod:`onmt_xl.reorder.parser`)."""
-        return int(self.hparams["max_span"])
-
-    @max_span.setter
-    def max_span(self, value: int) -> None:
-        self.hparams["max_span"] = int(value)
+    max_len = _IntHParam("max_len", "Longest training sentence; longer inputs are decoded with span limit "
+                         "``max_len`` (0 = none).")
+    max_span = _IntHParam("max_span", "Span limit ``K`` of decoding (0 = exact CKY up to ``max_len`` tokens): no "
+                          "inverted node spans more than ``K`` tokens, and the cost is ``O(n K^2)`` (see "
+                          ":mod:`onmt_xl.reorder.parser`).")
 
     @property
     def effective_span(self) -> int:

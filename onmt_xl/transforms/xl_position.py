@@ -35,6 +35,7 @@ from typing import Dict, List, Optional, Tuple
 from onmt.transforms import register_transform
 from onmt.transforms.transform import Transform
 
+from onmt_xl.opts import Option, add_all
 from onmt_xl.errors import XLInputError
 from onmt_xl.transforms import XL_POS_KEY
 from onmt_xl.segmentation import MarkerCounts, SegmentationScheme, content_mismatch, marker
@@ -109,6 +110,26 @@ def swap_noise(pos_xl: List[int], ratio: float, rng: random.Random) -> List[int]
     return noisy
 
 
+OPTIONS = (
+    Option("xl_source", str, "preorderer",
+        "Where pos_XL comes from: 'preorderer' (a trained BTG preorderer, -xl_preorderer; works "
+        "at inference) or 'align' (BTG oracle on the corpus' path_align alignments; training/analysis only).",
+        choices=XL_SOURCES),
+    Option("xl_preorderer", str, None,
+        "Preorderer file written by `onmt-xl preorder-train` (needed with -xl_source preorderer)."),
+    Option("xl_align_path", str, None,
+        "-xl_source align without path_align (e.g. in onmt_translate): Pharaoh alignments of the "
+        "corpus being transformed, one line per source line. At translation time this uses test-side "
+        "information: an oracle upper bound, for analysis only."),
+    Option("xl_cache_size", int, 1_000_000,
+        "Cache the preorderer's positions for up to this many distinct source sentences per process "
+        "(0 disables)."),
+    Option("xl_noise", float, 0.0,
+        "Training only: ratio in [0, 1] of each sentence's XL indices moved by random pair swaps "
+        "(noise attack, paper §4.5)."),
+)
+
+
 @register_transform(name="xl_position")
 class XLPositionTransform(Transform):
     """Attach cross-lingual positions ``pos_XL`` to each example (read by onmt_xl's XL encoders)."""
@@ -122,31 +143,7 @@ class XLPositionTransform(Transform):
     @classmethod
     def add_options(cls, parser):
         group = parser.add_argument_group("Transform/XLPosition")
-        group.add(
-            "--xl_source", "-xl_source", type=str, default="preorderer", choices=XL_SOURCES,
-            help="Where pos_XL comes from: 'preorderer' (a trained BTG preorderer, -xl_preorderer; works "
-            "at inference) or 'align' (BTG oracle on the corpus' path_align alignments; training/analysis only).",
-        )
-        group.add(
-            "--xl_preorderer", "-xl_preorderer", type=str, default=None,
-            help="Preorderer file written by `onmt-xl preorder-train` (needed with -xl_source preorderer).",
-        )
-        group.add(
-            "--xl_align_path", "-xl_align_path", type=str, default=None,
-            help="-xl_source align without path_align (e.g. in onmt_translate): Pharaoh alignments of the "
-            "corpus being transformed, one line per source line. At translation time this uses test-side "
-            "information: an oracle upper bound, for analysis only.",
-        )
-        group.add(
-            "--xl_cache_size", "-xl_cache_size", type=int, default=1_000_000,
-            help="Cache the preorderer's positions for up to this many distinct source sentences per process "
-            "(0 disables).",
-        )
-        group.add(
-            "--xl_noise", "-xl_noise", type=float, default=0.0,
-            help="Training only: ratio in [0, 1] of each sentence's XL indices moved by random pair swaps "
-            "(noise attack, paper §4.5).",
-        )
+        add_all(group, OPTIONS)
 
     @classmethod
     def _validate_options(cls, opts):
