@@ -146,31 +146,44 @@ def oracle_chart(ranks: np.ndarray):
 
 
 @njit(cache=True)
-def chart_order(split: np.ndarray, inv: np.ndarray, s0: int, e0: int) -> np.ndarray:
-    """The order yielded by back-pointers ``split``/``inv`` below span ``[s0, e0)``."""
-    out = np.empty(e0 - s0, dtype=np.int64)
+def walk_spans(split, inv, s0: int, e0: int, by_width: bool, order, k: int, nodes, nn: int):
+    """Append to ``order[k:]`` the order yielded by back-pointers ``split``/``inv`` below span ``[s0, e0)``,
+    depth first with an explicit stack, and, when ``nodes`` has rows, each internal node ``(s, m, e, inverted)``
+    to ``nodes[nn:]`` in pre-order. The charts are indexed ``[s, e]``, or ``[s, e - s]`` with ``by_width``
+    (the span-limited parser's). Returns the new ``(k, nn)``."""
     if e0 <= s0:
-        return out
+        return k, nn
     stack_s = np.empty(2 * (e0 - s0), dtype=np.int64)
     stack_e = np.empty(2 * (e0 - s0), dtype=np.int64)
-    top, k = 0, 0
     stack_s[0], stack_e[0] = s0, e0
     top = 1
     while top > 0:
         top -= 1
         s, e = stack_s[top], stack_e[top]
         if e - s == 1:
-            out[k] = s
+            order[k] = s
             k += 1
             continue
-        m = split[s, e]
-        if inv[s, e]:  # yield [m, e) first: push it last
+        c = e - s if by_width else e
+        m, t = split[s, c], inv[s, c]
+        if nodes.shape[0] > 0:
+            nodes[nn, 0], nodes[nn, 1], nodes[nn, 2], nodes[nn, 3] = s, m, e, t
+            nn += 1
+        if t:  # yield [m, e) first: push it last
             stack_s[top], stack_e[top] = s, m
             stack_s[top + 1], stack_e[top + 1] = m, e
         else:
             stack_s[top], stack_e[top] = m, e
             stack_s[top + 1], stack_e[top + 1] = s, m
         top += 2
+    return k, nn
+
+
+@njit(cache=True)
+def chart_order(split: np.ndarray, inv: np.ndarray, s0: int, e0: int) -> np.ndarray:
+    """The order yielded by back-pointers ``split``/``inv`` (indexed ``[s, e]``) below span ``[s0, e0)``."""
+    out = np.empty(max(e0 - s0, 0), dtype=np.int64)
+    walk_spans(split, inv, s0, e0, False, out, 0, np.empty((0, 4), dtype=np.int64), 0)
     return out
 
 

@@ -45,7 +45,7 @@ from onmt_xl.reorder.features import (
     node_features,
 )
 from onmt_xl.reorder.jit import njit, prange
-from onmt_xl.reorder.oracle import pair_prefix, rect
+from onmt_xl.reorder.oracle import pair_prefix, rect, walk_spans
 
 _NEG = -1e300
 _BIG = np.int64(1) << 62
@@ -230,31 +230,9 @@ def extract(split, inv, gsplit, L: int, K: int, order, nodes) -> None:
             nodes[nn, 0], nodes[nn, 1], nodes[nn, 2], nodes[nn, 3] = 0, m, e, 0
             nn += 1
             e = m
-    st_s = np.empty(2 * L, dtype=np.int64)
-    st_e = np.empty(2 * L, dtype=np.int64)
     k = 0
     for j in range(nseg - 1, -1, -1):  # segments left to right
-        st_s[0] = 0 if j == nseg - 1 else seg[j + 1]
-        st_e[0] = seg[j]
-        top = 1
-        while top > 0:
-            top -= 1
-            s, e = st_s[top], st_e[top]
-            if e - s == 1:
-                order[k] = s
-                k += 1
-                continue
-            m = split[s, e - s]
-            t = inv[s, e - s]
-            nodes[nn, 0], nodes[nn, 1], nodes[nn, 2], nodes[nn, 3] = s, m, e, t
-            nn += 1
-            if t:  # yield [m, e) first: push it last
-                st_s[top], st_e[top] = s, m
-                st_s[top + 1], st_e[top + 1] = m, e
-            else:
-                st_s[top], st_e[top] = m, e
-                st_s[top + 1], st_e[top + 1] = s, m
-            top += 2
+        k, nn = walk_spans(split, inv, 0 if j == nseg - 1 else seg[j + 1], seg[j], True, order, k, nodes, nn)
 
 
 @njit(cache=True, inline="always")
