@@ -123,8 +123,7 @@ def oracle_chart(ranks: np.ndarray):
     P = pair_prefix(ranks)
     loss = np.zeros((n + 1, n + 1), dtype=np.int64)
     ninv = np.zeros((n + 1, n + 1), dtype=np.int64)
-    split = np.zeros((n + 1, n + 1), dtype=np.int64)
-    inv = np.zeros((n + 1, n + 1), dtype=np.int8)
+    split, inv = backpointers(n + 1, n + 1)
     for length in range(2, n + 1):
         for s in range(0, n - length + 1):
             e = s + length
@@ -143,6 +142,12 @@ def oracle_chart(ranks: np.ndarray):
                     split[s, e], inv[s, e] = m, 1
             loss[s, e], ninv[s, e] = best_l, best_i
     return split, inv, loss[0, n] if n > 0 else np.int64(0)
+
+
+@njit(cache=True)
+def backpointers(rows: int, cols: int):
+    """Empty back-pointer charts ``(split, inv)`` of a CKY over BTG trees, shape ``(rows, cols)``."""
+    return np.zeros((rows, cols), dtype=np.int64), np.zeros((rows, cols), dtype=np.int8)
 
 
 @njit(cache=True)

@@ -45,7 +45,7 @@ from onmt_xl.reorder.features import (
     node_features,
 )
 from onmt_xl.reorder.jit import njit, prange
-from onmt_xl.reorder.oracle import pair_prefix, rect, walk_spans
+from onmt_xl.reorder.oracle import backpointers, pair_prefix, rect, walk_spans
 
 _NEG = -1e300
 _BIG = np.int64(1) << 62
@@ -141,8 +141,7 @@ def _chart(A, B, C, D, P, aug: float, lexicographic: bool, loss_scale: float):
     obj = np.zeros((L + 1, K + 1))  # maximized objective
     sco = np.zeros((L + 1, K + 1))  # model score of the chosen subtree
     los = np.zeros((L + 1, K + 1), dtype=np.int64)
-    split = np.zeros((L + 1, K + 1), dtype=np.int64)
-    inv = np.zeros((L + 1, K + 1), dtype=np.int8)
+    split, inv = backpointers(L + 1, K + 1)
     for d in range(2, K + 1):
         for s in range(0, L - d + 1):
             e = s + d
