@@ -91,3 +91,16 @@ def test_a_job_may_grow_its_steps_but_not_change_otherwise(tmp_path):
     (jd / "config.yaml").write_text(yaml.safe_dump({**cfg, "heads": 1}))
     with pytest.raises(XLInputError, match="differs"):
         runner._checked_config(job)
+
+
+def test_parameters_count_what_trains_and_list_buffers_apart():
+    from onmt_xl.experiments.analysis import build_model
+    from onmt_xl.experiments.stock import count_parameters
+
+    model = build_model("combination", vocab_size=50)
+    counts = count_parameters(model)
+    pe = sum(b.numel() for name, b in model.named_buffers() if name.endswith("pe"))
+    assert pe > 0 and counts["buffers"] >= pe  # the stock sinusoid table is not a parameter
+    assert counts["parameters"] == sum(p.numel() for p in model.parameters())
+    model.encoder.embeddings.make_embedding.emb_luts[0].weight.requires_grad_(False)
+    assert count_parameters(model)["parameters"] == counts["parameters"] - 50 * model.encoder.embeddings.word_vec_size

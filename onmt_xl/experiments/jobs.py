@@ -144,7 +144,7 @@ class JobStages:
                     train_seconds=seconds, resumed_from=resumed,  # a resumed job: the last attempt's time only
                     resumed_exactly=exact_resume_log(log),
                     concurrent_jobs=self.parallel, threads=self.threads, device=self.device_name(),  # what tok/s was measured under
-                    parameters=count_checkpoint_parameters(str(self.model_path(job))),
+                    **count_checkpoint_parameters(str(self.model_path(job))),  # trainable; buffers apart
                     src_tok_s=train_throughput(log), precision=resolved_precision(log))
         (jd / "done.json").write_text(json.dumps(info, indent=2))
 

@@ -58,16 +58,20 @@ def run_logged(args: Sequence[str], log: Path, show: str = "Step", *, append: bo
     return time.perf_counter() - t0
 
 
-def count_checkpoint_parameters(path: str) -> int:
-    """Parameters of an OpenNMT checkpoint (model and generator)."""
+def count_parameters(model) -> Dict[str, int]:
+    """``{"parameters": trainable parameters, "buffers": elements of the buffers}`` of a model; buffers (e.g. the
+    stock sinusoid table of OpenNMT's ``PositionalEncoding``) are state, not parameters, so they are kept apart."""
+    return {"parameters": int(sum(p.numel() for p in model.parameters() if p.requires_grad)),
+            "buffers": int(sum(b.numel() for b in model.buffers()))}
+
+
+def count_checkpoint_parameters(path: str) -> Dict[str, int]:
+    """:func:`count_parameters` of an OpenNMT checkpoint's model (with its generator)."""
     import warnings
 
-    import torch
-
-    import onmt_xl
+    from onmt_xl.experiments.analysis import load_model
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        onmt_xl.register()
-    ckpt = torch.load(path, map_location="cpu")
-    return int(sum(v.numel() for v in ckpt["model"].values()) + sum(v.numel() for v in ckpt["generator"].values()))
+        model, _, _ = load_model(path)
+    return count_parameters(model)
