@@ -596,12 +596,10 @@ def _patch_server() -> None:
     def run(self, inputs):
         previous, _serving.model = _serving.model, self
         try:
-            error = getattr(self.opt, "_onmt_xl_error", None)
-            if error:
-                self.logger.error("Model %s: %s", self.model_id, error)
             return stock_run(self, inputs)
         except server.ServerModelError as err:
-            if _caused_by(err, MissingXLPositionsError) and not getattr(self.opt, "transforms", None):
+            transforms = getattr(self.opt, "transforms", None) or []
+            if _caused_by(err, MissingXLPositionsError) and "xl_position" not in transforms:
                 raise server.ServerModelError(
                     f"Error: model {self.model_id} has an encoder that reads cross-lingual positions, but the "
                     f"server runs no xl_position transform for it: {XL_SERVER_HINT}"
