@@ -30,7 +30,7 @@ def stock_commands(wd: Path, commands) -> None:
     script = "import importlib, sys\n" + "".join(
         f"sys.argv = {[name, *map(str, args)]!r}; importlib.import_module('onmt.bin.{name[5:]}').main()\n"
         for name, args in commands)
-    proc = subprocess.run(["nice", "-n", "19", sys.executable, "-c", script], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           env=run_env(), cwd=wd)
     if proc.returncode != 0:
         raise AssertionError(f"{commands} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
@@ -90,7 +90,7 @@ def served(tmp_path_factory):
     port = free_port()
     log = (wd / "server.log").open("w")
     proc = subprocess.Popen(
-        ["nice", "-n", "19", stock_cli("onmt_server"), "--ip", "127.0.0.1", "--port", str(port),
+        [stock_cli("onmt_server"), "--ip", "127.0.0.1", "--port", str(port),
          "--url_root", "/translator", "--model_config", str(wd / "conf.json")],
         stdout=log, stderr=subprocess.STDOUT, env=run_env(), cwd=wd,
     )
