@@ -18,6 +18,7 @@ import argparse
 import json
 import re
 import sys
+import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -158,8 +159,13 @@ def run_evidence(args) -> int:
         runner.run(sys.argv[1:])
     else:  # curve-score: no lock, so it can score while the training runs
         runner.threads = args.threads
-        for job in jobs:
-            score_checkpoints(runner, job, args.score_every or args.every)
+        while True:
+            for job in jobs:
+                score_checkpoints(runner, job, args.score_every or args.every)
+            finished = all(runner.path("jobs", j.name, "done.json").exists() for j in jobs)
+            if not args.watch or finished:
+                break
+            time.sleep(60 * args.watch)
     png = plot_curves(runner.workdir, jobs, runner.path("curve.png"))
     for job in jobs:
         for row in read_curve(runner.path("jobs", job.name)):
@@ -186,6 +192,8 @@ def add_evidence(sub) -> None:
     p.add_argument("--every", type=int, default=500, help="steps between kept checkpoints and validations")
     p.add_argument("--score-every", type=int, help="score every this many steps (default: --every)")
     p.add_argument("--threads", type=int, help="torch threads of curve-score's translations")
+    p.add_argument("--watch", type=float, help="curve-score: look for new checkpoints every this many minutes "
+                   "until the jobs have finished")
     p.add_argument("--preorder-options", default=json.dumps(PREORDER_OPTIONS),
                    help="JSON keyword arguments of Preorderer.train (default: the choice of tools/tune_preorderer.py "
                         "on the Japanese-English tuning split, reports/TUNING.md)")
