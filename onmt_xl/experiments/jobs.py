@@ -99,6 +99,28 @@ class JobStages:
     def model_path(self, job: Job) -> Path:
         return self.path("jobs", job.name, f"model_step_{self.steps(job)}.pt")
 
+    def final_model(self, job: Job) -> Path:
+        """The model ``job``'s variants are translated with: its checkpoint at ``final_step`` (default: the
+        last), or with ``average`` > 1 the average of that and the kept checkpoints before it, every
+        ``save_checkpoint_steps`` (``onmt_average_models``, as Vaswani et al. 2017 and Ding et al. 2020 do),
+        made once."""
+        step = job.final_step or self.steps(job)
+        if job.average <= 1:
+            return self.path("jobs", job.name, f"model_step_{step}.pt")
+        every = self.job_config(job)["save_checkpoint_steps"]
+        steps = [step - every * i for i in range(job.average)][::-1]
+        out = self.path("jobs", job.name, f"average{job.average}_step_{step}.pt")
+        if not out.exists():
+            ckpts = [self.path("jobs", job.name, f"model_step_{s}.pt") for s in steps]
+            missing = [str(c) for c in ckpts if not c.exists()]
+            if missing:
+                raise FileNotFoundError(f"job {job.name}: averaging needs {', '.join(missing)}")
+            tmp = out.with_name(out.name + ".partial")
+            self._run([stock("onmt_average_models"), "-models", *ckpts, "-output", tmp],
+                      self.path("jobs", job.name, "average.log"), self.path("jobs", job.name, "commands.sh"))
+            tmp.replace(out)
+        return out
+
     def _checked_config(self, job: Job) -> Dict[str, Any]:
         """The job's configuration; refuses one that differs from ``jobs/NAME/config.yaml`` (what it was trained with)."""
         cfg = self.job_config(job)
@@ -189,7 +211,7 @@ class JobStages:
         data = self.path("data")
         src = data / VARIANT_SOURCES.get(variant, f"test.{variant}.src")
         aligning = variant in ("gold_align", "test_align")
-        model = self.alignment_model(job) if aligning else self.model_path(job)
+        model = self.alignment_model(job) if aligning else self.final_model(job)
         args = [stock("onmt_translate"), "-model", model, "-src", src, "-output", out,
                 "-beam_size", self.beam_size, "-batch_size", 64, "-batch_type", "sents", "-seed", job.seed,
                 "-cpu_precision", "auto"]

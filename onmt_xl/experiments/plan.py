@@ -42,6 +42,8 @@ class Job:
     variants: List[str] = field(default_factory=list)
     experiments: List[str] = field(default_factory=list)
     train_steps: Optional[int] = None  # None: the run's ``--train-steps``
+    final_step: Optional[int] = None  # the step whose model is translated (None: the last); see ``average``
+    average: int = 1  # translate the average of the last ``average`` kept checkpoints up to ``final_step``
 
     def add(self, experiment: str, variants: Iterable[str]) -> None:
         if experiment not in self.experiments:
