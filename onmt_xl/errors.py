@@ -108,21 +108,50 @@ def _is_xl_input_error(exc: Optional[BaseException]) -> Optional[XLInputError]:
     return None
 
 
+def _raised_in(tb, part: str) -> bool:
+    while tb is not None:
+        if part in tb.tb_frame.f_code.co_filename:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _undecodable_argv(exc: UnicodeDecodeError) -> XLInputError:
+    """OpenNMT-py reading a non-UTF-8 corpus: the first -src/-tgt file of the command line that is not UTF-8."""
+    import os
+
+    argv = sys.argv[1:]
+    for flag, value in zip(argv, argv[1:]):
+        if flag.lstrip("-") in ("src", "tgt") and os.path.isfile(value):
+            bad = first_undecodable(value)
+            if bad:
+                return XLInputError(value, bad[0], f"{bad[1]}; {NOT_UTF8_HINT}")
+    return XLInputError(None, None, f"a corpus file is not UTF-8 text ({exc.reason}); {NOT_UTF8_HINT}")
+
+
 def install_excepthook() -> None:
     """For the stock ``onmt_*`` commands: an uncaught :class:`XLInputError` (or an exception raised while handling
     one) prints ``PROG: error: MESSAGE`` alone, not under OpenNMT-py's traceback, and the process exits 1 as
-    for any uncaught exception. Every other exception keeps its traceback. Safe to call repeatedly."""
+    for any uncaught exception; so does a :class:`UnicodeDecodeError` of OpenNMT-py's corpus reader, naming the
+    -src/-tgt file and line that is not UTF-8. Every other exception keeps its traceback. Safe to call
+    repeatedly."""
     previous = sys.excepthook
     if getattr(previous, "_onmt_xl", False):
         return
 
     def hook(exc_type, exc, tb):
-        err = _is_xl_input_error(exc)
-        if err is None:
-            return previous(exc_type, exc, tb)
         import os
 
         prog = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "python"
+        err = _is_xl_input_error(exc)
+        if err is None and isinstance(exc, RuntimeError) and "onmt_xl.errors.XLInputError: " in str(exc):
+            # re-raised by torch's DataLoader from a data worker, as text under the worker's traceback
+            text = str(exc).rsplit("onmt_xl.errors.XLInputError: ", 1)[1].strip()
+            err = XLUsageError(None, None, text)  # the text names the file and line already
+        if err is None and isinstance(exc, UnicodeDecodeError) and _raised_in(tb, "onmt" + os.sep + "inputters"):
+            err = _undecodable_argv(exc)
+        if err is None:
+            return previous(exc_type, exc, tb)
         print(f"{prog}: error: {err}", file=sys.stderr)
 
     hook._onmt_xl = True  # type: ignore[attr-defined]
