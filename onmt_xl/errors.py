@@ -44,7 +44,7 @@ def exit_code(err: BaseException) -> int:
     """2 for usage errors (:class:`XLUsageError`; an :class:`XLInputError` about a file that is not found, raised
     by code that predates :class:`XLUsageError`), 1 for data errors."""
     if isinstance(err, XLInputError):
-        if err.exit_code == DATA_EXIT and "not found" in err.problem:
+        if err.exit_code == DATA_EXIT and ("not found" in err.problem or err.problem.startswith("is a directory")):
             return USAGE_EXIT
         return err.exit_code
     return USAGE_EXIT if isinstance(err, (FileNotFoundError, NotADirectoryError, IsADirectoryError,
