@@ -62,12 +62,11 @@ def _keep_in_archive(runner, archive: Path, every_job: List[Job]) -> None:
 
 
 def run_experiments(args) -> int:
-    import warnings
-
+    from onmt_xl.errors import quiet_onmt_warnings
     from onmt_xl.experiments.report import write_report
     from onmt_xl.experiments.runner import Runner
 
-    warnings.filterwarnings("ignore", category=FutureWarning)  # OpenNMT-py 3.5.1's torch.cuda.amp decorators
+    quiet_onmt_warnings()  # only OpenNMT-py 3.5.1's torch.cuda.amp deprecations
     corpus = corpus_from_args(args)
     heads = config("baseline", args.workdir, None, args.preset)["heads"]
     jobs = _jobs(args, heads)

@@ -59,12 +59,11 @@ def summary(res: Dict[str, Any]) -> str:
 
 def run_systems(corpus: Corpus, args, command: str) -> int:
     """Run ``args.systems`` on ``corpus`` in ``args.workdir`` through the runner; print the summary."""
-    import warnings
-
+    from onmt_xl.errors import quiet_onmt_warnings
     from onmt_xl.experiments.runner import Runner
     from onmt_xl.experiments.stock import say
 
-    warnings.filterwarnings("ignore", category=FutureWarning)  # OpenNMT-py 3.5.1's torch.cuda.amp decorators
+    quiet_onmt_warnings()  # only OpenNMT-py 3.5.1's torch.cuda.amp deprecations
     runner = Runner(corpus, args.workdir, system_jobs(args.systems, command), preset="demo",
                     train_steps=args.train_steps, beam_size=args.beam_size, gpu={"auto": None, "yes": True, "no": False}[args.gpu],
                     parallel=args.parallel, preorder_iterations=args.preorder_iterations)

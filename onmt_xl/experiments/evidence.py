@@ -140,12 +140,11 @@ def plot_curves(workdir: Path, jobs: List[Job], out: Path) -> Optional[Path]:
 
 
 def run_evidence(args) -> int:
-    import warnings
-
+    from onmt_xl.errors import quiet_onmt_warnings
     from onmt_xl.experiments.inputs import corpus_from_args
     from onmt_xl.experiments.runner import Runner
 
-    warnings.filterwarnings("ignore", category=FutureWarning)
+    quiet_onmt_warnings()  # only OpenNMT-py 3.5.1's torch.cuda.amp deprecations
     corpus = corpus_from_args(args)
     jobs = curve_jobs(args.seed, args.max_steps, args.every)
     if args.only:
