@@ -22,11 +22,13 @@ class XLInputError(ValueError):
 
     def __init__(self, path: Optional[str], line: Optional[int], problem: str):
         self.path, self.line, self.problem = path, line, problem
-        if path is None:
-            message = problem if isinstance(self, XLUsageError) else f"<input>: {problem}"
-        else:
-            message = f"{path}, line {line}: {problem}" if line is not None else f"{path}: {problem}"
-        super().__init__(message)
+        if path is None and line is None and isinstance(self, XLUsageError):
+            super().__init__(problem)  # about the options, not a file
+            return
+        where = str(path) if path is not None else "<input>"
+        if line is not None:
+            where += f", line {line}"
+        super().__init__(f"{where}: {problem}")
 
     def __reduce__(self):
         # picklable, so that an error raised in a worker process (OpenNMT's data workers, onmt_build_vocab's
