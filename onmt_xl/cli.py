@@ -129,6 +129,9 @@ def _undecodable_input(args: argparse.Namespace) -> Optional[str]:
         for v in value if isinstance(value, (list, tuple)) else [value]:
             if isinstance(v, str) and os.path.isfile(v):
                 try:
+                    with open(v, "rb") as f:
+                        if b"\0" in f.read(4096):
+                            continue  # a binary input (a model), not text
                     bad = first_undecodable(v)
                 except OSError:
                     continue

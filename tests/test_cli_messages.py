@@ -157,3 +157,20 @@ def test_onmt_deprecation_warnings_are_quiet():
     assert loud.returncode == quiet.returncode == 0, quiet.stderr
     assert "torch.cuda.amp.custom_fwd" in loud.stderr  # what the filter is for (OpenNMT-py 3.5.1)
     assert "torch.cuda.amp" not in quiet.stderr and "still shown" in quiet.stderr
+
+
+def test_the_handler_names_the_file_of_an_unexpected_unicode_error(files, capsys):
+    """A UnicodeDecodeError that no reader turned into a message: the entry point finds the file and the line
+    among the command's arguments (skipping binary ones, such as models)."""
+    from onmt_xl.cli import main
+
+    def add(sub):
+        p = sub.add_parser("readit", help="reads a file badly")
+        p.add_argument("--model", help="binary")
+        p.add_argument("--src", help="text")
+        p.set_defaults(func=lambda args: open(args.src, encoding="utf-8").read())
+
+    (files / "m.bin").write_bytes(b"PK\0\0\xff\xfe")
+    assert main(["readit", "--model", str(files / "m.bin"), "--src", str(files / "lat.txt")], extra=[add]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"onmt-xl readit: error: {files / 'lat.txt'}, line 2: not UTF-8") and "m.bin" not in err
