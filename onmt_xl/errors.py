@@ -89,6 +89,8 @@ def message(err: BaseException) -> str:
         return str(err)
     if isinstance(err, FileNotFoundError):
         return f"{err.filename}: no such file or directory; check the path"
+    if isinstance(err, FileExistsError):
+        return f"{err.filename}: exists and is not a folder; choose another path"
     if isinstance(err, NotADirectoryError):
         return f"{err.filename}: a part of this path is a file, not a folder"
     if isinstance(err, IsADirectoryError):
