@@ -303,7 +303,7 @@ def add_arguments(p: argparse.ArgumentParser, what: str = "--src") -> None:
 def declared(args: argparse.Namespace, sentences: Sequence[Sequence[str]], src_path: str) -> SegmentationScheme:
     """The scheme ``args`` declare for ``src_path``, checked against its tokens; raises
     :class:`~onmt_xl.errors.XLInputError` naming the file when the text does not fit it."""
-    from onmt_xl.errors import XLInputError
+    from onmt_xl.errors import XLInputError, XLUsageError
 
     model, kind = getattr(args, "src_subword_model", None), getattr(args, "src_subword_marker", None)
     tokenizer = getattr(args, "src_tokenizer", None)
@@ -313,7 +313,7 @@ def declared(args: argparse.Namespace, sentences: Sequence[Sequence[str]], src_p
     seen = counts.observed()
     if model is None and kind is None:
         if tokenizer is not None:
-            raise XLInputError(src_path, None, "--src-tokenizer needs --src-subword-model or --src-subword-marker")
+            raise XLUsageError(src_path, None, "--src-tokenizer needs --src-subword-model or --src-subword-marker")
         if seen is not None:
             raise XLInputError(
                 src_path, None,

@@ -258,12 +258,12 @@ def test_cli_input_errors(tmp_path, capsys):
     # a link out of range names the file and the line
     (tmp_path / "bad").write_text("0-0 2-1\n\n1-5\n")
     assert _cli("oracle", "--src", tmp_path / "s", "--tgt", tmp_path / "t", "--align", tmp_path / "bad",
-                "--out-order", tmp_path / "o") == 2
+                "--out-order", tmp_path / "o") == 1
     err = capsys.readouterr().err
     assert str(tmp_path / "bad") in err and "line 3" in err and "out of range" in err
     (tmp_path / "short").write_text("x y\n")
     assert _cli("oracle", "--src", tmp_path / "s", "--tgt", tmp_path / "short", "--align", tmp_path / "a",
-                "--out-order", tmp_path / "o") == 2
+                "--out-order", tmp_path / "o") == 1
     assert "has 1 lines" in capsys.readouterr().err
     assert _cli("preorder-apply", "--model", tmp_path / "missing.npz", "--src", tmp_path / "s",
                 "--out-pos", tmp_path / "x") == 2

@@ -114,7 +114,7 @@ def test_version_2_files_load_with_the_segmentation_their_vocabulary_shows(setup
         assert loaded.reorder_batch(sents) == model.reorder_batch(sents)
     # and an unrecorded words preorderer is still refused on pieces
     assert _main("preorder-apply", "--model", str(tmp_path / "words_pre_v2.npz"), "--src", setup.pieces,
-                 "--out-pos", tmp_path / "p") == 2
+                 "--out-pos", tmp_path / "p") == 1
 
 
 def test_a_version_3_file_without_its_record_is_corrupt(setup, tmp_path):
@@ -199,21 +199,21 @@ def test_schemes_compare_kind_marker_and_model_hash(tmp_path):
 
 def test_preorder_apply_refuses_the_other_segmentation(setup, tmp_path):
     rc, err = cli("preorder-apply", "--model", setup.words_pre, "--src", setup.pieces, "--out-pos", tmp_path / "p")
-    assert rc == 2 and "Traceback" not in err
+    assert rc == 1 and "Traceback" not in err
     assert setup.pieces in err and setup.words_pre in err
     assert "trained on words, but this text is sub-words (joiner ￭" in err
-    assert _main("preorder-apply", "--model", setup.pieces_pre, "--src", setup.words, "--out-pos", tmp_path / "p") == 2
+    assert _main("preorder-apply", "--model", setup.pieces_pre, "--src", setup.words, "--out-pos", tmp_path / "p") == 1
     assert _main("preorder-apply", "--model", setup.pieces_pre, "--src", setup.pieces, "--out-pos", tmp_path / "p") == 0
     assert _main("preorder-apply", "--model", setup.words_pre, "--src", setup.words, "--out-pos", tmp_path / "p") == 0
 
 
 def test_preorder_eval_and_show_reordering_check_their_input(setup, capsys):
     assert _main("preorder-eval", "--model", setup.words_pre, "--src", setup.pieces, "--tgt", setup.tgt,
-                 "--align", setup.piece_align) == 2
+                 "--align", setup.piece_align) == 1
     assert "segmentation mismatch" in capsys.readouterr().err
     assert _main("show-reordering", "--model", setup.pieces_pre, "--sentence", " ".join(setup.corpus.src[0] * 3)) == 0
     assert "segmentation mismatch" not in capsys.readouterr().err  # 30 words are too few to call them unmarked
-    assert _main("show-reordering", "--model", setup.words_pre, "--sentence", " ".join(setup.piece_sents[0])) == 2
+    assert _main("show-reordering", "--model", setup.words_pre, "--sentence", " ".join(setup.piece_sents[0])) == 1
     assert "trained on words, but this text is sub-words" in capsys.readouterr().err
 
 
@@ -221,7 +221,7 @@ def test_preorder_train_records_the_declared_segmentation(setup, tmp_path, capsy
     base = ["preorder-train", "--tgt", setup.tgt, "--iterations", 1, "--hash-bits", 12, "--quiet"]
     # sub-word text without a declaration is refused, with the fix
     rc, err = cli(*base, "--src", setup.pieces, "--align", setup.piece_align, "--model", tmp_path / "a.xlp")
-    assert rc == 2 and setup.pieces in err and "--src-subword-model" in err and "Traceback" not in err
+    assert rc == 1 and setup.pieces in err and "--src-subword-model" in err and "Traceback" not in err
     # declared with its model: recorded with the model's hash
     out = tmp_path / "b.xlp"
     assert _main(*base, "--src", setup.pieces, "--align", setup.piece_align, "--model", out,
@@ -230,7 +230,7 @@ def test_preorder_train_records_the_declared_segmentation(setup, tmp_path, capsy
     assert "source segmentation: sub-words (model src.bpe" in capsys.readouterr().err
     # a declaration the text contradicts
     assert _main(*base, "--src", setup.pieces, "--align", setup.piece_align, "--model", out,
-                 "--src-subword-model", setup.bpe, "--src-subword-marker", "spacer") == 2
+                 "--src-subword-model", setup.bpe, "--src-subword-marker", "spacer") == 1
     assert "declared as sub-words (model src.bpe" in capsys.readouterr().err
     assert _main(*base, "--src", setup.pieces, "--align", setup.piece_align, "--model", out,
                  "--src-subword-model", tmp_path / "missing.bpe") == 2
@@ -260,11 +260,11 @@ def test_align_records_what_it_aligned_and_its_users_check_it(setup, tmp_path):
     gdfa = f"{prefix}.gdfa"
     rc, err = cli("preorder-train", "--src", setup.pieces, "--tgt", setup.tgt, "--align", gdfa, "--model",
                   tmp_path / "m.xlp", "--src-subword-model", setup.bpe, "--quiet")
-    assert rc == 2 and "Traceback" not in err
+    assert rc == 1 and "Traceback" not in err
     assert gdfa in err and setup.words in err and setup.pieces in err and str(tmp_path / "al.seg.json") in err
     assert "words" in err and "joiner ￭" in err
     assert _main("oracle", "--src", setup.pieces, "--tgt", setup.tgt, "--align", gdfa, "--out-order",
-                 tmp_path / "o") == 2
+                 tmp_path / "o") == 1
     assert _main("oracle", "--src", setup.words, "--tgt", setup.tgt, "--align", gdfa, "--out-order",
                  tmp_path / "o") == 0
 
@@ -279,7 +279,7 @@ def test_preorder_train_compares_the_recorded_sub_word_model(setup, tmp_path, ca
         "joiner ￭", str(other))), side_record(setup.tgt, setup.corpus.tgt))
     (tmp_path / "pa.gdfa").write_text(open(setup.piece_align).read())
     assert _main("preorder-train", "--src", setup.pieces, "--tgt", setup.tgt, "--align", tmp_path / "pa.gdfa",
-                 "--model", tmp_path / "m.xlp", "--src-subword-model", setup.bpe, "--quiet") == 2
+                 "--model", tmp_path / "m.xlp", "--src-subword-model", setup.bpe, "--quiet") == 1
     err = capsys.readouterr().err
     assert "made on sub-words (model other.bpe" in err and "declared as sub-words (model src.bpe" in err
 

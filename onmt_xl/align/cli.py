@@ -16,29 +16,30 @@ from onmt_xl import segmentation
 from onmt_xl.align.aer import check_links_in_range, read_gold, read_joint_text, score_alignments
 from onmt_xl.align.pharaoh import read_pharaoh
 from onmt_xl.align.record import side_record, write_record
-from onmt_xl.errors import XLInputError
+from onmt_xl.errors import XLInputError, XLUsageError, check_text_files
 
 
 def _usage_error(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(2)
+    raise XLUsageError(None, None, message)
 
 
 def run_align(args: argparse.Namespace) -> int:
     from onmt_xl.align.eflomal_aligner import align_corpus, align_with_extra, read_parallel, write_result
 
+    # every input readable before the long work (the output folder is made by onmt_xl.cli.main)
+    check_text_files([args.text, args.src, args.tgt, args.extra_src, args.extra_tgt, args.priors])
     if args.text is not None:
         if args.src is not None or args.tgt is not None:
-            _usage_error("align: give either --text or --src/--tgt, not both")
+            _usage_error("give either --text or --src/--tgt, not both")
         src, tgt = read_joint_text(args.text)
         src_name, tgt_name = f"{args.text} (source side)", f"{args.text} (target side)"
     else:
         if args.src is None or args.tgt is None:
-            _usage_error("align: give --src and --tgt (or --text)")
+            _usage_error("give --src and --tgt (or --text)")
         src, tgt = read_parallel(args.src, args.tgt)
         src_name, tgt_name = args.src, args.tgt
     if (args.extra_src is None) != (args.extra_tgt is None):
-        _usage_error("align: give both --extra-src and --extra-tgt, or neither")
+        _usage_error("give both --extra-src and --extra-tgt, or neither")
     src_scheme = None  # undeclared: the record says what the markers show
     if args.src_subword_model is not None or args.src_subword_marker is not None:
         src_scheme = segmentation.declared(args, src, src_name)
@@ -61,6 +62,7 @@ def run_align(args: argparse.Namespace) -> int:
 
 
 def run_aer(args: argparse.Namespace) -> int:
+    check_text_files([args.hyp, args.gold, args.text])
     sure, possible = read_gold(args.gold, one_indexed=args.one_indexed)
     hyp = read_pharaoh(args.hyp)
     if len(hyp) != len(sure):
@@ -86,7 +88,8 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
     p.add_argument("--src", help="source side, one tokenized sentence per line")
     p.add_argument("--tgt", help="target side, line-parallel to --src")
     p.add_argument("--text", help="instead of --src/--tgt: one 'source ||| target' pair per line")
-    p.add_argument("--out-prefix", required=True, help="writes PREFIX.fwd, PREFIX.rev, PREFIX.gdfa")
+    p.add_argument("--out-prefix", required=True,
+                   help="writes PREFIX.fwd, PREFIX.rev, PREFIX.gdfa and PREFIX.seg.json (its folder is made first)")
     p.add_argument("--model", type=int, default=3, choices=(1, 2, 3), help="1 IBM1, 2 +HMM, 3 +fertility (default)")
     p.add_argument("--extra-src", help="extra source sentences aligned jointly for better statistics, not written")
     p.add_argument("--extra-tgt", help="extra target sentences, line-parallel to --extra-src")
@@ -94,7 +97,7 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
     p.add_argument("--rel-iterations", type=float, default=1.0, help="scale eflomal's iteration counts")
     p.add_argument("--priors", help="eflomal priors file")
     segmentation.add_arguments(p, "the source side")
-    p.set_defaults(func=run_align)
+    p.set_defaults(func=run_align, output_files=("out_prefix",))
 
     q = subparsers.add_parser(
         "aer",

@@ -106,6 +106,13 @@ def sim_metric(model_path: str, src: Sequence[Sequence[str]], links: Sequence[Se
 def run_sim(args) -> int:
     from onmt_xl.align.pharaoh import read_pharaoh
 
+    import os
+
+    from onmt_xl.errors import XLUsageError, check_text_files
+
+    if not os.path.isfile(args.model):
+        raise XLUsageError(args.model, None, "model file not found; check the path")
+    check_text_files([args.src, args.align])
     with open(args.src, encoding="utf-8") as f:
         src: List[List[str]] = [line.split() for line in f]
     links = read_pharaoh(args.align, [len(s) for s in src])
@@ -116,8 +123,11 @@ def run_sim(args) -> int:
 
 
 def add_subcommands(sub) -> None:
-    p = sub.add_parser("sim", help="Sim metric (Eq. 12) of an exgre/refsr model on a held-out set with alignments")
-    p.add_argument("--model", required=True)
+    p = sub.add_parser("sim", help="Sim metric (Eq. 12) of an exgre/refsr model on a held-out set with alignments",
+                       description="Sim (Chen et al. 2020, Eq. 12): how close the reordering embeddings of a trained "
+                       "exgre or refsr model are to the positions the alignments give, over the words of --src; "
+                       "printed next to the same measure for the original positions' sinusoids.")
+    p.add_argument("--model", required=True, help="an exgre or refsr checkpoint (.pt from onmt_train)")
     p.add_argument("--src", required=True, help="tokenized source, as the model reads it")
     p.add_argument("--align", required=True, help="Pharaoh links of --src with its reference (test-side information)")
     p.set_defaults(func=run_sim)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from onmt_xl.cli import main as plugin_main
+from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.configs import PRESETS, config
 from onmt_xl.experiments.inputs import add_corpus_arguments, corpus_from_args, shared_data
 from onmt_xl.experiments.plan import EXPERIMENTS, Job, plan
@@ -27,12 +28,15 @@ def _csv(text: str) -> List[str]:
 
 
 def _jobs(args, heads: int) -> List[Job]:
-    jobs = plan(_csv(args.experiments), [int(s) for s in _csv(args.seeds)], heads)
+    try:
+        jobs = plan(_csv(args.experiments), [int(s) for s in _csv(args.seeds)], heads)
+    except ValueError as err:  # unknown experiments, a seed that is not a number
+        raise XLUsageError(None, None, f"{err} (--experiments, --seeds)") from None
     if args.only:
         wanted = set(_csv(args.only))
         missing = wanted - {j.name for j in jobs}
         if missing:
-            raise ValueError(f"--only {sorted(missing)}: not a job of {[e for e in EXPERIMENTS if e in _csv(args.experiments)]}")
+            raise XLUsageError(None, None, f"--only {sorted(missing)}: not a job of {[e for e in EXPERIMENTS if e in _csv(args.experiments)]}")
         jobs = [j for j in jobs if j.name in wanted]
     return jobs
 
@@ -58,12 +62,11 @@ def _keep_in_archive(runner, archive: Path, every_job: List[Job]) -> None:
 
 
 def run_experiments(args) -> int:
-    import warnings
-
+    from onmt_xl.errors import quiet_onmt_warnings
     from onmt_xl.experiments.report import write_report
     from onmt_xl.experiments.runner import Runner
 
-    warnings.filterwarnings("ignore", category=FutureWarning)  # OpenNMT-py 3.5.1's torch.cuda.amp decorators
+    quiet_onmt_warnings()  # only OpenNMT-py 3.5.1's torch.cuda.amp deprecations
     corpus = corpus_from_args(args)
     heads = config("baseline", args.workdir, None, args.preset)["heads"]
     jobs = _jobs(args, heads)
@@ -86,15 +89,16 @@ def add_experiments(sub) -> None:
     p = sub.add_parser("experiments", help="the papers' experiments on a tokenized corpus: resumable runner + report",
                        description=EXPERIMENTS_HELP)
     add_corpus_arguments(p, shared_data())
-    p.add_argument("--workdir", default="runs/experiments")
+    p.add_argument("--workdir", default="runs/experiments", help="where everything is written (resumable)")
     p.add_argument("--experiments", default=",".join(EXPERIMENTS), help=f"comma-separated from {','.join(EXPERIMENTS)}")
     p.add_argument("--only", help="comma-separated job names (see --list) to restrict the plan to")
     p.add_argument("--seeds", default="1234,5678", help="the first seeds every system; the others the baseline and Combination")
     p.add_argument("--preset", default="enja", choices=sorted(PRESETS), help="model size (onmt_xl.experiments.configs.PRESETS)")
     p.add_argument("--train-steps", type=int, help="default: the preset's")
-    p.add_argument("--beam-size", type=int, default=5)
+    p.add_argument("--beam-size", type=int, default=5, help="beam size of the test translations (default 5)")
     p.add_argument("--time-budget", type=float, help="minutes: start no new training after this (resume later)")
-    p.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto")
+    p.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto",
+                   help="train and translate on the GPU: auto = when torch sees one (default auto)")
     p.add_argument("--parallel", type=int, default=None,
                    help="jobs trained at once, each with CPUs/N torch threads (default: one job per CPU without a GPU, "
                         "the fastest layout measured by tools/bench_jobs.py, see reports/CPU_SPEED.md; 1 with a GPU); "
@@ -116,8 +120,22 @@ def workbench_subcommands():
     return [add_demo, add_analysis, add_experiments, add_evidence]
 
 
+#: one example per workbench subcommand (shown by ``onmt-xl COMMAND -h``)
+EXAMPLES = {
+    "demo": "onmt-xl demo --workdir runs/demo --systems baseline,combination",
+    "pipeline": "onmt-xl pipeline --train-src data/train.ja --train-tgt data/train.en --valid-src data/dev.ja \\\n"
+                "    --valid-tgt data/dev.en --test-src data/test.ja --test-ref data/test.en --workdir runs/mine",
+    "write-configs": "onmt-xl write-configs --out yaml_configs --workdir runs/demo",
+    "sim": "onmt-xl sim --model runs/demo/models/refsr_step_4000.pt --src data/test.ja --align align/test.gdfa",
+    "experiments": "onmt-xl experiments --data ../shared/data/enja --list\n"
+                   "onmt-xl experiments --data ../shared/data/enja --experiments main --time-budget 600",
+    "evidence": "onmt-xl evidence --stage curve --max-steps 12000 --time-budget 600\n"
+                "onmt-xl evidence --stage curve-score",
+}
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    return plugin_main(argv, extra=workbench_subcommands())
+    return plugin_main(argv, extra=workbench_subcommands(), examples=EXAMPLES)
 
 
 if __name__ == "__main__":

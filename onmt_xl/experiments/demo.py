@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
-from onmt_xl.errors import XLInputError
+from onmt_xl.errors import check_text_files
 from onmt_xl.experiments.configs import DEMO_WORKDIR, TRAINING, write_configs
 from onmt_xl.experiments.plan import Job
 from onmt_xl.experiments.stages import Corpus
@@ -59,12 +59,11 @@ def summary(res: Dict[str, Any]) -> str:
 
 def run_systems(corpus: Corpus, args, command: str) -> int:
     """Run ``args.systems`` on ``corpus`` in ``args.workdir`` through the runner; print the summary."""
-    import warnings
-
+    from onmt_xl.errors import quiet_onmt_warnings
     from onmt_xl.experiments.runner import Runner
     from onmt_xl.experiments.stock import say
 
-    warnings.filterwarnings("ignore", category=FutureWarning)  # OpenNMT-py 3.5.1's torch.cuda.amp decorators
+    quiet_onmt_warnings()  # only OpenNMT-py 3.5.1's torch.cuda.amp deprecations
     runner = Runner(corpus, args.workdir, system_jobs(args.systems, command), preset="demo",
                     train_steps=args.train_steps, beam_size=args.beam_size, gpu={"auto": None, "yes": True, "no": False}[args.gpu],
                     parallel=args.parallel, preorder_iterations=args.preorder_iterations)
@@ -80,9 +79,7 @@ def run_demo(args) -> int:
 def run_pipeline(args) -> int:
     corpus = Corpus(args.train_src, args.train_tgt, args.test_src, args.test_ref, valid_src=args.valid_src,
                     valid_tgt=args.valid_tgt, test_align=args.test_align)
-    for p in corpus.inputs():
-        if not Path(p).exists():
-            raise XLInputError(p, None, "not found")
+    check_text_files(corpus.inputs())  # every input there and UTF-8 before hours of work
     return run_systems(corpus, args, "pipeline")
 
 
@@ -105,28 +102,42 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--systems", type=_systems, default=["baseline", "combination"],
                    help=f"comma-separated, from: {', '.join(SYSTEMS)}; 'baseline' gives the p-values")
     p.add_argument("--train-steps", type=int, help="default: the demo preset's (onmt_xl.experiments.configs)")
-    p.add_argument("--preorder-iterations", type=int, default=5)
-    p.add_argument("--beam-size", type=int, default=5)
-    p.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto")
+    p.add_argument("--preorder-iterations", type=int, default=5, help="preorder-train's passes (default 5)")
+    p.add_argument("--beam-size", type=int, default=5, help="beam size of the test translations (default 5)")
+    p.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto",
+                   help="train and translate on the GPU: auto = when torch sees one (default auto)")
     p.add_argument("--parallel", type=int, default=None,
                    help="systems trained at once (default: one per CPU without a GPU, 1 with a GPU)")
 
 
 def add_subcommands(sub) -> None:
     p = sub.add_parser("demo", help="the main systems on an embedded synthetic SVO->SOV corpus",
-                       description=__doc__.split("\n\n")[1].replace("\n", " "))
+                       description="Make a synthetic SVO->SOV corpus (6000 training, 200 validation, 300 test "
+                       "pairs, fixed seeds) under --workdir, then align it, train the preorderer and each of --systems "
+                       "and score them on the test set: the preorderer's Kendall tau, then per system BLEU, chrF, "
+                       "parameters and the paired-bootstrap p-value against the baseline. Started again, it resumes "
+                       "where it stopped.")
     _common(p)
     p.set_defaults(func=run_demo)
 
-    p = sub.add_parser("pipeline", help="align, preorder, train and score the systems on your tokenized data")
-    for name in ("train-src", "train-tgt", "valid-src", "valid-tgt", "test-src", "test-ref"):
-        p.add_argument(f"--{name}", required=True)
+    p = sub.add_parser("pipeline", help="align, preorder, train and score the systems on your tokenized data",
+                       description="demo's chain on your data: align the training and test sets with eflomal, train "
+                       "the preorderer, build the vocabularies, train each of --systems, translate the test set and "
+                       "score it (BLEU, chrF, paired bootstrap against the baseline). Every file is one tokenized "
+                       "sentence per line, UTF-8; the run resumes where it stopped when started again.")
+    for name, what in (("train-src", "training source"), ("train-tgt", "training target, line-parallel to --train-src"),
+                       ("valid-src", "validation source"), ("valid-tgt", "validation target"),
+                       ("test-src", "test source (translated and scored)"), ("test-ref", "test reference")):
+        p.add_argument(f"--{name}", required=True, help=what)
     p.add_argument("--test-align", help="gold Pharaoh links of the test set, to score the preorderer "
                    "(default: the test set's eflomal links)")
     _common(p)
     p.set_defaults(func=run_pipeline)
 
-    p = sub.add_parser("write-configs", help="write the YAML configurations for a work directory")
-    p.add_argument("--out", default="yaml_configs")
-    p.add_argument("--workdir", default=DEMO_WORKDIR)
-    p.set_defaults(func=run_write_configs)
+    p = sub.add_parser("write-configs", help="write the YAML configurations for a work directory",
+                       description="Write one onmt_train YAML configuration per system (baseline, XL PE variants, "
+                       "the reordering baselines) whose data, vocabulary and model paths point into --workdir, to "
+                       "train a system by hand with the stock onmt_build_vocab / onmt_train.")
+    p.add_argument("--out", default="yaml_configs", help="folder the YAML files go to, made if missing (default yaml_configs)")
+    p.add_argument("--workdir", default=DEMO_WORKDIR, help=f"the work directory the configurations point into (default {DEMO_WORKDIR})")
+    p.set_defaults(func=run_write_configs, output_dirs=("out",))

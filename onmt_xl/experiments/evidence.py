@@ -141,12 +141,11 @@ def plot_curves(workdir: Path, jobs: List[Job], out: Path) -> Optional[Path]:
 
 
 def run_evidence(args) -> int:
-    import warnings
-
+    from onmt_xl.errors import quiet_onmt_warnings
     from onmt_xl.experiments.inputs import corpus_from_args
     from onmt_xl.experiments.runner import Runner
 
-    warnings.filterwarnings("ignore", category=FutureWarning)
+    quiet_onmt_warnings()  # only OpenNMT-py 3.5.1's torch.cuda.amp deprecations
     corpus = corpus_from_args(args)
     jobs = curve_jobs(args.seed, args.max_steps, args.every)
     if args.only:
@@ -183,10 +182,10 @@ def add_evidence(sub) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_corpus_arguments(p, shared_data())
     p.add_argument("--tune-size", type=int, default=1000, help="last training pairs carved off as the tuning split")
-    p.add_argument("--workdir", default="runs/evidence_jaen")
+    p.add_argument("--workdir", default="runs/evidence_jaen", help="where everything is written (resumable)")
     p.add_argument("--stage", choices=("curve", "curve-score"), default="curve",
                    help="curve: train the learning-curve jobs; curve-score: score their kept checkpoints")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=int, default=1, help="training seed of the learning-curve jobs (default 1)")
     p.add_argument("--only", help="comma-separated job names (e.g. baseline_s1) to restrict the stage to")
     p.add_argument("--max-steps", type=int, default=12000, help="learning-curve length (may grow later: jobs resume)")
     p.add_argument("--every", type=int, default=500, help="steps between kept checkpoints and validations")
@@ -197,9 +196,10 @@ def add_evidence(sub) -> None:
     p.add_argument("--preorder-options", default=json.dumps(PREORDER_OPTIONS),
                    help="JSON keyword arguments of Preorderer.train (default: the choice of tools/tune_preorderer.py "
                         "on the Japanese-English tuning split, reports/TUNING.md)")
-    p.add_argument("--preset", default="enja", choices=sorted(PRESETS))
-    p.add_argument("--beam-size", type=int, default=5)
+    p.add_argument("--preset", default="enja", choices=sorted(PRESETS), help="model size (default enja)")
+    p.add_argument("--beam-size", type=int, default=5, help="beam size of the scoring translations (default 5)")
     p.add_argument("--time-budget", type=float, help="minutes: start no new training after this")
-    p.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto")
+    p.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto",
+                   help="train and translate on the GPU: auto = when torch sees one (default auto)")
     p.add_argument("--parallel", type=int, default=None, help="jobs trained at once (default: one per CPU)")
     p.set_defaults(func=run_evidence)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from onmt_xl.errors import XLInputError
+from onmt_xl.errors import XLUsageError, check_text_files
 
 
 def corpus_from_args(args):
@@ -15,11 +15,9 @@ def corpus_from_args(args):
     corpus = Corpus(str(d / f"{args.train}.{args.src}"), str(d / f"{args.train}.{args.tgt}"),
                     str(d / f"{args.test}.{args.src}"), str(d / f"{args.test}.{args.tgt}"),
                     args.gold_text, args.gold_align)
-    for p in corpus.inputs():
-        if not Path(p).exists():
-            raise XLInputError(p, None, "not found (see --data, --src, --tgt, --train, --test)")
     if bool(args.gold_text) != bool(args.gold_align):
-        raise XLInputError(args.gold_text or args.gold_align, None, "--gold-text and --gold-align go together")
+        raise XLUsageError(args.gold_text or args.gold_align, None, "--gold-text and --gold-align go together")
+    check_text_files(corpus.inputs(), hint="see --data, --src, --tgt, --train, --test")
     return corpus
 
 
@@ -33,11 +31,12 @@ def shared_data() -> Path:
 
 def add_corpus_arguments(p, shared: Path) -> None:
     p.add_argument("--data", default=str(shared / "enja"), help="directory with TRAIN.SRC, TRAIN.TGT, TEST.SRC, TEST.TGT")
-    p.add_argument("--src", default="ja")
-    p.add_argument("--tgt", default="en")
+    p.add_argument("--src", default="ja", help="source language suffix of the files in --data (default ja)")
+    p.add_argument("--tgt", default="en", help="target language suffix of the files in --data (default en)")
     p.add_argument("--train", default="train", help="training split name (its last --valid-size pairs validate)")
     p.add_argument("--test", default="dev", help="test split name (reported on)")
-    p.add_argument("--valid-size", type=int, default=1000)
+    p.add_argument("--valid-size", type=int, default=1000,
+                   help="last training pairs held out for validation (default 1000)")
     gold = shared / "gold"
     p.add_argument("--gold-text", default=str(gold / "jaen.src-tgt") if (gold / "jaen.src-tgt").exists() else None,
                    help="'source ||| target' pairs for attention AER (default: ../shared/data/gold/jaen.src-tgt)")

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional
 
 import yaml
 
-from onmt_xl.errors import XLInputError
+from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.configs import config
 from onmt_xl.experiments.plan import Job
 from onmt_xl.experiments.stock import count_checkpoint_parameters, read_lines, say, stock
@@ -129,7 +129,7 @@ class JobStages:
             return cfg
         old = yaml.safe_load(cfg_path.read_text(encoding="utf-8"))
         if _identity(old) != _identity(cfg) or cfg["train_steps"] < old["train_steps"]:
-            raise XLInputError(str(cfg_path), None, f"differs from what job {job.name} needs now (fewer steps, another "
+            raise XLUsageError(str(cfg_path), None, f"differs from what job {job.name} needs now (fewer steps, another "
                                "preset or options?): use another --workdir, or delete that job directory to retrain it")
         if cfg["train_steps"] > old["train_steps"] and self.path("jobs", job.name, "done.json").exists():
             say(f"  {job.name}: extending from {old['train_steps']} to {cfg['train_steps']} steps")

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from onmt_xl.errors import XLInputError
+from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.archive import atomic_file, data_dir, restore, save_alignments, save_job, save_run
 from onmt_xl.experiments.configs import PRESETS, config
 from onmt_xl.experiments.jobs import JobStages
@@ -207,7 +207,7 @@ class Runner(DataStages, JobStages):
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             fh.seek(0)
-            raise XLInputError(str(self.workdir), None, "another onmt-xl run is using this work directory "
+            raise XLUsageError(str(self.workdir), None, "another onmt-xl run is using this work directory "
                                f"(pid {fh.read().strip() or '?'}); wait for it or stop it") from None
         fh.seek(0)
         fh.truncate()

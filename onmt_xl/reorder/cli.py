@@ -25,7 +25,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 from onmt_xl import segmentation
 from onmt_xl.align.pharaoh import read_pharaoh
 from onmt_xl.align.record import AlignmentRecord, check_corpus
-from onmt_xl.errors import XLInputError
+from onmt_xl.errors import NOT_UTF8_HINT, XLInputError, XLUsageError, first_undecodable
 
 # = the defaults of onmt_xl.reorder.preorderer (not imported here: numba loads lazily; a test checks)
 DEFAULT_CLUSTERS = 256
@@ -58,9 +58,10 @@ def read_tokens(path: str) -> List[List[str]]:
         with open(path, encoding="utf-8") as f:
             return [line.split() for line in f]
     except FileNotFoundError:
-        raise XLInputError(path, None, "file not found") from None
+        raise XLUsageError(path, None, "file not found; check the path") from None
     except UnicodeDecodeError as exc:
-        raise XLInputError(path, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        line, reason = first_undecodable(path) or (None, f"not UTF-8 text ({exc.reason})")
+        raise XLInputError(path, line, f"{reason}; {NOT_UTF8_HINT}") from None
 
 
 def read_parallel(src_path: str, tgt_path: str, align_path: str) -> ParallelData:
@@ -73,7 +74,7 @@ def read_parallel(src_path: str, tgt_path: str, align_path: str) -> ParallelData
     try:
         links = read_pharaoh(align_path, [len(s) for s in src], [len(t) for t in tgt])
     except FileNotFoundError:
-        raise XLInputError(align_path, None, "file not found") from None
+        raise XLUsageError(align_path, None, "file not found; check the path") from None
     if len(links) != len(src):  # read_pharaoh cannot tell an empty file from one empty line
         raise XLInputError(align_path, None, f"has {len(links)} lines but the corpus has {len(src)} sentences")
     keep = [k for k, (s, t) in enumerate(zip(src, tgt)) if s and t]
@@ -191,8 +192,7 @@ def run_preorder_apply(args: argparse.Namespace) -> int:
     from onmt_xl.reorder.preorderer import Preorderer, set_threads
 
     if not (args.out_pos or args.out_order or args.out_reordered):
-        print("preorder-apply: error: give at least one of --out-pos, --out-order, --out-reordered", file=sys.stderr)
-        return 2
+        raise XLUsageError(None, None, "give at least one of --out-pos, --out-order, --out-reordered")
     model = Preorderer.load(args.model)
     if args.max_span is not None:
         model.max_span = args.max_span
@@ -258,24 +258,20 @@ def run_show_reordering(args: argparse.Namespace) -> int:
     target = links = ranks = None
     if args.sentence is not None:
         if args.src or args.tgt or args.align:
-            print("show-reordering: error: give either --sentence or --src/--tgt/--align, not both", file=sys.stderr)
-            return 2
+            raise XLUsageError(None, None, "give either --sentence or --src/--tgt/--align, not both")
         tokens, where = args.sentence.split(), "--sentence"
     else:
         if not (args.src and args.tgt and args.align):
-            print("show-reordering: error: give --sentence, or --src, --tgt and --align (with --line)",
-                  file=sys.stderr)
-            return 2
+            raise XLUsageError(None, None, "give --sentence, or --src, --tgt and --align (with --line)")
         data = read_parallel(args.src, args.tgt, args.align)
         if not 1 <= args.line <= len(data.src):
-            raise XLInputError(args.src, None, f"has {len(data.src)} lines; --line {args.line} is out of range")
+            raise XLUsageError(args.src, None, f"has {len(data.src)} lines; --line {args.line} is out of range")
         k = args.line - 1
         tokens, target, links = data.src[k], data.tgt[k], data.links[k]
         where = f"{args.src} line {args.line}"
         ranks = target_ranks(len(tokens), links)
     if not tokens:
-        print(f"show-reordering: error: {where} is empty", file=sys.stderr)
-        return 2
+        raise XLUsageError(None, None, f"{where} is empty")
     _check_input(model, args.model, [tokens], where)
     order, tree, _ = model.reorder_tree(tokens)
     systems = [score("predicted", order, tree, ranks)]
@@ -335,7 +331,7 @@ def _add_oracle(subparsers) -> None:
     p.add_argument("--out-order", required=True, help="source indices in reordered order, one line per sentence")
     p.add_argument("--out-pos", help="pos_XL (Ding et al. 2020, Eq. 6): position of each source token after reordering")
     _attach_null_arg(p, "none")
-    p.set_defaults(func=run_oracle)
+    p.set_defaults(func=run_oracle, output_files=("out_order", "out_pos"))
 
 
 def _add_preorder_train(subparsers) -> None:
@@ -374,11 +370,17 @@ def _add_preorder_train(subparsers) -> None:
                    help="break ties of the loss by the loss with this null attachment (default left)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     segmentation.add_arguments(p)
-    p.set_defaults(func=run_preorder_train)
+    p.set_defaults(func=run_preorder_train, output_files=("model",))
 
 
 def _add_preorder_apply(subparsers) -> None:
-    p = subparsers.add_parser("preorder-apply", help="reorder source sentences with a trained preorderer")
+    p = subparsers.add_parser(
+        "preorder-apply", help="reorder source sentences with a trained preorderer",
+        description="Reorder each line of --src with a preorder-train model and write the order, pos_XL (the "
+        "position of each token after reordering, what the xl_position transform feeds the model) and/or the "
+        "reordered tokens, line-parallel to --src (an empty line stays empty). The input must be segmented as the "
+        "model's training source was.",
+    )
     p.add_argument("--model", required=True, help="model file from preorder-train")
     p.add_argument("--src", required=True, help="source sentences, one per line")
     p.add_argument("--out-pos", help="write pos_XL (position of each token after reordering)")
@@ -387,12 +389,15 @@ def _add_preorder_apply(subparsers) -> None:
     p.add_argument("--batch-size", type=int, default=1000, help="sentences per compiled call (default 1000)")
     _span_arg(p)
     _threads_arg(p)
-    p.set_defaults(func=run_preorder_apply)
+    p.set_defaults(func=run_preorder_apply, output_files=("out_pos", "out_order", "out_reordered"))
 
 
 def _add_preorder_eval(subparsers) -> None:
     p = subparsers.add_parser(
         "preorder-eval", help="Kendall tau, exact match and FRS of a preorderer vs monotone order",
+        description="Score a preorderer's orders against the target order the alignments give (Kendall tau, "
+        "exact match, fuzzy reordering score), next to the monotone order's, and time it batched and one "
+        "sentence at a time. Pairs with an empty side are skipped.",
     )
     p.add_argument("--model", required=True, help="model file from preorder-train")
     _corpus_args(p)
@@ -415,17 +420,22 @@ def _add_show_reordering(subparsers) -> None:
     p.add_argument("--sentence", help="a tokenized sentence instead of --src/--line (no oracle)")
     p.add_argument("--png", help="also draw the trees to this PNG file (matplotlib)")
     _span_arg(p)
-    p.set_defaults(func=run_show_reordering)
+    p.set_defaults(func=run_show_reordering, output_files=("png",))
 
 
 def _add_synth(subparsers) -> None:
-    p = subparsers.add_parser("synth", help="synthetic SVO->SOV parallel corpus with gold alignments")
+    p = subparsers.add_parser(
+        "synth", help="synthetic SVO->SOV parallel corpus with gold alignments",
+        description="Generate a synthetic English-like (SVO) to Japanese-like (SOV) parallel corpus with its "
+        "gold word alignments: PREFIX.src, PREFIX.tgt and PREFIX.align (Pharaoh, 0-indexed). The same --n, "
+        "--seed and --divergence give the same corpus.",
+    )
     p.add_argument("--n", type=int, required=True, help="sentence pairs")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     p.add_argument("--divergence", type=float, default=1.0,
                    help="probability that a construction is head-final on the target side (0 monotone, 1 SOV)")
     p.add_argument("--prefix", required=True, help="writes PREFIX.src, PREFIX.tgt, PREFIX.align")
-    p.set_defaults(func=run_synth)
+    p.set_defaults(func=run_synth, output_files=("prefix",))
 
 
 def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:

@@ -1,0 +1,176 @@
+"""What a user meets: the real ``onmt-xl`` command, run as a subprocess, on the mistakes users make.
+
+Each error is one line naming the file (and the line), with no traceback; exit status 2 for usage errors
+(bad options, missing files), 1 for data errors (content); output folders are made before the work.
+"""
+
+import argparse
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import run_env
+
+LATIN1 = "café au lait\n".encode("latin-1")
+
+
+def onmt_xl(*args, cwd=None):
+    proc = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", *map(str, args)], capture_output=True,
+                          text=True, env=run_env(), cwd=cwd)
+    return proc.returncode, proc.stderr
+
+
+def assert_message(rc, err, code, *names):
+    assert "Traceback" not in err, err
+    assert rc == code, (rc, err)
+    lines = [line for line in err.splitlines() if "error:" in line]
+    assert len(lines) == 1, err
+    for name in names:
+        assert str(name) in lines[0], (name, err)
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "s.txt").write_text("a b\nc d\n")
+    (tmp_path / "t.txt").write_text("x y\nz w\n")
+    (tmp_path / "lat.txt").write_bytes(b"a b\n" + LATIN1)  # line 2 is Latin-1
+    return tmp_path
+
+
+def test_align_missing_file(files):
+    rc, err = onmt_xl("align", "--src", files / "nope.txt", "--tgt", files / "t.txt", "--out-prefix", files / "o")
+    assert_message(rc, err, 2, files / "nope.txt", "not found")
+
+
+def test_align_non_utf8(files):
+    rc, err = onmt_xl("align", "--src", files / "s.txt", "--tgt", files / "lat.txt", "--out-prefix", files / "o")
+    assert_message(rc, err, 1, f"{files / 'lat.txt'}, line 2", "not UTF-8", "iconv")
+
+
+def test_align_line_counts_differ_is_a_data_error(files):
+    (files / "one.txt").write_text("x\n")
+    rc, err = onmt_xl("align", "--src", files / "s.txt", "--tgt", files / "one.txt", "--out-prefix", files / "o")
+    assert_message(rc, err, 1, files / "one.txt", "has 1 lines")
+
+
+def test_align_makes_the_output_folder_first(files):
+    rc, err = onmt_xl("align", "--src", files / "s.txt", "--tgt", files / "t.txt", "--out-prefix",
+                      files / "new" / "sub" / "train", "--n-samplers", 1, "--rel-iterations", 0.2)
+    assert rc == 0, err
+    for ext in ("fwd", "rev", "gdfa", "seg.json"):
+        assert (files / "new" / "sub" / f"train.{ext}").is_file()
+    # a folder that cannot be made: said before aligning, not after
+    (files / "afile").write_text("")
+    rc, err = onmt_xl("align", "--src", files / "s.txt", "--tgt", files / "t.txt", "--out-prefix",
+                      files / "afile" / "train")
+    assert_message(rc, err, 2, files / "afile", "output folder")
+    assert "eflomal:" not in err  # nothing was aligned (and lost)
+
+
+def test_aer_missing_and_non_utf8(files):
+    (files / "g.gold").write_text("1-1\n1-1\n")
+    rc, err = onmt_xl("aer", "--hyp", files / "nope.al", "--gold", files / "g.gold")
+    assert_message(rc, err, 2, files / "nope.al", "not found")
+    rc, err = onmt_xl("aer", "--hyp", files / "lat.txt", "--gold", files / "g.gold")
+    assert_message(rc, err, 1, f"{files / 'lat.txt'}, line 2", "not UTF-8")
+
+
+def test_pipeline_checks_its_inputs_before_the_work(files):
+    corpus = ["--train-src", files / "s.txt", "--train-tgt", files / "t.txt", "--valid-src", files / "s.txt",
+              "--valid-tgt", files / "t.txt", "--test-src", files / "s.txt", "--workdir", files / "run"]
+    rc, err = onmt_xl("pipeline", *corpus, "--test-ref", files / "missing.ref", cwd=files)
+    assert_message(rc, err, 2, files / "missing.ref", "not found")
+    rc, err = onmt_xl("pipeline", *corpus, "--test-ref", files / "lat.txt", cwd=files)
+    assert_message(rc, err, 1, f"{files / 'lat.txt'}, line 2", "not UTF-8")
+    assert not (files / "run" / "jobs").exists()
+
+
+def test_reorder_commands(files):
+    rc, err = onmt_xl("preorder-apply", "--model", files / "missing.xlp", "--src", files / "s.txt",
+                      "--out-pos", files / "p")
+    assert_message(rc, err, 2, files / "missing.xlp", "not found")
+    rc, err = onmt_xl("preorder-apply", "--model", files / "missing.xlp", "--src", files / "s.txt")
+    assert_message(rc, err, 2, "--out-pos")
+    rc, err = onmt_xl("oracle", "--src", files / "lat.txt", "--tgt", files / "t.txt", "--align", files / "t.txt",
+                      "--out-order", files / "o")
+    assert_message(rc, err, 1, f"{files / 'lat.txt'}, line 2", "not UTF-8")
+
+
+def test_synth_makes_its_folder(files):
+    rc, err = onmt_xl("synth", "--n", 3, "--prefix", files / "deep" / "er" / "syn")
+    assert rc == 0, err
+    assert (files / "deep" / "er" / "syn.align").is_file()
+
+
+def test_bad_option_is_a_usage_error(files):
+    rc, err = onmt_xl("align", "--src", files / "s.txt", "--model", 7)
+    assert rc == 2 and "Traceback" not in err and "--model" in err
+
+
+def test_every_subcommand_help():
+    """Every subcommand: a description, an example, help for every option, no reStructuredText markup."""
+    from onmt_xl.cli import build_parser
+    from onmt_xl.experiments.cli import EXAMPLES, workbench_subcommands
+
+    parser = build_parser(workbench_subcommands(), EXAMPLES)
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert len(sub.choices) >= 14
+    undocumented = [(name, a.option_strings) for name, p in sub.choices.items() for a in p._actions if not a.help]
+    assert not undocumented
+    proc = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", "-h"], capture_output=True, text=True,
+                          env=run_env())
+    assert proc.returncode == 0 and "``" not in proc.stdout
+    for name in sub.choices:
+        proc = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", name, "-h"], capture_output=True,
+                              text=True, env=run_env())
+        out = proc.stdout
+        assert proc.returncode == 0, proc.stderr
+        description = out.split("\n\n")[1]  # usage, then the description
+        assert description.strip() and not description.startswith(("options:", "positional")), (name, out)
+        assert "example:\n  onmt-xl " + name in out, (name, out)
+        for markup in ("``", ":mod:", ":func:", ":class:", "::\n"):
+            assert markup not in out, (name, markup)
+
+
+def test_stock_commands_show_our_message_alone(tmp_path):
+    """onmt_xl.errors.install_excepthook: an XLInputError that reaches the top prints one line, exit 1."""
+    code = ("import sys; from onmt_xl.errors import install_excepthook, XLInputError; install_excepthook(); "
+            "sys.argv = ['onmt_translate']\n"
+            "try:\n    raise XLInputError('in.txt', 3, 'bad line')\n"
+            "except XLInputError:\n    raise RuntimeError('raised while handling it')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=run_env())
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == "onmt_translate: error: in.txt, line 3: bad line"
+    other = subprocess.run([sys.executable, "-c", code.replace("XLInputError('in.txt', 3, 'bad line')", "KeyError(1)")
+                            .replace("except XLInputError", "except KeyError")],
+                           capture_output=True, text=True, env=run_env())
+    assert other.returncode == 1 and "Traceback" in other.stderr  # other errors keep theirs
+
+
+def test_onmt_deprecation_warnings_are_quiet():
+    env = {**run_env(), "PYTHONWARNINGS": "default"}
+    loud = subprocess.run([sys.executable, "-c", "import onmt"], capture_output=True, text=True, env=env)
+    quiet = subprocess.run([sys.executable, "-c", "from onmt_xl.errors import quiet_onmt_warnings; "
+                            "quiet_onmt_warnings(); import onmt; import warnings; "
+                            "warnings.warn('still shown', FutureWarning)"], capture_output=True, text=True, env=env)
+    assert loud.returncode == quiet.returncode == 0, quiet.stderr
+    assert "torch.cuda.amp.custom_fwd" in loud.stderr  # what the filter is for (OpenNMT-py 3.5.1)
+    assert "torch.cuda.amp" not in quiet.stderr and "still shown" in quiet.stderr
+
+
+def test_the_handler_names_the_file_of_an_unexpected_unicode_error(files, capsys):
+    """A UnicodeDecodeError that no reader turned into a message: the entry point finds the file and the line
+    among the command's arguments (skipping binary ones, such as models)."""
+    from onmt_xl.cli import main
+
+    def add(sub):
+        p = sub.add_parser("readit", help="reads a file badly")
+        p.add_argument("--model", help="binary")
+        p.add_argument("--src", help="text")
+        p.set_defaults(func=lambda args: open(args.src, encoding="utf-8").read())
+
+    (files / "m.bin").write_bytes(b"PK\0\0\xff\xfe")
+    assert main(["readit", "--model", str(files / "m.bin"), "--src", str(files / "lat.txt")], extra=[add]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"onmt-xl readit: error: {files / 'lat.txt'}, line 2: not UTF-8") and "m.bin" not in err
