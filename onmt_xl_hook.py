@@ -18,6 +18,9 @@ class _Loader:
         return self._loader.create_module(spec)
 
     def exec_module(self, module):
+        from onmt_xl.errors import quiet_onmt_warnings
+
+        quiet_onmt_warnings()  # before OpenNMT's modules run: they warn while importing
         self._loader.exec_module(module)
         from onmt_xl import register
 

@@ -164,9 +164,10 @@ def install_excepthook() -> None:
 
 def quiet_onmt_warnings() -> None:
     """Hide OpenNMT-py 3.5.1's import-time deprecation warnings that a user cannot act on (its modules decorate
-    with ``torch.cuda.amp.custom_fwd``/``custom_bwd``, deprecated in torch 2.4). Only those: a filter by
+    with ``torch.cuda.amp.custom_fwd``/``custom_bwd`` and its trainer enters ``torch.cuda.amp.autocast`` at every
+    step, all deprecated in torch 2.4). Only those: a filter by
     message, category and module, so every other warning still shows. It must run before ``import onmt``."""
     import warnings
 
-    warnings.filterwarnings("ignore", message=r"`torch\.cuda\.amp\.custom_(fwd|bwd)\(args\.\.\.\)` is deprecated",
-                            category=FutureWarning, module=r"onmt(\.|$)")
+    warnings.filterwarnings("ignore", message=r"`torch\.cuda\.amp\.(custom_fwd|custom_bwd|autocast)\(args\.\.\.\)` "
+                            r"is deprecated", category=FutureWarning, module=r"onmt(\.|$)")

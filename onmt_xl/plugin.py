@@ -46,6 +46,10 @@
    XL model served without ``xl_position``, answers each request with ``{"status": "error", "error": ...}``
    naming what to add to its ``"opt"``; the other models of the server are unaffected, and a model
    without ``transforms`` is served exactly as before.
+9. **Messages, not tracebacks** (:func:`onmt_xl.errors.install_excepthook`): an uncaught ``XLInputError`` in a
+   stock ``onmt_*`` command prints ``PROG: error: MESSAGE`` alone and exits 1; OpenNMT's import-time
+   deprecation warnings are silenced by ``onmt_xl_hook`` before ``onmt`` runs
+   (:func:`onmt_xl.errors.quiet_onmt_warnings`).
 
 Audit of the stock reads of ``batch["src"]`` on the paths users run (OpenNMT-py 3.5.1; the server and
 training-time validation scoring go through ``Translator._translate``, ``-report_align`` through
@@ -90,7 +94,7 @@ from torch.nn.utils.rnn import pad_sequence
 
 from onmt_xl import precision, resume
 from onmt_xl.encoders.common import feeding_xl_positions
-from onmt_xl.errors import XLInputError
+from onmt_xl.errors import XLInputError, install_excepthook
 from onmt_xl.transforms import XL_POS_KEY
 
 _registered = False
@@ -102,6 +106,7 @@ def register() -> None:
     if _registered:
         return
     _registered = True
+    install_excepthook()  # our XLInputError as one line, not under a traceback
     _allow_namespace_in_checkpoints()
     _patch_batching()
     _patch_encoding()
