@@ -104,3 +104,33 @@ def test_parameters_count_what_trains_and_list_buffers_apart():
     assert counts["parameters"] == sum(p.numel() for p in model.parameters())
     model.encoder.embeddings.make_embedding.emb_luts[0].weight.requires_grad_(False)
     assert count_parameters(model)["parameters"] == counts["parameters"] - 50 * model.encoder.embeddings.word_vec_size
+
+
+def test_main_jobs_reuse_the_curve_models_and_average_their_last_checkpoints(tmp_path):
+    from onmt_xl.experiments.evidence import main_jobs, prune_checkpoints
+
+    jobs = main_jobs(["baseline", "inxl", "combination"], [1, 2], steps=30, every=10, average=3,
+                     curve_seed=1, curve_steps=50)
+    by = {j.name: j for j in jobs}
+    assert list(by) == ["baseline_s1", "inxl_s1", "combination_s1", "baseline_s2", "inxl_s2", "combination_s2"]
+    assert by["baseline_s1"].train_steps == 50 and by["inxl_s1"].train_steps == 30  # the curve job trains longer
+    assert all(j.final_step == 30 and j.average == 3 and j.variants == ["valid", "test"] for j in jobs)
+    curve = curve_jobs(seed=1, max_steps=50, every=10)[0]
+    runner = Runner(Corpus("a", "b", "c", "d"), str(tmp_path), jobs, preset="demo", train_steps=30, gpu=False)
+    assert runner.job_config(by["baseline_s1"]) == runner.job_config(curve)  # the same model as the curve's
+
+    jd = tmp_path / "jobs" / "inxl_s2"
+    jd.mkdir(parents=True)
+    calls = []
+    runner._run = lambda args, log, commands, **kw: calls.append([str(a) for a in args]) or \
+        (jd / "average3_step_30.pt.partial").write_text("avg")
+    with pytest.raises(FileNotFoundError, match="model_step_10.pt"):
+        runner.final_model(by["inxl_s2"])
+    for step in (10, 20, 30):
+        (jd / f"model_step_{step}.pt").write_text("")
+    assert runner.final_model(by["inxl_s2"]) == jd / "average3_step_30.pt"
+    assert calls[0][0].endswith("onmt_average_models") and calls[0][2:5] == [str(jd / f"model_step_{s}.pt") for s in (10, 20, 30)]
+    for variant in ("valid", "test"):
+        (jd / f"hyp.{variant}").write_text("")
+    prune_checkpoints(runner, by["inxl_s2"])
+    assert sorted(p.name for p in jd.glob("*.pt")) == ["average3_step_30.pt", "model_step_30.pt"]

@@ -6,6 +6,9 @@
     curve   the baseline and Combination, first seed, trained long with every checkpoint kept; each
             checkpoint's validation BLEU (beam search, sacrebleu) and perplexity go to ``jobs/NAME/curve.jsonl``,
             and ``curve.png`` plots them, to find where BLEU stops rising
+    main    every system of MAIN_SYSTEMS with every seed at ``--steps`` (where the curve stops rising),
+            translated with the average of its last ``--average`` checkpoints (``onmt_average_models``): the
+            validation pairs, and the test pairs once; the curve jobs' checkpoints serve for their models
 
 Splits (:class:`onmt_xl.experiments.stages.DataStages`): the last ``--tune-size`` training pairs tune (the
 preorderer's options), the ``--valid-size`` before them validate (the step count), the rest train; the test
@@ -20,12 +23,14 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
+from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.plan import Job
 from onmt_xl.experiments.stock import read_lines, say, stock
 
 CURVE_SYSTEMS = ("baseline", "combination")
+MAIN_SYSTEMS = ("baseline", "relative_pe", "inxl", "headxl", "combination")  # the first tier of the study
 #: chosen on the Japanese-English tuning split by tools/tune_preorderer.py (reports/TUNING.md)
 PREORDER_OPTIONS = {"tiebreak_null": "none"}
 VALID_PPL = re.compile(r"Validation perplexity: ([0-9.]+)")
@@ -38,6 +43,31 @@ def curve_jobs(seed: int, max_steps: int, every: int) -> List[Job]:
     keep = dict(keep_checkpoint=-1, save_checkpoint_steps=every, valid_steps=every)
     return [Job(f"{system}_s{seed}", system, seed, overrides=keep, train_steps=max_steps, experiments=["curve"])
             for system in CURVE_SYSTEMS]
+
+
+def main_jobs(systems: Sequence[str], seeds: Sequence[int], steps: int, every: int, average: int,
+              curve_seed: int, curve_steps: int) -> List[Job]:
+    """Every system with every seed trained ``steps`` steps (a checkpoint every ``every``), translated with the
+    average of its last ``average`` checkpoints up to ``steps``; the learning-curve jobs (the curve systems with
+    ``curve_seed``) are the same models, trained longer: their checkpoints at ``steps`` serve."""
+    keep = dict(keep_checkpoint=-1, save_checkpoint_steps=every, valid_steps=every)
+    jobs = []
+    for seed in seeds:
+        for system in systems:
+            curve = system in CURVE_SYSTEMS and seed == curve_seed
+            jobs.append(Job(f"{system}_s{seed}", system, seed, overrides=keep, train_steps=curve_steps if curve else steps,
+                            final_step=steps, average=average, variants=["valid", "test"], experiments=["main"]))
+    return jobs
+
+
+def prune_checkpoints(runner, job: Job) -> None:
+    """Once ``job``'s variants are translated, its checkpoints but the last (to extend it) and the averaged
+    model go; a learning-curve job keeps them all."""
+    if "curve" in job.experiments or job.train_steps != job.final_step or runner.outputs_missing(job):
+        return
+    ckpts = sorted(checkpoints(runner.path("jobs", job.name)).items())
+    for _, path in ckpts[:-1]:
+        path.unlink()
 
 
 def validation_log(log_text: str, valid_steps: int) -> Dict[int, Dict[str, float]]:
@@ -154,6 +184,17 @@ def run_evidence(args) -> int:
                     args.time_budget, gpu={"auto": None, "yes": True, "no": False}[args.gpu],
                     parallel=args.parallel, tune_size=args.tune_size,
                     preorder_options=json.loads(args.preorder_options) if args.preorder_options else None)
+    if args.stage == "main":
+        if not args.steps:
+            raise XLUsageError(None, None, "--stage main needs --steps (chosen from the learning curve on the validation pairs)")
+        runner.jobs = jobs = main_jobs(args.systems.split(","), [int(x) for x in args.seeds.split(",")], args.steps,
+                                       args.every, args.average, args.seed, args.max_steps)
+        if args.only:
+            runner.jobs = jobs = [j for j in jobs if j.name in args.only.split(",")]
+        runner.run(sys.argv[1:])
+        for job in jobs:
+            prune_checkpoints(runner, job)
+        return 0
     if args.stage == "curve":
         runner.run(sys.argv[1:])
     else:  # curve-score: no lock, so it can score while the training runs
@@ -183,9 +224,15 @@ def add_evidence(sub) -> None:
     add_corpus_arguments(p, shared_data())
     p.add_argument("--tune-size", type=int, default=1000, help="last training pairs carved off as the tuning split")
     p.add_argument("--workdir", default="runs/evidence_jaen", help="where everything is written (resumable)")
-    p.add_argument("--stage", choices=("curve", "curve-score"), default="curve",
-                   help="curve: train the learning-curve jobs; curve-score: score their kept checkpoints")
+    p.add_argument("--stage", choices=("curve", "curve-score", "main"), default="curve",
+                   help="curve: train the learning-curve jobs; curve-score: score their kept checkpoints; main: every "
+                        "system and seed at --steps, averaged, translated (validation and test)")
     p.add_argument("--seed", type=int, default=1, help="training seed of the learning-curve jobs (default 1)")
+    p.add_argument("--steps", type=int, help="--stage main: steps of every model (where the validation BLEU of "
+                   "the learning curve stops rising)")
+    p.add_argument("--systems", default=",".join(MAIN_SYSTEMS), help="--stage main: comma-separated systems")
+    p.add_argument("--seeds", default="1,2,3", help="--stage main: comma-separated seeds")
+    p.add_argument("--average", type=int, default=5, help="--stage main: checkpoints averaged (onmt_average_models)")
     p.add_argument("--only", help="comma-separated job names (e.g. baseline_s1) to restrict the stage to")
     p.add_argument("--max-steps", type=int, default=12000, help="learning-curve length (may grow later: jobs resume)")
     p.add_argument("--every", type=int, default=500, help="steps between kept checkpoints and validations")
