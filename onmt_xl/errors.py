@@ -102,14 +102,20 @@ def message(err: BaseException) -> str:
     return str(err)
 
 
-def _is_xl_input_error(exc: Optional[BaseException]) -> Optional[XLInputError]:
+def in_chain(exc: Optional[BaseException], kind) -> Optional[BaseException]:
+    """The first exception of type ``kind`` among ``exc`` and the exceptions it was raised from or while
+    handling (``__cause__``, else ``__context__``), or None."""
     seen = set()
     while exc is not None and id(exc) not in seen:
-        if isinstance(exc, XLInputError):
+        if isinstance(exc, kind):
             return exc
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
     return None
+
+
+def _is_xl_input_error(exc: Optional[BaseException]) -> Optional[XLInputError]:
+    return in_chain(exc, XLInputError)
 
 
 def _raised_in(tb, part: str) -> bool:

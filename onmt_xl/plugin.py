@@ -94,7 +94,7 @@ from torch.nn.utils.rnn import pad_sequence
 
 from onmt_xl import precision, resume
 from onmt_xl.encoders.common import feeding_xl_positions
-from onmt_xl.errors import XLInputError, install_excepthook
+from onmt_xl.errors import XLInputError, in_chain, install_excepthook
 from onmt_xl.transforms import XL_POS_KEY
 
 _registered = False
@@ -557,13 +557,7 @@ def server_textbatch_to_tensor(stock, vocabs, batch, device, is_train=False):
 
 
 def _caused_by(err: BaseException, kind) -> bool:
-    seen = set()
-    while err is not None and id(err) not in seen:
-        if isinstance(err, kind):
-            return True
-        seen.add(id(err))
-        err = err.__cause__ or err.__context__
-    return False
+    return in_chain(err, kind) is not None
 
 
 def _patch_server() -> None:
