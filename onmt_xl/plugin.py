@@ -53,7 +53,8 @@
    wrapped (:class:`RealignedOutput`) so that ``n_best`` empty lines are written at the place of each
    empty source line recorded by patch 8 (OpenNMT writes one ``write`` per translated line, in line
    order), trailing ones included; the returned predictions get ``[""] * n_best`` there (scores 0).
-   Setting empty lines aside before batching also keeps OpenNMT's output buckets whole (the translator
+   An input of empty lines only (or no line) no longer crashes the stock summary, which reads the last
+   batch. Setting empty lines aside before batching also keeps OpenNMT's output buckets whole (the translator
    closes a bucket after ``bucket_size`` translations, and a data bucket short of dropped lines would mix
    with the next one) and avoids its crash on a bucket with no non-empty line.
 
@@ -571,6 +572,23 @@ class RealignedOutput:
         return getattr(self.out, name)
 
 
+class _Batches:
+    """``infer_iter`` (its attributes too), calling ``on_none()`` once it ends having yielded no batch."""
+
+    def __init__(self, batches, on_none):
+        self.batches, self.on_none = batches, on_none
+
+    def __iter__(self):
+        n = 0
+        for n, item in enumerate(self.batches, 1):
+            yield item
+        if n == 0:
+            self.on_none()
+
+    def __getattr__(self, name):
+        return getattr(self.batches, name)
+
+
 def _infer_corpus(infer_iter):
     from onmt.constants import CorpusName
 
@@ -591,12 +609,18 @@ def _patch_empty_translations() -> None:
             return stock(self, infer_iter, *args, **kwargs)
         empty = lambda: getattr(corpus, "_onmt_xl_empty", ())  # noqa: E731  (set once reading starts)
         out, self.out_file = self.out_file, RealignedOutput(self.out_file, empty, self.n_best)
+        reports = self.report_score, self.report_time
+
+        def no_batch():  # the stock summary reads the last batch (and divides by the line count)
+            self.report_score = self.report_time = False
+
         try:
-            scores, predictions = stock(self, infer_iter, *args, **kwargs)
+            scores, predictions = stock(self, _Batches(infer_iter, no_batch), *args, **kwargs)
             self.out_file.pad()  # the empty lines at the end
             self.out_file.flush()
         finally:
             self.out_file = out
+            self.report_score, self.report_time = reports
         for line in sorted(empty()):
             if line <= len(predictions):
                 predictions.insert(line, [""] * self.n_best)
