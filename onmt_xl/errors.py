@@ -177,3 +177,17 @@ def quiet_onmt_warnings() -> None:
 
     warnings.filterwarnings("ignore", message=r"`torch\.cuda\.amp\.(custom_fwd|custom_bwd|autocast)\(args\.\.\.\)` "
                             r"is deprecated", category=FutureWarning, module=r"onmt(\.|$)")
+
+
+#: the example key under which the plug-in's corpus reader (:mod:`onmt_xl.plugin`) stores the corpus'
+#: files, ``{"src": path, "tgt": path, "align": path}`` (None for a side without a file, e.g. the server's lists)
+FILES_KEY = "cid_files"
+
+
+def example_location(example, side: str = "src"):
+    """``(file, 1-based line)`` of an OpenNMT example for error messages: the corpus' ``side`` file where the
+    plug-in recorded it, else the corpus id; the line from ``cid_line_number`` (None where unknown)."""
+    example = example or {}
+    path = (example.get(FILES_KEY) or {}).get(side) or example.get("cid")
+    line = example.get("cid_line_number")
+    return (None if path is None else str(path)), (None if line is None else int(line) + 1)

@@ -50,6 +50,28 @@
    stock ``onmt_*`` command prints ``PROG: error: MESSAGE`` alone and exits 1; OpenNMT's import-time
    deprecation warnings are silenced by ``onmt_xl_hook`` before ``onmt`` runs
    (:func:`onmt_xl.errors.quiet_onmt_warnings`).
+10. **Corpus lines** (:func:`read_corpus`, wrapping ``ParallelCorpusIterator._process``, which every corpus
+    of ``onmt_build_vocab``, ``onmt_train`` and ``onmt_translate`` goes through, whatever its transforms).
+    Line numbers: a reader with ``stride``/``offset`` (data workers, vocabulary threads, GPU ranks) reads
+    the blocks of ``stride`` lines with ``(i // stride) % stride == offset`` but stock numbers its k-th line
+    ``k * stride + offset``; ``cid_line_number`` is now the file's 0-based line
+    (:func:`stock_line_indices`), and ``example["cid_files"]`` holds the corpus' files, so errors name
+    the file and line (:func:`onmt_xl.errors.example_location`). Empty lines: in 3.5.1 an empty or
+    whitespace-only line splits to ``[""]``, so the stock ``-skip_empty_level`` check never fires
+    (empty sources were dropped silently after the transforms, empty targets trained on). Training and
+    validation pairs with an empty side are now skipped before any transform: ``silent``; ``warning``
+    (the default) logs ``FILE, line N: empty source line; the pair is skipped (-skip_empty_level
+    warning)`` once per line and process; ``error`` raises :class:`~onmt_xl.errors.XLInputError` naming
+    the file and line. Translation: empty source lines are set aside and recorded for patch 11.
+11. **One output line per input line** (``Inference._translate``): stock ``onmt_translate`` drops empty
+    source lines, so every later line of the output is misaligned. The translator's output file is
+    wrapped (:class:`RealignedOutput`) so that ``n_best`` empty lines are written at the place of each
+    empty source line recorded by patch 10 (OpenNMT writes one ``write`` per translated line, in line
+    order), trailing ones included; the returned predictions get ``[""] * n_best`` there (scores 0).
+    An input of empty lines only (or no line) no longer crashes the stock summary, which reads the last
+    batch. Setting empty lines aside before batching also keeps OpenNMT's output buckets whole (the translator
+    closes a bucket after ``bucket_size`` translations, and a data bucket short of dropped lines would mix
+    with the next one) and avoids its crash on a bucket with no non-empty line.
 
 Audit of the stock reads of ``batch["src"]`` on the paths users run (OpenNMT-py 3.5.1; the server and
 training-time validation scoring go through ``Translator._translate``, ``-report_align`` through
@@ -94,7 +116,7 @@ from torch.nn.utils.rnn import pad_sequence
 
 from onmt_xl import precision, resume
 from onmt_xl.encoders.common import feeding_xl_positions
-from onmt_xl.errors import XLInputError, in_chain, install_excepthook
+from onmt_xl.errors import FILES_KEY, XLInputError, example_location, in_chain, install_excepthook
 from onmt_xl.transforms import XL_POS_KEY
 
 _registered = False
@@ -116,6 +138,8 @@ def register() -> None:
     _patch_attention()
     _patch_resume()
     _patch_server()
+    _patch_corpus_lines()
+    _patch_empty_translations()
     import onmt_xl.decoders.reordering_embedding  # noqa: F401  (registers the decoder)
     import onmt_xl.encoders.families  # noqa: F401  (registers encoders)
     import onmt_xl.transforms.xl_position  # noqa: F401  (registers the transform)
@@ -134,16 +158,16 @@ def tensorify_with_xl(stock_tensorify, vocabs, minibatch, device, left_pad=False
         return batch
     seqs = []
     for ex, _ in minibatch:
-        where = (ex.get("cid"), ex.get("cid_line_number"))
+        where = example_location(ex)
         if XL_POS_KEY not in ex:
             raise XLInputError(
-                str(where[0]), _line(where[1]),
+                *where,
                 "example has no XL positions while others in its batch do: add the xl_position "
                 "transform to every corpus of a model with an XL encoder",
             )
         if len(ex[XL_POS_KEY]) != len(ex["src"]["src_ids"]):
             raise XLInputError(
-                str(where[0]), _line(where[1]),
+                *where,
                 f"{len(ex[XL_POS_KEY])} XL positions for {len(ex['src']['src_ids'])} source tokens: "
                 "xl_position must come after every transform that changes the source tokens",
             )
@@ -154,10 +178,6 @@ def tensorify_with_xl(stock_tensorify, vocabs, minibatch, device, left_pad=False
         xl = xl.flip(dims=[1])
     batch[XL_POS_KEY] = xl
     return batch
-
-
-def _line(line_number):
-    return None if line_number is None else int(line_number) + 1
 
 
 def _patch_batching() -> None:
@@ -611,3 +631,163 @@ def _patch_server() -> None:
     ServerModel.parse_opt = functools.wraps(ServerModel.parse_opt)(parse_opt)
     ServerModel.run = functools.wraps(stock_run)(run)
     server.textbatch_to_tensor = functools.partial(server_textbatch_to_tensor, server.textbatch_to_tensor)
+
+
+LINE_KEY = "_onmt_xl_line"  # the file's 0-based line, set on the raw example before OpenNMT's own reading
+
+
+def stock_line_indices(stride: int, offset: int):
+    """The 0-based file lines that OpenNMT-py 3.5.1's ``ParallelCorpus.load(offset, stride)`` yields, in order:
+    those with ``(i // stride) % stride == offset`` (blocks of ``stride`` lines per reader), whereas its
+    ``cid_line_number`` is ``k * stride + offset`` for the k-th line read (correct only for ``stride`` 1)."""
+    i = 0
+    while True:
+        if (i // stride) % stride == offset:
+            yield i
+        i += 1
+
+
+def _is_empty(tokens) -> bool:
+    return tokens is not None and not any(tokens)  # "" and whitespace-only lines split to [""] in 3.5.1
+
+
+def read_corpus(iterator, stock_process, stream):
+    """``ParallelCorpusIterator._process`` with the file's line number, the corpus' files and the empty-line
+    policy (see the module docstring, patch 10). ``iterator``: the stock iterator, ``stream``: its raw examples."""
+    from onmt.constants import CorpusName
+    from onmt.utils.logging import logger
+
+    corpus = iterator.corpus
+    files = {side: (path if isinstance(path, str) else None)
+             for side, path in (("src", corpus.src), ("tgt", corpus.tgt), ("align", corpus.align))}
+    inferring = iterator.cid == CorpusName.INFER
+    if inferring:
+        iterator._onmt_xl_empty = set()  # read by the translator (patch 11) as the lines come in
+    warned = iterator.__dict__.setdefault("_onmt_xl_warned", set())
+
+    def numbered():
+        for line, example in zip(stock_line_indices(iterator.stride, iterator.offset), stream):
+            example[LINE_KEY] = line
+            yield example
+
+    for item in stock_process(iterator, numbered()):
+        example = item[0]
+        line = example.pop(LINE_KEY, None)
+        if line is not None:
+            example["cid_line_number"] = line
+        example[FILES_KEY] = files
+        src_empty, tgt_empty = _is_empty(example["src"]), _is_empty(example.get("tgt"))
+        if inferring:
+            if src_empty:
+                iterator._onmt_xl_empty.add(example["cid_line_number"])
+                continue
+        elif src_empty or tgt_empty:
+            side = "src" if src_empty else "tgt"
+            path, number = example_location(example, side)
+            what = ("empty source and target lines" if src_empty and tgt_empty
+                    else f"empty {'source' if src_empty else 'target'} line")
+            level = iterator.skip_empty_level
+            if level == "error":
+                raise XLInputError(path, number, f"{what}: remove the pair, or skip empty pairs with "
+                                                 "-skip_empty_level warning (or silent)")
+            if level == "warning" and (path, number) not in warned:
+                warned.add((path, number))
+                logger.warning("%s, line %s: %s; the pair is skipped (-skip_empty_level warning)", path, number, what)
+            continue
+        yield item
+
+
+def _patch_corpus_lines() -> None:
+    from onmt.inputters.text_corpus import ParallelCorpusIterator
+
+    if getattr(ParallelCorpusIterator._process, "_onmt_xl", False):
+        return
+    stock = ParallelCorpusIterator._process
+
+    def _process(self, stream):
+        return read_corpus(self, stock, stream)
+
+    _process._onmt_xl = True
+    ParallelCorpusIterator._process = functools.wraps(stock)(_process)
+
+
+class RealignedOutput:
+    """The translator's output file, with ``n_best`` empty lines written for every empty source line at its
+    place: OpenNMT writes one ``write`` per translated line, in line order; ``empty()`` gives the empty lines
+    read so far (0-based), which always include those before the line being written."""
+
+    def __init__(self, out, empty, n_best: int):
+        self.out, self.empty, self.n_best, self.line = out, empty, max(int(n_best), 1), 0
+
+    def pad(self) -> None:
+        empty = self.empty()
+        while self.line in empty:
+            self.out.write("\n" * self.n_best)
+            self.line += 1
+
+    def write(self, text):
+        self.pad()
+        self.out.write(text)
+        self.line += 1
+
+    def __getattr__(self, name):
+        return getattr(self.out, name)
+
+
+class _Batches:
+    """``infer_iter`` (its attributes too), calling ``on_none()`` once it ends having yielded no batch."""
+
+    def __init__(self, batches, on_none):
+        self.batches, self.on_none = batches, on_none
+
+    def __iter__(self):
+        n = 0
+        for n, item in enumerate(self.batches, 1):
+            yield item
+        if n == 0:
+            self.on_none()
+
+    def __getattr__(self, name):
+        return getattr(self.batches, name)
+
+
+def _infer_corpus(infer_iter):
+    from onmt.constants import CorpusName
+
+    mixer = getattr(infer_iter, "mixer", None)
+    return getattr(mixer, "iterables", {}).get(CorpusName.INFER)
+
+
+def _patch_empty_translations() -> None:
+    from onmt.translate.translator import Inference
+
+    if getattr(Inference._translate, "_onmt_xl_empty", False):
+        return
+    stock = Inference._translate
+
+    def _translate(self, infer_iter, *args, **kwargs):
+        corpus = _infer_corpus(infer_iter)
+        if corpus is None or self.out_file is None:
+            return stock(self, infer_iter, *args, **kwargs)
+        empty = lambda: getattr(corpus, "_onmt_xl_empty", ())  # noqa: E731  (set once reading starts)
+        out, self.out_file = self.out_file, RealignedOutput(self.out_file, empty, self.n_best)
+        reports = self.report_score, self.report_time
+
+        def no_batch():  # the stock summary reads the last batch (and divides by the line count)
+            self.report_score = self.report_time = False
+
+        try:
+            scores, predictions = stock(self, _Batches(infer_iter, no_batch), *args, **kwargs)
+            self.out_file.pad()  # the empty lines at the end
+            self.out_file.flush()
+        finally:
+            self.out_file = out
+            self.report_score, self.report_time = reports
+        for line in sorted(empty()):
+            if line <= len(predictions):
+                predictions.insert(line, [""] * self.n_best)
+                scores.insert(line, [0.0] * self.n_best)
+        return scores, predictions
+
+    _translate._onmt_xl_empty = True
+    Inference._translate = functools.wraps(stock)(_translate)

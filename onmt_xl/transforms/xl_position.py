@@ -35,8 +35,8 @@ from typing import Dict, List, Optional, Tuple
 from onmt.transforms import register_transform
 from onmt.transforms.transform import Transform
 
+from onmt_xl.errors import XLInputError, example_location
 from onmt_xl.opts import Option, add_all
-from onmt_xl.errors import XLInputError
 from onmt_xl.transforms import XL_POS_KEY
 from onmt_xl.segmentation import MarkerCounts, SegmentationScheme, content_mismatch, marker
 
@@ -213,9 +213,10 @@ class XLPositionTransform(Transform):
                 self._seg_sample = None
             return
         trained = self.preorderer.segmentation
-        where = example.get("cid") or "the input"
-        if example.get("cid_line_number") is not None:
-            where += f" (up to line {example['cid_line_number'] + 1})"
+        path, line = example_location(example)
+        where = path or "the input"
+        if line is not None:
+            where += f" (up to line {line})"
         hint = ("retrain the preorderer on text segmented like this (onmt-xl preorder-train --src-subword-model ...)"
                 if trained.kind == "words" else
                 "segment the source the way the preorderer's training source was (a sub-word transform before "
@@ -264,16 +265,17 @@ class XLPositionTransform(Transform):
         from onmt_xl.align.pharaoh import parse_pharaoh_line
         from onmt_xl.reorder.oracle import btg_oracle
 
-        where = (example.get("cid"), example.get("cid_line_number"))
-        line = None if where[1] is None else where[1] + 1
-        align, source = example.get("align"), f"{where[0]} (path_align)"
+        src_path, line = example_location(example)
+        align_path, _ = example_location(example, "align")
+        align = example.get("align")
+        source = align_path if align_path != example.get("cid") else f"{align_path} (path_align)"
         if align is None and self.align_lines is not None:
             if line is None or line > len(self.align_lines):
                 raise XLInputError(self.align_path, line, f"no alignment line for source line {line}")
             align, source = self.align_lines[line - 1], self.align_path
         if align is None:
             raise XLInputError(
-                str(where[0]), line,
+                src_path, line,
                 "-xl_source align needs word alignments: set path_align for this corpus (or -xl_align_path)",
             )
         align = " ".join(align) if isinstance(align, list) else align
