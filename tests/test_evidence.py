@@ -134,3 +134,13 @@ def test_main_jobs_reuse_the_curve_models_and_average_their_last_checkpoints(tmp
         (jd / f"hyp.{variant}").write_text("")
     prune_checkpoints(runner, by["inxl_s2"])
     assert sorted(p.name for p in jd.glob("*.pt")) == ["average3_step_30.pt", "model_step_30.pt"]
+
+
+def test_given_validation_pairs_need_no_held_out_training_pairs(tmp_path):
+    corpus = _corpus(tmp_path)
+    (tmp_path / "v.src").write_text("a\n")
+    (tmp_path / "v.tgt").write_text("b\n")
+    corpus.valid_src, corpus.valid_tgt = str(tmp_path / "v.src"), str(tmp_path / "v.tgt")
+    runner = Runner(corpus, str(tmp_path / "wd"), [], preset="demo", train_steps=4, gpu=False, valid_size=1000)
+    runner.stage_data()
+    assert len((tmp_path / "wd" / "data" / "train.src").read_text().splitlines()) == 60

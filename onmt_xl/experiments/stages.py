@@ -83,7 +83,7 @@ class DataStages:
     def _stage_train_valid(self, data: Path) -> Tuple[int, int, int]:
         src, tgt = read_parallel(self.corpus.train_src, self.corpus.train_tgt)
         held = self.tune_size + (0 if self.corpus.valid_src else self.valid_size)
-        if self.tune_size < 0 or not 0 < held < len(src):
+        if self.tune_size < 0 or (not self.corpus.valid_src and self.valid_size < 1) or held >= len(src):
             raise ValueError(f"--valid-size {self.valid_size} and --tune-size {self.tune_size} leave no training pairs "
                              f"of {len(src)} (or are negative)")
         cut = len(src) - self.tune_size
