@@ -28,6 +28,7 @@ from typing import Any, Dict, List, Optional, Sequence
 from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.plan import Job
 from onmt_xl.experiments.stock import read_lines, say, stock
+from onmt_xl.experiments.systems import SYSTEMS
 
 CURVE_SYSTEMS = ("baseline", "combination")
 MAIN_SYSTEMS = ("baseline", "relative_pe", "inxl", "headxl", "combination")  # the first tier of the study
@@ -38,10 +39,15 @@ VALID_ACC = re.compile(r"Validation accuracy: ([0-9.]+)")
 RESUMED = re.compile(r"Loading checkpoint from .*_step_(\d+)\.pt")
 
 
+def _every(every: int) -> Dict[str, int]:
+    """The study's checkpoint options: every checkpoint kept, one and a validation every ``every`` steps (the
+    same for every job, so a learning-curve job and the main job of its system and seed are one model)."""
+    return dict(keep_checkpoint=-1, save_checkpoint_steps=every, valid_steps=every)
+
+
 def curve_jobs(seed: int, max_steps: int, every: int) -> List[Job]:
     """The learning-curve jobs: every ``every`` steps a kept checkpoint and a validation."""
-    keep = dict(keep_checkpoint=-1, save_checkpoint_steps=every, valid_steps=every)
-    return [Job(f"{system}_s{seed}", system, seed, overrides=keep, train_steps=max_steps, experiments=["curve"])
+    return [Job(f"{system}_s{seed}", system, seed, overrides=_every(every), train_steps=max_steps, experiments=["curve"])
             for system in CURVE_SYSTEMS]
 
 
@@ -50,12 +56,12 @@ def main_jobs(systems: Sequence[str], seeds: Sequence[int], steps: int, every: i
     """Every system with every seed trained ``steps`` steps (a checkpoint every ``every``), translated with the
     average of its last ``average`` checkpoints up to ``steps``; the learning-curve jobs (the curve systems with
     ``curve_seed``) are the same models, trained longer: their checkpoints at ``steps`` serve."""
-    keep = dict(keep_checkpoint=-1, save_checkpoint_steps=every, valid_steps=every)
     jobs = []
     for seed in seeds:
         for system in systems:
             curve = system in CURVE_SYSTEMS and seed == curve_seed
-            jobs.append(Job(f"{system}_s{seed}", system, seed, overrides=keep, train_steps=curve_steps if curve else steps,
+            jobs.append(Job(f"{system}_s{seed}", system, seed, overrides=_every(every),
+                            train_steps=curve_steps if curve else steps,
                             final_step=steps, average=average, variants=["valid", "test"], experiments=["main"]))
     return jobs
 
@@ -119,8 +125,6 @@ def score_checkpoints(runner, job: Job, every: int, threads: Optional[int] = Non
             tmp = hyp.with_name(hyp.name + ".partial")
             args = [stock("onmt_translate"), "-model", ckpt, "-src", runner.path("data", "valid.src"), "-output", tmp,
                     "-beam_size", runner.beam_size, "-batch_size", 64, "-batch_type", "sents", "-seed", job.seed]
-            from onmt_xl.experiments.systems import SYSTEMS
-
             if SYSTEMS[job.system].translate_transform:
                 args += ["-transforms", SYSTEMS[job.system].translate_transform,
                          "-xl_preorderer", runner.path("preorderer.xlp")]

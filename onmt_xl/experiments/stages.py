@@ -60,7 +60,8 @@ def read_parallel(src: str, tgt: str) -> Tuple[List[str], List[str]]:
 
 class DataStages:
     """The stages before training, mixed into :class:`onmt_xl.experiments.runner.Runner` (which provides
-    ``corpus``, ``path``, ``valid_size``, ``tune_size``, ``preset``, ``overrides``, ``preorder_iterations``, ``_run`` and
+    ``corpus``, ``path``, ``valid_size``, ``tune_size``, ``preorder_options``, ``preset``, ``overrides``,
+    ``preorder_iterations``, ``_run`` and
     ``_manifest_update``)."""
 
     def stage_data(self) -> None:
@@ -160,7 +161,7 @@ class DataStages:
             links = read_pharaoh(str(self.path("align", "train.gdfa")), [len(s) for s in src])
             say(f"training the preorderer on {len(src)} pairs")
             t0 = time.perf_counter()
-            kw = dict(getattr(self, "preorder_options", None) or {})
+            kw = dict(self.preorder_options)
             if self.preorder_iterations is not None:
                 kw["iterations"] = self.preorder_iterations
             Preorderer.train(src, links, **kw).save(str(model_path))
@@ -174,7 +175,7 @@ class DataStages:
         result = self.preorderer_scores(model, "test", self.corpus.test_align)
         if self.tune_size:
             result["tune"] = self.preorderer_scores(model, "tune")
-        if "options" not in result and getattr(self, "preorder_options", None):
+        if self.preorder_options:
             result["options"] = dict(self.preorder_options)
         self.path("preorderer.json").write_text(json.dumps(result, indent=2))
 
