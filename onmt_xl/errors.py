@@ -22,8 +22,8 @@ class XLInputError(ValueError):
 
     def __init__(self, path: Optional[str], line: Optional[int], problem: str):
         self.path, self.line, self.problem = path, line, problem
-        if path is None and line is None and isinstance(self, XLUsageError):
-            super().__init__(problem)  # about the options, not a file
+        if path is None and line is None:
+            super().__init__(problem)  # about the options, or a message that names its file already
             return
         where = str(path) if path is not None else "<input>"
         if line is not None:
@@ -141,8 +141,8 @@ def _undecodable_argv(exc: UnicodeDecodeError) -> XLInputError:
 
 def install_excepthook() -> None:
     """For the stock ``onmt_*`` commands: an uncaught :class:`XLInputError` (or an exception raised while handling
-    one) prints ``PROG: error: MESSAGE`` alone, not under OpenNMT-py's traceback, and the process exits 1 as
-    for any uncaught exception; so does a :class:`UnicodeDecodeError` of OpenNMT-py's corpus reader, naming the
+    one) prints ``PROG: error: MESSAGE`` alone, not under OpenNMT-py's traceback, and the process exits 2 for a
+    usage error (:func:`exit_code`, as argparse), else 1 as for any uncaught exception; so does a :class:`UnicodeDecodeError` of OpenNMT-py's corpus reader, naming the
     -src/-tgt file and line that is not UTF-8. Every other exception keeps its traceback. Safe to call
     repeatedly."""
     previous = sys.excepthook
@@ -157,12 +157,19 @@ def install_excepthook() -> None:
         if err is None and isinstance(exc, RuntimeError) and "onmt_xl.errors.XLInputError: " in str(exc):
             # re-raised by torch's DataLoader from a data worker, as text under the worker's traceback
             text = str(exc).rsplit("onmt_xl.errors.XLInputError: ", 1)[1].strip()
-            err = XLUsageError(None, None, text)  # the text names the file and line already
+            err = XLInputError(None, None, text)  # the text names the file and line already
         if err is None and isinstance(exc, UnicodeDecodeError) and _raised_in(tb, "onmt" + os.sep + "inputters"):
             err = _undecodable_argv(exc)
         if err is None:
             return previous(exc_type, exc, tb)
         print(f"{prog}: error: {err}", file=sys.stderr)
+        if exit_code(err) != DATA_EXIT:  # Python exits 1 after any uncaught exception; argparse's 2 for usage
+            import logging
+
+            logging.shutdown()
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(exit_code(err))
 
     hook._onmt_xl = True  # type: ignore[attr-defined]
     sys.excepthook = hook

@@ -72,6 +72,16 @@
     batch. Setting empty lines aside before batching also keeps OpenNMT's output buckets whole (the translator
     closes a bucket after ``bucket_size`` translations, and a data bucket short of dropped lines would mix
     with the next one) and avoids its crash on a bucket with no non-empty line.
+12. **The output file opened at the first line** (``build_translator``): stock ``onmt_translate`` empties
+    ``-output`` before it loads the model, so a run that stops at startup (a bad option, model, transform
+    or preorderer) wiped the translations of an earlier run. :class:`LazyOutput` opens it (``w+``, UTF-8,
+    as stock) at the first write or flush; the translator flushes at the end, so an empty input still
+    leaves an empty file. Callers that pass their own ``out_file`` (the server, validation scoring) are
+    unaffected.
+13. **Unknown options said** (``ArgumentParser.parse_known_args`` of ``onmt_train`` and ``onmt_build_vocab``):
+    both parse with ``parse_known_args`` and drop what they do not know, so a mistyped option (``xl_haeds: 2``
+    in the YAML) trained the wrong model without a word. Each unknown option now gets one warning line with
+    the closest known name; ``onmt_build_vocab`` skips those ``onmt_train`` knows (the two share a YAML).
 
 Audit of the stock reads of ``batch["src"]`` on the paths users run (OpenNMT-py 3.5.1; the server and
 training-time validation scoring go through ``Translator._translate``, ``-report_align`` through
@@ -107,6 +117,8 @@ preorderer never saw.
 from __future__ import annotations
 
 import argparse
+import codecs
+import contextlib
 import functools
 import os
 import threading
@@ -116,7 +128,7 @@ from torch.nn.utils.rnn import pad_sequence
 
 from onmt_xl import precision, resume
 from onmt_xl.encoders.common import feeding_xl_positions
-from onmt_xl.errors import FILES_KEY, XLInputError, example_location, in_chain, install_excepthook
+from onmt_xl.errors import FILES_KEY, XLInputError, XLUsageError, example_location, in_chain, install_excepthook
 from onmt_xl.transforms import XL_POS_KEY
 
 _registered = False
@@ -140,6 +152,8 @@ def register() -> None:
     _patch_server()
     _patch_corpus_lines()
     _patch_empty_translations()
+    _patch_lazy_output()
+    _patch_unknown_options()
     import onmt_xl.decoders.reordering_embedding  # noqa: F401  (registers the decoder)
     import onmt_xl.encoders.families  # noqa: F401  (registers encoders)
     import onmt_xl.transforms.xl_position  # noqa: F401  (registers the transform)
@@ -312,9 +326,21 @@ def _patch_options() -> None:
         from onmt_xl.encoders.families import FAMILIES
 
         stock_validate(cls, model_opt)
-        validate_model_options(model_opt, FAMILIES)
+        with usage_errors():
+            validate_model_options(model_opt, FAMILIES)
 
     ArgumentParser.validate_model_opts = classmethod(validate_model_opts)
+
+
+@contextlib.contextmanager
+def usage_errors():
+    """Our options' ``ValueError``\ s as :class:`XLUsageError`: the stock commands print them alone, exit 2."""
+    try:
+        yield
+    except XLInputError:
+        raise
+    except ValueError as err:
+        raise XLUsageError(None, None, str(err)) from None
 
 
 _logged = set()
@@ -791,3 +817,99 @@ def _patch_empty_translations() -> None:
 
     _translate._onmt_xl_empty = True
     Inference._translate = functools.wraps(stock)(_translate)
+
+
+class LazyOutput:
+    """A text file opened (``w+``, UTF-8) at the first ``write`` or ``flush``, not before (patch 12)."""
+
+    def __init__(self, path: str):
+        self.path, self._file = path, None
+
+    def _opened(self):
+        if self._file is None:
+            self._file = codecs.open(self.path, "w+", "utf-8")
+        return self._file
+
+    def write(self, text):
+        return self._opened().write(text)
+
+    def flush(self):
+        self._opened().flush()
+
+    def close(self):
+        if self._file is not None:
+            self._file.close()
+
+    def __getattr__(self, name):
+        return getattr(self._opened(), name)
+
+
+def _patch_lazy_output() -> None:
+    from onmt.translate import translator
+
+    if getattr(translator.build_translator, "_onmt_xl", False):
+        return
+    stock = translator.build_translator
+
+    def build_translator(opt, device_id=0, report_score=True, logger=None, out_file=None):
+        if out_file is None:
+            out_file = LazyOutput(opt.output)
+        return stock(opt, device_id=device_id, report_score=report_score, logger=logger, out_file=out_file)
+
+    build_translator._onmt_xl = True
+    translator.build_translator = functools.wraps(stock)(build_translator)
+    from onmt.utils import distributed  # multi-GPU translation imported the name itself
+
+    distributed.build_translator = translator.build_translator
+
+
+def unknown_option_warnings(prog: str, unknown, known, also_fine=()) -> list:
+    """One ``PROG: warning:`` line per unknown option (``--name=value``, ``-name`` or a value), with the closest
+    of ``known`` option names; names in ``also_fine`` (known to a sibling command) are left out."""
+    import difflib
+
+    lines = []
+    for item in unknown:
+        if not item.startswith("-") or item.lstrip("-")[:1].isdigit():
+            continue  # the value of an unknown option, or a negative number
+        name = item.lstrip("-").split("=", 1)[0]
+        if name in also_fine:
+            continue
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+        hint = f"; did you mean {close[0]}?" if close else f"; see {prog} -h"
+        lines.append(f"{prog}: warning: unknown option {name} (command line or -config file) is ignored{hint}")
+    return lines
+
+
+def _option_names(parser) -> list:
+    return sorted({s.lstrip("-") for s in parser._option_string_actions})
+
+
+def _patch_unknown_options() -> None:
+    import sys
+
+    from onmt.utils.parse import ArgumentParser
+
+    if getattr(ArgumentParser.parse_known_args, "_onmt_xl", False):
+        return
+    stock = ArgumentParser.parse_known_args
+    commands = {"train.py": "onmt_train", "build_vocab.py": "onmt_build_vocab"}
+
+    def parse_known_args(self, args=None, namespace=None, *rest, **kwargs):
+        opt, unknown = stock(self, args, namespace, *rest, **kwargs)
+        prog = commands.get(self.description)
+        if args is None and unknown and prog:  # the command line of one of the two commands
+            also_fine = ()
+            if prog == "onmt_build_vocab":
+                from onmt.opts import train_opts
+
+                train = ArgumentParser(description="onmt_train options")
+                train_opts(train)
+                also_fine = set(_option_names(train))
+            known = sorted(set(_option_names(self)) | set(also_fine))
+            for line in unknown_option_warnings(prog, unknown, known, also_fine):
+                print(line, file=sys.stderr)
+        return opt, unknown
+
+    parse_known_args._onmt_xl = True
+    ArgumentParser.parse_known_args = functools.wraps(stock)(parse_known_args)

@@ -68,22 +68,74 @@ def test_translate_with_the_transform(workdir, trained_combination):
     assert len(out.read_text().splitlines()) == 6
 
 
+EARLIER = "a translation from an earlier run\n"
+
+
+def earlier_output(workdir: Path, name: str) -> Path:
+    """An -output file that a failing run must leave as it was (the plug-in opens it at the first line)."""
+    out = workdir / name
+    out.write_text(EARLIER)
+    return out
+
+
+def assert_one_line(proc, code: int, *names) -> None:
+    """The command stopped with ``code`` and one ``PROG: error:`` line naming ``names``, no traceback."""
+    assert proc.returncode == code, (proc.returncode, proc.stderr[-3000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    lines = [line for line in proc.stderr.splitlines() if ": error: " in line]
+    assert len(lines) == 1, proc.stderr[-3000:]
+    for name in names:
+        assert str(name) in lines[0], (name, lines[0])
+
+
+def translate_xl(workdir, model, src, out, *extra):
+    return run("onmt_translate", "-model", str(model), "-src", str(src), "-output", str(out), "-beam_size", "2",
+               *extra, check=False)
+
+
 def test_translate_without_the_transform_fails(workdir, trained_combination):
-    out = workdir / "nope.txt"
-    proc = run("onmt_translate", "-model", str(trained_combination), "-src", str(workdir / "data" / "valid.src"),
-               "-output", str(out), check=False)
-    assert proc.returncode != 0
-    assert "needs cross-lingual positions" in proc.stderr + proc.stdout
+    out = earlier_output(workdir, "nope.txt")
+    proc = translate_xl(workdir, trained_combination, workdir / "data" / "valid.src", out)
+    assert_one_line(proc, 2, "needs cross-lingual positions")  # a usage error: exit 2, as argparse
+    assert out.read_text() == EARLIER
 
 
-def test_translate_with_a_bad_preorderer_fails_at_startup(workdir, trained_combination):
-    bad = workdir / "bad.xlp"
-    bad.write_text("not a preorderer")
-    proc = run("onmt_translate", "-model", str(trained_combination), "-src", str(workdir / "data" / "valid.src"),
-               "-output", str(workdir / "x.txt"), "-transforms", "xl_position", "-xl_preorderer", str(bad), check=False)
-    assert proc.returncode == 1 and str(bad) in proc.stderr + proc.stdout
+@pytest.mark.parametrize("problem, code", [("corrupt", 1), ("missing", 2)])
+def test_translate_with_a_bad_preorderer_fails_at_startup(workdir, trained_combination, problem, code):
+    bad = workdir / f"{problem}.xlp"
+    if problem == "corrupt":
+        bad.write_text("not a preorderer")
+    out = earlier_output(workdir, f"{problem}.hyp")
+    proc = translate_xl(workdir, trained_combination, workdir / "data" / "valid.src", out,
+                        "-transforms", "xl_position", "-xl_preorderer", str(bad))
     # the plug-in's excepthook: the message alone, not under OpenNMT's traceback
-    assert "Traceback" not in proc.stderr and f"onmt_translate: error: {bad}" in proc.stderr
+    assert_one_line(proc, code, f"onmt_translate: error: {bad}")
+    assert out.read_text() == EARLIER
+
+
+def test_translate_non_utf8_source_names_the_line(workdir, trained_combination):
+    lines = (workdir / "data" / "valid.src").read_text().splitlines()[:4]
+    src = workdir / "latin1.src"
+    src.write_bytes("\n".join(lines[:2]).encode() + "\ncaf\u00e9\n".encode("latin-1") + lines[3].encode() + b"\n")
+    out = earlier_output(workdir, "latin1.hyp")
+    proc = translate_xl(workdir, trained_combination, src, out, "-transforms", "xl_position",
+                        "-xl_preorderer", str(workdir / "preorderer.xlp"))
+    assert_one_line(proc, 1, f"{src}, line 3", "not UTF-8")
+    assert out.read_text() == EARLIER
+
+
+def test_translate_crlf_source_as_lf(workdir, trained_combination):
+    """Windows line ends: the same translations as the same lines ended by LF."""
+    lines = (workdir / "data" / "valid.src").read_text().splitlines()[:6]
+    hyps = []
+    for name, end in (("lf", "\n"), ("crlf", "\r\n")):
+        src = workdir / f"{name}.src"
+        src.write_bytes("".join(line + end for line in lines).encode())
+        proc = translate_xl(workdir, trained_combination, src, workdir / f"{name}.hyp", "-transforms", "xl_position",
+                            "-xl_preorderer", str(workdir / "preorderer.xlp"))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        hyps.append((workdir / f"{name}.hyp").read_bytes())
+    assert hyps[0] == hyps[1] and len(hyps[0].splitlines()) == 6
 
 
 def test_train_from_resumes_an_xl_model(workdir, trained_combination):
@@ -105,13 +157,13 @@ def test_average_models(workdir, trained_combination):
 def test_tau_above_heads_is_rejected_by_onmt_train(workdir, trained_combination):
     cfg = write_config(workdir, "headxl", xl_heads=9, train_steps=1)
     proc = run("onmt_train", "-config", str(cfg), check=False)
-    assert proc.returncode != 0 and "xl_heads must be in [0, heads=4]" in proc.stderr + proc.stdout
+    assert_one_line(proc, 2, "xl_heads must be in [0, heads=4]")
 
 
 def test_unknown_option_value_is_rejected(workdir, trained_combination):
     cfg = write_config(workdir, "inxl", inxl_fusion="lowrank", train_steps=1)
     proc = run("onmt_train", "-config", str(cfg), check=False)
-    assert proc.returncode != 0 and "inxl_fusion" in proc.stderr
+    assert proc.returncode == 2 and "inxl_fusion" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_baseline_and_relative_pe_train(workdir, trained_combination):
@@ -127,7 +179,7 @@ def test_xl_encoder_without_the_transform_is_rejected_at_startup(workdir, traine
     path = workdir / "no_transform.yaml"
     path.write_text(yaml.safe_dump(cfg))
     proc = run("onmt_train", "-config", str(path), check=False)
-    assert proc.returncode != 0 and "corpus 'valid' does not list the xl_position transform" in proc.stderr + proc.stdout
+    assert_one_line(proc, 2, "corpus 'valid' does not list the xl_position transform")
 
 
 @pytest.mark.parametrize("system", [s for s in SYSTEMS if s not in ("baseline", "relative_pe", "combination", "refsr")])
@@ -191,3 +243,34 @@ def test_refsr_trains_with_the_reordering_loss_and_translates_without_alignments
     cos = [float(torch.nn.functional.cosine_similarity(sinusoid(torch.tensor([j]), d), sinusoid(torch.tensor([r]), d)))
            for s, ls in zip(src, links) for j, r in enumerate(btg_oracle(len(s), ls).pos_xl)]
     assert pe_sim == pytest.approx(sum(cos) / len(cos), abs=1e-5)
+
+
+def test_mistyped_options_are_named(workdir, trained_combination):
+    """onmt_train and onmt_build_vocab drop options they do not know (parse_known_args): the plug-in names each,
+    with the closest known one; onmt_build_vocab says nothing of onmt_train's options (they share the YAML)."""
+    cfg = write_config(workdir, "baseline", train_steps=1, save_checkpoint_steps=1, valid_steps=1, xl_haeds=2)
+    proc = run("onmt_train", "-config", str(cfg), "-src_vocab", str(workdir / "vocab.src"), "-lerning_rate", "2")
+    warnings = [line for line in proc.stderr.splitlines() if ": warning: unknown option" in line]
+    assert warnings == [
+        "onmt_train: warning: unknown option xl_haeds (command line or -config file) is ignored; did you mean xl_heads?",
+        "onmt_train: warning: unknown option lerning_rate (command line or -config file) is ignored; "
+        "did you mean learning_rate?",
+    ]
+    proc = run("onmt_build_vocab", "-config", str(cfg), "-n_sample", "20", "-save_data", str(workdir / "bv"),
+               "-src_vocab", str(workdir / "bv.src"), "-tgt_vocab", str(workdir / "bv.tgt"), "-overwrite")
+    warnings = [line for line in proc.stderr.splitlines() if ": warning: unknown option" in line]
+    assert warnings == ["onmt_build_vocab: warning: unknown option xl_haeds (command line or -config file) is ignored; "
+                        "did you mean xl_heads?"]
+
+
+def test_unknown_option_warnings_skip_values():
+    from onmt_xl.plugin import unknown_option_warnings
+
+    lines = unknown_option_warnings("onmt_train", ["--xl_haeds=2", "-beam_size", "5", "-x", "-3", "--ok"],
+                                    ["xl_heads", "heads"], also_fine={"ok"})
+    assert lines == ["onmt_train: warning: unknown option xl_haeds (command line or -config file) is ignored; "
+                     "did you mean xl_heads?",
+                     "onmt_train: warning: unknown option beam_size (command line or -config file) is ignored; "
+                     "see onmt_train -h",
+                     "onmt_train: warning: unknown option x (command line or -config file) is ignored; "
+                     "see onmt_train -h"]

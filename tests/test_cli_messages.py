@@ -177,3 +177,72 @@ def test_the_handler_names_the_file_of_an_unexpected_unicode_error(files, capsys
     assert main(["readit", "--model", str(files / "m.bin"), "--src", str(files / "lat.txt")], extra=[add]) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"onmt-xl readit: error: {files / 'lat.txt'}, line 2: not UTF-8") and "m.bin" not in err
+
+
+# -- the bad-input matrix: the message names the file and line, and a file written before is left as it was ------
+
+EARLIER = "written by an earlier run\n"
+
+
+@pytest.mark.parametrize("line2, problem", [
+    ("0-0 1:1", "malformed Pharaoh token '1:1'"),
+    ("0-0 5-1", "source index 5 out of range for a 2-token source sentence"),
+    ("0-0 1-7", "target index 7 out of range for a 2-token target sentence"),
+])
+@pytest.mark.parametrize("command", ["oracle", "preorder-train"])
+def test_bad_alignment_lines(files, command, line2, problem):
+    (files / "a.al").write_text("0-0 1-1\n" + line2 + "\n")
+    out = files / "earlier.out"
+    out.write_text(EARLIER)
+    target = ["--out-order", out] if command == "oracle" else ["--model", out]
+    rc, err = onmt_xl(command, "--src", files / "s.txt", "--tgt", files / "t.txt", "--align", files / "a.al", *target)
+    assert_message(rc, err, 1, f"{files / 'a.al'}, line 2: ", problem)
+    assert out.read_text() == EARLIER
+
+
+def test_crlf_files_read_as_lf(files):
+    """Windows line ends in every input: the same output as LF files, byte for byte."""
+    outs = []
+    for name, end in (("lf", "\n"), ("crlf", "\r\n")):
+        for stem, text in (("s", "a b c\nd e\n"), ("t", "x y z\nw v\n"), ("a", "0-2 1-1 2-0\n0-0 1-1\n")):
+            (files / f"{name}.{stem}").write_bytes(text.replace("\n", end).encode())
+        rc, err = onmt_xl("oracle", "--src", files / f"{name}.s", "--tgt", files / f"{name}.t", "--align",
+                          files / f"{name}.a", "--out-order", files / f"{name}.order")
+        assert rc == 0, err
+        outs.append((files / f"{name}.order").read_bytes())
+    assert outs[0] == outs[1] == b"2 1 0\n0 1\n"
+
+
+@pytest.fixture(scope="module")
+def preorderer(tmp_path_factory):
+    from tests.helpers import tiny_corpus, tiny_preorderer
+
+    wd = tmp_path_factory.mktemp("pre")
+    corpus = tiny_corpus(wd, n=120)
+    return tiny_preorderer(wd, corpus), corpus
+
+
+def test_preorder_apply_bad_model_and_source(files, preorderer):
+    out = files / "earlier.pos"
+    out.write_text(EARLIER)
+    (files / "bad.xlp").write_text("not a preorderer")
+    rc, err = onmt_xl("preorder-apply", "--model", files / "bad.xlp", "--src", files / "s.txt", "--out-pos", out)
+    assert_message(rc, err, 1, files / "bad.xlp")
+    rc, err = onmt_xl("preorder-apply", "--model", preorderer[0], "--src", files / "lat.txt", "--out-pos", out)
+    assert_message(rc, err, 1, f"{files / 'lat.txt'}, line 2", "not UTF-8")
+    assert out.read_text() == EARLIER
+
+
+def test_preorder_apply_long_and_empty_lines(files, preorderer):
+    """A line far longer than any training sentence (decoded with the span limit) and an empty line: one output
+    line per input line, each a permutation of its sentence's positions."""
+    path, corpus = preorderer
+    longest = max(corpus.src, key=len)
+    lines = [" ".join(corpus.src[0]), " ".join(longest * 8), "", " ".join(corpus.src[1])]
+    (files / "long.txt").write_text("\n".join(lines) + "\n")
+    rc, err = onmt_xl("preorder-apply", "--model", path, "--src", files / "long.txt", "--out-pos", files / "long.pos",
+                      "--threads", 1)
+    assert rc == 0, err
+    pos = [[int(t) for t in line.split()] for line in (files / "long.pos").read_text().split("\n")[:-1]]
+    assert [len(p) for p in pos] == [len(line.split()) for line in lines]
+    assert all(sorted(p) == list(range(len(p))) for p in pos)

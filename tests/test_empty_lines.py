@@ -122,20 +122,29 @@ def test_line_numbers_are_the_files_whatever_the_stride(wd, stride):
 
 
 @pytest.mark.parametrize("workers", [0, 2])
-def test_transform_errors_name_the_file_and_line_with_and_without_workers(wd, workers):
-    """A malformed alignment on line 7 (the second reader's third line with two workers) is reported as line 7."""
+@pytest.mark.parametrize("bad, problem", [("0-0 1:1", "malformed Pharaoh token '1:1'"),
+                                          ("0-0 99-1", "source index 99 out of range")])
+def test_transform_errors_name_the_file_and_line_with_and_without_workers(wd, workers, bad, problem):
+    """A bad alignment on line 7 (the second reader's third line with two workers) is reported as line 7, in one
+    line without a traceback, and the checkpoints written before stay."""
     align = wd / "data" / "bad.align"
     lines = (wd / "data" / "train.align").read_text().splitlines()
-    lines[6] = "0-0 1:1"
+    lines[6] = bad
     align.write_text("\n".join(lines) + "\n")
-    cfg = config("combination", str(wd), {**TINY, "xl_source": "align", "num_workers": workers, "train_steps": 4})
+    cfg = config("combination", str(wd), {**TINY, "xl_source": "align", "num_workers": workers, "train_steps": 4,
+                                          "save_model": str(wd / "models" / "bad_align")})
     cfg["data"]["train"]["path_align"] = str(align)
     del cfg["data"]["valid"]
     path = wd / f"align{workers}.yaml"
     path.write_text(yaml.safe_dump(cfg))
+    earlier = wd / "models" / "bad_align_step_2.pt"
+    earlier.parent.mkdir(exist_ok=True)
+    earlier.write_bytes(b"a checkpoint of an earlier run")
     proc = run("onmt_train", "-config", path, check=False)
-    assert proc.returncode != 0
-    assert f"{align}, line 7: malformed Pharaoh token '1:1'" in proc.stderr
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and f"{align}, line 7: " in errors[0] and problem in errors[0], proc.stderr[-3000:]
+    assert earlier.read_bytes() == b"a checkpoint of an earlier run"
 
 
 # -- onmt_translate: one output line per input line ------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Pieces shared by our encoders. Imports only torch, so that importing any onmt_xl module first
+"""Pieces shared by our encoders. Imports only torch and :mod:`onmt_xl.errors` (standard library only), so that importing any onmt_xl module first
 (which triggers registration through the ``onmt`` import hook) never meets a half-imported module."""
 
 from __future__ import annotations
@@ -10,9 +10,18 @@ from typing import Iterator, Optional, Tuple
 
 import torch
 
+from onmt_xl.errors import XLUsageError
 
-class MissingXLPositionsError(RuntimeError):
-    """An XL encoder got a batch without XL positions (the ``xl_position`` transform is missing)."""
+
+class MissingXLPositionsError(XLUsageError):
+    """An XL encoder got a batch without XL positions (the ``xl_position`` transform is missing): a usage error,
+    so the stock commands print its message alone (:func:`onmt_xl.errors.install_excepthook`)."""
+
+    def __init__(self, problem: str):
+        super().__init__(None, None, problem)
+
+    def __reduce__(self):
+        return (type(self), (self.problem,))
 
 
 _fed = threading.local()

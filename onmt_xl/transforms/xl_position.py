@@ -35,7 +35,7 @@ from typing import Dict, List, Optional, Tuple
 from onmt.transforms import register_transform
 from onmt.transforms.transform import Transform
 
-from onmt_xl.errors import XLInputError, example_location
+from onmt_xl.errors import XLInputError, XLUsageError, example_location
 from onmt_xl.opts import Option, add_all
 from onmt_xl.transforms import XL_POS_KEY
 from onmt_xl.segmentation import MarkerCounts, SegmentationScheme, content_mismatch, marker
@@ -148,12 +148,12 @@ class XLPositionTransform(Transform):
     @classmethod
     def _validate_options(cls, opts):
         if getattr(opts, "xl_cache_size", 0) < 0:
-            raise ValueError(f"-xl_cache_size must be >= 0, got {opts.xl_cache_size}")
+            raise XLUsageError(None, None, f"-xl_cache_size must be >= 0, got {opts.xl_cache_size}")
         if not 0.0 <= opts.xl_noise <= 1.0:
-            raise ValueError(f"-xl_noise must be in [0, 1], got {opts.xl_noise}")
+            raise XLUsageError(None, None, f"-xl_noise must be in [0, 1], got {opts.xl_noise}")
         if opts.xl_source == "preorderer":
             if not opts.xl_preorderer:
-                raise ValueError("-xl_source preorderer needs -xl_preorderer PATH (a file from `onmt-xl preorder-train`)")
+                raise XLUsageError(None, None, "-xl_source preorderer needs -xl_preorderer PATH (a file from `onmt-xl preorder-train`)")
             _load_preorderer(opts.xl_preorderer)  # fail at start-up, not inside a data worker
 
     def _parse_opts(self):
