@@ -144,3 +144,85 @@ def test_given_validation_pairs_need_no_held_out_training_pairs(tmp_path):
     runner = Runner(corpus, str(tmp_path / "wd"), [], preset="demo", train_steps=4, gpu=False, valid_size=1000)
     runner.stage_data()
     assert len((tmp_path / "wd" / "data" / "train.src").read_text().splitlines()) == 60
+
+
+# -- the report: mean ± sd, seed-pooled bootstrap, Holm, novel test pairs, runs left out ---------------------
+
+
+def _fake_study(wd, rng_seed=0):
+    """A work directory as --stage main leaves it: refs, training targets, three seeds of two systems and one of a
+    third, the better system's translations closer to the references; one run resumed other than exactly."""
+    import json
+    import random
+
+    rng = random.Random(rng_seed)
+    words = [f"w{k}" for k in range(40)]
+    refs = [" ".join(rng.choice(words) for _ in range(8)) for _ in range(60)]
+    (wd / "data").mkdir(parents=True)
+    (wd / "data" / "test.ref").write_text("\n".join(refs) + "\n")
+    (wd / "data" / "valid.tgt").write_text("\n".join(refs[:20]) + "\n")
+    (wd / "data" / "train.tgt").write_text("\n".join(refs[:15] + ["unrelated line"]) + "\n")  # 45 novel
+
+    def noisy(ref, keep):
+        return " ".join(t if rng.random() < keep else rng.choice(words) for t in ref.split())
+
+    for system, keep, seeds in (("baseline", 0.5, (1, 2, 3)), ("combination", 0.8, (1, 2, 3)),
+                                ("inxl", 0.5, (1, 2, 3)), ("headxl", 0.9, (1,))):
+        for seed in seeds:
+            jd = wd / "jobs" / f"{system}_s{seed}"
+            jd.mkdir(parents=True)
+            (jd / "hyp.test").write_text("\n".join(noisy(r, keep) for r in refs) + "\n")
+            (jd / "hyp.valid").write_text("\n".join(noisy(r, keep) for r in refs[:20]) + "\n")
+            done = {"parameters": 1000 + len(system), "buffers": 7, "resumed_exactly": not (system == "inxl" and seed == 3)}
+            (jd / "done.json").write_text(json.dumps(done))
+    return refs
+
+
+def test_report_statistics_and_verdicts(tmp_path):
+    import sacrebleu
+
+    from onmt_xl.experiments import stats
+    from onmt_xl.experiments.evidence_report import build_report, markdown, novel_indices
+
+    refs = _fake_study(tmp_path)
+    assert novel_indices(refs, refs[:15]) == [i for i, r in enumerate(refs) if r not in refs[:15]]
+    rep = build_report(tmp_path, ["baseline", "combination", "inxl", "headxl"], [1, 2, 3], n_samples=200, seed=7)
+    assert rep["left_out"] == ["inxl_s3"] and rep["systems"]["inxl"]["seeds"] == [1, 2]
+    assert rep["novel_sentences"] == len(novel_indices(refs, refs[:15])) and rep["test_sentences"] == 60
+    base = rep["systems"]["baseline"]
+    by_hand = [sacrebleu.corpus_bleu((tmp_path / "jobs" / f"baseline_s{s}" / "hyp.test").read_text().splitlines(),
+                                     [refs]).score for s in (1, 2, 3)]
+    assert base["test_bleu"]["values"] == pytest.approx(by_hand)
+    assert base["test_bleu"]["mean"] == pytest.approx(sum(by_hand) / 3)
+    assert base["params"] == 1008 and base["buffers"] == 7
+    assert rep["systems"]["headxl"]["test_bleu"]["sd"] is None  # one seed
+    comps = rep["comparisons"]
+    assert set(comps) == {"combination", "inxl", "headxl"}
+    assert {k: c["p_holm"] for k, c in comps.items()} == stats.holm({k: c["p"] for k, c in comps.items()})
+    assert comps["combination"]["verdict"] == "helps" and comps["combination"]["low"] > 0
+    assert comps["inxl"]["verdict"] == "no evidence either way" and comps["inxl"]["system_runs"] == 2
+    again = build_report(tmp_path, ["baseline", "combination", "inxl", "headxl"], [1, 2, 3], n_samples=200, seed=7)
+    assert again == rep  # the recorded seed reproduces every p-value
+    md = markdown(rep)
+    assert "| combination | 1,2,3 |" in md and "seed 7" in md and "Left out" in md and "inxl_s3" in md
+    assert f"XL PE (Combination) helps: {comps['combination']['delta']:+.2f} test BLEU" in md
+
+
+def test_report_stage_writes_markdown_and_json(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import run_env
+
+    _fake_study(tmp_path / "wd")
+    out = tmp_path / "rep" / "EVIDENCE.md"
+    proc = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", "evidence", "--stage", "report", "--workdir",
+                           str(tmp_path / "wd"), "--report", str(out), "--samples", "50", "--systems",
+                           "baseline,combination"], capture_output=True, text=True, env=run_env())
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.with_suffix(".json").read_text())["bootstrap"] == {"samples": 50, "seed": 12345}
+    assert out.read_text() in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", "evidence", "--stage", "report", "--workdir",
+                           str(tmp_path / "nowhere")], capture_output=True, text=True, env=run_env())
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "nowhere" in proc.stderr

@@ -9,6 +9,8 @@
     main    every system of MAIN_SYSTEMS with every seed at ``--steps`` (where the curve stops rising),
             translated with the average of its last ``--average`` checkpoints (``onmt_average_models``): the
             validation pairs, and the test pairs once; the curve jobs' checkpoints serve for their models
+    report  mean ± sd per system, each comparison with the baseline with its interval and Holm-corrected
+            p-value, and a verdict (:mod:`onmt_xl.experiments.evidence_report`), to ``--report``
 
 Splits (:class:`onmt_xl.experiments.stages.DataStages`): the last ``--tune-size`` training pairs tune (the
 preorderer's options), the ``--valid-size`` before them validate (the step count), the rest train; the test
@@ -180,6 +182,8 @@ def run_evidence(args) -> int:
     from onmt_xl.experiments.runner import Runner
 
     quiet_onmt_warnings()  # only OpenNMT-py 3.5.1's torch.cuda.amp deprecations
+    if args.stage == "report":
+        return report_stage(args)
     corpus = corpus_from_args(args)
     jobs = curve_jobs(args.seed, args.max_steps, args.every)
     if args.only:
@@ -219,6 +223,22 @@ def run_evidence(args) -> int:
     return 0
 
 
+def report_stage(args) -> int:
+    from onmt_xl.experiments.evidence_report import write_report
+
+    workdir = Path(args.workdir)
+    if not (workdir / "data" / "test.ref").exists():
+        raise XLUsageError(str(workdir), None, "holds no staged data: run the curve and main stages first")
+    out = Path(args.report) if args.report else workdir / "report.md"
+    report = write_report(workdir, out, systems=args.systems.split(","), seeds=[int(x) for x in args.seeds.split(",")],
+                          n_samples=args.samples, seed=args.bootstrap_seed)
+    if not report["systems"]:
+        say(f"no finished run of {args.systems} with seeds {args.seeds} in {workdir / 'jobs'} yet")
+    print(out.read_text(encoding="utf-8"))
+    say(f"report: {out} (and {out.with_suffix('.json')})")
+    return 0
+
+
 def add_evidence(sub) -> None:
     from onmt_xl.experiments.inputs import add_corpus_arguments, shared_data
     from onmt_xl.experiments.configs import PRESETS
@@ -228,9 +248,10 @@ def add_evidence(sub) -> None:
     add_corpus_arguments(p, shared_data())
     p.add_argument("--tune-size", type=int, default=1000, help="last training pairs carved off as the tuning split")
     p.add_argument("--workdir", default="runs/evidence_jaen", help="where everything is written (resumable)")
-    p.add_argument("--stage", choices=("curve", "curve-score", "main"), default="curve",
+    p.add_argument("--stage", choices=("curve", "curve-score", "main", "report"), default="curve",
                    help="curve: train the learning-curve jobs; curve-score: score their kept checkpoints; main: every "
-                        "system and seed at --steps, averaged, translated (validation and test)")
+                        "system and seed at --steps, averaged, translated (validation and test); report: the "
+                        "statistics and verdicts of the finished main runs")
     p.add_argument("--seed", type=int, default=1, help="training seed of the learning-curve jobs (default 1)")
     p.add_argument("--steps", type=int, help="--stage main: steps of every model (where the validation BLEU of "
                    "the learning curve stops rising)")
@@ -247,6 +268,11 @@ def add_evidence(sub) -> None:
     p.add_argument("--preorder-options", default=json.dumps(PREORDER_OPTIONS),
                    help="JSON keyword arguments of Preorderer.train (default: the choice of tools/tune_preorderer.py "
                         "on the Japanese-English tuning split, reports/TUNING.md)")
+    p.add_argument("--report", help="--stage report: Markdown file to write, with its .json beside it "
+                   "(default WORKDIR/report.md)")
+    p.add_argument("--samples", type=int, default=1000, help="--stage report: bootstrap samples (default 1000)")
+    p.add_argument("--bootstrap-seed", type=int, default=12345,
+                   help="--stage report: seed of the bootstrap, recorded in the report (default 12345)")
     p.add_argument("--preset", default="enja", choices=sorted(PRESETS), help="model size (default enja)")
     p.add_argument("--beam-size", type=int, default=5, help="beam size of the scoring translations (default 5)")
     p.add_argument("--time-budget", type=float, help="minutes: start no new training after this")

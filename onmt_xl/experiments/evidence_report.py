@@ -1,0 +1,169 @@
+"""The convergence study's verdict, from the work directory of ``onmt-xl evidence --stage main``.
+
+Per system: test and validation BLEU and chrF as mean ± sd over its seed runs, trainable parameters (buffers
+apart), and BLEU on the *novel* test pairs (those whose reference is not a training target). Per comparison
+with the baseline: Δ test BLEU with the 95 % interval of the seed-pooled paired bootstrap
+(:func:`onmt_xl.experiments.stats.seed_pooled_bootstrap`, seed recorded), its p-value and the Holm-corrected
+p-value over the family of comparisons in the report. A verdict says "helps" or "hurts" only where the
+corrected p-value is below ``alpha``. A run whose training was resumed other than exactly (``done.json``'s
+``resumed_exactly`` false) saw another data order: it is listed and left out of the statistics.
+
+The test split is read once per finished model here; every choice (steps, options) was made before, on the
+validation and tuning splits.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+from onmt_xl.experiments import stats
+from onmt_xl.experiments.stock import read_lines
+
+SPLITS = ("test", "valid")
+
+
+@dataclass
+class Run:
+    """One finished model: a system trained with one seed, its translations of the splits."""
+
+    job: str
+    system: str
+    seed: int
+    hyps: Dict[str, List[str]]
+    params: Optional[int] = None
+    buffers: Optional[int] = None
+    resumed_exactly: Optional[bool] = True
+    info: Dict[str, Any] = field(default_factory=dict)
+
+
+def references(workdir: Path) -> Dict[str, List[str]]:
+    """The references of the scored splits, ``{"test": ..., "valid": ...}``."""
+    data = workdir / "data"
+    return {"test": read_lines(data / "test.ref"), "valid": read_lines(data / "valid.tgt")}
+
+
+def novel_indices(refs: Sequence[str], train_targets: Sequence[str]) -> List[int]:
+    """Indices of the references that do not occur verbatim (whitespace-normalised) among the training targets."""
+    seen = {" ".join(t.split()) for t in train_targets}
+    return [i for i, r in enumerate(refs) if " ".join(r.split()) not in seen]
+
+
+def collect_runs(workdir: Path, systems: Sequence[str], seeds: Sequence[int]) -> Dict[str, List[Run]]:
+    """The finished runs of each system (``jobs/SYSTEM_sSEED`` with ``done.json`` and every split translated)."""
+    out: Dict[str, List[Run]] = {}
+    for system in systems:
+        for seed in seeds:
+            jd = workdir / "jobs" / f"{system}_s{seed}"
+            if not (jd / "done.json").exists() or not all((jd / f"hyp.{s}").exists() for s in SPLITS):
+                continue
+            info = json.loads((jd / "done.json").read_text(encoding="utf-8"))
+            out.setdefault(system, []).append(Run(
+                jd.name, system, seed, {s: read_lines(jd / f"hyp.{s}") for s in SPLITS}, info.get("parameters"),
+                info.get("buffers"), info.get("resumed_exactly", True) is not False, info))
+    return out
+
+
+def _scores(hyps: List[str], refs: List[str]) -> Dict[str, float]:
+    import sacrebleu
+
+    return {"bleu": sacrebleu.corpus_bleu(hyps, [refs]).score, "chrf": sacrebleu.corpus_chrf(hyps, [refs]).score}
+
+
+def _mean_sd(values: List[float]) -> Dict[str, Any]:
+    mean, sd = stats.mean_sd(values)
+    return {"mean": mean, "sd": sd, "values": values}
+
+
+def verdict(delta: float, p_holm: float, alpha: float) -> str:
+    if p_holm < alpha:
+        return "helps" if delta > 0 else "hurts"
+    return "no evidence either way"
+
+
+def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], baseline: str = "baseline",
+                 n_samples: int = 1000, seed: int = stats.DEFAULT_SEED, alpha: float = 0.05) -> Dict[str, Any]:
+    """Everything the report says, as JSON-able data (see the module docstring)."""
+    refs = references(workdir)
+    novel = novel_indices(refs["test"], read_lines(workdir / "data" / "train.tgt"))
+    runs = collect_runs(workdir, systems, seeds)
+    kept = {s: [r for r in rs if r.resumed_exactly] for s, rs in runs.items()}
+    left_out = [r.job for rs in runs.values() for r in rs if not r.resumed_exactly]
+    table = {}
+    for system, rs in kept.items():
+        if not rs:
+            continue
+        row: Dict[str, Any] = {"seeds": [r.seed for r in rs], "params": rs[0].params, "buffers": rs[0].buffers}
+        for split in SPLITS:
+            scores = [_scores(r.hyps[split], refs[split]) for r in rs]
+            for metric in ("bleu", "chrf"):
+                row[f"{split}_{metric}"] = _mean_sd([s[metric] for s in scores])
+        row["novel_bleu"] = _mean_sd([_scores([r.hyps["test"][i] for i in novel], [refs["test"][i] for i in novel])
+                                      ["bleu"] for r in rs])
+        table[system] = row
+    comparisons, p_values = {}, {}
+    if baseline in table:
+        for system in table:
+            if system == baseline:
+                continue
+            cmp = stats.seed_pooled_bootstrap([r.hyps["test"] for r in kept[system]],
+                                              [r.hyps["test"] for r in kept[baseline]], refs["test"], n_samples, seed)
+            comparisons[system] = {"delta": cmp.delta, "low": cmp.low, "high": cmp.high, "p": cmp.p_value,
+                                   "system_runs": cmp.system_runs, "baseline_runs": cmp.baseline_runs}
+            p_values[system] = cmp.p_value
+    for system, p_holm in stats.holm(p_values).items():
+        comparisons[system]["p_holm"] = p_holm
+        comparisons[system]["verdict"] = verdict(comparisons[system]["delta"], p_holm, alpha)
+    return {"workdir": workdir.name, "baseline": baseline, "systems": table, "comparisons": comparisons,
+            "left_out": left_out, "test_sentences": len(refs["test"]), "novel_sentences": len(novel),
+            "valid_sentences": len(refs["valid"]), "bootstrap": {"samples": n_samples, "seed": seed},
+            "alpha": alpha}
+
+
+def _fmt(cell: Optional[Dict[str, Any]]) -> str:
+    if not cell:
+        return "–"
+    sd = cell["sd"]
+    return f"{cell['mean']:.2f} ± {sd:.2f}" if sd is not None else f"{cell['mean']:.2f} (1 run)"
+
+
+def markdown(report: Dict[str, Any]) -> str:
+    """The report as Markdown: the main table, the comparisons, what was left out."""
+    n_test, n_novel = report["test_sentences"], report["novel_sentences"]
+    lines = [f"## {report['workdir']}: test BLEU at convergence", "",
+             f"Mean ± sd over seeds; {n_test} test pairs, of which {n_novel} have a reference that is not a training "
+             f"target (novel); {report['valid_sentences']} validation pairs. Parameters: trainable (buffers apart).", "",
+             "| system | seeds | test BLEU | test chrF | novel BLEU | valid BLEU | params (buffers) |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for system, row in report["systems"].items():
+        params = f"{row['params']:,} ({row['buffers'] or 0:,})" if row["params"] is not None else "–"
+        lines.append(f"| {system} | {','.join(map(str, row['seeds']))} | {_fmt(row['test_bleu'])} | "
+                     f"{_fmt(row['test_chrf'])} | {_fmt(row['novel_bleu'])} | {_fmt(row['valid_bleu'])} | {params} |")
+    boot = report["bootstrap"]
+    lines += ["", f"Against {report['baseline']} (test BLEU; seed-pooled paired bootstrap, {boot['samples']} samples, "
+              f"seed {boot['seed']}; Holm over the {len(report['comparisons'])} comparisons; α = {report['alpha']}):", "",
+              "| system | Δ BLEU [95 % CI] | p | p (Holm) | verdict |", "| --- | --- | --- | --- | --- |"]
+    for system, c in report["comparisons"].items():
+        lines.append(f"| {system} | {c['delta']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}] | {c['p']:.3f} | "
+                     f"{c['p_holm']:.3f} | {c['verdict']} |")
+    main = report["comparisons"].get("combination")
+    if main:
+        words = {"helps": "helps", "hurts": "hurts",
+                 "no evidence either way": "neither helps nor hurts detectably"}[main["verdict"]]
+        lines += ["", f"In plain words: on this data XL PE (Combination) {words}: {main['delta']:+.2f} test BLEU "
+                  f"against the baseline (95 % interval {main['low']:+.2f} to {main['high']:+.2f}; corrected p = "
+                  f"{main['p_holm']:.3f}; {main['system_runs']} and {main['baseline_runs']} seeds)."]
+    if report["left_out"]:
+        lines += ["", "Left out (resumed with another data order): " + ", ".join(report["left_out"])]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(workdir: Path, out: Path, **kwargs) -> Dict[str, Any]:
+    """Write ``out`` (Markdown) and ``out`` with suffix ``.json``; return the report."""
+    report = build_report(workdir, **kwargs)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(markdown(report), encoding="utf-8")
+    out.with_suffix(".json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+    return report
