@@ -1,9 +1,11 @@
 """The convergence study's pieces: tuning split, learning-curve logs, exact-resume records, growing jobs."""
 
+import json
+
 import pytest
 import yaml
 
-from onmt_xl.errors import XLInputError
+from onmt_xl.errors import XLInputError, XLUsageError
 from onmt_xl.experiments.evidence import curve_jobs, validation_log
 from onmt_xl.experiments.jobs import exact_resume_log
 from onmt_xl.experiments.runner import Corpus, Runner
@@ -114,7 +116,8 @@ def test_main_jobs_reuse_the_curve_models_and_average_their_last_checkpoints(tmp
     by = {j.name: j for j in jobs}
     assert list(by) == ["baseline_s1", "inxl_s1", "combination_s1", "baseline_s2", "inxl_s2", "combination_s2"]
     assert by["baseline_s1"].train_steps == 50 and by["inxl_s1"].train_steps == 30  # the curve job trains longer
-    assert all(j.final_step == 30 and j.average == 3 and j.variants == ["valid", "test"] for j in jobs)
+    assert all(j.final_step == 30 and j.average == 3 for j in jobs)
+    assert by["baseline_s1"].variants == ["valid", "test"] and by["inxl_s1"].variants == ["valid", "test", "oracle"]
     curve = curve_jobs(seed=1, max_steps=50, every=10)[0]
     runner = Runner(Corpus("a", "b", "c", "d"), str(tmp_path), jobs, preset="demo", train_steps=30, gpu=False)
     assert runner.job_config(by["baseline_s1"]) == runner.job_config(curve)  # the same model as the curve's
@@ -130,7 +133,7 @@ def test_main_jobs_reuse_the_curve_models_and_average_their_last_checkpoints(tmp
         (jd / f"model_step_{step}.pt").write_text("")
     assert runner.final_model(by["inxl_s2"]) == jd / "average3_step_30.pt"
     assert calls[0][0].endswith("onmt_average_models") and calls[0][2:5] == [str(jd / f"model_step_{s}.pt") for s in (10, 20, 30)]
-    for variant in ("valid", "test"):
+    for variant in ("valid", "test", "oracle"):
         (jd / f"hyp.{variant}").write_text("")
     prune_checkpoints(runner, by["inxl_s2"])
     assert sorted(p.name for p in jd.glob("*.pt")) == ["average3_step_30.pt", "model_step_30.pt"]
@@ -162,15 +165,19 @@ def _fake_study(wd, rng_seed=0):
     (wd / "data" / "test.ref").write_text("\n".join(refs) + "\n")
     (wd / "data" / "valid.tgt").write_text("\n".join(refs[:20]) + "\n")
     (wd / "data" / "train.tgt").write_text("\n".join(refs[:15] + ["unrelated line"]) + "\n")  # 45 novel
+    (wd / "preorderer.json").write_text(json.dumps({"tau": 0.86, "oracle_tau": 0.997, "tune": {"tau": 0.85}}))
+    (wd / "preorderer_10.json").write_text(json.dumps({"tau": 0.80, "tune": {"tau": 0.79}}))
 
     def noisy(ref, keep):
         return " ".join(t if rng.random() < keep else rng.choice(words) for t in ref.split())
 
     for system, keep, seeds in (("baseline", 0.5, (1, 2, 3)), ("combination", 0.8, (1, 2, 3)),
-                                ("inxl", 0.5, (1, 2, 3)), ("headxl", 0.9, (1,))):
+                                ("inxl", 0.5, (1, 2, 3)), ("headxl", 0.9, (1,)), ("combination_pre10", 0.6, (1, 2))):
         for seed in seeds:
             jd = wd / "jobs" / f"{system}_s{seed}"
             jd.mkdir(parents=True)
+            if system == "combination":
+                (jd / "hyp.oracle").write_text("\n".join(noisy(r, 0.95) for r in refs) + "\n")
             (jd / "hyp.test").write_text("\n".join(noisy(r, keep) for r in refs) + "\n")
             (jd / "hyp.valid").write_text("\n".join(noisy(r, keep) for r in refs[:20]) + "\n")
             done = {"parameters": 1000 + len(system), "buffers": 7, "resumed_exactly": not (system == "inxl" and seed == 3)}
@@ -186,7 +193,8 @@ def test_report_statistics_and_verdicts(tmp_path):
 
     refs = _fake_study(tmp_path)
     assert novel_indices(refs, refs[:15]) == [i for i, r in enumerate(refs) if r not in refs[:15]]
-    rep = build_report(tmp_path, ["baseline", "combination", "inxl", "headxl"], [1, 2, 3], n_samples=200, seed=7)
+    rep = build_report(tmp_path, ["baseline", "combination", "inxl", "headxl"], [1, 2, 3], n_samples=200, seed=7,
+                       preorder_pairs=[10])
     assert rep["left_out"] == ["inxl_s3"] and rep["systems"]["inxl"]["seeds"] == [1, 2]
     assert rep["novel_sentences"] == len(novel_indices(refs, refs[:15])) and rep["test_sentences"] == 60
     base = rep["systems"]["baseline"]
@@ -201,11 +209,21 @@ def test_report_statistics_and_verdicts(tmp_path):
     assert {k: c["p_holm"] for k, c in comps.items()} == stats.holm({k: c["p"] for k, c in comps.items()})
     assert comps["combination"]["verdict"] == "helps" and comps["combination"]["low"] > 0
     assert comps["inxl"]["verdict"] == "no evidence either way" and comps["inxl"]["system_runs"] == 2
-    again = build_report(tmp_path, ["baseline", "combination", "inxl", "headxl"], [1, 2, 3], n_samples=200, seed=7)
+    again = build_report(tmp_path, ["baseline", "combination", "inxl", "headxl"], [1, 2, 3], n_samples=200, seed=7,
+                         preorder_pairs=[10])
     assert again == rep  # the recorded seed reproduces every p-value
     md = markdown(rep)
     assert "| combination | 1,2,3 |" in md and "seed 7" in md and "Left out" in md and "inxl_s3" in md
     assert f"XL PE (Combination) helps: {comps['combination']['delta']:+.2f} test BLEU" in md
+    comb = rep["systems"]["combination"]
+    assert comb["oracle_bleu"]["mean"] > comb["test_bleu"]["mean"] and rep["systems"]["baseline"]["oracle_bleu"] is None
+    quality = {q["preorderer"]: q for q in rep["preorder_quality"]}
+    assert list(quality) == ["first 10 pairs", "all 16 pairs", "oracle (test-side links)"]
+    assert quality["first 10 pairs"]["seeds"] == [1, 2] and quality["first 10 pairs"]["tune_tau"] == 0.79
+    assert quality["all 16 pairs"]["test_bleu"] == comb["test_bleu"]
+    assert quality["oracle (test-side links)"]["test_tau"] == 0.997
+    assert quality["oracle (test-side links)"]["test_bleu"] == comb["oracle_bleu"]
+    assert "| first 10 pairs | 0.7900 | 0.8000 | 1,2 |" in md
 
 
 def test_report_stage_writes_markdown_and_json(tmp_path):
@@ -226,3 +244,34 @@ def test_report_stage_writes_markdown_and_json(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", "evidence", "--stage", "report", "--workdir",
                            str(tmp_path / "nowhere")], capture_output=True, text=True, env=run_env())
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "nowhere" in proc.stderr
+
+
+def test_preorderer_quality_jobs_train_on_their_own_preorderer(tmp_path):
+    """--preorder-pairs: Combination again with a preorderer trained on the first N training pairs, scored on the
+    tuning split; training and translation use that file."""
+    from onmt_xl.experiments.evidence import main_jobs
+
+    jobs = main_jobs(["baseline"], [1], steps=30, every=10, average=1, curve_seed=1, curve_steps=50,
+                     preorder_pairs=[20], preorder_seeds=[1, 2])
+    pre = [j for j in jobs if j.preorder_pairs]
+    assert [j.name for j in pre] == ["combination_pre20_s1", "combination_pre20_s2"]
+    runner = Runner(_corpus(tmp_path), str(tmp_path / "wd"), jobs, preset="demo", train_steps=30, gpu=False,
+                    valid_size=10, tune_size=8, preorder_iterations=1)
+    runner.stage_data()
+    (tmp_path / "wd" / "align").mkdir()
+    for split, n in (("train", 42), ("tune", 8), ("test", 5)):
+        (tmp_path / "wd" / "align" / f"{split}.gdfa").write_text("0-0 1-1\n" * n)
+    runner.preorder(20)
+    model = tmp_path / "wd" / "preorderer_20.xlp"
+    scores = json.loads((tmp_path / "wd" / "preorderer_20.json").read_text())
+    assert model.exists() and scores["tune"]["sentences"] == 8 and scores["sentences"] == 5
+    assert runner.job_config(pre[0])["xl_preorderer"] == str(model)
+    assert runner.job_config(by_name(jobs, "baseline_s1")).get("xl_preorderer") is None
+    args = [str(a) for a in runner._translate_args(pre[0], "test", tmp_path / "out")]
+    assert args[args.index("-xl_preorderer") + 1] == str(model)
+    with pytest.raises(XLUsageError, match="the training split has 42"):
+        runner.preorder(99)
+
+
+def by_name(jobs, name):
+    return next(j for j in jobs if j.name == name)

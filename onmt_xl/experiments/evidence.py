@@ -54,17 +54,27 @@ def curve_jobs(seed: int, max_steps: int, every: int) -> List[Job]:
 
 
 def main_jobs(systems: Sequence[str], seeds: Sequence[int], steps: int, every: int, average: int,
-              curve_seed: int, curve_steps: int) -> List[Job]:
+              curve_seed: int, curve_steps: int, preorder_pairs: Sequence[int] = (),
+              preorder_seeds: Sequence[int] = ()) -> List[Job]:
     """Every system with every seed trained ``steps`` steps (a checkpoint every ``every``), translated with the
     average of its last ``average`` checkpoints up to ``steps``; the learning-curve jobs (the curve systems with
-    ``curve_seed``) are the same models, trained longer: their checkpoints at ``steps`` serve."""
+    ``curve_seed``) are the same models, trained longer: their checkpoints at ``steps`` serve. Systems with XL
+    indices also translate the test pairs with oracle indices (``oracle``: the BTG oracle of the test pairs'
+    eflomal links, test-side information). For each N of ``preorder_pairs``, Combination with each of
+    ``preorder_seeds`` again, its preorderer trained on the first N training pairs (``combination_preN_sSEED``)."""
     jobs = []
     for seed in seeds:
         for system in systems:
             curve = system in CURVE_SYSTEMS and seed == curve_seed
+            variants = ["valid", "test"] + (["oracle"] if SYSTEMS[system].uses_preorderer else [])
             jobs.append(Job(f"{system}_s{seed}", system, seed, overrides=_every(every),
                             train_steps=curve_steps if curve else steps,
-                            final_step=steps, average=average, variants=["valid", "test"], experiments=["main"]))
+                            final_step=steps, average=average, variants=variants, experiments=["main"]))
+    for pairs in preorder_pairs:
+        for seed in preorder_seeds:
+            jobs.append(Job(f"combination_pre{pairs}_s{seed}", "combination", seed, overrides=_every(every),
+                            train_steps=steps, final_step=steps, average=average, variants=["valid", "test"],
+                            experiments=["preorder_quality"], preorder_pairs=pairs))
     return jobs
 
 
@@ -195,8 +205,9 @@ def run_evidence(args) -> int:
     if args.stage == "main":
         if not args.steps:
             raise XLUsageError(None, None, "--stage main needs --steps (chosen from the learning curve on the validation pairs)")
-        runner.jobs = jobs = main_jobs(args.systems.split(","), [int(x) for x in args.seeds.split(",")], args.steps,
-                                       args.every, args.average, args.seed, args.max_steps)
+        runner.jobs = jobs = main_jobs(args.systems.split(","), _ints(args.seeds), args.steps, args.every,
+                                       args.average, args.seed, args.max_steps, _ints(args.preorder_pairs),
+                                       _ints(args.preorder_seeds))
         if args.only:
             runner.jobs = jobs = [j for j in jobs if j.name in args.only.split(",")]
         runner.run(sys.argv[1:])
@@ -223,6 +234,13 @@ def run_evidence(args) -> int:
     return 0
 
 
+def _ints(text: Optional[str]) -> List[int]:
+    try:
+        return [int(x) for x in (text or "").split(",") if x.strip()]
+    except ValueError:
+        raise XLUsageError(None, None, f"expected comma-separated whole numbers, got {text!r}") from None
+
+
 def report_stage(args) -> int:
     from onmt_xl.experiments.evidence_report import write_report
 
@@ -230,8 +248,8 @@ def report_stage(args) -> int:
     if not (workdir / "data" / "test.ref").exists():
         raise XLUsageError(str(workdir), None, "holds no staged data: run the curve and main stages first")
     out = Path(args.report) if args.report else workdir / "report.md"
-    report = write_report(workdir, out, systems=args.systems.split(","), seeds=[int(x) for x in args.seeds.split(",")],
-                          n_samples=args.samples, seed=args.bootstrap_seed)
+    report = write_report(workdir, out, systems=args.systems.split(","), seeds=_ints(args.seeds),
+                          n_samples=args.samples, seed=args.bootstrap_seed, preorder_pairs=_ints(args.preorder_pairs))
     if not report["systems"]:
         say(f"no finished run of {args.systems} with seeds {args.seeds} in {workdir / 'jobs'} yet")
     print(out.read_text(encoding="utf-8"))
@@ -257,6 +275,10 @@ def add_evidence(sub) -> None:
                    "the learning curve stops rising)")
     p.add_argument("--systems", default=",".join(MAIN_SYSTEMS), help="--stage main: comma-separated systems")
     p.add_argument("--seeds", default="1,2,3", help="--stage main: comma-separated seeds")
+    p.add_argument("--preorder-pairs", default="",
+                   help="--stage main: also Combination with preorderers trained on the first N training pairs, for "
+                        "each N of this comma-separated list (e.g. 10000,25000), to measure what preorderer quality buys")
+    p.add_argument("--preorder-seeds", default="1,2", help="--stage main: seeds of those runs (default 1,2)")
     p.add_argument("--average", type=int, default=5, help="--stage main: checkpoints averaged (onmt_average_models)")
     p.add_argument("--only", help="comma-separated job names (e.g. baseline_s1) to restrict the stage to")
     p.add_argument("--max-steps", type=int, default=12000, help="learning-curve length (may grow later: jobs resume)")

@@ -51,19 +51,36 @@ def novel_indices(refs: Sequence[str], train_targets: Sequence[str]) -> List[int
     return [i for i, r in enumerate(refs) if " ".join(r.split()) not in seen]
 
 
+def read_run(jd: Path, system: str, seed: int) -> Optional[Run]:
+    """The run in job directory ``jd`` once finished (``done.json``, every split translated); the translation
+    with oracle XL indices (``hyp.oracle``) too where there is one."""
+    if not (jd / "done.json").exists() or not all((jd / f"hyp.{s}").exists() for s in SPLITS):
+        return None
+    info = json.loads((jd / "done.json").read_text(encoding="utf-8"))
+    hyps = {s: read_lines(jd / f"hyp.{s}") for s in (*SPLITS, "oracle") if (jd / f"hyp.{s}").exists()}
+    return Run(jd.name, system, seed, hyps, info.get("parameters"), info.get("buffers"),
+               info.get("resumed_exactly", True) is not False, info)
+
+
 def collect_runs(workdir: Path, systems: Sequence[str], seeds: Sequence[int]) -> Dict[str, List[Run]]:
-    """The finished runs of each system (``jobs/SYSTEM_sSEED`` with ``done.json`` and every split translated)."""
+    """The finished runs of each system (``jobs/SYSTEM_sSEED``)."""
     out: Dict[str, List[Run]] = {}
     for system in systems:
         for seed in seeds:
-            jd = workdir / "jobs" / f"{system}_s{seed}"
-            if not (jd / "done.json").exists() or not all((jd / f"hyp.{s}").exists() for s in SPLITS):
-                continue
-            info = json.loads((jd / "done.json").read_text(encoding="utf-8"))
-            out.setdefault(system, []).append(Run(
-                jd.name, system, seed, {s: read_lines(jd / f"hyp.{s}") for s in SPLITS}, info.get("parameters"),
-                info.get("buffers"), info.get("resumed_exactly", True) is not False, info))
+            run = read_run(workdir / "jobs" / f"{system}_s{seed}", system, seed)
+            if run is not None:
+                out.setdefault(system, []).append(run)
     return out
+
+
+def preorder_runs(workdir: Path, pairs: int) -> List[Run]:
+    """The finished Combination runs whose preorderer was trained on the first ``pairs`` training pairs."""
+    runs = []
+    for jd in sorted((workdir / "jobs").glob(f"combination_pre{pairs}_s*")):
+        run = read_run(jd, "combination", int(jd.name.rsplit("_s", 1)[1]))
+        if run is not None:
+            runs.append(run)
+    return runs
 
 
 def _scores(hyps: List[str], refs: List[str]) -> Dict[str, float]:
@@ -83,8 +100,35 @@ def verdict(delta: float, p_holm: float, alpha: float) -> str:
     return "no evidence either way"
 
 
+def preorder_quality(workdir: Path, pairs: Sequence[int], combination: List[Run], refs: List[str]) -> List[Dict[str, Any]]:
+    """Combination's test BLEU against its preorderer's tau (tuning split and test), for preorderers trained on
+    the first N of ``pairs`` training pairs, on all of them (``combination``'s runs), and with oracle indices."""
+    def tau(name: str) -> Dict[str, Any]:
+        path = workdir / name
+        return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+    def bleu(runs: List[Run], split: str = "test") -> Optional[Dict[str, Any]]:
+        values = [_scores(r.hyps[split], refs)["bleu"] for r in runs if split in r.hyps and r.resumed_exactly]
+        return _mean_sd(values) if values else None
+
+    n_train = len(read_lines(workdir / "data" / "train.tgt"))
+    rows = []
+    for n in pairs:
+        scores = tau(f"preorderer_{n}.json")
+        runs = preorder_runs(workdir, n)
+        rows.append({"preorderer": f"first {n:,} pairs", "tune_tau": scores.get("tune", {}).get("tau"),
+                     "test_tau": scores.get("tau"), "seeds": [r.seed for r in runs], "test_bleu": bleu(runs)})
+    scores = tau("preorderer.json")
+    rows.append({"preorderer": f"all {n_train:,} pairs", "tune_tau": scores.get("tune", {}).get("tau"),
+                 "test_tau": scores.get("tau"), "seeds": [r.seed for r in combination], "test_bleu": bleu(combination)})
+    rows.append({"preorderer": "oracle (test-side links)", "tune_tau": None, "test_tau": scores.get("oracle_tau"),
+                 "seeds": [r.seed for r in combination if "oracle" in r.hyps], "test_bleu": bleu(combination, "oracle")})
+    return rows
+
+
 def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], baseline: str = "baseline",
-                 n_samples: int = 1000, seed: int = stats.DEFAULT_SEED, alpha: float = 0.05) -> Dict[str, Any]:
+                 n_samples: int = 1000, seed: int = stats.DEFAULT_SEED, alpha: float = 0.05,
+                 preorder_pairs: Sequence[int] = ()) -> Dict[str, Any]:
     """Everything the report says, as JSON-able data (see the module docstring)."""
     refs = references(workdir)
     novel = novel_indices(refs["test"], read_lines(workdir / "data" / "train.tgt"))
@@ -100,6 +144,8 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
             scores = [_scores(r.hyps[split], refs[split]) for r in rs]
             for metric in ("bleu", "chrf"):
                 row[f"{split}_{metric}"] = _mean_sd([s[metric] for s in scores])
+        oracle = [_scores(r.hyps["oracle"], refs["test"])["bleu"] for r in rs if "oracle" in r.hyps]
+        row["oracle_bleu"] = _mean_sd(oracle) if oracle else None
         row["novel_bleu"] = _mean_sd([_scores([r.hyps["test"][i] for i in novel], [refs["test"][i] for i in novel])
                                       ["bleu"] for r in rs])
         table[system] = row
@@ -116,7 +162,9 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
     for system, p_holm in stats.holm(p_values).items():
         comparisons[system]["p_holm"] = p_holm
         comparisons[system]["verdict"] = verdict(comparisons[system]["delta"], p_holm, alpha)
+    quality = preorder_quality(workdir, preorder_pairs, kept.get("combination", []), refs["test"])
     return {"workdir": workdir.name, "baseline": baseline, "systems": table, "comparisons": comparisons,
+            "preorder_quality": quality,
             "left_out": left_out, "test_sentences": len(refs["test"]), "novel_sentences": len(novel),
             "valid_sentences": len(refs["valid"]), "bootstrap": {"samples": n_samples, "seed": seed},
             "alpha": alpha}
@@ -135,12 +183,13 @@ def markdown(report: Dict[str, Any]) -> str:
     lines = [f"## {report['workdir']}: test BLEU at convergence", "",
              f"Mean ± sd over seeds; {n_test} test pairs, of which {n_novel} have a reference that is not a training "
              f"target (novel); {report['valid_sentences']} validation pairs. Parameters: trainable (buffers apart).", "",
-             "| system | seeds | test BLEU | test chrF | novel BLEU | valid BLEU | params (buffers) |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+             "| system | seeds | test BLEU | test chrF | novel BLEU | valid BLEU | oracle-XL test BLEU | params (buffers) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for system, row in report["systems"].items():
         params = f"{row['params']:,} ({row['buffers'] or 0:,})" if row["params"] is not None else "–"
         lines.append(f"| {system} | {','.join(map(str, row['seeds']))} | {_fmt(row['test_bleu'])} | "
-                     f"{_fmt(row['test_chrf'])} | {_fmt(row['novel_bleu'])} | {_fmt(row['valid_bleu'])} | {params} |")
+                     f"{_fmt(row['test_chrf'])} | {_fmt(row['novel_bleu'])} | {_fmt(row['valid_bleu'])} | "
+                     f"{_fmt(row['oracle_bleu'])} | {params} |")
     boot = report["bootstrap"]
     lines += ["", f"Against {report['baseline']} (test BLEU; seed-pooled paired bootstrap, {boot['samples']} samples, "
               f"seed {boot['seed']}; Holm over the {len(report['comparisons'])} comparisons; α = {report['alpha']}):", "",
@@ -155,6 +204,15 @@ def markdown(report: Dict[str, Any]) -> str:
         lines += ["", f"In plain words: on this data XL PE (Combination) {words}: {main['delta']:+.2f} test BLEU "
                   f"against the baseline (95 % interval {main['low']:+.2f} to {main['high']:+.2f}; corrected p = "
                   f"{main['p_holm']:.3f}; {main['system_runs']} and {main['baseline_runs']} seeds)."]
+    quality = [q for q in report.get("preorder_quality", []) if q["test_bleu"]]
+    if quality:
+        lines += ["", "Combination with preorderers of different quality (Kendall tau on the tuning split and on "
+                  "test; the oracle row translates with the BTG oracle of the test pairs' eflomal links):", "",
+                  "| preorderer | tau (tune) | tau (test) | seeds | test BLEU |", "| --- | --- | --- | --- | --- |"]
+        for q in quality:
+            tt, te = ("–" if t is None else f"{t:.4f}" for t in (q["tune_tau"], q["test_tau"]))
+            lines.append(f"| {q['preorderer']} | {tt} | {te} | {','.join(map(str, q['seeds']))} | "
+                         f"{_fmt(q['test_bleu'])} |")
     if report["left_out"]:
         lines += ["", "Left out (resumed with another data order): " + ", ".join(report["left_out"])]
     return "\n".join(lines) + "\n"

@@ -68,7 +68,7 @@ def train_throughput(log_text: str) -> Optional[float]:
 class JobStages:
     """Train and translate jobs; mixed into :class:`onmt_xl.experiments.runner.Runner` (which provides
     ``path``, ``workdir``, ``overrides``, ``preset``, ``train_steps``, ``beam_size``, ``gpu``, ``parallel``,
-    ``threads``, ``out_of_time`` and ``_run``)."""
+    ``threads``, ``out_of_time``, ``preorderer_path`` and ``_run``)."""
 
     def job_config(self, job: Job) -> Dict[str, Any]:
         steps = {"train_steps": job.train_steps} if job.train_steps else {}
@@ -77,6 +77,8 @@ class JobStages:
         cfg["save_model"] = str(self.path("jobs", job.name, "model"))
         cfg["save_data"] = str(self.path("jobs", job.name, "samples"))
         cfg["cpu_precision"] = "auto"  # bf16 where this CPU computes it natively
+        if job.preorder_pairs and "xl_preorderer" in cfg:
+            cfg["xl_preorderer"] = str(self.preorderer_path(job.preorder_pairs))
         if job.xl_train == "align":
             if not SYSTEMS[job.system].uses_preorderer:
                 raise ValueError(f"job {job.name}: xl_train=align needs an XL or pre-reordering system")
@@ -225,7 +227,7 @@ class JobStages:
             elif job.xl_train == "align":
                 raise ValueError(f"job {job.name} was trained on oracle XL indices; translate it with the 'oracle' variant")
             else:
-                args += ["-xl_preorderer", self.path("preorderer.xlp")]
+                args += ["-xl_preorderer", self.preorderer_path(job.preorder_pairs)]
         if self.gpu:
             args += ["-gpu", 0]
         return args

@@ -44,6 +44,7 @@ class Job:
     train_steps: Optional[int] = None  # None: the run's ``--train-steps``
     final_step: Optional[int] = None  # the step whose model is translated (None: the last); see ``average``
     average: int = 1  # translate the average of the last ``average`` kept checkpoints up to ``final_step``
+    preorder_pairs: Optional[int] = None  # its preorderer is trained on the first N training pairs (None: all)
 
     def add(self, experiment: str, variants: Iterable[str]) -> None:
         if experiment not in self.experiments:

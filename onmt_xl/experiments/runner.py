@@ -235,6 +235,8 @@ class Runner(DataStages, JobStages):
         if self.archive is not None:
             save_alignments(self.workdir, self.archive)
         self.preorder()
+        for pairs in sorted({job.preorder_pairs for job in self.jobs if job.preorder_pairs}):
+            self.preorder(pairs)
         self.vocab()
 
     def run(self, argv: Sequence[str] = ()) -> Dict[str, Any]:

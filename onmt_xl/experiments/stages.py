@@ -20,7 +20,7 @@ from typing import List, Optional, Tuple
 
 import yaml
 
-from onmt_xl.errors import XLInputError
+from onmt_xl.errors import XLInputError, XLUsageError
 from onmt_xl.experiments.configs import config
 from onmt_xl.experiments.plan import SWAP_RATIOS, swap_words
 from onmt_xl.experiments.stock import read_lines, say, stock, write_lines
@@ -148,17 +148,25 @@ class DataStages:
         self._manifest_update(align_seconds=res.seconds)
         say(f"  aligned in {res.seconds:.1f}s")
 
-    def preorder(self) -> None:
+    def preorderer_path(self, pairs: Optional[int] = None) -> Path:
+        """``preorderer.xlp`` (trained on every training pair), or ``preorderer_N.xlp`` (on the first N)."""
+        return self.path("preorderer.xlp" if not pairs else f"preorderer_{pairs}.xlp")
+
+    def preorder(self, pairs: Optional[int] = None) -> None:
         """Train the BTG preorderer on the training links (with ``preorder_options``, chosen on the tuning
-        split); score it on the tuning split (eflomal links) and on the test set (gold test links when the
-        corpus has them, else the eflomal ones)."""
+        split), or on the first ``pairs`` of them; score it on the tuning split (eflomal links) and on the test
+        set (gold test links when the corpus has them, else the eflomal ones), in the model's ``.json``."""
         from onmt_xl.align.pharaoh import read_pharaoh
         from onmt_xl.reorder.preorderer import Preorderer
 
-        model_path = self.path("preorderer.xlp")
+        model_path = self.preorderer_path(pairs)
         if not model_path.exists():
             src = [l.split() for l in read_lines(self.path("data", "train.src"))]
             links = read_pharaoh(str(self.path("align", "train.gdfa")), [len(s) for s in src])
+            if pairs:
+                if pairs > len(src):
+                    raise XLUsageError(None, None, f"a preorderer on {pairs} pairs: the training split has {len(src)}")
+                src, links = src[:pairs], links[:pairs]
             say(f"training the preorderer on {len(src)} pairs")
             t0 = time.perf_counter()
             kw = dict(self.preorder_options)
@@ -166,18 +174,18 @@ class DataStages:
                 kw["iterations"] = self.preorder_iterations
             Preorderer.train(src, links, **kw).save(str(model_path))
             self._manifest_update(preorderer_train_seconds=time.perf_counter() - t0)
-        if not self.path("preorderer.json").exists():
-            self._score_preorderer(Preorderer.load(str(model_path)))
+        if not model_path.with_suffix(".json").exists():
+            self._score_preorderer(Preorderer.load(str(model_path)), model_path.with_suffix(".json"))
 
-    def _score_preorderer(self, model) -> None:
-        """``preorderer.json``: the test scores at the top level (as before tuning splits existed), the tuning
-        split's under ``"tune"``."""
+    def _score_preorderer(self, model, out: Path) -> None:
+        """``out`` (``preorderer.json``): the test scores at the top level (as before tuning splits existed), the
+        tuning split's under ``"tune"``."""
         result = self.preorderer_scores(model, "test", self.corpus.test_align)
         if self.tune_size:
             result["tune"] = self.preorderer_scores(model, "tune")
         if self.preorder_options:
             result["options"] = dict(self.preorder_options)
-        self.path("preorderer.json").write_text(json.dumps(result, indent=2))
+        out.write_text(json.dumps(result, indent=2))
 
     def preorderer_scores(self, model, split: str, gold: Optional[str] = None) -> dict:
         """tau and friends of ``model`` on ``data/SPLIT.src`` against ``gold`` links, else the eflomal ones."""
