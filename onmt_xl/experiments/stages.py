@@ -173,7 +173,8 @@ class DataStages:
             if self.preorder_iterations is not None:
                 kw["iterations"] = self.preorder_iterations
             Preorderer.train(src, links, **kw).save(str(model_path))
-            self._manifest_update(preorderer_train_seconds=time.perf_counter() - t0)
+            key = "preorderer_train_seconds" if not pairs else f"preorderer_{pairs}_train_seconds"
+            self._manifest_update(**{key: time.perf_counter() - t0})
         if not model_path.with_suffix(".json").exists():
             self._score_preorderer(Preorderer.load(str(model_path)), model_path.with_suffix(".json"))
 
