@@ -167,6 +167,8 @@ def _fake_study(wd, rng_seed=0):
     (wd / "data" / "train.tgt").write_text("\n".join(refs[:15] + ["unrelated line"]) + "\n")  # 45 novel
     (wd / "preorderer.json").write_text(json.dumps({"tau": 0.86, "oracle_tau": 0.997, "tune": {"tau": 0.85}}))
     (wd / "preorderer_10.json").write_text(json.dumps({"tau": 0.80, "tune": {"tau": 0.79}}))
+    (wd / "preorder_spread.jsonl").write_text("".join(json.dumps({"run": k, "tune_tau": t, "test_tau": t + 0.01}) + "\n"
+                                                      for k, t in enumerate((0.85, 0.86, 0.87), 1)))
 
     def noisy(ref, keep):
         return " ".join(t if rng.random() < keep else rng.choice(words) for t in ref.split())
@@ -224,6 +226,8 @@ def test_report_statistics_and_verdicts(tmp_path):
     assert quality["oracle (test-side links)"]["test_tau"] == 0.997
     assert quality["oracle (test-side links)"]["test_bleu"] == comb["oracle_bleu"]
     assert "| first 10 pairs | 0.7900 | 0.8000 | 1,2 |" in md
+    assert rep["preorder_spread"]["test_tau"]["mean"] == pytest.approx(0.87)
+    assert "tau over 3 eflomal runs" in md and "tune 0.8600 ± 0.0100; test 0.8700 ± 0.0100" in md
 
 
 def test_report_stage_writes_markdown_and_json(tmp_path):

@@ -163,18 +163,22 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
         comparisons[system]["p_holm"] = p_holm
         comparisons[system]["verdict"] = verdict(comparisons[system]["delta"], p_holm, alpha)
     quality = preorder_quality(workdir, preorder_pairs, kept.get("combination", []), refs["test"])
+    spread_file = workdir / "preorder_spread.jsonl"  # tools/preorder_spread.py
+    spread_rows = [json.loads(x) for x in spread_file.read_text().splitlines()] if spread_file.exists() else []
+    spread = {f"{split}_tau": _mean_sd([r[f"{split}_tau"] for r in spread_rows]) for split in ("tune", "test")
+              if spread_rows and all(f"{split}_tau" in r for r in spread_rows)}
     return {"workdir": workdir.name, "baseline": baseline, "systems": table, "comparisons": comparisons,
-            "preorder_quality": quality,
+            "preorder_quality": quality, "preorder_spread": spread,
             "left_out": left_out, "test_sentences": len(refs["test"]), "novel_sentences": len(novel),
             "valid_sentences": len(refs["valid"]), "bootstrap": {"samples": n_samples, "seed": seed},
             "alpha": alpha}
 
 
-def _fmt(cell: Optional[Dict[str, Any]]) -> str:
+def _fmt(cell: Optional[Dict[str, Any]], digits: int = 2) -> str:
     if not cell:
         return "–"
     sd = cell["sd"]
-    return f"{cell['mean']:.2f} ± {sd:.2f}" if sd is not None else f"{cell['mean']:.2f} (1 run)"
+    return f"{cell['mean']:.{digits}f} ± {sd:.{digits}f}" if sd is not None else f"{cell['mean']:.{digits}f} (1 run)"
 
 
 def markdown(report: Dict[str, Any]) -> str:
@@ -213,6 +217,12 @@ def markdown(report: Dict[str, Any]) -> str:
             tt, te = ("–" if t is None else f"{t:.4f}" for t in (q["tune_tau"], q["test_tau"]))
             lines.append(f"| {q['preorderer']} | {tt} | {te} | {','.join(map(str, q['seeds']))} | "
                          f"{_fmt(q['test_bleu'])} |")
+    spread = report.get("preorder_spread") or {}
+    if spread:
+        runs = len(next(iter(spread.values()))["values"])
+        lines += ["", f"The preorderer's tau over {runs} eflomal runs (each: align again, train, score against that "
+                  "run's links; tools/preorder_spread.py): " + "; ".join(f"{k.split('_')[0]} {_fmt(v, 4)}"
+                                                                           for k, v in spread.items()) + "."]
     if report["left_out"]:
         lines += ["", "Left out (resumed with another data order): " + ", ".join(report["left_out"])]
     return "\n".join(lines) + "\n"
