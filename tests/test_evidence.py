@@ -279,3 +279,17 @@ def test_preorderer_quality_jobs_train_on_their_own_preorderer(tmp_path):
 
 def by_name(jobs, name):
     return next(j for j in jobs if j.name == name)
+
+
+def test_plateau_step_rule():
+    from onmt_xl.experiments.evidence import plateau_step
+
+    def curve(points):
+        return [{"step": s, "bleu": b} for s, b in points]
+
+    rising = curve([(1000, 10), (2000, 20), (3000, 25), (4000, 27), (5000, 27.3), (6000, 27.4), (7000, 27.2)])
+    assert plateau_step({"a": rising}, tolerance=0.5, window=2000) == 4000
+    assert plateau_step({"a": rising}, tolerance=0.5, window=4000) is None  # not seen far enough past 4000
+    slower = curve([(1000, 5), (2000, 12), (3000, 20), (4000, 24), (5000, 26), (6000, 26.2), (7000, 26.3)])
+    assert plateau_step({"a": rising, "b": slower}, tolerance=0.5, window=1000) == 5000  # both must have levelled
+    assert plateau_step({"a": rising[:3]}) is None and plateau_step({}) is None

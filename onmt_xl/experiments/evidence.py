@@ -160,6 +160,24 @@ def read_curve(jd: Path) -> List[Dict[str, Any]]:
     return [rows[s] for s in sorted(rows)]
 
 
+def plateau_step(curves: Dict[str, List[Dict[str, Any]]], tolerance: float = 0.5, window: int = 2000) -> Optional[int]:
+    """The step count of the main runs, by a rule fixed before looking: the first scored step ``s`` at which, for
+    every curve, no later point within the scored range beats BLEU at ``s`` by more than ``tolerance``, and each
+    curve extends at least ``window`` steps past ``s``. None while no step qualifies (train the curves longer)."""
+    steps = sorted(set.intersection(*({r["step"] for r in rows} for rows in curves.values()))) if curves else []
+    for s in steps:
+        ok = True
+        for rows in curves.values():
+            at = next(r["bleu"] for r in rows if r["step"] == s)
+            later = [r for r in rows if r["step"] > s]
+            if not later or later[-1]["step"] - s < window or max(r["bleu"] for r in later) - at > tolerance:
+                ok = False
+                break
+        if ok:
+            return s
+    return None
+
+
 def plot_curves(workdir: Path, jobs: List[Job], out: Path) -> Optional[Path]:
     """Validation BLEU and perplexity against steps, one line per job."""
     import matplotlib
@@ -226,9 +244,13 @@ def run_evidence(args) -> int:
                 break
             time.sleep(60 * args.watch)
     png = plot_curves(runner.workdir, jobs, runner.path("curve.png"))
-    for job in jobs:
-        for row in read_curve(runner.path("jobs", job.name)):
-            say(f"{job.name:16s} step {row['step']:6d}  BLEU {row['bleu']:6.2f}  ppl {row.get('valid_ppl', float('nan')):7.2f}")
+    curves = {job.name: read_curve(runner.path("jobs", job.name)) for job in jobs}
+    for name, rows in curves.items():
+        for row in rows:
+            say(f"{name:16s} step {row['step']:6d}  BLEU {row['bleu']:6.2f}  ppl {row.get('valid_ppl', float('nan')):7.2f}")
+    s = plateau_step(curves, args.plateau_tolerance, args.plateau_window)
+    say(f"plateau (no later validation BLEU more than {args.plateau_tolerance} above it, {args.plateau_window} steps "
+        "seen past it): " + (f"step {s}: run --stage main --steps {s}" if s else "not reached yet: train the curves longer"))
     if png:
         say(f"plot: {png}")
     return 0
@@ -285,6 +307,10 @@ def add_evidence(sub) -> None:
     p.add_argument("--every", type=int, default=500, help="steps between kept checkpoints and validations")
     p.add_argument("--score-every", type=int, help="score every this many steps (default: --every)")
     p.add_argument("--threads", type=int, help="torch threads of curve-score's translations")
+    p.add_argument("--plateau-tolerance", type=float, default=0.5,
+                   help="curve stages: BLEU a later checkpoint may gain over the plateau step (default 0.5)")
+    p.add_argument("--plateau-window", type=int, default=2000,
+                   help="curve stages: steps the curves must extend past the plateau step (default 2000)")
     p.add_argument("--watch", type=float, help="curve-score: look for new checkpoints every this many minutes "
                    "until the jobs have finished")
     p.add_argument("--preorder-options", default=json.dumps(PREORDER_OPTIONS),
