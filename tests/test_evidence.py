@@ -293,3 +293,19 @@ def test_plateau_step_rule():
     slower = curve([(1000, 5), (2000, 12), (3000, 20), (4000, 24), (5000, 26), (6000, 26.2), (7000, 26.3)])
     assert plateau_step({"a": rising, "b": slower}, tolerance=0.5, window=1000) == 5000  # both must have levelled
     assert plateau_step({"a": rising[:3]}) is None and plateau_step({}) is None
+
+
+def test_a_preorderer_trained_with_other_options_is_not_reused_silently(tmp_path):
+    runner = Runner(_corpus(tmp_path), str(tmp_path / "wd"), [], preset="demo", train_steps=4, gpu=False,
+                    valid_size=10, tune_size=8, preorder_iterations=1)
+    runner.stage_data()
+    (tmp_path / "wd" / "align").mkdir()
+    for split, n in (("train", 42), ("tune", 8), ("test", 5)):
+        (tmp_path / "wd" / "align" / f"{split}.gdfa").write_text("0-0 1-1\n" * n)
+    runner.preorder()
+    assert "options" not in json.loads((tmp_path / "wd" / "preorderer.json").read_text())
+    runner.preorder()  # the same options: kept
+    runner.preorder_options = {"tiebreak_null": "none"}
+    with pytest.raises(XLUsageError, match=r'preorderer.xlp: was trained with options \{\}, this run asks for '
+                                           r'\{"tiebreak_null": "none"\}'):
+        runner.preorder()

@@ -3,6 +3,7 @@
 ``onmt-xl evidence`` runs it in stages, each resumable across sessions (every training resumes with
 ``-exact_resume``, so a job split over many sessions trains as an uninterrupted one would)::
 
+    prepare the splits, the eflomal alignments, the preorderer (scored on the tuning split) and the vocabularies
     curve   the baseline and Combination, first seed, trained long with every checkpoint kept; each
             checkpoint's validation BLEU (beam search, sacrebleu) and perplexity go to ``jobs/NAME/curve.jsonl``,
             and ``curve.png`` plots them, to find where BLEU stops rising
@@ -232,6 +233,10 @@ def run_evidence(args) -> int:
         for job in jobs:
             prune_checkpoints(runner, job)
         return 0
+    if args.stage == "prepare":  # the splits, alignments, preorderer and vocabularies, no training
+        runner.jobs = []
+        runner.run(sys.argv[1:])
+        return 0
     if args.stage == "curve":
         runner.run(sys.argv[1:])
     else:  # curve-score: no lock, so it can score while the training runs
@@ -288,9 +293,10 @@ def add_evidence(sub) -> None:
     add_corpus_arguments(p, shared_data())
     p.add_argument("--tune-size", type=int, default=1000, help="last training pairs carved off as the tuning split")
     p.add_argument("--workdir", default="runs/evidence_jaen", help="where everything is written (resumable)")
-    p.add_argument("--stage", choices=("curve", "curve-score", "main", "report"), default="curve",
-                   help="curve: train the learning-curve jobs; curve-score: score their kept checkpoints; main: every "
-                        "system and seed at --steps, averaged, translated (validation and test); report: the "
+    p.add_argument("--stage", choices=("prepare", "curve", "curve-score", "main", "report"), default="curve",
+                   help="prepare: only the splits, alignments, preorderer and vocabularies; curve: train the "
+                        "learning-curve jobs; curve-score: score their kept checkpoints; main: every system and seed "
+                        "at --steps, averaged, translated (validation and test); report: the "
                         "statistics and verdicts of the finished main runs")
     p.add_argument("--seed", type=int, default=1, help="training seed of the learning-curve jobs (default 1)")
     p.add_argument("--steps", type=int, help="--stage main: steps of every model (where the validation BLEU of "

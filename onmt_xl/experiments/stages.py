@@ -160,6 +160,13 @@ class DataStages:
         from onmt_xl.reorder.preorderer import Preorderer
 
         model_path = self.preorderer_path(pairs)
+        scores = model_path.with_suffix(".json")
+        if model_path.exists() and scores.exists():
+            trained = json.loads(scores.read_text()).get("options", {})
+            if trained != dict(self.preorder_options):
+                raise XLUsageError(str(model_path), None, f"was trained with options {json.dumps(trained)}, this run asks "
+                                   f"for {json.dumps(dict(self.preorder_options))}: pass those, or delete it and "
+                                   f"{scores.name} to retrain it")
         if not model_path.exists():
             src = [l.split() for l in read_lines(self.path("data", "train.src"))]
             links = read_pharaoh(str(self.path("align", "train.gdfa")), [len(s) for s in src])
