@@ -167,6 +167,10 @@ def _fake_study(wd, rng_seed=0):
     (wd / "data" / "train.tgt").write_text("\n".join(refs[:15] + ["unrelated line"]) + "\n")  # 45 novel
     (wd / "preorderer.json").write_text(json.dumps({"tau": 0.86, "oracle_tau": 0.997, "tune": {"tau": 0.85}}))
     (wd / "preorderer_10.json").write_text(json.dumps({"tau": 0.80, "tune": {"tau": 0.79}}))
+    (wd / "jobs" / "baseline_s1").mkdir(parents=True)
+    (wd / "jobs" / "baseline_s1" / "curve.jsonl").write_text("".join(
+        json.dumps({"step": s, "bleu": b, **({"valid_ppl": 9.5} if s == 3000 else {})}) + "\n"
+        for s, b in ((1000, 10.0), (2000, 20.0), (3000, 20.1), (4000, 20.2), (5000, 20.0))))
     (wd / "preorder_spread.jsonl").write_text("".join(json.dumps({"run": k, "tune_tau": t, "test_tau": t + 0.01}) + "\n"
                                                       for k, t in enumerate((0.85, 0.86, 0.87), 1)))
 
@@ -177,7 +181,7 @@ def _fake_study(wd, rng_seed=0):
                                 ("inxl", 0.5, (1, 2, 3)), ("headxl", 0.9, (1,)), ("combination_pre10", 0.6, (1, 2))):
         for seed in seeds:
             jd = wd / "jobs" / f"{system}_s{seed}"
-            jd.mkdir(parents=True)
+            jd.mkdir(parents=True, exist_ok=True)
             if system == "combination":
                 (jd / "hyp.oracle").write_text("\n".join(noisy(r, 0.95) for r in refs) + "\n")
             (jd / "hyp.test").write_text("\n".join(noisy(r, keep) for r in refs) + "\n")
@@ -227,6 +231,7 @@ def test_report_statistics_and_verdicts(tmp_path):
     assert quality["oracle (test-side links)"]["test_bleu"] == comb["oracle_bleu"]
     assert "| first 10 pairs | 0.7900 | 0.8000 | 1,2 |" in md
     assert rep["preorder_spread"]["test_tau"]["mean"] == pytest.approx(0.87)
+    assert rep["plateau_step"] == 2000 and "| 3,000 | 20.10 / 9.50 |" in md and "**2,000**" in md
     assert "tau over 3 eflomal runs" in md and "tune 0.8600 ± 0.0100; test 0.8700 ± 0.0100" in md
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from onmt_xl.experiments import stats
+from onmt_xl.experiments.curve import plateau_step, read_curve
 from onmt_xl.experiments.stock import read_lines
 
 SPLITS = ("test", "valid")
@@ -126,6 +127,13 @@ def preorder_quality(workdir: Path, pairs: Sequence[int], combination: List[Run]
     return rows
 
 
+def learning_curves(workdir: Path) -> Dict[str, List[Dict[str, Any]]]:
+    """The validation points of every job that has a ``curve.jsonl`` (``--stage curve-score``)."""
+    jobs = workdir / "jobs"
+    return {jd.name: read_curve(jd) for jd in sorted(jobs.glob("*")) if (jd / "curve.jsonl").exists()} \
+        if jobs.exists() else {}
+
+
 def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], baseline: str = "baseline",
                  n_samples: int = 1000, seed: int = stats.DEFAULT_SEED, alpha: float = 0.05,
                  preorder_pairs: Sequence[int] = ()) -> Dict[str, Any]:
@@ -163,12 +171,14 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
         comparisons[system]["p_holm"] = p_holm
         comparisons[system]["verdict"] = verdict(comparisons[system]["delta"], p_holm, alpha)
     quality = preorder_quality(workdir, preorder_pairs, kept.get("combination", []), refs["test"])
+    curves = learning_curves(workdir)
     spread_file = workdir / "preorder_spread.jsonl"  # tools/preorder_spread.py
     spread_rows = [json.loads(x) for x in spread_file.read_text().splitlines()] if spread_file.exists() else []
     spread = {f"{split}_tau": _mean_sd([r[f"{split}_tau"] for r in spread_rows]) for split in ("tune", "test")
               if spread_rows and all(f"{split}_tau" in r for r in spread_rows)}
     return {"workdir": workdir.name, "baseline": baseline, "systems": table, "comparisons": comparisons,
-            "preorder_quality": quality, "preorder_spread": spread,
+            "preorder_quality": quality, "preorder_spread": spread, "curves": curves,
+            "plateau_step": plateau_step(curves) if curves else None,
             "left_out": left_out, "test_sentences": len(refs["test"]), "novel_sentences": len(novel),
             "valid_sentences": len(refs["valid"]), "bootstrap": {"samples": n_samples, "seed": seed},
             "alpha": alpha}
@@ -194,6 +204,21 @@ def markdown(report: Dict[str, Any]) -> str:
         lines.append(f"| {system} | {','.join(map(str, row['seeds']))} | {_fmt(row['test_bleu'])} | "
                      f"{_fmt(row['test_chrf'])} | {_fmt(row['novel_bleu'])} | {_fmt(row['valid_bleu'])} | "
                      f"{_fmt(row['oracle_bleu'])} | {params} |")
+    curves = report.get("curves") or {}
+    if curves:
+        names = list(curves)
+        steps = sorted({r["step"] for rows in curves.values() for r in rows})
+        lines += ["", "Learning curves (validation pairs, beam 5; BLEU / perplexity; `curve.png`). Step rule: the "
+                  "first step no later point beats by more than 0.5 BLEU, 2,000 steps seen past it: "
+                  + (f"**{report['plateau_step']:,}**." if report.get("plateau_step") else "not reached."), "",
+                  "| step | " + " | ".join(names) + " |", "| ---: |" + " ---: |" * len(names)]
+        for step in steps:
+            cells = []
+            for name in names:
+                row = next((r for r in curves[name] if r["step"] == step), None)
+                ppl = f" / {row['valid_ppl']:.2f}" if row and "valid_ppl" in row else ""
+                cells.append(f"{row['bleu']:.2f}{ppl}" if row else "–")
+            lines.append(f"| {step:,} | " + " | ".join(cells) + " |")
     boot = report["bootstrap"]
     lines += ["", f"Against {report['baseline']} (test BLEU; seed-pooled paired bootstrap, {boot['samples']} samples, "
               f"seed {boot['seed']}; Holm over the {len(report['comparisons'])} comparisons; α = {report['alpha']}):", "",
