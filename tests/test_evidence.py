@@ -314,3 +314,24 @@ def test_a_preorderer_trained_with_other_options_is_not_reused_silently(tmp_path
     with pytest.raises(XLUsageError, match=r'preorderer.xlp: was trained with options \{\}, this run asks for '
                                            r'\{"tiebreak_null": "none"\}'):
         runner.preorder()
+
+
+def test_tiers_c_and_d_jobs(tmp_path):
+    from onmt_xl.experiments.evidence import NOISE_RATIOS, ORACLE_SYSTEMS, TAU_SWEEP, TIERS, main_jobs
+
+    systems, seeds = TIERS["c"]
+    jobs = main_jobs(systems, seeds, steps=30, every=10, average=2, curve_seed=1, curve_steps=50,
+                     oracle_systems=ORACLE_SYSTEMS)
+    by = {j.name: j for j in jobs}
+    assert {f"{s}_s{k}" for s in systems for k in seeds} < set(by)
+    oracle = by["prereorder_oracle_s2"]
+    assert oracle.xl_train == "align" and oracle.variants == ["oracle"] and oracle.train_steps == 30
+    runner = Runner(Corpus("a", "b", "c", "d"), str(tmp_path), jobs, preset="enja", train_steps=30, gpu=False)
+    assert runner.job_config(by["combination_oracle_s1"])["xl_source"] == "align"
+    d = main_jobs([], [1], steps=30, every=10, average=2, curve_seed=1, curve_steps=50, tau_sweep=TAU_SWEEP,
+                  noise=NOISE_RATIOS)
+    assert [j.name for j in d] == ["headxl_tau0_s1", "headxl_tau1_s1", "headxl_tau3_s1", "headxl_tau4_s1",
+                                   "combination_noise5_s1", "combination_noise10_s1", "combination_noise15_s1",
+                                   "combination_noise20_s1"]
+    assert runner.job_config(d[3])["xl_heads"] == 4 and runner.job_config(d[-1])["xl_noise"] == 0.2
+    assert runner.job_config(d[0])["heads"] == 4  # the sweep covers every head count of the enja preset

@@ -131,7 +131,8 @@ EXAMPLES = {
                    "onmt-xl experiments --data ../shared/data/enja --experiments main --time-budget 600",
     "evidence": "onmt-xl evidence --stage curve --max-steps 12000 --time-budget 600\n"
                 "onmt-xl evidence --stage curve-score\n"
-                "onmt-xl evidence --stage main --steps 8000 --seeds 1,2,3\n"
+                "onmt-xl evidence --stage main --steps 8000 --tier a --preorder-pairs 10000,25000\n"
+                "onmt-xl evidence --stage main --steps 8000 --tier c\n"
                 "onmt-xl evidence --stage report --report reports/EVIDENCE_jaen.md",
 }
 

@@ -26,16 +26,25 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.curve import plateau_step, read_curve
-from onmt_xl.experiments.plan import Job
+from onmt_xl.experiments.plan import NOISE_RATIOS, Job
 from onmt_xl.experiments.stock import read_lines, say, stock
 from onmt_xl.experiments.systems import SYSTEMS
 
 CURVE_SYSTEMS = ("baseline", "combination")
 MAIN_SYSTEMS = ("baseline", "relative_pe", "inxl", "headxl", "combination")  # the first tier of the study
+#: ``--tier``: the systems and seeds of each tier of the study (b is tier a's first and last system, reversed corpus)
+TIERS = {
+    "a": (MAIN_SYSTEMS, (1, 2, 3)),
+    "b": (("baseline", "combination"), (1, 2, 3)),
+    "c": (("disan", "enc_re", "both_re", "exgre", "refsr", "prereorder", "encoder_free"), (1, 2)),
+    "d": ((), (1,)),
+}
+TAU_SWEEP = (0, 1, 3, 4)  # HeadXL's xl_heads besides the default 2 of tier a (heads 4 in the enja preset)
+ORACLE_SYSTEMS = ("combination", "prereorder")  # tier c: also trained on oracle indices (upper bound)
 #: chosen on the Japanese-English tuning split by tools/tune_preorderer.py (reports/TUNING.md)
 PREORDER_OPTIONS = {"tiebreak_null": "none"}
 VALID_PPL = re.compile(r"Validation perplexity: ([0-9.]+)")
@@ -57,13 +66,17 @@ def curve_jobs(seed: int, max_steps: int, every: int) -> List[Job]:
 
 def main_jobs(systems: Sequence[str], seeds: Sequence[int], steps: int, every: int, average: int,
               curve_seed: int, curve_steps: int, preorder_pairs: Sequence[int] = (),
-              preorder_seeds: Sequence[int] = ()) -> List[Job]:
+              preorder_seeds: Sequence[int] = (), oracle_systems: Sequence[str] = (), tau_sweep: Sequence[int] = (),
+              noise: Sequence[float] = ()) -> List[Job]:
     """Every system with every seed trained ``steps`` steps (a checkpoint every ``every``), translated with the
     average of its last ``average`` checkpoints up to ``steps``; the learning-curve jobs (the curve systems with
     ``curve_seed``) are the same models, trained longer: their checkpoints at ``steps`` serve. Systems with XL
     indices also translate the test pairs with oracle indices (``oracle``: the BTG oracle of the test pairs'
     eflomal links, test-side information). For each N of ``preorder_pairs``, Combination with each of
-    ``preorder_seeds`` again, its preorderer trained on the first N training pairs (``combination_preN_sSEED``)."""
+    ``preorder_seeds`` again, its preorderer trained on the first N training pairs (``combination_preN_sSEED``).
+    ``oracle_systems``: also trained on the BTG oracle of the training links (``SYSTEM_oracle_sSEED``, translated
+    with oracle indices only); ``tau_sweep``: HeadXL with each number of XL heads, ``noise``: Combination with
+    each ratio of swapped XL indices in training (paper §4.5), both with the first seed."""
     jobs = []
     for seed in seeds:
         for system in systems:
@@ -72,6 +85,19 @@ def main_jobs(systems: Sequence[str], seeds: Sequence[int], steps: int, every: i
             jobs.append(Job(f"{system}_s{seed}", system, seed, overrides=_every(every),
                             train_steps=curve_steps if curve else steps,
                             final_step=steps, average=average, variants=variants, experiments=["main"]))
+    for system in oracle_systems:
+        for seed in seeds:
+            jobs.append(Job(f"{system}_oracle_s{seed}", system, seed, overrides=_every(every), xl_train="align",
+                            train_steps=steps, final_step=steps, average=average, variants=["oracle"],
+                            experiments=["oracle"]))
+    for tau in tau_sweep:
+        jobs.append(Job(f"headxl_tau{tau}_s{seeds[0]}", "headxl", seeds[0], overrides={**_every(every), "xl_heads": tau},
+                        train_steps=steps, final_step=steps, average=average, variants=["valid", "test"],
+                        experiments=["tau"]))
+    for ratio in noise:
+        jobs.append(Job(f"combination_noise{round(100 * ratio)}_s{seeds[0]}", "combination", seeds[0],
+                        overrides={**_every(every), "xl_noise": ratio}, train_steps=steps, final_step=steps,
+                        average=average, variants=["valid", "test"], experiments=["noise"]))
     for pairs in preorder_pairs:
         for seed in preorder_seeds:
             jobs.append(Job(f"combination_pre{pairs}_s{seed}", "combination", seed, overrides=_every(every),
@@ -201,9 +227,12 @@ def run_evidence(args) -> int:
     if args.stage == "main":
         if not args.steps:
             raise XLUsageError(None, None, "--stage main needs --steps (chosen from the learning curve on the validation pairs)")
-        runner.jobs = jobs = main_jobs(args.systems.split(","), _ints(args.seeds), args.steps, args.every,
-                                       args.average, args.seed, args.max_steps, _ints(args.preorder_pairs),
-                                       _ints(args.preorder_seeds))
+        systems, seeds = _tier_systems_seeds(args)
+        d = args.tier == "d"
+        runner.jobs = jobs = main_jobs(systems, seeds, args.steps, args.every, args.average, args.seed,
+                                       args.max_steps, _ints(args.preorder_pairs), _ints(args.preorder_seeds),
+                                       oracle_systems=ORACLE_SYSTEMS if args.tier == "c" else (),
+                                       tau_sweep=TAU_SWEEP if d else (), noise=NOISE_RATIOS if d else ())
         if args.only:
             runner.jobs = jobs = [j for j in jobs if j.name in args.only.split(",")]
         runner.run(sys.argv[1:])
@@ -238,6 +267,12 @@ def run_evidence(args) -> int:
     return 0
 
 
+def _tier_systems_seeds(args) -> Tuple[List[str], List[int]]:
+    """``--systems`` and ``--seeds`` where given, else those of ``--tier``."""
+    systems, seeds = TIERS[args.tier]
+    return (args.systems.split(",") if args.systems else list(systems)), (_ints(args.seeds) if args.seeds else list(seeds))
+
+
 def _ints(text: Optional[str]) -> List[int]:
     try:
         return [int(x) for x in (text or "").split(",") if x.strip()]
@@ -252,10 +287,11 @@ def report_stage(args) -> int:
     if not (workdir / "data" / "test.ref").exists():
         raise XLUsageError(str(workdir), None, "holds no staged data: run the curve and main stages first")
     out = Path(args.report) if args.report else workdir / "report.md"
-    report = write_report(workdir, out, systems=args.systems.split(","), seeds=_ints(args.seeds),
+    systems, seeds = _tier_systems_seeds(args)
+    report = write_report(workdir, out, systems=systems, seeds=seeds,
                           n_samples=args.samples, seed=args.bootstrap_seed, preorder_pairs=_ints(args.preorder_pairs))
     if not report["systems"]:
-        say(f"no finished run of {args.systems} with seeds {args.seeds} in {workdir / 'jobs'} yet")
+        say(f"no finished run of {','.join(systems)} with seeds {','.join(map(str, seeds))} in {workdir / 'jobs'} yet")
     print(out.read_text(encoding="utf-8"))
     say(f"report: {out} (and {out.with_suffix('.json')})")
     return 0
@@ -278,8 +314,13 @@ def add_evidence(sub) -> None:
     p.add_argument("--seed", type=int, default=1, help="training seed of the learning-curve jobs (default 1)")
     p.add_argument("--steps", type=int, help="--stage main: steps of every model (where the validation BLEU of "
                    "the learning curve stops rising)")
-    p.add_argument("--systems", default=",".join(MAIN_SYSTEMS), help="--stage main: comma-separated systems")
-    p.add_argument("--seeds", default="1,2,3", help="--stage main: comma-separated seeds")
+    p.add_argument("--tier", choices=sorted(TIERS), default="a",
+                   help="--stage main/report: a = baseline, Relative PE, InXL, HeadXL, Combination, seeds 1-3; b = "
+                        "baseline and Combination, seeds 1-3 (run it on the reversed corpus); c = DiSAN, REs, ExGRE, "
+                        "ReFSR, pre-reordering, encoder-free, seeds 1-2, and Combination and pre-reordering trained "
+                        "on oracle indices; d = the tau sweep of HeadXL and the noise attack on Combination, seed 1")
+    p.add_argument("--systems", help="--stage main/report: comma-separated systems (default: the tier's)")
+    p.add_argument("--seeds", help="--stage main/report: comma-separated seeds (default: the tier's)")
     p.add_argument("--preorder-pairs", default="",
                    help="--stage main: also Combination with preorderers trained on the first N training pairs, for "
                         "each N of this comma-separated list (e.g. 10000,25000), to measure what preorderer quality buys")
