@@ -96,3 +96,25 @@ def test_mismatched_lengths_are_refused():
     refs, rng = corpus()
     with pytest.raises(ValueError, match="hypotheses for"):
         seed_pooled_bootstrap([refs[:-1]], [refs], refs)
+
+
+def test_paired_bootstrap_seed_is_used(monkeypatch):
+    """sacrebleu's PairedTest seeds its generator from SACREBLEU_SEED, not numpy's global state: the seed
+    argument reaches it, the same seed gives the same p-values whatever the environment says."""
+    import random
+
+    from onmt_xl.experiments.scoring import paired_bootstrap
+
+    rng = random.Random(4)
+    words = [f"w{k}" for k in range(30)]
+    refs = [" ".join(rng.choice(words) for _ in range(8)) for _ in range(40)]
+    noisy = lambda keep: [" ".join(t if rng.random() < keep else rng.choice(words) for t in r.split())  # noqa: E731
+                          for r in refs]
+    base, hyp = noisy(0.5), noisy(0.5)  # equally good: a p-value far from the extremes, moved by the draws
+    runs = {seed: paired_bootstrap({"s": hyp}, base, refs, n_samples=200, seed=seed)["s"] for seed in (1, 2, 3)}
+    assert len(set(runs.values())) > 1  # the seed matters
+    monkeypatch.setenv("SACREBLEU_SEED", "None")
+    assert paired_bootstrap({"s": hyp}, base, refs, n_samples=200, seed=2)["s"] == runs[2]
+    import os
+
+    assert os.environ["SACREBLEU_SEED"] == "None"  # restored

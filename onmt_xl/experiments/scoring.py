@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
@@ -74,15 +75,16 @@ def paired_bootstrap(systems: Dict[str, List[str]], baseline: List[str], refs: L
     from sacrebleu.significance import PairedTest
 
     named = [("baseline", baseline)] + list(systems.items())
-    test = PairedTest(named, {"BLEU": BLEU()}, references=[refs], test_type="bs", n_samples=n_samples)
-    import numpy as np
-
-    state = np.random.get_state()
-    np.random.seed(seed)  # sacrebleu draws from numpy's global generator
+    previous = os.environ.get("SACREBLEU_SEED")
+    os.environ["SACREBLEU_SEED"] = str(seed)  # PairedTest takes its seed from here (its numpy Generator)
     try:
+        test = PairedTest(named, {"BLEU": BLEU()}, references=[refs], test_type="bs", n_samples=n_samples)
         _, scores = test()
     finally:
-        np.random.set_state(state)
+        if previous is None:
+            del os.environ["SACREBLEU_SEED"]
+        else:
+            os.environ["SACREBLEU_SEED"] = previous
     return {name: res.p_value for (name, _), res in zip(named[1:], scores["BLEU"][1:])}
 
 
