@@ -335,3 +335,20 @@ def test_tiers_c_and_d_jobs(tmp_path):
                                    "combination_noise20_s1"]
     assert runner.job_config(d[3])["xl_heads"] == 4 and runner.job_config(d[-1])["xl_noise"] == 0.2
     assert runner.job_config(d[0])["heads"] == 4  # the sweep covers every head count of the enja preset
+
+
+def test_prepare_trains_the_extra_preorderers(tmp_path, monkeypatch):
+    """--stage prepare --preorder-pairs N: the preorderer on the first N pairs is trained and scored with the
+    study's own, before any job asks for it."""
+    runner = Runner(_corpus(tmp_path), str(tmp_path / "wd"), [], preset="demo", train_steps=4, gpu=False,
+                    valid_size=10, tune_size=8, preorder_iterations=1)
+    runner.extra_preorder_pairs = [20]
+    (tmp_path / "wd" / "align").mkdir(parents=True)
+    for split, n in (("train", 42), ("tune", 8), ("test", 5)):
+        (tmp_path / "wd" / "align" / f"{split}.gdfa").write_text("0-0 1-1\n" * n)
+    monkeypatch.setattr(runner, "align", lambda: None)
+    monkeypatch.setattr(runner, "vocab", lambda: None)
+    runner.prepare()
+    for name in ("preorderer", "preorderer_20"):
+        assert json.loads((tmp_path / "wd" / f"{name}.json").read_text())["tune"]["sentences"] == 8
+    assert not list((tmp_path / "wd").glob("preorderer_4*"))

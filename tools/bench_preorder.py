@@ -134,14 +134,22 @@ def step_train(data: Path, work: Path, model: Path, extra: Sequence[str]) -> Dic
 
 
 def step_threads(data: Path, work: Path) -> Dict[str, object]:
-    """2 training iterations with 1 thread and with all threads, in both parallel modes."""
+    return step_threads_on(data / "train.ja", data / "train.en", work / "train.gdfa", work)
+
+
+def step_threads_on(src: Path, tgt: Path, align: Path, work: Path, extra: Sequence[str] = ()) -> Dict[str, object]:
+    """2 training iterations with 1 thread and with all threads, in both parallel modes (models into ``work``,
+    then removed)."""
     import numba
 
     out = {}
     every = numba.config.NUMBA_NUM_THREADS
     for n, mode in ((1, "mix"), (every, "mix"), (every, "minibatch")):
         model = work / f"threads{n}_{mode}.xlp"
-        res = _time_v(train_command(data, work, model, ["--iterations", "2", "--threads", str(n), "--parallel", mode]))
+        res = _time_v([sys.executable, "-m", "onmt_xl.cli", "preorder-train", "--src", str(src), "--tgt", str(tgt),
+                       "--align", str(align), "--model", str(model), "--quiet", *extra,
+                       "--iterations", "2", "--threads", str(n), "--parallel", mode])
+        model.unlink(missing_ok=True)
         lines = [l for l in res.pop("stderr").splitlines() if l.startswith("preorder-train")]
         secs = [float(re.search(r"\(([\d.]+)s\)", l).group(1)) for l in lines if "iteration" in l[:27]]
         vocab = re.search(r"word classes ([\d.]+)s", lines[-1])
@@ -254,17 +262,25 @@ def _rate(fn, n_items: int, min_seconds: float = 1.0) -> float:
 
 
 def step_speed(model_path: Path, data: Path, work: Path, spans: Sequence[int]) -> Dict[str, object]:
+    from onmt_xl.reorder.preorderer import Preorderer
+
+    dev = read_split(data, work, "dev")
+    return speed(Preorderer.load(str(model_path)), [dev.src[k] for k in dev.keep],
+                 [(dev.src[k], dev.links[k], len(dev.tgt[k])) for k in dev.keep], spans)
+
+
+def speed(model, src: Sequence[Sequence[str]], triples, spans: Sequence[int]) -> Dict[str, object]:
+    """Sentences/s of ``model`` on ``src`` and on inputs of exactly 20, 50 and 100 tokens cut from it, one thread
+    (batched and one at a time) and all threads, exact and under each span limit; and each span limit's tau on the
+    ``(src, links, target length)`` ``triples`` concatenated to about 20, 50 and 100 tokens."""
     import numba
 
     from onmt_xl.reorder.metrics import evaluate
     from onmt_xl.reorder.oracle import target_ranks
-    from onmt_xl.reorder.preorderer import Preorderer, set_threads
+    from onmt_xl.reorder.preorderer import set_threads
 
-    model = Preorderer.load(str(model_path))
     default_span = model.max_span
     spans = sorted(set(spans) | {default_span} - {0})
-    dev = read_split(data, work, "dev")
-    src = [dev.src[k] for k in dev.keep]
     out: Dict[str, object] = dict(default_max_span=default_span)
     all_threads = numba.config.NUMBA_NUM_THREADS
 
@@ -292,8 +308,7 @@ def step_speed(model_path: Path, data: Path, work: Path, spans: Sequence[int]) -
     out["speed"] = rows
     out["threads"] = all_threads
 
-    # tau cost of span limits on long inputs built from whole dev pairs
-    triples = [(dev.src[k], dev.links[k], len(dev.tgt[k])) for k in dev.keep]
+    # tau cost of span limits on long inputs built from whole pairs
     cost = []
     for target_len in (20, 50, 100):
         csrc, clinks = concatenated(triples, target_len)
@@ -310,7 +325,7 @@ def step_speed(model_path: Path, data: Path, work: Path, spans: Sequence[int]) -
     return out
 
 
-def plot_speed(result: Dict[str, object], path: Path) -> None:
+def plot_speed(result: Dict[str, object], path: Path, title: str = "Preorderer inference speed (enja dev, concatenated)") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -328,7 +343,7 @@ def plot_speed(result: Dict[str, object], path: Path) -> None:
     ax.set_yscale("log")
     ax.set_xlabel("tokens per sentence")
     ax.set_ylabel("sentences / second (1 thread, batched)")
-    ax.set_title("Preorderer inference speed (enja dev, concatenated)")
+    ax.set_title(title)
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -4,7 +4,7 @@
 
 The work directory is one of ``onmt-xl evidence`` (or ``experiments`` with ``--tune-size``): its ``data/train.src``
 with ``align/train.gdfa`` train each candidate, and ``data/tune.src`` with ``align/tune.gdfa`` (eflomal links)
-score it. Each candidate changes one option of the defaults (the grid of reports/PREORDER.md's ablations), and
+score it. Each candidate changes one option of the defaults (the grid of reports/PREORDER_HISTORY.md's ablations), and
 its tau is the mean over ``--seeds`` shuffling seeds, since the seed alone moves tau by a few thousandths.
 ``WORKDIR/preorder_tuning.jsonl`` gets a line per run (a killed run resumes); the table printed at the end is
 sorted by mean tau, and the choice is the best candidate unless the defaults are within ``--tolerance``

@@ -33,7 +33,7 @@ eflomal on the sub-word text:
   aligner gains in word-level accuracy is not used. That gain depends on the data: on the KFTT
   gold set (out of domain for the 50k Tanaka training pairs), eflomal on BPE-8000 pieces, scored at
   word level, has a lower AER than eflomal on words, SentencePiece-2000 a higher one (see
-  ``reports/PREORDER.md``). Both can be had: align the sub-words, :func:`collapse_links` to words,
+  ``reports/PREORDER.md``, ``reports/PREORDER_HISTORY.md``). Both can be had: align the sub-words, :func:`collapse_links` to words,
   then :func:`project_links` back.
 
 :func:`collapse_links` (words linked when any of their pieces are) also scores a sub-word aligner

@@ -239,8 +239,9 @@ def run_evidence(args) -> int:
         for job in jobs:
             prune_checkpoints(runner, job)
         return 0
-    if args.stage == "prepare":  # the splits, alignments, preorderer and vocabularies, no training
+    if args.stage == "prepare":  # the splits, alignments, preorderers and vocabularies, no training
         runner.jobs = []
+        runner.extra_preorder_pairs = _ints(args.preorder_pairs)
         runner.run(sys.argv[1:])
         return 0
     if args.stage == "curve":
@@ -323,7 +324,8 @@ def add_evidence(sub) -> None:
     p.add_argument("--seeds", help="--stage main/report: comma-separated seeds (default: the tier's)")
     p.add_argument("--preorder-pairs", default="",
                    help="--stage main: also Combination with preorderers trained on the first N training pairs, for "
-                        "each N of this comma-separated list (e.g. 10000,25000), to measure what preorderer quality buys")
+                        "each N of this comma-separated list (e.g. 10000,25000), to measure what preorderer quality buys; "
+                        "--stage prepare: train and score those preorderers")
     p.add_argument("--preorder-seeds", default="1,2", help="--stage main: seeds of those runs (default 1,2)")
     p.add_argument("--average", type=int, default=5, help="--stage main: checkpoints averaged (onmt_average_models)")
     p.add_argument("--only", help="comma-separated job names (e.g. baseline_s1) to restrict the stage to")

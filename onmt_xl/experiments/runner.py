@@ -58,6 +58,7 @@ class Runner(DataStages, JobStages):
         self.workdir = Path(workdir).resolve()
         self.valid_size, self.beam_size, self.preorder_iterations = valid_size, beam_size, preorder_iterations
         self.tune_size, self.preorder_options = tune_size, dict(preorder_options or {})
+        self.extra_preorder_pairs: Sequence[int] = ()  # preorderers on the first N pairs beyond the jobs' own
         self.time_budget_s = None if time_budget_min is None else 60.0 * time_budget_min
         steps = train_steps or config("baseline", str(self.workdir), None, preset)["train_steps"]
         self.train_steps = steps
@@ -235,7 +236,7 @@ class Runner(DataStages, JobStages):
         if self.archive is not None:
             save_alignments(self.workdir, self.archive)
         self.preorder()
-        for pairs in sorted({job.preorder_pairs for job in self.jobs if job.preorder_pairs}):
+        for pairs in sorted({job.preorder_pairs for job in self.jobs if job.preorder_pairs} | set(self.extra_preorder_pairs)):
             self.preorder(pairs)
         self.vocab()
 
