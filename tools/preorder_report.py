@@ -390,8 +390,8 @@ def _render_subword(sub: Optional[dict]) -> List[str]:
          "Ding et al. (2020) preorder BPE units. The sub-word preorderer trains on word links projected to pieces "
          "(`onmt_xl.align.subword.project_links`) or on eflomal run on the sub-word text; its order is collapsed to "
          "words (each word at the mean position of its pieces) and scored against the word links. "
-         f"`python tools/bench_subword.py {sub.get('command', '')}`; {sub['train']} training pairs, the {sub['dev']} "
-         f"test pairs, training seeds {', '.join(map(str, sub['seeds']))} (± is the sd over seeds; each run has one "
+         f"`python tools/bench_subword.py {sub.get('command', '')}`: the preorderer's default options, all "
+         f"{_n(sub['train'])} enja training pairs, scored on the {sub['dev']} test pairs (nothing is chosen on them), training seeds {', '.join(map(str, sub['seeds']))} (± is the sd over seeds; each run has one "
          "eflomal alignment). Δ is the word-level tau minus the word preorderer's, with a 95 % paired bootstrap "
          "interval over sentences.", "",
          "| system | pieces/word | words split | tau, sub-word level | tau, word level | Δ [95 % CI] |",
@@ -403,6 +403,12 @@ def _render_subword(sub: Optional[dict]) -> List[str]:
         L.append(f"| {r['kind']}:{r['size']}, {r['alignment']} links | {r['dev_pieces_per_word']:.3f} | "
                  f"{100 * r['dev_words_split']:.1f} % | {taus(r['subword'])} | {taus(r['collapsed'])} | "
                  f"{d['diff']:+.4f} [{d['lo']:+.4f}, {d['hi']:+.4f}] |")
+    zero = [f"{r['kind']}:{r['size']} ({r['alignment']})" for r in sub["subword"] if r["vs_word"]["lo"] <= 0 <= r["vs_word"]["hi"]]
+    off = [f"{r['kind']}:{r['size']} ({r['alignment']}, {r['vs_word']['diff']:+.4f})" for r in sub["subword"]
+           if not r["vs_word"]["lo"] <= 0 <= r["vs_word"]["hi"]]
+    L += ["", "The 95 % interval contains 0 for " + (", ".join(zero) or "none") + "; it excludes 0 for "
+          + (", ".join(off) or "none") + ". Projected links give every piece of a word the same target rank, so the "
+          "oracle and the loss never split a word; one word alignment serves every sub-word model."]
     return L
 
 
@@ -421,11 +427,12 @@ def _render_align(al: Optional[dict]) -> List[str]:
             continue
         col = {m: [r[key][m] for r in runs] for m in ("aer", "precision", "recall")}
         links = statistics.mean(r[key]["links"] for r in runs) if "links" in runs[0][key] else float("nan")
-        name = f"**{key}**" if key == "gdfa" else key
+        name = "**grow-diag-final-and** (what the study uses)" if key == "gdfa" else key
         L.append(f"| {name} | {_mean_sd(col['aer'])} | {_mean_sd(col['precision'])} | {_mean_sd(col['recall'])} | "
                  f"{_n(links)} |")
     secs = [r["eflomal_seconds"] for r in runs]
-    L += ["", f"eflomal took {_mean_sd(secs, 1)} s per run on the {_n(al['sentences'] + 50000)} pairs (both directions)."]
+    L += ["", f"eflomal took {_mean_sd(secs, 1)} s per run on the {_n(al['sentences'] + al['extra_pairs'])} pairs (both "
+          "directions, one run of `onmt-xl align`)."]
     return L
 
 
@@ -474,7 +481,8 @@ def main(argv=None) -> int:
             a = ["--runs", str(args.align_runs)]
             collect_tool("bench_align.py", a, archive / "align.json")
             obj = read_json(archive / "align.json")
-            write_json(archive / "align.json", dict(obj, command=" ".join(a)))
+            extra = sum(1 for _ in open(shared / "enja" / "train.ja", encoding="utf-8"))
+            write_json(archive / "align.json", dict(obj, command=" ".join(a), extra_pairs=extra))
         elif step == "subword":
             a = ["--data", str(shared / "enja"), "--subword", "bpe:8000", "--subword", "sentencepiece:2000", "--seeds", "1,2,3",
                  "--subword-eflomal"]

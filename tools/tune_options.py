@@ -35,6 +35,7 @@ from onmt_xl.experiments.stages import Corpus  # noqa: E402
 CANDIDATES: Dict[str, Tuple[str, Dict]] = {
     "baseline": ("baseline", {}),
     "baseline_bf16": ("baseline", {"cpu_precision": "bf16"}),  # quality at equal steps; fp32 on a CPU without native bf16
+    "baseline_fp32": ("baseline", {"cpu_precision": "fp32"}),  # its reference (``baseline`` follows cpu_precision auto)
     "disan": ("disan", {}),
     "disan_nogate": ("disan_nogate", {}),
     "inxl_absolute": ("inxl", {"inxl_init": "absolute"}),
@@ -120,6 +121,7 @@ def main(argv=None) -> int:
                    "that validate")
     p.add_argument("--threads", type=int, default=0, help="torch threads per job (0: torch's default)")
     p.add_argument("--beam-size", type=int, default=5)
+    p.add_argument("--parallel", type=int, default=1, help="jobs trained at once (default 1)")
     p.add_argument("--only", nargs="+", choices=list(CANDIDATES), help="candidates to run (default: all)")
     args = p.parse_args(argv)
     workdir = Path(args.workdir)
@@ -131,7 +133,7 @@ def main(argv=None) -> int:
     jobs = [Job(f"{n}_seed{seed}", CANDIDATES[n][0], seed, overrides=dict(CANDIDATES[n][1]), variants=["test"],
                 experiments=[n]) for seed in seeds for n in names]
     runner = Runner(carve(workdir, args.tune_size, args.data, args.valid_size), str(workdir), jobs, args.preset, steps,
-                    beam_size=args.beam_size, parallel=1, preorder_iterations=5)
+                    beam_size=args.beam_size, parallel=args.parallel, preorder_iterations=5)
     done = run_all(runner, steps)
     with open(workdir / "tune.jsonl", "w", encoding="utf-8") as f:
         f.writelines(json.dumps(row) + "\n" for row in done)
