@@ -352,3 +352,14 @@ def test_prepare_trains_the_extra_preorderers(tmp_path, monkeypatch):
     for name in ("preorderer", "preorderer_20"):
         assert json.loads((tmp_path / "wd" / f"{name}.json").read_text())["tune"]["sentences"] == 8
     assert not list((tmp_path / "wd").glob("preorderer_4*"))
+
+
+def test_a_jobs_cpu_precision_override_reaches_its_config(tmp_path):
+    """The runner sets -cpu_precision auto, unless the job asks for fp32 or bf16 (tools/tune_options.py's
+    baseline_fp32 / baseline_bf16 compare the two)."""
+    from onmt_xl.experiments.plan import Job
+
+    jobs = [Job("a", "baseline", 1), Job("b", "baseline", 1, overrides={"cpu_precision": "fp32"}),
+            Job("c", "baseline", 1, overrides={"cpu_precision": "bf16"})]
+    runner = Runner(_corpus(tmp_path), str(tmp_path / "wd"), jobs, preset="demo", train_steps=4, gpu=False)
+    assert [runner.job_config(j)["cpu_precision"] for j in jobs] == ["auto", "fp32", "bf16"]

@@ -76,7 +76,7 @@ class JobStages:
                      self.preset)
         cfg["save_model"] = str(self.path("jobs", job.name, "model"))
         cfg["save_data"] = str(self.path("jobs", job.name, "samples"))
-        cfg["cpu_precision"] = "auto"  # bf16 where this CPU computes it natively
+        cfg["cpu_precision"] = job.overrides.get("cpu_precision", "auto")  # auto: bf16 where the CPU computes it natively
         if job.preorder_pairs and "xl_preorderer" in cfg:
             cfg["xl_preorderer"] = str(self.preorderer_path(job.preorder_pairs))
         if job.xl_train == "align":
