@@ -363,3 +363,15 @@ def test_a_jobs_cpu_precision_override_reaches_its_config(tmp_path):
             Job("c", "baseline", 1, overrides={"cpu_precision": "bf16"})]
     runner = Runner(_corpus(tmp_path), str(tmp_path / "wd"), jobs, preset="demo", train_steps=4, gpu=False)
     assert [runner.job_config(j)["cpu_precision"] for j in jobs] == ["auto", "fp32", "bf16"]
+
+
+def test_training_precision_is_recorded_per_attempt():
+    from onmt_xl.experiments.jobs import resolved_precision
+
+    bf16 = "[I] -cpu_precision auto: bf16 autocast on this CPU (AVX512 with AVX512-BF16)\n[I] Starting training on CPU\nStep 50\n"
+    fp32 = "[I] -cpu_precision auto: fp32 (this CPU: AVX2, without AVX512-BF16, AMX or Arm BF16)\n[I] Starting training on CPU\nStep 100\n"
+    assert resolved_precision(bf16) == "bf16" and resolved_precision(fp32) == "fp32"
+    assert resolved_precision(bf16 + bf16) == "bf16"
+    assert resolved_precision(bf16 + fp32) == "bf16, then fp32"
+    assert resolved_precision("[I] Starting training on CPU\n") == "fp32"  # -cpu_precision fp32 logs no line
+    assert resolved_precision("") == "fp32"

@@ -147,7 +147,8 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
     for system, rs in kept.items():
         if not rs:
             continue
-        row: Dict[str, Any] = {"seeds": [r.seed for r in rs], "params": rs[0].params, "buffers": rs[0].buffers}
+        row: Dict[str, Any] = {"seeds": [r.seed for r in rs], "params": rs[0].params, "buffers": rs[0].buffers,
+                               "precision": sorted({r.info.get("precision") or "?" for r in rs})}
         for split in SPLITS:
             scores = [_scores(r.hyps[split], refs[split]) for r in rs]
             for metric in ("bleu", "chrf"):
@@ -196,12 +197,16 @@ def markdown(report: Dict[str, Any]) -> str:
     n_test, n_novel = report["test_sentences"], report["novel_sentences"]
     lines = [f"## {report['workdir']}: test BLEU at convergence", "",
              f"Mean ± sd over seeds; {n_test} test pairs, of which {n_novel} have a reference that is not a training "
-             f"target (novel); {report['valid_sentences']} validation pairs. Parameters: trainable (buffers apart).", "",
-             "| system | seeds | test BLEU | test chrF | novel BLEU | valid BLEU | oracle-XL test BLEU | params (buffers) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             f"target (novel); {report['valid_sentences']} validation pairs. Parameters: trainable (buffers apart). "
+             "Training precision: what `-cpu_precision auto` chose on the machines each run trained on (bf16 only "
+             "where the CPU computes it natively; weights fp32 throughout), in order for a run resumed on another "
+             "machine.", "",
+             "| system | seeds | training precision | test BLEU | test chrF | novel BLEU | valid BLEU | oracle-XL test BLEU | "
+             "params (buffers) |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for system, row in report["systems"].items():
         params = f"{row['params']:,} ({row['buffers'] or 0:,})" if row["params"] is not None else "–"
-        lines.append(f"| {system} | {','.join(map(str, row['seeds']))} | {_fmt(row['test_bleu'])} | "
+        lines.append(f"| {system} | {','.join(map(str, row['seeds']))} | {'; '.join(row.get('precision') or ['?'])} | "
+                     f"{_fmt(row['test_bleu'])} | "
                      f"{_fmt(row['test_chrf'])} | {_fmt(row['novel_bleu'])} | {_fmt(row['valid_bleu'])} | "
                      f"{_fmt(row['oracle_bleu'])} | {params} |")
     curves = report.get("curves") or {}

@@ -44,9 +44,17 @@ def _identity(cfg: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def resolved_precision(log_text: str) -> str:
-    """What ``-cpu_precision auto`` chose in a training log: "bf16" or "fp32" (the last run's, when resumed)."""
-    lines = [line for line in log_text.splitlines() if "-cpu_precision" in line]
-    return "bf16" if lines and "bf16 autocast" in lines[-1] else "fp32"
+    """What ``-cpu_precision`` resolved to in a training log: "bf16" or "fp32", or, for a job resumed on
+    machines that differ, each attempt's in order ("bf16, then fp32"). An attempt runs from one
+    "Starting training on" line to the next; one without a bf16 line ran in fp32."""
+    attempts = log_text.split("Starting training on")[:-1] or [log_text]
+    chosen: List[str] = []
+    for attempt in attempts:
+        lines = [line for line in attempt.splitlines() if "-cpu_precision" in line]
+        this = "bf16" if lines and "bf16 autocast" in lines[-1] else "fp32"
+        if not chosen or chosen[-1] != this:
+            chosen.append(this)
+    return ", then ".join(chosen)
 
 
 def exact_resume_log(log_text: str) -> Optional[bool]:
