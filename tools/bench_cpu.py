@@ -124,6 +124,23 @@ class Config:
             plugin._sdpa_applies = stock_applies
 
 
+def profile_lines(configs, steps, ids, xl, src_len, tgt, top=8):
+    """Where a training step's time goes: per configuration, the operators with the largest self CPU time, as
+    shares of the profiled total, and milliseconds per step."""
+    from torch.profiler import ProfilerActivity, profile
+
+    out = ["", f"Where a step's time goes (`torch.profiler`, {steps} steps, self CPU time per operator):", ""]
+    for c in configs:
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            c.train(steps, ids, xl, src_len, tgt)
+        events = [e for e in prof.key_averages() if e.self_cpu_time_total > 0]
+        total = sum(e.self_cpu_time_total for e in events)
+        events.sort(key=lambda e: -e.self_cpu_time_total)
+        out.append(f"- {c.name}: {total / 1e3 / steps:.0f} ms per step; "
+                   + ", ".join(f"`{e.key}` {100 * e.self_cpu_time_total / total:.1f} %" for e in events[:top]))
+    return out
+
+
 def spread(values, fmt="{:.0f}"):
     return f"{fmt.format(statistics.median(values))} ({fmt.format(min(values))}–{fmt.format(max(values))})"
 
@@ -142,6 +159,9 @@ def main() -> None:
     ap.add_argument("--stock-attention", action="store_true")
     ap.add_argument("--force-bf16", action="store_true")
     ap.add_argument("--out", help="also write the table to this file")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="also profile N training steps of the baseline in each precision (torch.profiler) and list "
+                         "the operators that take most of a step")
     args = ap.parse_args()
     if args.reps < 5:
         ap.error("--reps must be at least 5")
@@ -212,6 +232,8 @@ def main() -> None:
         ref = reference(c)
         lines.append(f"| {c.name} | {spread(tok_s(c.name))} | {ref or '—'} | "
                      f"{quartiles(ratios[c.name]) if ref else '1'} |")
+    if args.profile:
+        lines += profile_lines([c for c in configs if c.system == "baseline" and c.sdpa], args.profile, ids, xl, src_len, tgt)
     text = "\n".join(lines)
     print(text)
     if args.out:
