@@ -295,8 +295,9 @@ def render(archive: Path) -> str:
              f"{s.monotone_frs:.4f} | {s.monotone_frs_aligned:.4f} | |")
     L.append(f"| BTG oracle (upper bound) | | {t.oracle_tau:.4f} | {s.oracle_tau:.4f} | {s.oracle_exact_match:.4f} | "
              "1.0000 | 1.0000 | |")
-    L += ["", f"Test: {s.n_sentences} sentences, {_n(s.n_pairs)} aligned pairs; tuning: {t.n_sentences} sentences, "
-          f"{_n(t.n_pairs)} aligned pairs."]
+    L += ["", f"Test: {_n(s.n_sentences)} sentences, {_n(s.n_pairs)} aligned pairs; tuning: {_n(t.n_sentences)} "
+          f"sentences, {_n(t.n_pairs)} aligned pairs. Training seconds: as `--stage prepare` logged them, with other "
+          "work on the machine (an unshared timing is below)."]
     spread = [json.loads(l) for l in (archive / "spread.jsonl").read_text(encoding="utf-8").splitlines()] \
         if (archive / "spread.jsonl").exists() else []
     if spread:
@@ -311,10 +312,13 @@ def render(archive: Path) -> str:
               f"| the study's run (above) | {t.tau:.4f} | {s.tau:.4f} |", "",
               f"So the preorderer's test tau is {_mean_sd(te)}: differences below about "
               f"{2 * statistics.stdev(te):.3f} between single alignment runs are within the aligner's spread."]
-    L += ["", "**FRS below the monotone order's.** FRS counts the chunks of the prediction that are contiguous in the "
-          "oracle order over *all* words. Unaligned source words (particles, auxiliary endings) are never constrained "
-          "by the loss, and the oracle puts them wherever its tie-break lands; each one the model places elsewhere "
-          "costs up to two chunk breaks. On the aligned words alone (FRS-al) the model is above the monotone order."]
+    if s.frs < s.monotone_frs:
+        al = "above" if s.frs_aligned > s.monotone_frs_aligned else "not above"
+        L += ["", "**FRS below the monotone order's.** FRS counts the chunks of the prediction that are contiguous in "
+              "the oracle order over *all* words. Unaligned source words (particles, auxiliary endings) are never "
+              "constrained by the loss, and the oracle puts them wherever its tie-break lands; each one the model "
+              f"places elsewhere costs up to two chunk breaks. On the aligned words alone (FRS-al) the model is {al} "
+              f"the monotone order ({s.frs_aligned:.4f} against {s.monotone_frs_aligned:.4f} on test)."]
     L += _render_bench(read_json(archive / "bench.json"))
     if (archive / "show.txt").exists():
         L += ["", "## Seeing the reordering", "", "```bash",
@@ -337,7 +341,7 @@ def _render_bench(bench: Optional[dict]) -> List[str]:
     L = ["", "## Training cost and speed", "",
          f"Measured on {m['cpu'] or 'an unnamed CPU'}, {m['cores']} vCPUs, Python {m['python']}; load averages "
          f"(1/5/15 min) before {'/'.join(f'{x:.1f}' for x in m['load'])}, after "
-         f"{'/'.join(f'{x:.1f}' for x in bench['load_after'])} (other jobs shared the machine: timings are upper bounds).",
+         f"{'/'.join(f'{x:.1f}' for x in bench['load_after'])}.",
          "", f"`{tr['command']}`: **{tr['wall_seconds']:.1f} s wall**"
          + (f", peak RSS **{tr['peak_rss_mib']:.0f} MiB**" if "peak_rss_mib" in tr else "") + "."]
     th = bench.get("threads") or {}
