@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import io
 import json
 import os
 import platform
@@ -52,12 +51,11 @@ def say(msg: str) -> None:
 
 
 def write_gz(path: Path, lines: Sequence[str]) -> None:
-    """``lines`` gzipped into ``path`` with fixed header bytes (no name, no time): equal input, equal bytes."""
+    """``lines`` gzipped into ``path`` with fixed header bytes: equal input, equal bytes."""
+    from onmt_xl.experiments.archive import write_gzipped
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    raw = io.BytesIO()
-    with gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as g:
-        g.write("".join(line + "\n" for line in lines).encode("utf-8"))
-    path.write_bytes(raw.getvalue())
+    write_gzipped(path, "".join(line + "\n" for line in lines).encode("utf-8"))
 
 
 def read_gz(path: Path) -> List[str]:
@@ -92,18 +90,17 @@ def collect_orders(workdir: Path, archive: Path) -> None:
 
     manifest = read_json(workdir / "manifest.json") or {}
     models = preorderers(workdir)
+    loaded = {m["name"]: Preorderer.load(str(workdir / f"{m['name']}.xlp")) for m in models}
     for split in SPLITS:
         src = [l.split() for l in (workdir / "data" / f"{split}.src").read_text(encoding="utf-8").splitlines()]
         links = (workdir / "align" / f"{split}.gdfa").read_text(encoding="utf-8").splitlines()
         if len(links) != len(src):
             raise SystemExit(f"{workdir}/align/{split}.gdfa: {len(links)} lines for {len(src)} sentences")
         write_gz(archive / "links" / f"{split}.gdfa.gz", links)
-        for m in models:
-            model = Preorderer.load(str(workdir / f"{m['name']}.xlp"))
-            write_gz(archive / "orders" / f"{m['name']}.{split}.gz",
-                     [" ".join(map(str, order)) for order in model.reorder_batch(src)])
+        for name, model in loaded.items():
+            write_gz(archive / "orders" / f"{name}.{split}.gz", [" ".join(map(str, o)) for o in model.reorder_batch(src)])
     for m in models:
-        m["hparams"] = Preorderer.load(str(workdir / f"{m['name']}.xlp")).hparams
+        m["hparams"] = loaded[m["name"]].hparams
     sizes = {s: sum(1 for _ in open(workdir / "data" / f"{s}.src", encoding="utf-8")) for s in ("train", "valid", "tune", "test")
              if (workdir / "data" / f"{s}.src").exists()}
     study = read_json(archive / "study.json") or {}
@@ -187,28 +184,35 @@ def collect_tool(tool: str, args: Sequence[str], out: Path) -> None:
     write_json(out, portable(obj))
 
 
+def _map_strings(obj, fn):
+    """``obj`` (JSON-like) with ``fn`` applied to every string in it."""
+    if isinstance(obj, dict):
+        return {k: _map_strings(v, fn) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_map_strings(v, fn) for v in obj]
+    return fn(obj) if isinstance(obj, str) else obj
+
+
 def replace_paths(obj, paths: Dict[str, str]):
     """``obj`` with every string's occurrences of the keys of ``paths`` replaced by their values."""
-    if isinstance(obj, dict):
-        return {k: replace_paths(v, paths) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [replace_paths(v, paths) for v in obj]
-    if isinstance(obj, str):
+    def replace(text: str) -> str:
         for old, new in paths.items():
-            obj = obj.replace(old, new)
-    return obj
+            text = text.replace(old, new)
+        return text
+
+    return _map_strings(obj, replace)
 
 
 def portable(obj):
     """Paths of this machine made relative to the shared data (no absolute path in the archive)."""
-    if isinstance(obj, dict):
-        return {k: portable(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [portable(v) for v in obj]
-    if isinstance(obj, str) and os.path.isabs(obj):
-        shared = str(REPO.parent / "shared")
-        return "../shared" + obj[len(shared):] if obj.startswith(shared) else os.path.basename(obj)
-    return obj
+    shared = str(REPO.parent / "shared")
+
+    def relative(text: str) -> str:
+        if not os.path.isabs(text):
+            return text
+        return "../shared" + text[len(shared):] if text.startswith(shared) else os.path.basename(text)
+
+    return _map_strings(obj, relative)
 
 
 # --- render ----------------------------------------------------------------------------------------

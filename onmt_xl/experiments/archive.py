@@ -129,7 +129,7 @@ def _write(dst: Path, data: bytes) -> None:
         f.write(data)
 
 
-def _write_gzipped(dst: Path, data: bytes) -> None:
+def write_gzipped(dst: Path, data: bytes) -> None:
     """``data`` gzipped into ``dst`` with fixed header bytes (no name, no time), unless ``dst`` holds it already
     (another zlib may compress the same content to other bytes: the archive does not change for that)."""
     if dst.exists():
@@ -158,7 +158,7 @@ def _save(src: Path, out: Path, workdir: Path, job: Optional[str] = None, data: 
     if not src.name.startswith("hyp."):
         raw = portable(raw.decode("utf-8"), workdir, job, data).encode("utf-8")
     if kept_gzipped(src.name):
-        _write_gzipped(out / (src.name + ".gz"), raw)
+        write_gzipped(out / (src.name + ".gz"), raw)
         (out / src.name).unlink(missing_ok=True)
     else:
         _write(out / src.name, raw)
