@@ -82,6 +82,11 @@
     both parse with ``parse_known_args`` and drop what they do not know, so a mistyped option (``xl_haeds: 2``
     in the YAML) trained the wrong model without a word. Each unknown option now gets one warning line with
     the closest known name; ``onmt_build_vocab`` skips those ``onmt_train`` knows (the two share a YAML).
+14. **Cheaper CPU training kernels** (:mod:`onmt_xl.cpu_training`). ``-cpu_dropout_mask fast`` (the default; an
+    option of ``onmt_train``) gives the model's ``nn.Dropout`` modules a mask drawn four elements per 64-bit
+    random integer, on CPU tensors in training (set up where patch 4 sets up autocast); ``stock`` keeps
+    PyTorch's ``bernoulli_`` stream. ``Optimizer.from_opt`` switches ``-optim adam`` to PyTorch's fused CPU
+    Adam step when every parameter is on the CPU (after a checkpoint's param groups are loaded).
 
 Audit of the stock reads of ``batch["src"]`` on the paths users run (OpenNMT-py 3.5.1; the server and
 training-time validation scoring go through ``Translator._translate``, ``-report_align`` through
@@ -126,7 +131,7 @@ import threading
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
-from onmt_xl import precision, resume
+from onmt_xl import cpu_training, precision, resume
 from onmt_xl.encoders.common import feeding_xl_positions
 from onmt_xl.errors import FILES_KEY, XLInputError, XLUsageError, example_location, in_chain, install_excepthook
 from onmt_xl.transforms import XL_POS_KEY
@@ -285,6 +290,8 @@ def _patch_loss() -> None:
         dtype = _resolve_precision(opt, model)
         precision.autocast_forward(model, dtype)
         precision.autocast_forward(loss_compute, dtype)
+        if train:
+            _use_cpu_dropout_mask(opt, model)
         if train and getattr(model, "encoder", None) is not None:
             loss_compute.__dict__["_onmt_xl_encoder"] = model.encoder  # not a submodule of the loss
             loss_compute.__dict__["_onmt_xl_every"] = max(int(getattr(opt, "report_every", 100)), 1)
@@ -391,6 +398,7 @@ def _patch_precision() -> None:
             add_precision_options(parser)
             if _training:
                 add_resume_options(parser)
+                add_cpu_training_options(parser)
 
         with_precision = functools.wraps(stock)(with_precision)
         with_precision._onmt_xl = True
@@ -410,6 +418,45 @@ def _patch_precision() -> None:
 
     Inference.from_opt = classmethod(functools.wraps(stock_from_opt)(from_opt))
     Inference._translate = functools.wraps(stock_translate)(_translate)
+
+
+def add_cpu_training_options(parser) -> None:
+    group = parser.add_argument_group("CPU training kernels (onmt_xl)")
+    group.add(
+        "--cpu_dropout_mask", "-cpu_dropout_mask", type=str, default=cpu_training.MASK_DEFAULT,
+        choices=cpu_training.MASK_CHOICES,
+        help="How dropout draws its masks when training on the CPU. 'fast': four mask elements from one 64-bit "
+        "random draw (keep probability within 2^-16 of 1 - p, rescaled so the expectation is exact), about twice "
+        "as fast as 'stock': PyTorch's bernoulli_, the random stream of stock OpenNMT-py. No effect on a GPU "
+        "or in evaluation. (Adam on the CPU always takes PyTorch's fused kernel: the same update rule.)",
+    )
+
+
+def _use_cpu_dropout_mask(opt, model) -> None:
+    """``-cpu_dropout_mask``: put the fast mask on ``model``'s dropouts when it trains on the CPU; logged once."""
+    param = next(model.parameters(), None)
+    if param is None or param.device.type != "cpu":
+        return
+    choice = getattr(opt, "cpu_dropout_mask", cpu_training.MASK_DEFAULT)
+    if choice == "fast":
+        cpu_training.use_fast_dropout(model)
+    _log_once(f"-cpu_dropout_mask {choice}: dropout masks from "
+              + ("four 15-bit draws per 64-bit random integer" if choice == "fast" else "PyTorch's bernoulli_"))
+
+
+def _fuse_cpu_adam(optim) -> None:
+    """Switch OpenNMT's ``torch.optim.Adam`` (``-optim adam``) to PyTorch's fused CPU step when every parameter
+    is on the CPU; after ``load_state_dict``, which restores a checkpoint's param groups with their flags."""
+    inner = getattr(optim, "_optimizer", None)
+    if type(inner) is not torch.optim.Adam:
+        return
+    params = [p for group in inner.param_groups for p in group["params"]]
+    if not cpu_training.fused_adam_applies(params) or any(g.get("foreach") or g.get("differentiable")
+                                                         for g in inner.param_groups):
+        return
+    inner.defaults["fused"] = True
+    for group in inner.param_groups:
+        group["fused"] = True  # Adam.step reads the flag of each group at every step
 
 
 def add_resume_options(parser) -> None:
@@ -442,6 +489,7 @@ def _patch_resume() -> None:
 
     def from_opt(cls, model, opt, checkpoint=None):
         optim = stock_from_opt(cls, model, opt, checkpoint=checkpoint)
+        _fuse_cpu_adam(optim)
         if getattr(opt, "exact_resume", False) and opt.train_from and checkpoint is not None:
             saved = checkpoint.get("optim")
             optim._onmt_xl_resume = saved.get(resume.RNG_KEY) if isinstance(saved, dict) else None

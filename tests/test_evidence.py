@@ -375,3 +375,17 @@ def test_training_precision_is_recorded_per_attempt():
     assert resolved_precision(bf16 + fp32) == "bf16, then fp32"
     assert resolved_precision("[I] Starting training on CPU\n") == "fp32"  # -cpu_precision fp32 logs no line
     assert resolved_precision("") == "fp32"
+
+
+def test_dropout_masks_are_recorded_per_attempt():
+    from onmt_xl.experiments.evidence_report import _kernels
+    from onmt_xl.experiments.jobs import resolved_dropout_mask
+
+    old = "[I] -cpu_precision auto: bf16 autocast on this CPU\n[I] Starting training on CPU\nStep 50\n"
+    fast = ("[I] -cpu_dropout_mask fast: dropout masks from four 15-bit draws per 64-bit random integer\n"
+            "[I] Starting training on CPU\nStep 100\n")
+    stock = "[I] -cpu_dropout_mask stock: dropout masks from PyTorch's bernoulli_\n[I] Starting training on CPU\n"
+    assert resolved_dropout_mask(fast) == "fast" and resolved_dropout_mask(stock) == "stock"
+    assert resolved_dropout_mask(old + fast + fast) == "stock, then fast"
+    assert _kernels({"precision": "bf16", "dropout_mask": "stock, then fast"}) == "bf16; stock, then fast masks"
+    assert _kernels({"precision": "fp32"}) == "fp32"  # a run recorded before the option

@@ -8,7 +8,8 @@
 Each configuration (system × precision) is a model built by OpenNMT from the system's config, trained
 with Adam on the same real batch (``--batch-tokens`` source tokens of real sentences, their ``pos_XL``
 from the preorderer), exactly as ``onmt_train -cpu_precision`` runs it: forward and loss under CPU bf16
-autocast, backward, weights and optimizer state fp32. One timing is ``--steps`` training steps.
+autocast, backward, weights and optimizer state fp32, the fast dropout masks (``-cpu_dropout_mask fast``,
+the default) and Adam's fused CPU step. One timing is ``--steps`` training steps.
 The speed of a shared 2-vCPU machine drifts by up to 2× within seconds, so each configuration is timed
 right beside its reference (the baseline in the same precision; bf16's baseline beside fp32's; a
 stock-attention configuration beside the same one with SDPA), the two in alternating order, and the
@@ -19,7 +20,9 @@ not cached), timed here one sentence at a time. OpenNMT's data pipeline is not i
 
 bf16 configurations run only where :func:`onmt_xl.precision.native_bf16` says the CPU has native bf16
 (``--force-bf16`` runs them anyway, to show what emulation costs). ``--stock-attention`` adds the
-baseline and Combination with OpenNMT's own CPU attention (no SDPA), to show what the SDPA path gives.
+baseline and Combination with OpenNMT's own CPU attention (no SDPA), to show what the SDPA path gives;
+``--stock-kernels`` adds them with PyTorch's dropout masks and unfused Adam (``-cpu_dropout_mask stock``,
+what onmt_xl ran before), to show what the cheaper kernels give.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 import onmt_xl  # noqa: E402
-from onmt_xl import plugin, precision  # noqa: E402
+from onmt_xl import cpu_training, plugin, precision  # noqa: E402
 from onmt_xl.experiments.analysis import build_model  # noqa: E402
 from onmt_xl.experiments.configs import ALIGNED_R, PRESETS, SYSTEMS, XL, source_transform  # noqa: E402
 
@@ -97,12 +100,18 @@ def real_batch(args, tgt_len=None):
 
 
 class Config:
-    def __init__(self, system, dtype, sdpa, args):
-        self.system, self.dtype, self.sdpa = system, dtype, sdpa
-        self.name = f"{system} {'bf16' if dtype else 'fp32'}" + ("" if sdpa else " (stock attention)")
+    def __init__(self, system, dtype, sdpa, args, stock_kernels=False):
+        self.system, self.dtype, self.sdpa, self.stock_kernels = system, dtype, sdpa, stock_kernels
+        self.name = (f"{system} {'bf16' if dtype else 'fp32'}" + ("" if sdpa else " (stock attention)")
+                     + (" (stock dropout and Adam)" if stock_kernels else ""))
         self.model = build_model(system, args.preset, vocab_size=args.vocab).train()
         precision.autocast_forward(self.model, dtype)
-        self.optim = torch.optim.Adam(self.model.parameters(), lr=1e-4, betas=(0.9, 0.998))
+        adam = dict(lr=1e-4, betas=(0.9, 0.998), eps=1e-8)
+        if stock_kernels:
+            self.optim = torch.optim.Adam(self.model.parameters(), **adam)
+        else:  # what onmt_train does by default on the CPU (onmt_xl.plugin, patch 14)
+            cpu_training.use_fast_dropout(self.model)
+            self.optim = cpu_training.fused_adam(self.model.parameters(), **adam)
 
     def train(self, steps, ids, xl, src_len, tgt):
         src = torch.cat((ids, xl), -1) if SYSTEMS[self.system].transform in (XL, ALIGNED_R) else ids
@@ -157,6 +166,8 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=8000)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
     ap.add_argument("--stock-attention", action="store_true")
+    ap.add_argument("--stock-kernels", action="store_true",
+                    help="also time the baseline and Combination with PyTorch's dropout masks and unfused Adam")
     ap.add_argument("--force-bf16", action="store_true")
     ap.add_argument("--out", help="also write the table to this file")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
@@ -180,11 +191,14 @@ def main() -> None:
     configs = [Config(s, d, True, args) for d in dtypes for s in systems]
     if args.stock_attention:
         configs += [Config(s, d, False, args) for d in dtypes for s in ("baseline", "combination") if s in systems]
+    if args.stock_kernels:
+        configs += [Config(s, d, True, args, stock_kernels=True) for d in dtypes for s in ("baseline", "combination")
+                    if s in systems]
     by_name = {c.name: c for c in configs}
 
     def reference(c):
-        if not c.sdpa:
-            return f"{c.system} {'bf16' if c.dtype else 'fp32'}"  # what SDPA gives
+        if not c.sdpa or c.stock_kernels:
+            return f"{c.system} {'bf16' if c.dtype else 'fp32'}"  # what SDPA (the cheaper kernels) gives
         if c.system != "baseline":
             return f"baseline {'bf16' if c.dtype else 'fp32'}"
         return "baseline fp32" if c.dtype else None
@@ -233,7 +247,8 @@ def main() -> None:
         lines.append(f"| {c.name} | {spread(tok_s(c.name))} | {ref or '—'} | "
                      f"{quartiles(ratios[c.name]) if ref else '1'} |")
     if args.profile:
-        lines += profile_lines([c for c in configs if c.system == "baseline" and c.sdpa], args.profile, ids, xl, src_len, tgt)
+        lines += profile_lines([c for c in configs if c.system == "baseline" and c.sdpa and not c.stock_kernels],
+                               args.profile, ids, xl, src_len, tgt)
     text = "\n".join(lines)
     print(text)
     if args.out:

@@ -148,7 +148,7 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
         if not rs:
             continue
         row: Dict[str, Any] = {"seeds": [r.seed for r in rs], "params": rs[0].params, "buffers": rs[0].buffers,
-                               "precision": sorted({r.info.get("precision") or "?" for r in rs})}
+                               "precision": sorted({_kernels(r.info) for r in rs})}
         for split in SPLITS:
             scores = [_scores(r.hyps[split], refs[split]) for r in rs]
             for metric in ("bleu", "chrf"):
@@ -185,6 +185,12 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
             "alpha": alpha}
 
 
+def _kernels(info: Dict[str, Any]) -> str:
+    """A run's training precision and (where recorded) its dropout masks, each per attempt: "bf16; fast masks"."""
+    mask = info.get("dropout_mask")
+    return f"{info.get('precision') or '?'}" + (f"; {mask} masks" if mask else "")
+
+
 def _fmt(cell: Optional[Dict[str, Any]], digits: int = 2) -> str:
     if not cell:
         return "–"
@@ -199,8 +205,9 @@ def markdown(report: Dict[str, Any]) -> str:
              f"Mean ± sd over seeds; {n_test} test pairs, of which {n_novel} have a reference that is not a training "
              f"target (novel); {report['valid_sentences']} validation pairs. Parameters: trainable (buffers apart). "
              "Training precision: what `-cpu_precision auto` chose on the machines each run trained on (bf16 only "
-             "where the CPU computes it natively; weights fp32 throughout), in order for a run resumed on another "
-             "machine.", "",
+             "where the CPU computes it natively; weights fp32 throughout) and the dropout masks it drew "
+             "(`-cpu_dropout_mask`: fast or PyTorch's stock stream), each in order for a run resumed on another machine "
+             "or version.", "",
              "| system | seeds | training precision | test BLEU | test chrF | novel BLEU | valid BLEU | oracle-XL test BLEU | "
              "params (buffers) |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for system, row in report["systems"].items():

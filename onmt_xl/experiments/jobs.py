@@ -43,18 +43,31 @@ def _identity(cfg: Dict[str, Any]) -> Dict[str, Any]:
     return {k: v for k, v in cfg.items() if k not in DEVICE_OPTIONS + ("train_steps",)}
 
 
-def resolved_precision(log_text: str) -> str:
-    """What ``-cpu_precision`` resolved to in a training log: "bf16" or "fp32", or, for a job resumed on
-    machines that differ, each attempt's in order ("bf16, then fp32"). An attempt runs from one
-    "Starting training on" line to the next; one without a bf16 line ran in fp32."""
+def _per_attempt(log_text: str, option: str, pick) -> str:
+    """What ``pick`` (the attempt's last line naming ``option``, or None) says of each attempt of a training
+    log, in order, repeats merged ("bf16, then fp32"). An attempt runs from one "Starting training on" line
+    to the next."""
     attempts = log_text.split("Starting training on")[:-1] or [log_text]
     chosen: List[str] = []
     for attempt in attempts:
-        lines = [line for line in attempt.splitlines() if "-cpu_precision" in line]
-        this = "bf16" if lines and "bf16 autocast" in lines[-1] else "fp32"
+        lines = [line for line in attempt.splitlines() if option in line]
+        this = pick(lines[-1] if lines else None)
         if not chosen or chosen[-1] != this:
             chosen.append(this)
     return ", then ".join(chosen)
+
+
+def resolved_precision(log_text: str) -> str:
+    """What ``-cpu_precision`` resolved to in a training log: "bf16" or "fp32", or, for a job resumed on
+    machines that differ, each attempt's in order ("bf16, then fp32"). One without a bf16 line ran in fp32."""
+    return _per_attempt(log_text, "-cpu_precision", lambda line: "bf16" if line and "bf16 autocast" in line else "fp32")
+
+
+def resolved_dropout_mask(log_text: str) -> str:
+    """Which dropout masks (``-cpu_dropout_mask``) each attempt of a training log drew: "fast" or "stock" (an
+    attempt that logs no choice: a GPU, or a version without the option), in order, as :func:`resolved_precision`."""
+    return _per_attempt(log_text, "-cpu_dropout_mask",
+                        lambda line: "fast" if line and "-cpu_dropout_mask fast" in line else "stock")
 
 
 def exact_resume_log(log_text: str) -> Optional[bool]:
@@ -177,7 +190,8 @@ class JobStages:
                     resumed_exactly=exact_resume_log(log),
                     concurrent_jobs=self.parallel, threads=self.threads, device=self.device_name(),  # what tok/s was measured under
                     **count_checkpoint_parameters(str(self.model_path(job))),  # trainable; buffers apart
-                    src_tok_s=train_throughput(log), precision=resolved_precision(log))
+                    src_tok_s=train_throughput(log), precision=resolved_precision(log),
+                    dropout_mask=resolved_dropout_mask(log))
         (jd / "done.json").write_text(json.dumps(info, indent=2))
 
     def variant_output(self, job: Job, variant: str) -> Optional[Path]:

@@ -1,0 +1,28 @@
+"""``tools/bench_cpu.py`` end to end on the demo preset: every configuration asked for gets its row and ratio."""
+
+import re
+import subprocess
+import sys
+
+from tests.conftest import REPO, run_env
+
+
+def test_bench_cpu_prints_each_configuration_beside_its_reference(tmp_path):
+    out = tmp_path / "bench.txt"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "bench_cpu.py"), "--preset", "demo", "--reps", "5", "--threads", "1",
+         "--systems", "baseline,combination", "--stock-kernels", "--batch-tokens", "120", "--vocab", "120",
+         "--out", str(out)], capture_output=True, text=True, env=run_env(), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    text = out.read_text()
+    assert text.startswith("command: python tools/bench_cpu.py --preset demo")
+    rows = {m.group(1): (m.group(2), m.group(3))
+            for m in re.finditer(r"^\| ([^|]+?) \| [^|]+ \| ([^|]+?) \| ([^|]+?) \|$", text, re.M)
+            if m.group(1) not in ("configuration", "---")}
+    assert rows["baseline fp32"] == ("—", "1")
+    assert rows["combination fp32"][0] == "baseline fp32"
+    assert rows["baseline fp32 (stock dropout and Adam)"][0] == "baseline fp32"
+    assert rows["combination fp32 (stock dropout and Adam)"][0] == "combination fp32"
+    ratios = [ratio for name, (ref, ratio) in rows.items() if ref != "—"]
+    assert len(ratios) == len(rows) - 1 >= 3
+    assert all(re.fullmatch(r"\d+\.\d{3}× \(IQR \d+\.\d{3}–\d+\.\d{3}; \d+\.\d{3}–\d+\.\d{3}\)", r) for r in ratios)

@@ -1,0 +1,183 @@
+"""The cheaper CPU training kernels: the fast dropout mask's statistics, where it applies, fused Adam, and the
+``-cpu_dropout_mask`` option end to end."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from onmt_xl import cpu_training, plugin
+from onmt_xl.experiments.configs import config
+from tests.conftest import run_env
+from tests.helpers import stock_cli, tiny_corpus
+
+N = 400_000
+
+
+@pytest.mark.parametrize("p", [0.05, 0.1, 0.3, 0.5, 0.9])
+def test_keep_mask_drops_at_rate_p_in_each_slice_of_a_draw(p):
+    torch.manual_seed(1)
+    keep = cpu_training.keep_mask(torch.Size([N]), p)
+    assert keep.dtype == torch.bool and keep.shape == (N,)
+    sd = (p * (1 - p) / (N / 4)) ** 0.5
+    for slice_ in range(4):  # each 16-bit slice of a 64-bit draw (the top one has 15 random bits)
+        rate = 1 - keep[slice_::4].float().mean().item()
+        assert abs(rate - p) < 5 * sd, (slice_, rate)
+
+
+def test_keep_mask_is_deterministic_under_the_seed_and_differs_between_draws():
+    torch.manual_seed(7)
+    a = cpu_training.keep_mask(torch.Size([3, 1001]), 0.2)
+    b = cpu_training.keep_mask(torch.Size([3, 1001]), 0.2)
+    torch.manual_seed(7)
+    assert torch.equal(a, cpu_training.keep_mask(torch.Size([3, 1001]), 0.2))
+    assert not torch.equal(a, b)
+
+
+@settings(max_examples=30, deadline=None)
+@given(shape=st.lists(st.integers(1, 9), min_size=1, max_size=3), p=st.floats(0.0, 1.0), seed=st.integers(0, 2**31))
+def test_dropout_zeroes_or_rescales_each_element_and_its_gradient(shape, p, seed):
+    torch.manual_seed(seed)
+    x = torch.randn(*shape, dtype=torch.float64).add_(3.0).requires_grad_()  # no zero input
+    y = cpu_training.dropout(x, p)
+    dropped = round(p * 2**15)
+    assert y.shape == x.shape
+    if dropped == 0:
+        assert torch.equal(y, x)
+        return
+    if dropped == 2**15:
+        assert not y.any()
+        return
+    scale = 2**15 / (2**15 - dropped)
+    kept = y != 0
+    assert torch.allclose(y[kept], x[kept] * scale)
+    y.backward(torch.ones_like(y))
+    assert torch.allclose(x.grad, kept.double() * scale)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_dropout_keeps_the_expectation_and_the_dtype(dtype):
+    torch.manual_seed(3)
+    y = cpu_training.dropout(torch.ones(N, dtype=dtype), 0.1)
+    assert y.dtype == dtype
+    assert abs(y.float().mean().item() - 1.0) < 5 * (0.1 / 0.9 / N) ** 0.5 + 1e-2 * (dtype == torch.bfloat16)
+
+
+def _model(p=0.3):
+    return torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.Dropout(p), torch.nn.ReLU(), torch.nn.Dropout(p))
+
+
+def test_use_fast_dropout_changes_each_dropout_once_and_keeps_the_state_dict():
+    model = _model()
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    assert cpu_training.use_fast_dropout(model) == 2
+    assert cpu_training.use_fast_dropout(model) == 0
+    assert model.state_dict().keys() == state.keys()
+    x = torch.randn(32, 64)
+    model.train()
+    torch.manual_seed(5)
+    fast = model(x)
+    torch.manual_seed(5)
+    h = cpu_training.dropout(model[0](x), 0.3)
+    assert torch.equal(fast, cpu_training.dropout(model[2](h), 0.3))
+    model.eval()
+    assert torch.equal(model(x), model[2](model[0](x)))  # evaluation: no dropout
+
+
+def test_fast_dropout_reads_the_rate_at_each_call():
+    """OpenNMT's ``-dropout_steps`` changes ``module.p`` during training (``update_dropout``)."""
+    drop = torch.nn.Dropout(0.1)
+    cpu_training.use_fast_dropout(drop)
+    drop.p = 0.6
+    torch.manual_seed(2)
+    rate = (drop(torch.ones(N)) == 0).float().mean().item()
+    assert abs(rate - 0.6) < 0.01
+
+
+def _adam(model):
+    from onmt.utils.optimizers import Optimizer
+
+    return Optimizer(torch.optim.Adam(model.parameters(), lr=1e-2, betas=(0.9, 0.998), eps=1e-8), 1e-2)
+
+
+def test_fused_cpu_adam_makes_the_same_update():
+    torch.manual_seed(0)
+    stock_model, fused_model = _model(0.0), _model(0.0)
+    fused_model.load_state_dict(stock_model.state_dict())
+    stock, fused = _adam(stock_model), _adam(fused_model)
+    plugin._fuse_cpu_adam(fused)
+    assert all(g["fused"] for g in fused._optimizer.param_groups)
+    assert not any(g["fused"] for g in stock._optimizer.param_groups)
+    x = torch.randn(16, 64)
+    for _ in range(3):
+        for model, optim in ((stock_model, stock), (fused_model, fused)):
+            model(x).pow(2).mean().backward()
+            optim._optimizer.step()
+            optim._optimizer.zero_grad()
+    for a, b in zip(stock_model.parameters(), fused_model.parameters()):
+        assert torch.allclose(a, b, rtol=1e-5, atol=1e-7)
+    assert not torch.equal(stock_model[0].weight, _model(0.0)[0].weight)  # it did train
+
+
+def test_fused_adam_is_left_alone_where_it_does_not_apply():
+    model = _model(0.0)
+    optim = _adam(model)
+    optim._optimizer.param_groups[0]["foreach"] = True
+    plugin._fuse_cpu_adam(optim)
+    assert not optim._optimizer.param_groups[0]["fused"]
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+    from onmt.utils.optimizers import Optimizer
+
+    wrapped = Optimizer(sgd, 0.1)
+    plugin._fuse_cpu_adam(wrapped)
+    assert "fused" not in sgd.param_groups[0] or not sgd.param_groups[0]["fused"]
+
+
+def _cli(name, *args, check=True):
+    proc = subprocess.run([stock_cli(name), *args], capture_output=True, text=True, env=run_env())
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{name} {args} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    wd = tmp_path_factory.mktemp("cpu_training")
+    (wd / "data").mkdir()
+    tiny_corpus(wd / "data", n=200)
+    for ext in ("src", "tgt"):
+        lines = (wd / "data" / f"train.{ext}").read_text().splitlines()
+        (wd / "data" / f"valid.{ext}").write_text("\n".join(lines[:20]) + "\n")
+    cfg = config("baseline", str(wd), dict(
+        enc_layers=1, dec_layers=1, heads=2, hidden_size=16, word_vec_size=16, transformer_ff=32,
+        train_steps=4, valid_steps=4, save_checkpoint_steps=4, report_every=2, batch_size=256,
+        valid_batch_size=256, bucket_size=256, warmup_steps=2, cpu_precision="fp32",
+    ))
+    (wd / "cfg.yaml").write_text(yaml.safe_dump(cfg))
+    _cli("onmt_build_vocab", "-config", str(wd / "cfg.yaml"), "-n_sample", "-1")
+    return wd
+
+
+@pytest.mark.parametrize("choice", ["fast", "stock", None])
+def test_onmt_train_uses_the_chosen_mask_and_fused_adam(tiny, choice):
+    save = tiny / choice if choice else tiny / "default"
+    args = ["-config", str(tiny / "cfg.yaml"), "-save_model", str(save / "m")]
+    proc = _cli("onmt_train", *args, *(["-cpu_dropout_mask", choice] if choice else []))
+    log = proc.stdout + proc.stderr
+    said = [line for line in log.splitlines() if "-cpu_dropout_mask" in line]
+    assert len(said) == 1 and f"-cpu_dropout_mask {choice or 'fast'}:" in said[0]
+    assert log.index("-cpu_dropout_mask") < log.index("Starting training on")  # read per attempt by the runner
+    checkpoint = torch.load(save / "m_step_4.pt", map_location="cpu", weights_only=False)
+    assert all(g["fused"] for g in checkpoint["optim"]["optimizer"]["param_groups"])
+
+
+def test_dropout_mask_option_is_in_the_help_and_checked(tiny):
+    assert "-cpu_dropout_mask {fast,stock}" in _cli("onmt_train", "-h").stdout
+    proc = _cli("onmt_train", "-config", str(tiny / "cfg.yaml"), "-cpu_dropout_mask", "quick", check=False)
+    assert proc.returncode == 2
+    assert "argument --cpu_dropout_mask/-cpu_dropout_mask: invalid choice: 'quick'" in proc.stderr
+    assert "Traceback" not in proc.stderr
