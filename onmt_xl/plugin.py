@@ -513,6 +513,20 @@ def _patch_resume() -> None:
     Trainer.train = functools.wraps(stock_train)(train)
 
 
+def _cast_once(*inputs):
+    """Under CPU autocast, each distinct input cast to the autocast dtype once: autocast itself casts a
+    projection's fp32 input at every projection (self-attention: three casts of one tensor, and HeadXL's
+    packed input six, one per slice), and each cast has its backward."""
+    if not torch.is_autocast_enabled("cpu"):
+        return inputs
+    dtype = torch.get_autocast_dtype("cpu")
+    cast = {}
+    for x in inputs:
+        if id(x) not in cast:
+            cast[id(x)] = x.to(dtype) if x.is_floating_point() else x
+    return tuple(cast[id(x)] for x in inputs)
+
+
 def cpu_sdpa_attention(attn, key, value, query, mask):
     """What OpenNMT's ``MultiHeadedAttention`` computes without KV cache, with PyTorch's SDPA.
 
@@ -521,6 +535,7 @@ def cpu_sdpa_attention(attn, key, value, query, mask):
     """
     from onmt.modules.multi_headed_attn import shape, unshape
 
+    key, value, query = _cast_once(key, value, query)
     k = shape(attn.maybe_ckpt(attn.linear_keys, key), attn.dim_per_head)
     v = shape(attn.maybe_ckpt(attn.linear_values, value), attn.dim_per_head)
     q = shape(attn.maybe_ckpt(attn.linear_query, query), attn.dim_per_head)

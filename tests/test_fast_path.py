@@ -120,3 +120,40 @@ def test_no_matrix_product_runs_in_fp32_under_bf16_autocast(system):
     fp32 = {name: d for name, dts in record.seen.items() for d in dts if torch.float32 in d}
     assert not fp32, f"{system}: fp32 matrix products under bf16 autocast: {fp32}"
     assert all(p.dtype == torch.float32 for p in model.parameters())
+
+
+class Casts(TorchDispatchMode):
+    """Records the shapes of the dtype casts that run (``aten._to_copy``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.shapes = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.__name__.split(".")[0] == "_to_copy":
+            self.shapes.append(tuple(args[0].shape))
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_attention_casts_each_input_once_under_autocast(monkeypatch, packed):
+    """Autocast would cast the one fp32 input of a self-attention once per projection (HeadXL's packed input
+    once per slice); the SDPA path casts it once, with the same numbers as the stock path's casts."""
+    from onmt_xl.modules.headxl import make_headxl_attention
+
+    torch.manual_seed(0)
+    attn = MultiHeadedAttention(4, 16, dropout=0.0, attn_type="self", self_attn_type="scaled-dot-flash").train()
+    for param in attn.parameters():  # OpenNMT leaves them uninitialised
+        torch.nn.init.normal_(param, std=0.3)
+    if packed:
+        make_headxl_attention(attn, 2)
+    x = torch.randn(2, 3, 32 if packed else 16)
+    with Casts() as record, torch.autocast("cpu", dtype=torch.bfloat16):
+        fast, _ = attn(x, x, x, mask=None)
+    assert record.shapes.count(tuple(x.shape)) == 1
+    assert (2, 3, 16) not in record.shapes or not packed  # no cast of a slice
+    monkeypatch.setattr(plugin, "_sdpa_applies", lambda *a: False)
+    with Casts() as stock_record, torch.autocast("cpu", dtype=torch.bfloat16):
+        stock, _ = attn(x, x, x, mask=None)
+    assert len(stock_record.shapes) > len(record.shapes)
+    torch.testing.assert_close(fast.float(), stock.float(), atol=2e-2, rtol=2e-2)
