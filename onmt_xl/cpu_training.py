@@ -12,6 +12,9 @@ another random stream than PyTorch's (same seed, other masks), deterministic und
 on every ``nn.Dropout`` of a model, for CPU tensors in training mode only (evaluation and other devices
 take the stock path). :func:`fused_adam` builds ``torch.optim.Adam`` with PyTorch's fused CPU kernel
 (one pass over each parameter instead of a dozen element-wise ops): the same update rule.
+:func:`generator_loss` (``-cpu_loss fused``) computes OpenNMT's output layer and label-smoothed
+cross-entropy block by block of rows, with the gradient, so the ``(tokens, vocabulary)`` score matrix is
+never materialised in fp32 nor cast back and forth: the same loss and gradients up to float rounding.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import torch
 
 MASK_CHOICES = ("fast", "stock")
 MASK_DEFAULT = "fast"
+LOSS_CHOICES = ("fused", "stock")
+LOSS_DEFAULT = "fused"
 _LEVELS = 1 << 15  # a mask element's random integer is uniform on [0, 2^15)
 
 
@@ -81,3 +86,73 @@ def fused_adam_applies(params: Iterable[torch.Tensor]) -> bool:
 def fused_adam(params, **kwargs) -> torch.optim.Adam:
     """``torch.optim.Adam(params, **kwargs)`` with the fused CPU step."""
     return torch.optim.Adam(params, fused=True, **kwargs)
+
+
+class _GeneratorLoss(torch.autograd.Function):
+    """Summed cross-entropy of ``hidden @ weight.T + bias`` against ``target``, block by block of rows, with
+    its gradient computed in the same pass (see :func:`generator_loss`)."""
+
+    @staticmethod
+    def forward(ctx, hidden, weight, bias, target, ignore_index, smoothing, dtype, rows):
+        with torch.autocast(hidden.device.type, enabled=False):  # the dtypes below are the ones chosen
+            return _GeneratorLoss._blocks(ctx, hidden, weight, bias, target, ignore_index, smoothing, dtype, rows)
+
+    @staticmethod
+    def _blocks(ctx, hidden, weight, bias, target, ignore_index, smoothing, dtype, rows):
+        n, vocab = hidden.size(0), weight.size(0)
+        w = weight.to(dtype)
+        b = bias.to(dtype) if bias is not None else None
+        h_all = hidden.to(dtype)
+        grad_h = torch.empty_like(hidden)
+        grad_w = torch.zeros_like(weight)
+        grad_b = torch.zeros_like(bias) if bias is not None else None
+        loss = hidden.new_zeros((), dtype=torch.float32)
+        pred = torch.empty(n, dtype=torch.long, device=hidden.device)
+        for start in range(0, n, rows):
+            end = min(start + rows, n)
+            h, t = h_all[start:end], target[start:end]
+            logits = (torch.addmm(b, h, w.t()) if b is not None else h @ w.t()).float()  # (r, V)
+            pred[start:end] = logits.argmax(1)
+            keep = t != ignore_index
+            t_safe = t.masked_fill(~keep, 0)[:, None]
+            lse = torch.logsumexp(logits, 1)
+            row_loss = (lse - logits.gather(1, t_safe).squeeze(1)) * (1.0 - smoothing)
+            if smoothing:
+                row_loss += smoothing * (lse - logits.mean(1))  # -mean_j log p_j
+            loss += row_loss[keep].sum()
+            # d loss / d logits = softmax - (1 - smoothing) * onehot - smoothing / V, 0 on ignored rows
+            g = logits.sub_(lse[:, None]).exp_()
+            if smoothing:
+                g.sub_(smoothing / vocab)
+            g.scatter_add_(1, t_safe, g.new_full(t_safe.shape, smoothing - 1.0))
+            g.mul_(keep[:, None])
+            g_low = g.to(dtype)
+            grad_h[start:end] = g_low @ w
+            grad_w += (g_low.t() @ h).to(grad_w.dtype)
+            if grad_b is not None:
+                grad_b += g.sum(0)
+        ctx.save_for_backward(grad_h, grad_w, *(() if grad_b is None else (grad_b,)))
+        ctx.mark_non_differentiable(pred)
+        return loss, pred
+
+    @staticmethod
+    def backward(ctx, grad_loss, _grad_pred):
+        grad_h, grad_w, *grad_b = ctx.saved_tensors
+        return (grad_h * grad_loss, grad_w * grad_loss, grad_b[0] * grad_loss if grad_b else None,
+                None, None, None, None, None)
+
+
+def generator_loss(hidden: torch.Tensor, weight: torch.Tensor, bias, target: torch.Tensor, ignore_index: int,
+                   smoothing: float = 0.0, dtype: torch.dtype = torch.float32, rows: int = 0):
+    """OpenNMT's generator and loss fused: ``(loss, pred)`` where ``loss`` is
+    ``cross_entropy((hidden @ weight.T + bias).float(), target, ignore_index, label_smoothing=smoothing,
+    reduction="sum")`` and ``pred`` the argmax of each row's scores (for the accuracy).
+
+    ``hidden`` ``(N, d)``, ``weight`` ``(V, d)``, ``bias`` ``(V,)`` or None, ``target`` ``(N,)`` long.
+    The projection runs in ``dtype`` (bf16 under CPU autocast) and the softmax in fp32, as in the stock
+    path; but ``rows`` rows at a time (default: about 2M scores a block), with the gradient of each block
+    computed while it is in cache, so the ``(N, V)`` fp32 scores, their casts, the log-softmax's backward
+    and the NLL's zero-filled gradient are never materialised.
+    """
+    rows = rows or max(1, (1 << 21) // weight.size(0))
+    return _GeneratorLoss.apply(hidden, weight, bias, target, ignore_index, float(smoothing), dtype, rows)

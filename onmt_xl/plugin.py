@@ -87,6 +87,9 @@
     random integer, on CPU tensors in training (set up where patch 4 sets up autocast); ``stock`` keeps
     PyTorch's ``bernoulli_`` stream. ``Optimizer.from_opt`` switches ``-optim adam`` to PyTorch's fused CPU
     Adam step when every parameter is on the CPU (after a checkpoint's param groups are loaded).
+    ``-cpu_loss fused`` (the default) runs ``LossCompute.forward``'s plain path (:func:`fused_loss_forward`:
+    no copy attention, sparsemax, alignment, coverage or LM prior) through ``generator_loss``: the output
+    layer and the cross-entropy a block of rows at a time, with the gradient; accuracy from its argmax.
 
 Audit of the stock reads of ``batch["src"]`` on the paths users run (OpenNMT-py 3.5.1; the server and
 training-time validation scoring go through ``Translator._translate``, ``-report_align`` through
@@ -278,6 +281,47 @@ def add_encoder_loss(stock_forward, loss_compute, batch, output, attns, trunc_st
     return loss, stats
 
 
+class _Predicted:
+    """What ``LossCompute._stats`` reads of the scores (``scores.max(1)[1]``, for the accuracy), from
+    :func:`onmt_xl.cpu_training.generator_loss`'s argmax."""
+
+    def __init__(self, pred: torch.Tensor):
+        self._pred = pred
+
+    def max(self, dim):
+        return None, self._pred
+
+
+def _fused_loss_applies(loss_compute, output) -> bool:
+    """``-cpu_loss fused`` and a plain generator and loss: training on the CPU, no copy attention, sparsemax,
+    alignment, coverage or LM-prior term, the generator one ``nn.Linear``, OpenNMT's summed cross-entropy."""
+    from onmt.utils.loss import LossCompute
+
+    generator, criterion = loss_compute.generator, loss_compute.criterion
+    return (loss_compute.__dict__.get("_onmt_xl_fused_loss", False) and type(loss_compute) is LossCompute
+            and torch.is_grad_enabled() and generator.training and output.device.type == "cpu"
+            and not loss_compute.copy_attn and type(generator) is torch.nn.Linear
+            and type(criterion) is torch.nn.CrossEntropyLoss and criterion.reduction == "sum"
+            and criterion.weight is None and not loss_compute.lambda_align and not loss_compute.lambda_coverage
+            and loss_compute.lm_generator is None and loss_compute.lm_prior_model is None)
+
+
+def fused_loss_forward(self, batch, output, attns, trunc_start=0, trunc_size=None):
+    """``LossCompute.forward``'s plain path (OpenNMT-py 3.5.1: the target window, ``generator``, the criterion on
+    fp32 scores, ``_stats``) with :func:`onmt_xl.cpu_training.generator_loss` computing the last three."""
+    if trunc_size is None:
+        trunc_size = batch["tgt"].size(1) - trunc_start
+    trunc_range = (trunc_start + self.tgt_shift_index, trunc_start + trunc_size)
+    target = batch["tgt"][:, trunc_range[0]: trunc_range[1], :]
+    output = output[:, trunc_start: trunc_range[1], :].contiguous()
+    flat_tgt = target[:, :, 0].contiguous().view(-1)
+    dtype = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else torch.float32
+    loss, pred = cpu_training.generator_loss(self._bottle(output), self.generator.weight, self.generator.bias, flat_tgt,
+                                             self.criterion.ignore_index, self.criterion.label_smoothing, dtype)
+    n_sents = len(batch["srclen"]) if trunc_start == 0 else 0
+    return loss, self._stats(n_sents, loss.item(), _Predicted(pred), flat_tgt)
+
+
 def _patch_loss() -> None:
     from onmt.utils.loss import LossCompute
 
@@ -292,6 +336,7 @@ def _patch_loss() -> None:
         precision.autocast_forward(loss_compute, dtype)
         if train:
             _use_cpu_dropout_mask(opt, model)
+            _use_cpu_loss(opt, model, loss_compute)
         if train and getattr(model, "encoder", None) is not None:
             loss_compute.__dict__["_onmt_xl_encoder"] = model.encoder  # not a submodule of the loss
             loss_compute.__dict__["_onmt_xl_every"] = max(int(getattr(opt, "report_every", 100)), 1)
@@ -300,7 +345,8 @@ def _patch_loss() -> None:
     stock_forward = LossCompute.forward
 
     def forward(self, batch, output, attns, trunc_start=0, trunc_size=None):
-        return add_encoder_loss(stock_forward, self, batch, output, attns, trunc_start, trunc_size)
+        inner = fused_loss_forward if _fused_loss_applies(self, output) else stock_forward
+        return add_encoder_loss(inner, self, batch, output, attns, trunc_start, trunc_size)
 
     forward._onmt_xl = True
     LossCompute.from_opts = classmethod(from_opts)
@@ -430,6 +476,14 @@ def add_cpu_training_options(parser) -> None:
         "as fast as 'stock': PyTorch's bernoulli_, the random stream of stock OpenNMT-py. No effect on a GPU "
         "or in evaluation. (Adam on the CPU always takes PyTorch's fused kernel: the same update rule.)",
     )
+    group.add(
+        "--cpu_loss", "-cpu_loss", type=str, default=cpu_training.LOSS_DEFAULT, choices=cpu_training.LOSS_CHOICES,
+        help="The training loss on the CPU. 'fused': the output layer, log-softmax and (label-smoothed) "
+        "cross-entropy computed together, a block of rows at a time with their gradient, so the tokens x "
+        "vocabulary scores are never materialised in fp32 or cast (same loss and gradients up to float "
+        "rounding). 'stock': OpenNMT's. Applies to the plain generator and loss (no copy attention, "
+        "sparsemax, alignment, coverage or LM prior: those keep the stock path). No effect on a GPU.",
+    )
 
 
 def _use_cpu_dropout_mask(opt, model) -> None:
@@ -442,6 +496,17 @@ def _use_cpu_dropout_mask(opt, model) -> None:
         cpu_training.use_fast_dropout(model)
     _log_once(f"-cpu_dropout_mask {choice}: dropout masks from "
               + ("four 15-bit draws per 64-bit random integer" if choice == "fast" else "PyTorch's bernoulli_"))
+
+
+def _use_cpu_loss(opt, model, loss_compute) -> None:
+    """``-cpu_loss``: mark the training loss for :func:`fused_loss_forward` when the model trains on the CPU."""
+    param = next(model.parameters(), None)
+    if param is None or param.device.type != "cpu":
+        return
+    choice = getattr(opt, "cpu_loss", cpu_training.LOSS_DEFAULT)
+    loss_compute.__dict__["_onmt_xl_fused_loss"] = choice == "fused"
+    _log_once(f"-cpu_loss {choice}: " + ("the output layer and cross-entropy fused, block by block of rows"
+                                         if choice == "fused" else "OpenNMT's output layer and cross-entropy"))
 
 
 def _fuse_cpu_adam(optim) -> None:

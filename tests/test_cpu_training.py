@@ -137,6 +137,99 @@ def test_fused_adam_is_left_alone_where_it_does_not_apply():
     assert "fused" not in sgd.param_groups[0] or not sgd.param_groups[0]["fused"]
 
 
+def _reference_loss(hidden, weight, bias, target, ignore, smoothing, dtype):
+    """The stock computation: the projection under autocast, cross-entropy on fp32 scores."""
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+        scores = torch.nn.functional.linear(hidden, weight, bias)
+        loss = torch.nn.functional.cross_entropy(scores.float(), target, ignore_index=ignore,
+                                                 label_smoothing=smoothing, reduction="sum")
+    return loss, scores.float().argmax(1)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 40), vocab=st.integers(2, 30), rows=st.integers(1, 50), smoothing=st.sampled_from([0.0, 0.1, 0.3]),
+       bias=st.booleans(), seed=st.integers(0, 2**31))
+def test_generator_loss_matches_the_stock_loss_and_gradients_fp32(n, vocab, rows, smoothing, bias, seed):
+    g = torch.Generator().manual_seed(seed)
+    hidden = torch.randn(n, 8, generator=g).requires_grad_()
+    weight = torch.randn(vocab, 8, generator=g).requires_grad_()
+    b = torch.randn(vocab, generator=g).requires_grad_() if bias else None
+    target = torch.randint(0, vocab, (n,), generator=g)
+    target[torch.rand(n, generator=g) < 0.3] = 1  # ignored rows (padding)
+    params = [hidden, weight] + ([b] if bias else [])
+    ref, ref_pred = _reference_loss(hidden, weight, b, target, 1, smoothing, torch.float32)
+    ref_grads = torch.autograd.grad(ref * 0.25, params)
+    loss, pred = cpu_training.generator_loss(hidden, weight, b, target, 1, smoothing, torch.float32, rows)
+    grads = torch.autograd.grad(loss * 0.25, params)
+    torch.testing.assert_close(loss, ref, rtol=1e-5, atol=1e-5)
+    assert torch.equal(pred, ref_pred)
+    for got, want in zip(grads, ref_grads):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_generator_loss_in_bf16_is_the_autocast_computation():
+    torch.manual_seed(0)
+    hidden = torch.randn(300, 32, requires_grad=True)
+    weight = (torch.randn(500, 32) * 0.3).requires_grad_()
+    bias = torch.randn(500, requires_grad=True)
+    target = torch.randint(0, 500, (300,))
+    target[::5] = 1
+    ref, ref_pred = _reference_loss(hidden, weight, bias, target, 1, 0.1, torch.bfloat16)
+    ref_grads = torch.autograd.grad(ref, [hidden, weight, bias])
+    loss, pred = cpu_training.generator_loss(hidden, weight, bias, target, 1, 0.1, torch.bfloat16, rows=64)
+    grads = torch.autograd.grad(loss, [hidden, weight, bias])
+    assert loss.dtype == torch.float32 and all(g.dtype == torch.float32 for g in grads)
+    torch.testing.assert_close(loss, ref, rtol=1e-5, atol=1e-3)  # same bf16 scores, fp32 softmax
+    assert torch.equal(pred, ref_pred)
+    for got, want in zip(grads, ref_grads):  # bf16 gradients of the products, as autocast's backward
+        assert (got - want).abs().max() <= 0.02 * want.abs().max()
+
+
+def _loss_compute(**kwargs):
+    from onmt.utils.loss import LossCompute
+
+    torch.manual_seed(0)
+    generator = torch.nn.Linear(16, 50)
+    criterion = torch.nn.CrossEntropyLoss(ignore_index=1, reduction="sum", label_smoothing=0.1)
+    loss_compute = LossCompute(criterion, generator, **kwargs)
+    loss_compute.__dict__["_onmt_xl_fused_loss"] = True
+    return loss_compute
+
+
+@pytest.mark.parametrize("precision_", ["fp32", "bf16"])
+def test_loss_compute_forward_gives_the_stock_loss_and_statistics(precision_):
+    from onmt.utils.loss import LossCompute
+
+    torch.manual_seed(1)
+    batch = {"tgt": torch.randint(4, 50, (3, 6, 1)), "srclen": torch.tensor([5, 4, 3])}
+    batch["tgt"][1, 4:] = 1
+    batch["tgt"][2, 3:] = 1
+    output = torch.randn(3, 5, 16, requires_grad=True)
+    results = {}
+    for fused in (True, False):
+        loss_compute = _loss_compute()
+        loss_compute.__dict__["_onmt_xl_fused_loss"] = fused
+        assert plugin._fused_loss_applies(loss_compute, output) is fused
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision_ == "bf16"):
+            loss, stats = LossCompute.forward(loss_compute, batch, output, {})
+        grad, = torch.autograd.grad(loss, output)
+        results[fused] = (loss.detach(), stats, grad)
+    (loss, stats, grad), (ref, ref_stats, ref_grad) = results[True], results[False]
+    torch.testing.assert_close(loss, ref, rtol=1e-5, atol=1e-3)
+    assert (stats.n_words, stats.n_correct, stats.n_sents) == (ref_stats.n_words, ref_stats.n_correct, ref_stats.n_sents)
+    assert stats.n_words == 3 * 5 - 2 - 3  # the target window is tgt[:, 1:]
+    tolerance = dict(rtol=1e-5, atol=1e-6) if precision_ == "fp32" else dict(rtol=5e-2, atol=5e-3)
+    torch.testing.assert_close(grad, ref_grad, **tolerance)
+
+
+@pytest.mark.parametrize("kwargs", [{"lambda_align": 0.5}, {"lambda_coverage": 0.5}])
+def test_losses_with_other_terms_keep_the_stock_path(kwargs):
+    assert not plugin._fused_loss_applies(_loss_compute(**kwargs), torch.zeros(1, 1, 16))
+    evaluating = _loss_compute()
+    evaluating.generator.eval()
+    assert not plugin._fused_loss_applies(evaluating, torch.zeros(1, 1, 16))
+
+
 def _cli(name, *args, check=True):
     proc = subprocess.run([stock_cli(name), *args], capture_output=True, text=True, env=run_env())
     if check and proc.returncode != 0:
@@ -162,6 +255,23 @@ def tiny(tmp_path_factory):
     return wd
 
 
+def _validation_ppl(log):
+    return float(log.split("Validation perplexity:")[1].split()[0])
+
+
+def test_onmt_train_fused_and_stock_losses_train_alike(tiny):
+    logs = {}
+    for choice in ("fused", "stock"):
+        save = tiny / f"loss_{choice}"
+        proc = _cli("onmt_train", "-config", str(tiny / "cfg.yaml"), "-save_model", str(save / "m"),
+                    "-cpu_loss", choice, "-dropout", "0", "-attention_dropout", "0")
+        logs[choice] = proc.stdout + proc.stderr
+        said = [line for line in logs[choice].splitlines() if "-cpu_loss" in line]
+        assert len(said) == 1 and f"-cpu_loss {choice}:" in said[0]
+    fused, stock = _validation_ppl(logs["fused"]), _validation_ppl(logs["stock"])
+    assert abs(fused - stock) <= 1e-3 * stock, (fused, stock)
+
+
 @pytest.mark.parametrize("choice", ["fast", "stock", None])
 def test_onmt_train_uses_the_chosen_mask_and_fused_adam(tiny, choice):
     save = tiny / choice if choice else tiny / "default"
@@ -176,7 +286,8 @@ def test_onmt_train_uses_the_chosen_mask_and_fused_adam(tiny, choice):
 
 
 def test_dropout_mask_option_is_in_the_help_and_checked(tiny):
-    assert "-cpu_dropout_mask {fast,stock}" in _cli("onmt_train", "-h").stdout
+    out = _cli("onmt_train", "-h").stdout
+    assert "-cpu_dropout_mask {fast,stock}" in out and "-cpu_loss {fused,stock}" in out
     proc = _cli("onmt_train", "-config", str(tiny / "cfg.yaml"), "-cpu_dropout_mask", "quick", check=False)
     assert proc.returncode == 2
     assert "argument --cpu_dropout_mask/-cpu_dropout_mask: invalid choice: 'quick'" in proc.stderr

@@ -9,7 +9,8 @@ Each configuration (system × precision) is a model built by OpenNMT from the sy
 with Adam on the same real batch (``--batch-tokens`` source tokens of real sentences, their ``pos_XL``
 from the preorderer), exactly as ``onmt_train -cpu_precision`` runs it: forward and loss under CPU bf16
 autocast, backward, weights and optimizer state fp32, the fast dropout masks (``-cpu_dropout_mask fast``,
-the default) and Adam's fused CPU step. One timing is ``--steps`` training steps.
+the default), the fused output layer and loss (``-cpu_loss fused``, label smoothing 0.1 as the presets)
+and Adam's fused CPU step. One timing is ``--steps`` training steps.
 The speed of a shared 2-vCPU machine drifts by up to 2× within seconds, so each configuration is timed
 right beside its reference (the baseline in the same precision; bf16's baseline beside fp32's; a
 stock-attention configuration beside the same one with SDPA), the two in alternating order, and the
@@ -21,8 +22,8 @@ not cached), timed here one sentence at a time. OpenNMT's data pipeline is not i
 bf16 configurations run only where :func:`onmt_xl.precision.native_bf16` says the CPU has native bf16
 (``--force-bf16`` runs them anyway, to show what emulation costs). ``--stock-attention`` adds the
 baseline and Combination with OpenNMT's own CPU attention (no SDPA), to show what the SDPA path gives;
-``--stock-kernels`` adds them with PyTorch's dropout masks and unfused Adam (``-cpu_dropout_mask stock``,
-what onmt_xl ran before), to show what the cheaper kernels give.
+``--stock-kernels`` adds them with PyTorch's dropout masks, OpenNMT's loss and unfused Adam
+(``-cpu_dropout_mask stock -cpu_loss stock``, what onmt_xl ran before), to show what the cheaper kernels give.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ import onmt_xl  # noqa: E402
 from onmt_xl import cpu_training, plugin, precision  # noqa: E402
 from onmt_xl.experiments.analysis import build_model  # noqa: E402
 from onmt_xl.experiments.configs import ALIGNED_R, PRESETS, SYSTEMS, XL, source_transform  # noqa: E402
+
+LABEL_SMOOTHING = 0.1  # the presets'
 
 DEFAULT_SYSTEMS = ("baseline,combination,relative_pe,inxl,headxl,disan,disan_nogate,enc_re,dec_re,both_re,"
                    "additional_pe,exgre,refsr,encoder_free,prereorder")
@@ -103,7 +106,7 @@ class Config:
     def __init__(self, system, dtype, sdpa, args, stock_kernels=False):
         self.system, self.dtype, self.sdpa, self.stock_kernels = system, dtype, sdpa, stock_kernels
         self.name = (f"{system} {'bf16' if dtype else 'fp32'}" + ("" if sdpa else " (stock attention)")
-                     + (" (stock dropout and Adam)" if stock_kernels else ""))
+                     + (" (stock kernels)" if stock_kernels else ""))
         self.model = build_model(system, args.preset, vocab_size=args.vocab).train()
         precision.autocast_forward(self.model, dtype)
         adam = dict(lr=1e-4, betas=(0.9, 0.998), eps=1e-8)
@@ -120,12 +123,18 @@ class Config:
             plugin._sdpa_applies = lambda *a: False
         try:
             t0 = time.perf_counter()
+            gen, gold = self.model.generator, tgt[:, 1:].reshape(-1)
             for _ in range(steps):
                 out, _ = self.model(src, tgt, src_len)
+                hidden = out.reshape(-1, out.size(-1))
                 with precision.autocast(self.dtype):  # the generator and loss, as LossCompute runs them
-                    logits = self.model.generator(out.reshape(-1, out.size(-1)))
-                    loss = torch.nn.functional.cross_entropy(logits.float(), tgt[:, 1:].reshape(-1))
-                loss.backward()
+                    if self.stock_kernels:
+                        loss = torch.nn.functional.cross_entropy(gen(hidden).float(), gold, ignore_index=1,
+                                                                 label_smoothing=LABEL_SMOOTHING, reduction="sum")
+                    else:  # -cpu_loss fused
+                        loss, _ = cpu_training.generator_loss(hidden, gen.weight, gen.bias, gold, 1, LABEL_SMOOTHING,
+                                                              self.dtype or torch.float32)
+                (loss / gold.numel()).backward()
                 self.optim.step()
                 self.optim.zero_grad()
             return time.perf_counter() - t0
@@ -167,7 +176,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
     ap.add_argument("--stock-attention", action="store_true")
     ap.add_argument("--stock-kernels", action="store_true",
-                    help="also time the baseline and Combination with PyTorch's dropout masks and unfused Adam")
+                    help="also time the baseline and Combination with PyTorch's dropout masks, OpenNMT's loss and unfused Adam")
     ap.add_argument("--force-bf16", action="store_true")
     ap.add_argument("--out", help="also write the table to this file")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
