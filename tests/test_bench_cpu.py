@@ -26,3 +26,21 @@ def test_bench_cpu_prints_each_configuration_beside_its_reference(tmp_path):
     ratios = [ratio for name, (ref, ratio) in rows.items() if ref != "—"]
     assert len(ratios) == len(rows) - 1 >= 3
     assert all(re.fullmatch(r"\d+\.\d{3}× \(IQR \d+\.\d{3}–\d+\.\d{3}; \d+\.\d{3}–\d+\.\d{3}\)", r) for r in ratios)
+
+
+def test_benchmark_models_are_initialised_as_onmt_train_does():
+    """``build_base_model`` leaves OpenNMT's ``skip_init`` layers as uninitialised memory; a benchmark timing
+    NaNs and denormals measures nothing a user trains."""
+    import torch
+
+    from onmt_xl.experiments.analysis import build_model
+
+    for system in ("baseline", "combination"):
+        model = build_model(system, "demo", vocab_size=60)
+        for name, param in model.named_parameters():
+            assert torch.isfinite(param).all(), name
+            if name.endswith("bias"):
+                assert not param.any(), name
+            elif name.endswith("weight") and param.dim() > 1:  # Glorot-uniform: |w| <= sqrt(6 / (fan_in + fan_out))
+                bound = (6 / (param.size(0) + param.size(1))) ** 0.5
+                assert 0 < param.abs().max() <= bound + 1e-6, name

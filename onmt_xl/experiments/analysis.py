@@ -18,7 +18,8 @@ def build_model(system: str, preset: str = "demo", overrides: Optional[Dict[str,
                 seed: int = 0):
     """An untrained model of ``system`` (:data:`onmt_xl.experiments.systems.SYSTEMS`) at ``preset`` size, built by OpenNMT's
     model builder over synthetic vocabularies of ``vocab_size`` tokens per side (for parameter counts and
-    step benchmarks)."""
+    step benchmarks), its weights initialised as ``onmt_train`` initialises a new model (``build_base_model``
+    leaves OpenNMT's ``skip_init`` layers as uninitialised memory, NaNs and denormals included)."""
     import pyonmttok
     import torch
 
@@ -42,7 +43,28 @@ def build_model(system: str, preset: str = "demo", overrides: Optional[Dict[str,
     specials = [DefaultTokens.UNK, DefaultTokens.PAD, DefaultTokens.BOS, DefaultTokens.EOS]
     v = pyonmttok.build_vocab_from_tokens([f"w{i}" for i in range(vocab_size - len(specials))], special_tokens=specials)
     torch.manual_seed(seed)
-    return build_base_model(opt, {"src": v, "tgt": v, "data_task": ModelTask.SEQ2SEQ, "decoder_start_token": DefaultTokens.BOS})
+    model = build_base_model(opt, {"src": v, "tgt": v, "data_task": ModelTask.SEQ2SEQ, "decoder_start_token": DefaultTokens.BOS})
+    initialise_as_onmt_train(model, opt)
+    return model
+
+
+def initialise_as_onmt_train(model, opt) -> None:
+    """The initialisation of ``onmt.model_builder.build_model`` for a new model (OpenNMT-py 3.5.1): uniform in
+    ``±param_init``, or Glorot-uniform weight matrices and zero biases with ``param_init_glorot``."""
+    import torch
+    from torch.nn.init import uniform_, xavier_uniform_, zeros_
+
+    with torch.no_grad():
+        if opt.param_init != 0.0:
+            for param in model.parameters():
+                uniform_(param, -opt.param_init, opt.param_init)
+        elif opt.param_init_glorot:
+            for module in model.modules():
+                for name, param in module.named_parameters(recurse=False):
+                    if name == "weight" and param.dim() > 1:
+                        xavier_uniform_(param)
+                    elif name == "bias":
+                        zeros_(param)
 
 
 def load_model(path: str):
