@@ -6,14 +6,12 @@ import sys
 
 import pytest
 import torch
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from onmt_xl import cpu_training, plugin
-from onmt_xl.experiments.configs import config
 from tests.conftest import run_env
-from tests.helpers import stock_cli, tiny_corpus
+from tests.helpers import stock_cli, tiny_model_workdir
 
 N = 400_000
 
@@ -240,18 +238,7 @@ def _cli(name, *args, check=True):
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     wd = tmp_path_factory.mktemp("cpu_training")
-    (wd / "data").mkdir()
-    tiny_corpus(wd / "data", n=200)
-    for ext in ("src", "tgt"):
-        lines = (wd / "data" / f"train.{ext}").read_text().splitlines()
-        (wd / "data" / f"valid.{ext}").write_text("\n".join(lines[:20]) + "\n")
-    cfg = config("baseline", str(wd), dict(
-        enc_layers=1, dec_layers=1, heads=2, hidden_size=16, word_vec_size=16, transformer_ff=32,
-        train_steps=4, valid_steps=4, save_checkpoint_steps=4, report_every=2, batch_size=256,
-        valid_batch_size=256, bucket_size=256, warmup_steps=2, cpu_precision="fp32",
-    ))
-    (wd / "cfg.yaml").write_text(yaml.safe_dump(cfg))
-    _cli("onmt_build_vocab", "-config", str(wd / "cfg.yaml"), "-n_sample", "-1")
+    tiny_model_workdir(wd, _cli, train_steps=4, valid_steps=4, save_checkpoint_steps=4, cpu_precision="fp32")
     return wd
 
 

@@ -9,12 +9,10 @@ import sys
 
 import pytest
 import torch
-import yaml
 
 from onmt_xl import precision
-from onmt_xl.experiments.configs import config
 from tests.conftest import run_env
-from tests.helpers import stock_cli, tiny_corpus
+from tests.helpers import stock_cli, tiny_model_workdir
 
 NATIVE = (True, "TEST with AVX512-BF16")
 EMULATED = (False, "AVX2, without AVX512-BF16, AMX or Arm BF16")
@@ -94,18 +92,7 @@ def test_option_is_in_the_help(name):
 @pytest.fixture(scope="module")
 def bf16_model(tmp_path_factory):
     wd = tmp_path_factory.mktemp("bf16")
-    (wd / "data").mkdir()
-    tiny_corpus(wd / "data", n=200)
-    for ext in ("src", "tgt"):
-        lines = (wd / "data" / f"train.{ext}").read_text().splitlines()
-        (wd / "data" / f"valid.{ext}").write_text("\n".join(lines[:20]) + "\n")
-    cfg = config("baseline", str(wd), dict(
-        enc_layers=1, dec_layers=1, heads=2, hidden_size=16, word_vec_size=16, transformer_ff=32,
-        train_steps=6, valid_steps=6, save_checkpoint_steps=6, report_every=2, batch_size=256,
-        valid_batch_size=256, bucket_size=256, warmup_steps=2, cpu_precision="bf16",
-    ))
-    (wd / "cfg.yaml").write_text(yaml.safe_dump(cfg))
-    _cli("onmt_build_vocab", "-config", str(wd / "cfg.yaml"), "-n_sample", "-1")
+    tiny_model_workdir(wd, _cli, train_steps=6, valid_steps=6, save_checkpoint_steps=6, cpu_precision="bf16")
     proc = _cli("onmt_train", "-config", str(wd / "cfg.yaml"), force_native=True)
     return wd, wd / "models" / "baseline_step_6.pt", proc.stdout + proc.stderr
 
