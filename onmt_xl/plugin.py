@@ -516,12 +516,16 @@ def _fuse_cpu_adam(optim) -> None:
     if type(inner) is not torch.optim.Adam:
         return
     params = [p for group in inner.param_groups for p in group["params"]]
-    if not cpu_training.fused_adam_applies(params) or any(g.get("foreach") or g.get("differentiable")
-                                                         for g in inner.param_groups):
+    fuse = cpu_training.fused_adam_applies(params) and not any(g.get("foreach") or g.get("differentiable")
+                                                              for g in inner.param_groups)
+    if not fuse and not any(g.get("fused") for g in inner.param_groups):
         return
-    inner.defaults["fused"] = True
+    # Adam.step reads the flag of each group at every step; off the CPU (a CPU checkpoint resumed on a GPU),
+    # the flag goes back to what the optimizer was built with (``defaults``: loading a state dict changes only
+    # the groups), as stock OpenNMT runs it
+    flag = True if fuse else inner.defaults.get("fused")
     for group in inner.param_groups:
-        group["fused"] = True  # Adam.step reads the flag of each group at every step
+        group["fused"] = flag
 
 
 def add_resume_options(parser) -> None:

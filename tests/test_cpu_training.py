@@ -121,6 +121,19 @@ def test_fused_cpu_adam_makes_the_same_update():
     assert not torch.equal(stock_model[0].weight, _model(0.0)[0].weight)  # it did train
 
 
+def test_a_fused_checkpoint_resumed_off_the_cpu_gets_the_stock_flag_back(monkeypatch):
+    model = _model(0.0)
+    optim = _adam(model)
+    plugin._fuse_cpu_adam(optim)
+    state = optim._optimizer.state_dict()
+    assert all(g["fused"] for g in state["param_groups"])
+    resumed = _adam(model)
+    resumed._optimizer.load_state_dict(state)  # as Optimizer.from_opt does, before the patch runs
+    monkeypatch.setattr(cpu_training, "fused_adam_applies", lambda params: False)  # e.g. the model is on a GPU
+    plugin._fuse_cpu_adam(resumed)
+    assert not any(g["fused"] for g in resumed._optimizer.param_groups)
+
+
 def test_fused_adam_is_left_alone_where_it_does_not_apply():
     model = _model(0.0)
     optim = _adam(model)
