@@ -1,4 +1,4 @@
-"""Cheaper CPU training kernels: a dropout mask from fewer random draws, and Adam's fused CPU step.
+"""Cheaper CPU training kernels: a dropout mask from fewer random draws, the output layer and loss fused, Adam fused.
 
 PyTorch's CPU dropout draws one ``bernoulli_`` sample per element, each from its own Mersenne-Twister
 call (on AMD CPUs, without MKL's vector generator, one element at a time); after matrix products it is the
