@@ -335,8 +335,7 @@ def _patch_loss() -> None:
         precision.autocast_forward(model, dtype)
         precision.autocast_forward(loss_compute, dtype)
         if train:
-            _use_cpu_dropout_mask(opt, model)
-            _use_cpu_loss(opt, model, loss_compute)
+            _use_cpu_training_kernels(opt, model, loss_compute)
         if train and getattr(model, "encoder", None) is not None:
             loss_compute.__dict__["_onmt_xl_encoder"] = model.encoder  # not a submodule of the loss
             loss_compute.__dict__["_onmt_xl_every"] = max(int(getattr(opt, "report_every", 100)), 1)
@@ -486,27 +485,21 @@ def add_cpu_training_options(parser) -> None:
     )
 
 
-def _use_cpu_dropout_mask(opt, model) -> None:
-    """``-cpu_dropout_mask``: put the fast mask on ``model``'s dropouts when it trains on the CPU; logged once."""
+def _use_cpu_training_kernels(opt, model, loss_compute) -> None:
+    """``-cpu_dropout_mask`` and ``-cpu_loss`` when ``model`` trains on the CPU: the fast masks on its dropouts,
+    the fused loss marked on ``loss_compute`` (for :func:`fused_loss_forward`); each choice logged once."""
     param = next(model.parameters(), None)
     if param is None or param.device.type != "cpu":
         return
-    choice = getattr(opt, "cpu_dropout_mask", cpu_training.MASK_DEFAULT)
-    if choice == "fast":
+    mask = getattr(opt, "cpu_dropout_mask", cpu_training.MASK_DEFAULT)
+    if mask == "fast":
         cpu_training.use_fast_dropout(model)
-    _log_once(f"-cpu_dropout_mask {choice}: dropout masks from "
-              + ("four 15-bit draws per 64-bit random integer" if choice == "fast" else "PyTorch's bernoulli_"))
-
-
-def _use_cpu_loss(opt, model, loss_compute) -> None:
-    """``-cpu_loss``: mark the training loss for :func:`fused_loss_forward` when the model trains on the CPU."""
-    param = next(model.parameters(), None)
-    if param is None or param.device.type != "cpu":
-        return
-    choice = getattr(opt, "cpu_loss", cpu_training.LOSS_DEFAULT)
-    loss_compute.__dict__["_onmt_xl_fused_loss"] = choice == "fused"
-    _log_once(f"-cpu_loss {choice}: " + ("the output layer and cross-entropy fused, block by block of rows"
-                                         if choice == "fused" else "OpenNMT's output layer and cross-entropy"))
+    _log_once(f"-cpu_dropout_mask {mask}: dropout masks from "
+              + ("four 15-bit draws per 64-bit random integer" if mask == "fast" else "PyTorch's bernoulli_"))
+    loss = getattr(opt, "cpu_loss", cpu_training.LOSS_DEFAULT)
+    loss_compute.__dict__["_onmt_xl_fused_loss"] = loss == "fused"
+    _log_once(f"-cpu_loss {loss}: " + ("the output layer and cross-entropy fused, block by block of rows"
+                                       if loss == "fused" else "OpenNMT's output layer and cross-entropy"))
 
 
 def _fuse_cpu_adam(optim) -> None:
