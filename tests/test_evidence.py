@@ -389,3 +389,44 @@ def test_dropout_masks_are_recorded_per_attempt():
     assert resolved_dropout_mask(old + fast + fast) == "stock, then fast"
     assert _kernels({"precision": "bf16", "dropout_mask": "stock, then fast"}) == "bf16; stock, then fast masks"
     assert _kernels({"precision": "fp32"}) == "fp32"  # a run recorded before the option
+
+
+def test_report_from_the_archive_in_a_fresh_work_directory_is_the_same(tmp_path):
+    """--archive: a machine that lost the work directory regenerates the report from the archive and the corpus
+    (the splits staged again, the finished jobs restored), word for word."""
+    import random
+    import subprocess
+    import sys
+
+    from onmt_xl.experiments.archive import save_job
+    from tests.conftest import run_env
+
+    data = tmp_path / "corpus"
+    data.mkdir()
+    _corpus(data)
+    runner = Runner(Corpus(*(str(data / f) for f in ("train.src", "train.tgt", "test.src", "test.tgt"))),
+                    str(tmp_path / "wd"), [], preset="demo", train_steps=4, gpu=False, valid_size=10, tune_size=8)
+    runner.stage_data()
+    wd, archive = tmp_path / "wd", tmp_path / "archive"
+    refs = (wd / "data" / "test.ref").read_text().splitlines()
+    valid = (wd / "data" / "valid.tgt").read_text().splitlines()
+    rng = random.Random(3)
+    for system in ("baseline", "combination"):
+        for seed in (1, 2):
+            jd = wd / "jobs" / f"{system}_s{seed}"
+            jd.mkdir(parents=True)
+            for name, lines in (("hyp.test", refs), ("hyp.valid", valid)):
+                (jd / name).write_text("".join((r if rng.random() < 0.7 else "w") + "\n" for r in lines))
+            (jd / "done.json").write_text(json.dumps({"parameters": 10, "buffers": 1, "resumed_exactly": True}))
+            assert save_job(wd, archive, jd.name)
+    common = ["--stage", "report", "--data", str(data), "--src", "src", "--tgt", "tgt", "--train", "train", "--test",
+              "test", "--valid-size", "10", "--tune-size", "8", "--gold-text", "", "--gold-align", "",
+              "--samples", "50", "--systems", "baseline,combination", "--seeds", "1,2"]
+    reports = []
+    for k, (workdir, extra) in enumerate(((wd, []), (tmp_path / "elsewhere" / "wd", ["--archive", str(archive)]))):
+        out = tmp_path / f"report{k}.md"
+        proc = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", "evidence", "--workdir", str(workdir),
+                               "--report", str(out), *common, *extra], capture_output=True, text=True, env=run_env())
+        assert proc.returncode == 0, proc.stderr
+        reports.append(out.read_text())
+    assert "| combination | 1,2 |" in reports[0] and reports[1] == reports[0]

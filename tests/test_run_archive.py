@@ -201,3 +201,24 @@ def test_an_archive_of_uncompressed_translations_restores_and_is_rewritten_gzipp
     assert run_archive.save_job(new, archive, "baseline")
     kept = archive / "jobs" / "baseline"
     assert not (kept / "hyp.test").exists() and gzip.decompress((kept / "hyp.test.gz").read_bytes()) == b"a b c\n"
+
+
+def test_curve_points_are_kept_while_training_and_restored_only_with_the_finished_job(tmp_path):
+    # an unfinished curve job lost with its checkpoints trains again in a new work directory: its points are
+    # scored again there, not taken from the lost run; a finished job's points come back with it
+    wd, archive = _workdir(tmp_path), tmp_path / "archive"
+    jd = wd / "jobs" / "baseline_s1"
+    jd.mkdir(parents=True)
+    assert not run_archive.save_curve(wd, archive, "baseline_s1")  # nothing scored yet
+    (jd / "curve.jsonl").write_text('{"step": 1000, "bleu": 18.6}\n', encoding="utf-8")
+    assert run_archive.save_curve(wd, archive, "baseline_s1")
+    kept = archive / "jobs" / "baseline_s1" / "curve.jsonl"
+    assert kept.read_text(encoding="utf-8") == '{"step": 1000, "bleu": 18.6}\n'
+    fresh = tmp_path / "fresh"
+    assert run_archive.restore(archive, fresh) == []
+    assert not (fresh / "jobs" / "baseline_s1").exists()
+    (jd / "curve.jsonl").write_text('{"step": 1000, "bleu": 18.6}\n{"step": 2000, "bleu": 32.1}\n', encoding="utf-8")
+    (jd / "done.json").write_text("{}\n", encoding="utf-8")
+    assert run_archive.save_job(wd, archive, "baseline_s1")
+    assert run_archive.restore(archive, fresh) == ["baseline_s1"]
+    assert (fresh / "jobs" / "baseline_s1" / "curve.jsonl").read_text(encoding="utf-8").count("step") == 2

@@ -31,6 +31,7 @@ Layout::
     DIR/{manifest,preorderer}.json  the run's history (commands, versions, machine, wall times) and preorderer scores
     DIR/align/{test,valid,train}.gdfa.gz
     DIR/jobs/NAME/{done.json,config.yaml,commands.sh,train.log.gz,translate_seconds.json,sim.json,hyp.*.gz}
+    DIR/jobs/NAME/curve.jsonl       a learning-curve job's scored points, kept as they are scored
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from typing import List, Optional, Tuple
 WORKDIR = "${WORKDIR}"  # stands for the work directory in kept text files
 DATA = "${DATA}"  # the corpus' directory
 SITE_PACKAGES = "${SITE_PACKAGES}"  # Python's package directory
-JOB_FILES = ("config.yaml", "commands.sh", "train.log", "translate_seconds.json", "sim.json")
+JOB_FILES = ("config.yaml", "commands.sh", "train.log", "translate_seconds.json", "sim.json", "curve.jsonl")
 TEXT_WITH_PATHS = ("config.yaml", "commands.sh", "manifest.json")
 RUN_FILES = ("manifest.json", "preorderer.json")
 ALIGN_SPLITS = ("test", "valid", "tune", "train")  # tune: runs with a tuning split; train last: its file marks the align stage as done
@@ -198,6 +199,21 @@ def save_job(workdir: Path, archive: Path, name: str, data: Optional[str] = None
     for src in files:
         _save(src, out, workdir, name, data)
     _save(jd / "done.json", out, workdir, name, data)  # last: an archived job is complete
+    return True
+
+
+def save_curve(workdir: Path, archive: Path, name: str) -> bool:
+    """Keep a job's scored learning-curve points (``curve.jsonl``) while it trains; False when it has none.
+
+    They are restored only with the finished job (:func:`restore` needs its ``done.json``): a work directory
+    that lost an unfinished job's checkpoints trains it again, and its points are scored again, not mixed
+    with the lost run's, which stay in the archive as their record until the new run's replace them."""
+    src = workdir / "jobs" / name / "curve.jsonl"
+    if not src.exists():
+        return False
+    out = archive / "jobs" / name
+    out.mkdir(parents=True, exist_ok=True)
+    _save(src, out, workdir, name)
     return True
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from onmt_xl.errors import XLUsageError
+from onmt_xl.experiments.archive import save_curve
 from onmt_xl.experiments.curve import plateau_step, read_curve
 from onmt_xl.experiments.plan import NOISE_RATIOS, Job
 from onmt_xl.experiments.stock import read_lines, say, stock
@@ -222,7 +223,7 @@ def run_evidence(args) -> int:
         jobs = [j for j in jobs if j.name in args.only.split(",")]
     runner = Runner(corpus, args.workdir, jobs, args.preset, args.max_steps, args.valid_size, args.beam_size,
                     args.time_budget, gpu={"auto": None, "yes": True, "no": False}[args.gpu],
-                    parallel=args.parallel, tune_size=args.tune_size,
+                    parallel=args.parallel, tune_size=args.tune_size, archive=args.archive,
                     preorder_options=json.loads(args.preorder_options) if args.preorder_options else None)
     if args.stage == "main":
         if not args.steps:
@@ -251,6 +252,8 @@ def run_evidence(args) -> int:
         while True:
             for job in jobs:
                 score_checkpoints(runner, job, args.score_every or args.every)
+                if runner.archive is not None:
+                    save_curve(runner.workdir, runner.archive, job.name)
             finished = all(runner.path("jobs", j.name, "done.json").exists() for j in jobs)
             if not args.watch or finished:
                 break
@@ -285,6 +288,14 @@ def report_stage(args) -> int:
     from onmt_xl.experiments.evidence_report import write_report
 
     workdir = Path(args.workdir)
+    if args.archive:  # a fresh work directory: the splits again, the finished jobs from the archive
+        from onmt_xl.experiments.inputs import corpus_from_args
+        from onmt_xl.experiments.runner import Runner
+
+        runner = Runner(corpus_from_args(args), args.workdir, [], args.preset, valid_size=args.valid_size,
+                        gpu=False, parallel=1, tune_size=args.tune_size, archive=args.archive)
+        runner.restore_archive()
+        runner.stage_data()
     if not (workdir / "data" / "test.ref").exists():
         raise XLUsageError(str(workdir), None, "holds no staged data: run the curve and main stages first")
     out = Path(args.report) if args.report else workdir / "report.md"
@@ -329,7 +340,8 @@ def add_evidence(sub) -> None:
     p.add_argument("--preorder-seeds", default="1,2", help="--stage main: seeds of those runs (default 1,2)")
     p.add_argument("--average", type=int, default=5, help="--stage main: checkpoints averaged (onmt_average_models)")
     p.add_argument("--only", help="comma-separated job names (e.g. baseline_s1) to restrict the stage to")
-    p.add_argument("--max-steps", type=int, default=12000, help="learning-curve length (may grow later: jobs resume)")
+    p.add_argument("--max-steps", type=int, default=10000, help="learning-curve length (may grow later: jobs "
+                   "resume); --stage main: the same, its first seed's baseline and Combination being the curve jobs")
     p.add_argument("--every", type=int, default=500, help="steps between kept checkpoints and validations")
     p.add_argument("--score-every", type=int, help="score every this many steps (default: --every)")
     p.add_argument("--threads", type=int, help="torch threads of curve-score's translations")
@@ -347,6 +359,10 @@ def add_evidence(sub) -> None:
     p.add_argument("--samples", type=int, default=1000, help="--stage report: bootstrap samples (default 1000)")
     p.add_argument("--bootstrap-seed", type=int, default=12345,
                    help="--stage report: seed of the bootstrap, recorded in the report (default 12345)")
+    p.add_argument("--archive", help="directory (e.g. reports/evidence_jaen, small enough for git) that keeps the "
+                   "alignment links, the finished jobs' results and the scored curve points, without checkpoints; a "
+                   "fresh --workdir restores links and finished jobs from it first, so the same preorderer is "
+                   "retrained and finished jobs are not (onmt_xl.experiments.archive)")
     p.add_argument("--preset", default="enja", choices=sorted(PRESETS), help="model size (default enja)")
     p.add_argument("--beam-size", type=int, default=5, help="beam size of the scoring translations (default 5)")
     p.add_argument("--time-budget", type=float, help="minutes: start no new training after this")

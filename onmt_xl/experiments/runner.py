@@ -238,6 +238,8 @@ class Runner(DataStages, JobStages):
         self.preorder()
         for pairs in sorted({job.preorder_pairs for job in self.jobs if job.preorder_pairs} | set(self.extra_preorder_pairs)):
             self.preorder(pairs)
+        if self.archive is not None:  # the preorderers' scores, before any job has finished
+            save_run(self.workdir, self.archive, data=self.corpus_dir())
         self.vocab()
 
     def run(self, argv: Sequence[str] = ()) -> Dict[str, Any]:
