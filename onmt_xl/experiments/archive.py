@@ -29,6 +29,7 @@ restore still reads them, and saving a job again rewrites it in this form.
 Layout::
 
     DIR/{manifest,preorderer}.json  the run's history (commands, versions, machine, wall times) and preorderer scores
+    DIR/preorderer_N.json           the scores of a preorderer trained on the first N pairs
     DIR/align/{test,valid,train}.gdfa.gz
     DIR/jobs/NAME/{done.json,config.yaml,commands.sh,train.log.gz,translate_seconds.json,sim.json,hyp.*.gz}
     DIR/jobs/NAME/curve.jsonl       a learning-curve job's scored points, kept as they are scored
@@ -50,6 +51,13 @@ SITE_PACKAGES = "${SITE_PACKAGES}"  # Python's package directory
 JOB_FILES = ("config.yaml", "commands.sh", "train.log", "translate_seconds.json", "sim.json", "curve.jsonl")
 TEXT_WITH_PATHS = ("config.yaml", "commands.sh", "manifest.json")
 RUN_FILES = ("manifest.json", "preorderer.json")
+RUN_FILE_PATTERNS = ("preorderer_*.json",)  # the scores of preorderers trained on the first N pairs (evidence)
+
+
+def run_files(directory: Path) -> List[str]:
+    """The run files of :data:`RUN_FILES` and :data:`RUN_FILE_PATTERNS` that ``directory`` holds."""
+    names = [n for n in RUN_FILES if (directory / n).exists()]
+    return names + sorted({p.name for pattern in RUN_FILE_PATTERNS for p in directory.glob(pattern)})
 ALIGN_SPLITS = ("test", "valid", "tune", "train")  # tune: runs with a tuning split; train last: its file marks the align stage as done
 
 _START = r"(?<![\w.~}$/-])"  # an absolute path starts here: not inside a word, a placeholder or another path
@@ -182,8 +190,8 @@ def save_run(workdir: Path, archive: Path, replace: bool = True, data: Optional[
     only where the archive has none, so a stale copy never overwrites a running run's history). ``data``:
     the corpus' directory (:func:`data_dir`), written ``${DATA}``."""
     archive.mkdir(parents=True, exist_ok=True)
-    for name in RUN_FILES:
-        if (workdir / name).exists() and (replace or not (archive / name).exists()):
+    for name in run_files(workdir):
+        if replace or not (archive / name).exists():
             _save(workdir / name, archive, workdir, data=data)
 
 
@@ -234,8 +242,8 @@ def restore(archive: Path, workdir: Path) -> List[str]:
     legacy = legacy.read_text(encoding="utf-8").strip() if legacy.exists() else ""
     paths = ((WORKDIR, str(workdir)), (legacy, str(workdir)))
     workdir.mkdir(parents=True, exist_ok=True)
-    for name in RUN_FILES:  # a restored manifest keeps the earlier runs' history; this run appends to it
-        if (archive / name).exists() and not (workdir / name).exists():
+    for name in run_files(archive):  # a restored manifest keeps the earlier runs' history; this run appends to it
+        if not (workdir / name).exists():
             _copy_file(archive / name, workdir / name, *paths)
     if not (workdir / "align" / "train.gdfa").exists() and (archive / "align" / "train.gdfa.gz").exists():
         (workdir / "align").mkdir(parents=True, exist_ok=True)
