@@ -430,3 +430,32 @@ def test_report_from_the_archive_in_a_fresh_work_directory_is_the_same(tmp_path)
         assert proc.returncode == 0, proc.stderr
         reports.append(out.read_text())
     assert "| combination | 1,2 |" in reports[0] and reports[1] == reports[0]
+
+
+def test_curve_score_keeps_the_scored_points_in_the_archive(tmp_path):
+    """--stage curve-score --archive: the points scored so far go to the archive at once (a restart loses the
+    unfinished curve jobs' checkpoints, not their points)."""
+    import subprocess
+    import sys
+
+    from tests.conftest import run_env
+
+    data = tmp_path / "corpus"
+    data.mkdir()
+    _corpus(data)
+    wd, archive = tmp_path / "wd", tmp_path / "archive"
+    Runner(Corpus(*(str(data / f) for f in ("train.src", "train.tgt", "test.src", "test.tgt"))), str(wd), [],
+           preset="demo", train_steps=4, gpu=False, valid_size=10, tune_size=8).stage_data()
+    points = "".join(json.dumps({"step": s, "bleu": b}) + "\n" for s, b in ((10, 1.0), (20, 2.0)))
+    for name in ("baseline_s1", "combination_s1"):
+        (wd / "jobs" / name).mkdir(parents=True)
+        (wd / "jobs" / name / "curve.jsonl").write_text(points)
+    proc = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", "evidence", "--stage", "curve-score",
+                           "--workdir", str(wd), "--data", str(data), "--src", "src", "--tgt", "tgt", "--train", "train",
+                           "--test", "test", "--valid-size", "10", "--tune-size", "8", "--gold-text", "", "--gold-align",
+                           "", "--preset", "demo", "--max-steps", "40", "--every", "10", "--archive", str(archive)],
+                          capture_output=True, text=True, env=run_env())
+    assert proc.returncode == 0, proc.stderr
+    for name in ("baseline_s1", "combination_s1"):
+        assert (archive / "jobs" / name / "curve.jsonl").read_text() == points
+    assert "not reached yet" in proc.stderr + proc.stdout
