@@ -250,6 +250,8 @@ def test_report_stage_writes_markdown_and_json(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(out.with_suffix(".json").read_text())["bootstrap"] == {"samples": 50, "seed": 12345}
     assert out.read_text() in proc.stdout
+    plot = out.with_name("EVIDENCE_curve.png")  # the learning curve beside the report, named in it
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "plotted in `EVIDENCE_curve.png`" in out.read_text()
     proc = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", "evidence", "--stage", "report", "--workdir",
                            str(tmp_path / "nowhere")], capture_output=True, text=True, env=run_env())
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "nowhere" in proc.stderr

@@ -224,12 +224,14 @@ def test_curve_points_are_kept_while_training_and_restored_only_with_the_finishe
     assert (fresh / "jobs" / "baseline_s1" / "curve.jsonl").read_text(encoding="utf-8").count("step") == 2
 
 
-def test_the_scores_of_preorderers_on_the_first_pairs_travel_with_the_run(tmp_path):
+def test_the_scores_of_preorderers_on_the_first_pairs_and_the_spread_travel_with_the_run(tmp_path):
     wd, archive = _workdir(tmp_path), tmp_path / "archive"
     (wd / "preorderer_10000.json").write_text('{"tau": 0.83}\n', encoding="utf-8")
     (wd / "preorderer_10000.xlp").write_bytes(b"model")  # the model is retrained from the links, not kept
+    (wd / "preorder_spread.jsonl").write_text('{"run": 1, "tune_tau": 0.86}\n', encoding="utf-8")
     run_archive.save_run(wd, archive)
-    assert sorted(p.name for p in archive.iterdir()) == ["manifest.json", "preorderer.json", "preorderer_10000.json"]
+    assert sorted(p.name for p in archive.iterdir()) == ["manifest.json", "preorder_spread.jsonl", "preorderer.json",
+                                                         "preorderer_10000.json"]
     fresh = tmp_path / "fresh"
     run_archive.restore(archive, fresh)
     assert (fresh / "preorderer_10000.json").read_text(encoding="utf-8") == '{"tau": 0.83}\n'

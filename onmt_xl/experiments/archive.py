@@ -50,7 +50,7 @@ DATA = "${DATA}"  # the corpus' directory
 SITE_PACKAGES = "${SITE_PACKAGES}"  # Python's package directory
 JOB_FILES = ("config.yaml", "commands.sh", "train.log", "translate_seconds.json", "sim.json", "curve.jsonl")
 TEXT_WITH_PATHS = ("config.yaml", "commands.sh", "manifest.json")
-RUN_FILES = ("manifest.json", "preorderer.json")
+RUN_FILES = ("manifest.json", "preorderer.json", "preorder_spread.jsonl")  # the last: tools/preorder_spread.py
 RUN_FILE_PATTERNS = ("preorderer_*.json",)  # the scores of preorderers trained on the first N pairs (evidence)
 
 

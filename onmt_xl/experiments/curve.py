@@ -1,4 +1,5 @@
-"""A learning curve's points and the step rule read from them (``onmt-xl evidence``'s curve stages and report)."""
+"""A learning curve's points, the step rule read from them and their plot (``onmt-xl evidence``'s curve stages
+and report)."""
 
 from __future__ import annotations
 
@@ -31,3 +32,29 @@ def plateau_step(curves: Dict[str, List[Dict[str, Any]]], tolerance: float = 0.5
         if ok:
             return s
     return None
+
+
+def plot_curves(curves: Dict[str, List[Dict[str, Any]]], out: Path) -> Optional[Path]:
+    """Validation BLEU and perplexity against steps, one line per curve (``{name: rows}``), to ``out``; None
+    when no curve has a point."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not any(curves.values()):
+        return None
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for name, rows in curves.items():
+        ax1.plot([r["step"] for r in rows], [r["bleu"] for r in rows], marker="o", label=name)
+        ppl = [r for r in rows if "valid_ppl" in r]
+        ax2.plot([r["step"] for r in ppl], [r["valid_ppl"] for r in ppl], marker="o", label=name)
+    ax1.set(xlabel="training steps", ylabel="validation BLEU (beam 5)")
+    ax2.set(xlabel="training steps", ylabel="validation perplexity", yscale="log")
+    for ax in (ax1, ax2):
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(out, dpi=120, metadata={"Software": None})
+    plt.close(fig)
+    return out

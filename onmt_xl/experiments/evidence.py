@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.archive import save_curve
-from onmt_xl.experiments.curve import plateau_step, read_curve
+from onmt_xl.experiments.curve import plateau_step, plot_curves, read_curve
 from onmt_xl.experiments.plan import NOISE_RATIOS, Job
 from onmt_xl.experiments.stock import read_lines, say, stock
 from onmt_xl.experiments.systems import SYSTEMS
@@ -183,32 +183,6 @@ def score_checkpoints(runner, job: Job, every: int, threads: Optional[int] = Non
     return rows
 
 
-def plot_curves(workdir: Path, jobs: List[Job], out: Path) -> Optional[Path]:
-    """Validation BLEU and perplexity against steps, one line per job."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    curves = {job.name: read_curve(workdir / "jobs" / job.name) for job in jobs}
-    if not any(curves.values()):
-        return None
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
-    for name, rows in curves.items():
-        ax1.plot([r["step"] for r in rows], [r["bleu"] for r in rows], marker="o", label=name)
-        ppl = [r for r in rows if "valid_ppl" in r]
-        ax2.plot([r["step"] for r in ppl], [r["valid_ppl"] for r in ppl], marker="o", label=name)
-    ax1.set(xlabel="training steps", ylabel="validation BLEU (beam 5)")
-    ax2.set(xlabel="training steps", ylabel="validation perplexity", yscale="log")
-    for ax in (ax1, ax2):
-        ax.grid(alpha=0.3)
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
-
-
 def run_evidence(args) -> int:
     from onmt_xl.errors import quiet_onmt_warnings
     from onmt_xl.experiments.inputs import corpus_from_args
@@ -258,8 +232,8 @@ def run_evidence(args) -> int:
             if not args.watch or finished:
                 break
             time.sleep(60 * args.watch)
-    png = plot_curves(runner.workdir, jobs, runner.path("curve.png"))
     curves = {job.name: read_curve(runner.path("jobs", job.name)) for job in jobs}
+    png = plot_curves(curves, runner.path("curve.png"))
     for name, rows in curves.items():
         for row in rows:
             say(f"{name:16s} step {row['step']:6d}  BLEU {row['bleu']:6.2f}  ppl {row.get('valid_ppl', float('nan')):7.2f}")

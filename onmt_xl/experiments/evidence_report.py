@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from onmt_xl.experiments import stats
-from onmt_xl.experiments.curve import plateau_step, read_curve
+from onmt_xl.experiments.curve import plateau_step, plot_curves, read_curve
 from onmt_xl.experiments.stock import read_lines
 
 SPLITS = ("test", "valid")
@@ -220,7 +220,8 @@ def markdown(report: Dict[str, Any]) -> str:
     if curves:
         names = list(curves)
         steps = sorted({r["step"] for rows in curves.values() for r in rows})
-        lines += ["", "Learning curves (validation pairs, beam 5; BLEU / perplexity; `curve.png`). Step rule: the "
+        plot = f"; plotted in `{report['curve_plot']}`" if report.get("curve_plot") else ""
+        lines += ["", f"Learning curves (validation pairs, beam 5; BLEU / perplexity{plot}). Step rule: the "
                   "first step no later point beats by more than 0.5 BLEU, 2,000 steps seen past it: "
                   + (f"**{report['plateau_step']:,}**." if report.get("plateau_step") else "not reached."), "",
                   "| step | " + " | ".join(names) + " |", "| ---: |" + " ---: |" * len(names)]
@@ -269,6 +270,8 @@ def write_report(workdir: Path, out: Path, **kwargs) -> Dict[str, Any]:
     """Write ``out`` (Markdown) and ``out`` with suffix ``.json``; return the report."""
     report = build_report(workdir, **kwargs)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if report["curves"] and plot_curves(report["curves"], out.with_name(out.stem + "_curve.png")):
+        report["curve_plot"] = out.stem + "_curve.png"
     out.write_text(markdown(report), encoding="utf-8")
     out.with_suffix(".json").write_text(json.dumps(report, indent=1), encoding="utf-8")
     return report
