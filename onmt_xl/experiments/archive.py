@@ -30,6 +30,7 @@ Layout::
 
     DIR/{manifest,preorderer}.json  the run's history (commands, versions, machine, wall times) and preorderer scores
     DIR/preorderer_N.json           the scores of a preorderer trained on the first N pairs
+    DIR/preorder_spread.jsonl       the preorderer's tau over eflomal runs (tools/preorder_spread.py)
     DIR/align/{test,valid,train}.gdfa.gz
     DIR/jobs/NAME/{done.json,config.yaml,commands.sh,train.log.gz,translate_seconds.json,sim.json,hyp.*.gz}
     DIR/jobs/NAME/curve.jsonl       a learning-curve job's scored points, kept as they are scored
@@ -53,11 +54,6 @@ TEXT_WITH_PATHS = ("config.yaml", "commands.sh", "manifest.json")
 RUN_FILES = ("manifest.json", "preorderer.json", "preorder_spread.jsonl")  # the last: tools/preorder_spread.py
 RUN_FILE_PATTERNS = ("preorderer_*.json",)  # the scores of preorderers trained on the first N pairs (evidence)
 
-
-def run_files(directory: Path) -> List[str]:
-    """The run files of :data:`RUN_FILES` and :data:`RUN_FILE_PATTERNS` that ``directory`` holds."""
-    names = [n for n in RUN_FILES if (directory / n).exists()]
-    return names + sorted({p.name for pattern in RUN_FILE_PATTERNS for p in directory.glob(pattern)})
 ALIGN_SPLITS = ("test", "valid", "tune", "train")  # tune: runs with a tuning split; train last: its file marks the align stage as done
 
 _START = r"(?<![\w.~}$/-])"  # an absolute path starts here: not inside a word, a placeholder or another path
@@ -65,6 +61,11 @@ _PATH_CHARS = r"[^\s'\"`:;,()\[\]{}<>=]"
 _SITE = re.compile(_START + "/" + _PATH_CHARS + r"*?/(?:site|dist)-packages(?![\w.-])")
 _STOCK = re.compile(_START + "/" + _PATH_CHARS + r"*/(onmt_(?!xl\b)\w+)(?=[\s'\"`]|$)", re.M)  # not onmt_xl
 
+
+def run_files(directory: Path) -> List[str]:
+    """The run files of :data:`RUN_FILES` and :data:`RUN_FILE_PATTERNS` that ``directory`` holds."""
+    names = [n for n in RUN_FILES if (directory / n).exists()]
+    return names + sorted({p.name for pattern in RUN_FILE_PATTERNS for p in directory.glob(pattern)})
 
 def kept_gzipped(name: str) -> bool:
     """Whether a job's file is kept as ``NAME.gz``: its translations and training log, the bulk of a run."""
