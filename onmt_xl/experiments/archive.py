@@ -53,7 +53,6 @@ JOB_FILES = ("config.yaml", "commands.sh", "train.log", "translate_seconds.json"
 TEXT_WITH_PATHS = ("config.yaml", "commands.sh", "manifest.json")
 RUN_FILES = ("manifest.json", "preorderer.json", "preorder_spread.jsonl")  # the last: tools/preorder_spread.py
 RUN_FILE_PATTERNS = ("preorderer_*.json",)  # the scores of preorderers trained on the first N pairs (evidence)
-
 ALIGN_SPLITS = ("test", "valid", "tune", "train")  # tune: runs with a tuning split; train last: its file marks the align stage as done
 
 _START = r"(?<![\w.~}$/-])"  # an absolute path starts here: not inside a word, a placeholder or another path
@@ -66,6 +65,7 @@ def run_files(directory: Path) -> List[str]:
     """The run files of :data:`RUN_FILES` and :data:`RUN_FILE_PATTERNS` that ``directory`` holds."""
     names = [n for n in RUN_FILES if (directory / n).exists()]
     return names + sorted({p.name for pattern in RUN_FILE_PATTERNS for p in directory.glob(pattern)})
+
 
 def kept_gzipped(name: str) -> bool:
     """Whether a job's file is kept as ``NAME.gz``: its translations and training log, the bulk of a run."""
