@@ -1,0 +1,10 @@
+onmt_train -config ${WORKDIR}/jobs/baseline_s1/config.yaml
+onmt_translate -model ${WORKDIR}/jobs/baseline_s1/model_step_1000.pt -src ${WORKDIR}/data/valid.src -output ${WORKDIR}/jobs/baseline_s1/hyp.valid.step1000.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1
+onmt_translate -model ${WORKDIR}/jobs/baseline_s1/model_step_2000.pt -src ${WORKDIR}/data/valid.src -output ${WORKDIR}/jobs/baseline_s1/hyp.valid.step2000.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1
+onmt_translate -model ${WORKDIR}/jobs/baseline_s1/model_step_3000.pt -src ${WORKDIR}/data/valid.src -output ${WORKDIR}/jobs/baseline_s1/hyp.valid.step3000.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1
+onmt_translate -model ${WORKDIR}/jobs/baseline_s1/model_step_4000.pt -src ${WORKDIR}/data/valid.src -output ${WORKDIR}/jobs/baseline_s1/hyp.valid.step4000.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1
+onmt_translate -model ${WORKDIR}/jobs/baseline_s1/model_step_5000.pt -src ${WORKDIR}/data/valid.src -output ${WORKDIR}/jobs/baseline_s1/hyp.valid.step5000.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1
+onmt_translate -model ${WORKDIR}/jobs/baseline_s1/model_step_6000.pt -src ${WORKDIR}/data/valid.src -output ${WORKDIR}/jobs/baseline_s1/hyp.valid.step6000.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1
+onmt_translate -model ${WORKDIR}/jobs/baseline_s1/model_step_7000.pt -src ${WORKDIR}/data/valid.src -output ${WORKDIR}/jobs/baseline_s1/hyp.valid.step7000.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1
+onmt_translate -model ${WORKDIR}/jobs/baseline_s1/model_step_8000.pt -src ${WORKDIR}/data/valid.src -output ${WORKDIR}/jobs/baseline_s1/hyp.valid.step8000.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1
+onmt_translate -model ${WORKDIR}/jobs/baseline_s1/model_step_9000.pt -src ${WORKDIR}/data/valid.src -output ${WORKDIR}/jobs/baseline_s1/hyp.valid.step9000.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1
