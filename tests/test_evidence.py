@@ -393,6 +393,20 @@ def test_dropout_masks_are_recorded_per_attempt():
     assert _kernels({"precision": "fp32"}) == "fp32"  # a run recorded before the option
 
 
+def _staged(tmp_path):
+    """A corpus directory (``_corpus``) and a work directory with its splits staged: 42 train, 10 valid, 8
+    tuning, 5 test pairs; with the ``onmt-xl evidence`` arguments that name the same corpus and splits."""
+    data = tmp_path / "corpus"
+    data.mkdir()
+    _corpus(data)
+    wd = tmp_path / "wd"
+    Runner(Corpus(*(str(data / f) for f in ("train.src", "train.tgt", "test.src", "test.tgt"))), str(wd), [],
+           preset="demo", train_steps=4, gpu=False, valid_size=10, tune_size=8).stage_data()
+    args = ["--data", str(data), "--src", "src", "--tgt", "tgt", "--train", "train", "--test", "test",
+            "--valid-size", "10", "--tune-size", "8", "--gold-text", "", "--gold-align", ""]
+    return wd, args
+
+
 def test_report_from_the_archive_in_a_fresh_work_directory_is_the_same(tmp_path):
     """--archive: a machine that lost the work directory regenerates the report from the archive and the corpus
     (the splits staged again, the finished jobs restored), word for word."""
@@ -403,13 +417,8 @@ def test_report_from_the_archive_in_a_fresh_work_directory_is_the_same(tmp_path)
     from onmt_xl.experiments.archive import save_job
     from tests.conftest import run_env
 
-    data = tmp_path / "corpus"
-    data.mkdir()
-    _corpus(data)
-    runner = Runner(Corpus(*(str(data / f) for f in ("train.src", "train.tgt", "test.src", "test.tgt"))),
-                    str(tmp_path / "wd"), [], preset="demo", train_steps=4, gpu=False, valid_size=10, tune_size=8)
-    runner.stage_data()
-    wd, archive = tmp_path / "wd", tmp_path / "archive"
+    wd, corpus_args = _staged(tmp_path)
+    archive = tmp_path / "archive"
     refs = (wd / "data" / "test.ref").read_text().splitlines()
     valid = (wd / "data" / "valid.tgt").read_text().splitlines()
     rng = random.Random(3)
@@ -421,9 +430,8 @@ def test_report_from_the_archive_in_a_fresh_work_directory_is_the_same(tmp_path)
                 (jd / name).write_text("".join((r if rng.random() < 0.7 else "w") + "\n" for r in lines))
             (jd / "done.json").write_text(json.dumps({"parameters": 10, "buffers": 1, "resumed_exactly": True}))
             assert save_job(wd, archive, jd.name)
-    common = ["--stage", "report", "--data", str(data), "--src", "src", "--tgt", "tgt", "--train", "train", "--test",
-              "test", "--valid-size", "10", "--tune-size", "8", "--gold-text", "", "--gold-align", "",
-              "--samples", "50", "--systems", "baseline,combination", "--seeds", "1,2"]
+    common = ["--stage", "report", *corpus_args, "--samples", "50", "--systems", "baseline,combination",
+              "--seeds", "1,2"]
     reports = []
     for k, (workdir, extra) in enumerate(((wd, []), (tmp_path / "elsewhere" / "wd", ["--archive", str(archive)]))):
         out = tmp_path / f"report{k}.md"
@@ -442,20 +450,15 @@ def test_curve_score_keeps_the_scored_points_in_the_archive(tmp_path):
 
     from tests.conftest import run_env
 
-    data = tmp_path / "corpus"
-    data.mkdir()
-    _corpus(data)
-    wd, archive = tmp_path / "wd", tmp_path / "archive"
-    Runner(Corpus(*(str(data / f) for f in ("train.src", "train.tgt", "test.src", "test.tgt"))), str(wd), [],
-           preset="demo", train_steps=4, gpu=False, valid_size=10, tune_size=8).stage_data()
+    wd, corpus_args = _staged(tmp_path)
+    archive = tmp_path / "archive"
     points = "".join(json.dumps({"step": s, "bleu": b}) + "\n" for s, b in ((10, 1.0), (20, 2.0)))
     for name in ("baseline_s1", "combination_s1"):
         (wd / "jobs" / name).mkdir(parents=True)
         (wd / "jobs" / name / "curve.jsonl").write_text(points)
     proc = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", "evidence", "--stage", "curve-score",
-                           "--workdir", str(wd), "--data", str(data), "--src", "src", "--tgt", "tgt", "--train", "train",
-                           "--test", "test", "--valid-size", "10", "--tune-size", "8", "--gold-text", "", "--gold-align",
-                           "", "--preset", "demo", "--max-steps", "40", "--every", "10", "--archive", str(archive)],
+                           "--workdir", str(wd), *corpus_args, "--preset", "demo", "--max-steps", "40", "--every", "10",
+                           "--archive", str(archive)],
                           capture_output=True, text=True, env=run_env())
     assert proc.returncode == 0, proc.stderr
     for name in ("baseline_s1", "combination_s1"):
