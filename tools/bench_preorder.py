@@ -118,9 +118,14 @@ def _time_v(cmd: Sequence[str]) -> Dict[str, float]:
     return out
 
 
+def preorder_train(src: Path, tgt: Path, align: Path, model: Path, extra: Sequence[str] = ()) -> List[str]:
+    """The ``onmt-xl preorder-train`` command line (run as ``python -m onmt_xl.cli``)."""
+    return [sys.executable, "-m", "onmt_xl.cli", "preorder-train", "--src", str(src), "--tgt", str(tgt),
+            "--align", str(align), "--model", str(model), "--quiet", *extra]
+
+
 def train_command(data: Path, work: Path, model: Path, extra: Sequence[str] = ()) -> List[str]:
-    return [sys.executable, "-m", "onmt_xl.cli", "preorder-train", "--src", str(data / "train.ja"), "--tgt", str(data / "train.en"),
-            "--align", str(work / "train.gdfa"), "--model", str(model), "--quiet", *extra]
+    return preorder_train(data / "train.ja", data / "train.en", work / "train.gdfa", model, extra)
 
 
 def step_train(data: Path, work: Path, model: Path, extra: Sequence[str]) -> Dict[str, object]:
@@ -146,9 +151,8 @@ def step_threads_on(src: Path, tgt: Path, align: Path, work: Path, extra: Sequen
     every = numba.config.NUMBA_NUM_THREADS
     for n, mode in ((1, "mix"), (every, "mix"), (every, "minibatch")):
         model = work / f"threads{n}_{mode}.xlp"
-        res = _time_v([sys.executable, "-m", "onmt_xl.cli", "preorder-train", "--src", str(src), "--tgt", str(tgt),
-                       "--align", str(align), "--model", str(model), "--quiet", *extra,
-                       "--iterations", "2", "--threads", str(n), "--parallel", mode])
+        res = _time_v(preorder_train(src, tgt, align, model,
+                                     [*extra, "--iterations", "2", "--threads", str(n), "--parallel", mode]))
         model.unlink(missing_ok=True)
         lines = [l for l in res.pop("stderr").splitlines() if l.startswith("preorder-train")]
         secs = [float(re.search(r"\(([\d.]+)s\)", l).group(1)) for l in lines if "iteration" in l[:27]]

@@ -127,9 +127,8 @@ def collect_bench(workdir: Path, archive: Path, spans: Sequence[int]) -> None:
     options = [a for k, v in (manifest.get("preorder_options") or {}).items() for a in (f"--{k.replace('_', '-')}", str(v))]
     out: Dict[str, object] = dict(machine=bench_preorder.machine())
     model_path = archive / "bench_preorderer.xlp.tmp"
-    cmd = [sys.executable, "-m", "onmt_xl.cli", "preorder-train", "--src", str(data / "train.src"), "--tgt",
-           str(data / "train.tgt"), "--align", str(workdir / "align" / "train.gdfa"), "--model", str(model_path), "--quiet",
-           *options]
+    cmd = bench_preorder.preorder_train(data / "train.src", data / "train.tgt", workdir / "align" / "train.gdfa",
+                                        model_path, options)
     say("train: " + " ".join(cmd))
     res = bench_preorder._time_v(cmd)
     log = [l for l in res.pop("stderr").splitlines() if l.startswith("preorder-train")]
