@@ -230,6 +230,16 @@ def test_report_statistics_and_verdicts(tmp_path):
     assert quality["oracle (test-side links)"]["test_tau"] == 0.997
     assert quality["oracle (test-side links)"]["test_bleu"] == comb["oracle_bleu"]
     assert "| first 10 pairs | 0.7900 | 0.8000 | 1,2 |" in md
+    # what a better preorderer buys: each row against the all-pairs preorderer's Combination
+    assert all("hyps" not in q for q in quality.values()) and "vs_all" not in quality["all 16 pairs"]
+    small, oracle = quality["first 10 pairs"]["vs_all"], quality["oracle (test-side links)"]["vs_all"]
+    assert small["delta"] == pytest.approx(quality["first 10 pairs"]["test_bleu"]["mean"] - comb["test_bleu"]["mean"])
+    assert small["delta"] < 0 and small["high"] < 0 and oracle["delta"] > 0 and oracle["low"] > 0
+    assert small["delta_tau"] == pytest.approx(0.80 - 0.86)
+    assert small["bleu_per_0_01_tau"] == pytest.approx(small["delta"] / (0.80 - 0.86) / 100)
+    assert {small["p_holm"], oracle["p_holm"]} == set(stats.holm({"a": small["p"], "b": oracle["p"]}).values())
+    assert f"| {small['delta']:+.2f} [{small['low']:+.2f}, {small['high']:+.2f}] | {small['p_holm']:.3f} | " \
+           f"{small['bleu_per_0_01_tau']:+.2f} |" in md
     assert rep["preorder_spread"]["test_tau"]["mean"] == pytest.approx(0.87)
     assert rep["plateau_step"] == 2000 and "| 3,000 | 20.10 / 9.50 |" in md and "**2,000**" in md
     assert "tau over 3 eflomal runs" in md and "tune 0.8600 ± 0.0100; test 0.8700 ± 0.0100" in md
