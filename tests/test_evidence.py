@@ -178,15 +178,21 @@ def _fake_study(wd, rng_seed=0):
         return " ".join(t if rng.random() < keep else rng.choice(words) for t in ref.split())
 
     for system, keep, seeds in (("baseline", 0.5, (1, 2, 3)), ("combination", 0.8, (1, 2, 3)),
-                                ("inxl", 0.5, (1, 2, 3)), ("headxl", 0.9, (1,)), ("combination_pre10", 0.6, (1, 2))):
+                                ("inxl", 0.5, (1, 2, 3)), ("headxl", 0.9, (1,)), ("combination_pre10", 0.6, (1, 2)),
+                                ("encoder_free", 0.2, (1, 2)), ("combination_oracle", 0.97, (1, 2)),
+                                ("headxl_tau0", 0.5, (1,)), ("headxl_tau4", 0.88, (1,)),
+                                ("combination_noise10", 0.75, (1,)), ("combination_noise20", 0.3, (1,))):
         for seed in seeds:
             jd = wd / "jobs" / f"{system}_s{seed}"
             jd.mkdir(parents=True, exist_ok=True)
-            if system == "combination":
-                (jd / "hyp.oracle").write_text("\n".join(noisy(r, 0.95) for r in refs) + "\n")
-            (jd / "hyp.test").write_text("\n".join(noisy(r, keep) for r in refs) + "\n")
-            (jd / "hyp.valid").write_text("\n".join(noisy(r, keep) for r in refs[:20]) + "\n")
-            done = {"parameters": 1000 + len(system), "buffers": 7, "resumed_exactly": not (system == "inxl" and seed == 3)}
+            if system.startswith("combination") and "_pre" not in system and "_noise" not in system:
+                (jd / "hyp.oracle").write_text("\n".join(noisy(r, 0.95 if system == "combination" else keep)
+                                                         for r in refs) + "\n")
+            if system != "combination_oracle":  # trained on oracle indices: translated with them only
+                (jd / "hyp.test").write_text("\n".join(noisy(r, keep) for r in refs) + "\n")
+                (jd / "hyp.valid").write_text("\n".join(noisy(r, keep) for r in refs[:20]) + "\n")
+            done = {"parameters": 1000 + len(system), "buffers": 7,
+                    "resumed_exactly": (system, seed) not in (("inxl", 3), ("combination_noise20", 1))}
             (jd / "done.json").write_text(json.dumps(done))
     return refs
 
@@ -201,7 +207,7 @@ def test_report_statistics_and_verdicts(tmp_path):
     assert novel_indices(refs, refs[:15]) == [i for i, r in enumerate(refs) if r not in refs[:15]]
     rep = build_report(tmp_path, ["baseline", "combination", "inxl", "headxl"], [1, 2, 3], n_samples=200, seed=7,
                        preorder_pairs=[10])
-    assert rep["left_out"] == ["inxl_s3"] and rep["systems"]["inxl"]["seeds"] == [1, 2]
+    assert rep["left_out"] == ["combination_noise20_s1", "inxl_s3"] and rep["systems"]["inxl"]["seeds"] == [1, 2]
     assert rep["novel_sentences"] == len(novel_indices(refs, refs[:15])) and rep["test_sentences"] == 60
     base = rep["systems"]["baseline"]
     by_hand = [sacrebleu.corpus_bleu((tmp_path / "jobs" / f"baseline_s{s}" / "hyp.test").read_text().splitlines(),
@@ -243,6 +249,51 @@ def test_report_statistics_and_verdicts(tmp_path):
     assert rep["preorder_spread"]["test_tau"]["mean"] == pytest.approx(0.87)
     assert rep["plateau_step"] == 2000 and "| 3,000 | 20.10 / 9.50 |" in md and "**2,000**" in md
     assert "tau over 3 eflomal runs" in md and "tune 0.8600 ± 0.0100; test 0.8700 ± 0.0100" in md
+
+
+def test_report_families_oracle_rows_and_sweeps(tmp_path):
+    from onmt_xl.experiments import stats
+    from onmt_xl.experiments.evidence import report_families, report_sweeps
+    from onmt_xl.experiments.evidence_report import build_report, markdown
+
+    refs = _fake_study(tmp_path)
+    systems = ["baseline", "combination", "inxl", "headxl", "encoder_free"]
+    families = report_families(systems)
+    assert families == [("XL PE and Relative PE", ["inxl", "headxl", "combination"]),
+                        ("the other baselines", ["encoder_free"])]
+    sweeps = report_sweeps("enja", 1)
+    assert [name for _, name in sweeps[0].points] == ["headxl_tau0_s1", "headxl_tau1_s1", "headxl_s1",
+                                                      "headxl_tau3_s1", "headxl_tau4_s1"]
+    rep = build_report(tmp_path, systems, [1, 2, 3], n_samples=200, seed=7, families=families,
+                       oracle_systems=["combination", "prereorder"], sweeps=sweeps)
+    comps = rep["comparisons"]
+    xl = {k: c["p"] for k, c in comps.items() if c["family"] == "XL PE and Relative PE"}
+    assert set(xl) == {"inxl", "headxl", "combination"}
+    assert {k: comps[k]["p_holm"] for k in xl} == stats.holm(xl)  # corrected within its own family
+    assert comps["encoder_free"]["p_holm"] == comps["encoder_free"]["p"] and comps["encoder_free"]["verdict"] == "hurts"
+    # trained and tested on oracle indices, against the same system on predicted indices
+    (oracle,) = rep["oracle_rows"]
+    assert oracle["system"] == "combination" and oracle["seeds"] == [1, 2]
+    assert oracle["predicted"] == rep["systems"]["combination"]["test_bleu"]
+    assert oracle["oracle_at_test"] == rep["systems"]["combination"]["oracle_bleu"]
+    assert oracle["vs_predicted"]["delta"] == pytest.approx(oracle["oracle_trained"]["mean"] - oracle["predicted"]["mean"])
+    assert oracle["vs_predicted"]["low"] > 0 and oracle["vs_predicted"]["verdict"] == "helps"
+    tau, noise = rep["sweeps"]
+    assert [(p["setting"], p["default"]) for p in tau["points"]] == [("0", False), ("2", True), ("4", False)]
+    assert tau["points"][0]["vs_default"]["delta"] < 0 and "vs_default" not in tau["points"][1]
+    assert {p["job"]: p["vs_default"]["p_holm"] for p in tau["points"] if "vs_default" in p} == stats.holm(
+        {p["job"]: p["vs_default"]["p"] for p in tau["points"] if "vs_default" in p})
+    assert [p["setting"] for p in noise["points"]] == ["0 %", "10 %"]  # the 20 % run was resumed otherwise
+    md = markdown(rep)
+    assert "Against baseline, XL PE and Relative PE" in md and "Holm over these 3 comparisons" in md
+    assert "Against baseline, the other baselines" in md and "seed 12345; one comparison; α = 0.05" in md
+    assert "Sanity check (Ding et al. 2020, Tab. 4: the full Transformer beats the encoder-free one): holds" in md
+    assert "| combination | 1,2 | " in md and "oracle in training and test" in md
+    t0 = tau["points"][0]
+    assert (f"| 0 | headxl_tau0_s1 | {t0['valid_bleu']:.2f} | {t0['test_bleu']:.2f} | "
+            f"{t0['vs_default']['delta']:+.2f} [") in md
+    assert "| 2 | headxl_s1 |" in md and "(default) | – |" in md and "Noise attack" in md
+    assert "combination_noise20_s1" in md.split("Left out")[1]
 
 
 def test_report_stage_writes_markdown_and_json(tmp_path):

@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.archive import save_curve
 from onmt_xl.experiments.curve import plateau_step, plot_curves, read_curve
+from onmt_xl.experiments.evidence_report import Sweep, write_report
 from onmt_xl.experiments.plan import NOISE_RATIOS, Job
 from onmt_xl.experiments.stock import read_lines, say, stock
 from onmt_xl.experiments.systems import SYSTEMS
@@ -245,6 +246,44 @@ def run_evidence(args) -> int:
     return 0
 
 
+#: the report's families of comparisons with the baseline, each Holm-corrected apart: the question of the study
+#: (tiers a and b), then the other baselines (tier c)
+FAMILIES = (("XL PE and Relative PE", MAIN_SYSTEMS), ("the other baselines", TIERS["c"][0]))
+
+
+def report_families(systems: Sequence[str]) -> List[Tuple[str, List[str]]]:
+    """:data:`FAMILIES` restricted to ``systems``; a system of no tier forms a family of its own."""
+    families = [(name, [s for s in members if s in systems and s != "baseline"]) for name, members in FAMILIES]
+    known = {s for _, members in FAMILIES for s in members}
+    families += [(system, [system]) for system in systems if system not in known and system != "baseline"]
+    return [(name, members) for name, members in families if members]
+
+
+def report_sweeps(preset: str, seed: int) -> List[Sweep]:
+    """Tier (d)'s sweeps, each point a job of ``main_jobs``: HeadXL's τ and Combination's training noise."""
+    from onmt_xl.encoders.options import default_xl_heads
+    from onmt_xl.experiments.configs import PRESETS
+
+    default = default_xl_heads(PRESETS[preset]["heads"])
+    taus = [(str(t), f"headxl_s{seed}" if t == default else f"headxl_tau{t}_s{seed}")
+            for t in sorted({*TAU_SWEEP, default})]
+    noise = [("0 %", f"combination_s{seed}")] + [(f"{round(100 * r)} %", f"combination_noise{round(100 * r)}_s{seed}")
+                                                 for r in NOISE_RATIOS]
+    return [Sweep("τ sweep (Ding et al. 2020, Fig. 3): HeadXL with τ of its heads reading X+PE_XL", "τ", taus,
+                  f"headxl_s{seed}"),
+            Sweep("Noise attack (Ding et al. 2020, Fig. 4): Combination trained with a share of its XL indices "
+                  "swapped (test indices clean)", "noise", noise, f"combination_s{seed}")]
+
+
+def _report_systems_seeds(args) -> Tuple[List[str], List[int]]:
+    """``--systems`` and ``--seeds`` where given, else every system and seed of tiers a to c."""
+    if args.systems or args.seeds:
+        return _tier_systems_seeds(args)
+    systems = list(dict.fromkeys(s for tier in "abc" for s in TIERS[tier][0]))
+    seeds = sorted({seed for tier in "abc" for seed in TIERS[tier][1]})
+    return systems, seeds
+
+
 def _tier_systems_seeds(args) -> Tuple[List[str], List[int]]:
     """``--systems`` and ``--seeds`` where given, else those of ``--tier``."""
     systems, seeds = TIERS[args.tier]
@@ -259,8 +298,6 @@ def _ints(text: Optional[str]) -> List[int]:
 
 
 def report_stage(args) -> int:
-    from onmt_xl.experiments.evidence_report import write_report
-
     workdir = Path(args.workdir)
     if args.archive:  # a fresh work directory: the splits again, the finished jobs from the archive
         from onmt_xl.experiments.inputs import corpus_from_args
@@ -273,9 +310,11 @@ def report_stage(args) -> int:
     if not (workdir / "data" / "test.ref").exists():
         raise XLUsageError(str(workdir), None, "holds no staged data: run the curve and main stages first")
     out = Path(args.report) if args.report else workdir / "report.md"
-    systems, seeds = _tier_systems_seeds(args)
-    report = write_report(workdir, out, systems=systems, seeds=seeds,
-                          n_samples=args.samples, seed=args.bootstrap_seed, preorder_pairs=_ints(args.preorder_pairs))
+    systems, seeds = _report_systems_seeds(args)
+    report = write_report(workdir, out, systems=systems, seeds=seeds, n_samples=args.samples,
+                          seed=args.bootstrap_seed, preorder_pairs=_ints(args.preorder_pairs),
+                          families=report_families(systems), oracle_systems=ORACLE_SYSTEMS,
+                          sweeps=report_sweeps(args.preset, TIERS["d"][1][0]))
     if not report["systems"]:
         say(f"no finished run of {','.join(systems)} with seeds {','.join(map(str, seeds))} in {workdir / 'jobs'} yet")
     print(out.read_text(encoding="utf-8"))
@@ -301,12 +340,14 @@ def add_evidence(sub) -> None:
     p.add_argument("--steps", type=int, help="--stage main: steps of every model (where the validation BLEU of "
                    "the learning curve stops rising)")
     p.add_argument("--tier", choices=sorted(TIERS), default="a",
-                   help="--stage main/report: a = baseline, Relative PE, InXL, HeadXL, Combination, seeds 1-3; b = "
+                   help="--stage main (and report with --systems or --seeds): a = baseline, Relative PE, InXL, HeadXL, Combination, seeds 1-3; b = "
                         "baseline and Combination, seeds 1-3 (run it on the reversed corpus); c = DiSAN, REs, ExGRE, "
                         "ReFSR, pre-reordering, encoder-free, seeds 1-2, and Combination and pre-reordering trained "
                         "on oracle indices; d = the tau sweep of HeadXL and the noise attack on Combination, seed 1")
-    p.add_argument("--systems", help="--stage main/report: comma-separated systems (default: the tier's)")
-    p.add_argument("--seeds", help="--stage main/report: comma-separated seeds (default: the tier's)")
+    p.add_argument("--systems", help="--stage main/report: comma-separated systems (default: the tier's; "
+                                     "for the report, every finished system of tiers a-c and tier d's sweeps)")
+    p.add_argument("--seeds", help="--stage main/report: comma-separated seeds (default: the tier's; for the "
+                                   "report, every tier's)")
     p.add_argument("--preorder-pairs", default="",
                    help="--stage main: also Combination with preorderers trained on the first N training pairs, for "
                         "each N of this comma-separated list (e.g. 10000,25000), to measure what preorderer quality buys; "

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from onmt_xl.experiments import stats
 from onmt_xl.experiments.curve import plateau_step, plot_curves, read_curve
@@ -42,6 +42,17 @@ class Run:
     info: Dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Sweep:
+    """One setting of one system varied over runs of a single seed (τ sweep, noise attack): ``points`` are
+    ``(setting, job name)`` in order, the default setting's run (``default``, a job name) among them."""
+
+    title: str
+    setting: str
+    points: Sequence[Tuple[str, str]]
+    default: str
+
+
 def references(workdir: Path) -> Dict[str, List[str]]:
     """The references of the scored splits, ``{"test": ..., "valid": ...}``."""
     data = workdir / "data"
@@ -54,10 +65,10 @@ def novel_indices(refs: Sequence[str], train_targets: Sequence[str]) -> List[int
     return [i for i, r in enumerate(refs) if " ".join(r.split()) not in seen]
 
 
-def read_run(jd: Path, system: str, seed: int) -> Optional[Run]:
-    """The run in job directory ``jd`` once finished (``done.json``, every split translated); the translation
-    with oracle XL indices (``hyp.oracle``) too where there is one."""
-    if not (jd / "done.json").exists() or not all((jd / f"hyp.{s}").exists() for s in SPLITS):
+def read_run(jd: Path, system: str, seed: int, needs: Sequence[str] = SPLITS) -> Optional[Run]:
+    """The run in job directory ``jd`` once finished (``done.json``, each split of ``needs`` translated); the
+    translation with oracle XL indices (``hyp.oracle``) too where there is one."""
+    if not (jd / "done.json").exists() or not all((jd / f"hyp.{s}").exists() for s in needs):
         return None
     info = json.loads((jd / "done.json").read_text(encoding="utf-8"))
     hyps = {s: read_lines(jd / f"hyp.{s}") for s in (*SPLITS, "oracle") if (jd / f"hyp.{s}").exists()}
@@ -144,20 +155,24 @@ def preorder_lever(rows: List[Dict[str, Any]], refs: List[str], n_samples: int, 
     at = next((k for k, row in enumerate(rows) if row.pop("reference", False)), None)
     if at is None or not hyps[at]:
         return
-    ref, p_values = rows[at], {}
+    ref, family = rows[at], {}
     for row, own in zip(rows, hyps):
         if row is ref or not own:
             continue
-        cmp = stats.seed_pooled_bootstrap(own, hyps[at], refs, n_samples, seed)
-        row["vs_all"] = {"delta": cmp.delta, "low": cmp.low, "high": cmp.high, "p": cmp.p_value}
+        vs = family[row["preorderer"]] = row["vs_all"] = compare(own, hyps[at], refs, n_samples, seed)
         if row["test_tau"] is not None and ref["test_tau"] is not None and row["test_tau"] != ref["test_tau"]:
-            d_tau = row["test_tau"] - ref["test_tau"]
-            row["vs_all"].update(delta_tau=d_tau, bleu_per_0_01_tau=cmp.delta / d_tau / 100)
-        p_values[row["preorderer"]] = cmp.p_value
-    p_holm = stats.holm(p_values)
-    for row in rows:
-        if row["preorderer"] in p_holm:
-            row["vs_all"].update(p_holm=p_holm[row["preorderer"]], significant=p_holm[row["preorderer"]] < alpha)
+            vs["delta_tau"] = row["test_tau"] - ref["test_tau"]
+            vs["bleu_per_0_01_tau"] = vs["delta"] / vs["delta_tau"] / 100
+    correct(family, alpha)
+
+
+def resumed_otherwise(workdir: Path) -> List[str]:
+    """The finished jobs whose training was resumed other than exactly (another data order): left out."""
+    out = []
+    for done in sorted((workdir / "jobs").glob("*/done.json")):
+        if json.loads(done.read_text(encoding="utf-8")).get("resumed_exactly", True) is False:
+            out.append(done.parent.name)
+    return out
 
 
 def learning_curves(workdir: Path) -> Dict[str, List[Dict[str, Any]]]:
@@ -167,15 +182,81 @@ def learning_curves(workdir: Path) -> Dict[str, List[Dict[str, Any]]]:
         if jobs.exists() else {}
 
 
+def compare(system: List[List[str]], baseline: List[List[str]], refs: List[str], n_samples: int,
+            seed: int) -> Dict[str, Any]:
+    """Δ test BLEU of ``system``'s runs against ``baseline``'s (hypothesis lists, one per seed run): the seed-pooled
+    bootstrap's Δ, 95 % interval, p-value and run counts."""
+    cmp = stats.seed_pooled_bootstrap(system, baseline, refs, n_samples, seed)
+    return {"delta": cmp.delta, "low": cmp.low, "high": cmp.high, "p": cmp.p_value,
+            "system_runs": cmp.system_runs, "baseline_runs": cmp.baseline_runs}
+
+
+def correct(family: Dict[str, Dict[str, Any]], alpha: float) -> None:
+    """Holm's correction over the comparisons of ``family`` (``{name: compare(...)}``), in place, with verdicts."""
+    for name, p_holm in stats.holm({k: c["p"] for k, c in family.items()}).items():
+        family[name]["p_holm"] = p_holm
+        family[name]["verdict"] = verdict(family[name]["delta"], p_holm, alpha)
+
+
+def oracle_rows(workdir: Path, systems: Sequence[str], seeds: Sequence[int], kept: Dict[str, List[Run]],
+                refs: List[str], n_samples: int, seed: int, alpha: float) -> List[Dict[str, Any]]:
+    """Each system of ``systems`` trained and tested on oracle XL indices (``jobs/SYSTEM_oracle_sSEED``, the BTG
+    oracle of eflomal links: test-side information, an upper bound) against its runs on predicted indices
+    (``kept``), with its runs given oracle indices at test time only beside them; Holm over these rows."""
+    rows, family = [], {}
+    for system in systems:
+        runs = [r for r in (read_run(workdir / "jobs" / f"{system}_oracle_s{s}", system, s, ("oracle",)) for s in seeds)
+                if r is not None and r.resumed_exactly]
+        if not runs:
+            continue
+        main = kept.get(system, [])
+        test_only = [r.hyps["oracle"] for r in main if "oracle" in r.hyps]
+        row = {"system": system, "seeds": [r.seed for r in runs],
+               "oracle_trained": _mean_sd([_scores(r.hyps["oracle"], refs)["bleu"] for r in runs]),
+               "predicted": _mean_sd([_scores(r.hyps["test"], refs)["bleu"] for r in main]) if main else None,
+               "oracle_at_test": _mean_sd([_scores(h, refs)["bleu"] for h in test_only]) if test_only else None}
+        if main:
+            family[system] = row["vs_predicted"] = compare([r.hyps["oracle"] for r in runs],
+                                                           [r.hyps["test"] for r in main], refs, n_samples, seed)
+        rows.append(row)
+    correct(family, alpha)
+    return rows
+
+
+def sweep_rows(workdir: Path, sweep: Sweep, refs: Dict[str, List[str]], n_samples: int, seed: int,
+               alpha: float) -> Dict[str, Any]:
+    """A sweep's finished points: validation and test BLEU, and Δ test BLEU against the default setting's run
+    (paired bootstrap over sentences; Holm over the sweep's points)."""
+    runs = {name: read_run(workdir / "jobs" / name, name, 0) for _, name in sweep.points}
+    default = runs.get(sweep.default)
+    points, family = [], {}
+    for setting, name in sweep.points:
+        run = runs[name]
+        if run is None or not run.resumed_exactly:
+            continue
+        point = {"setting": setting, "job": name, "default": name == sweep.default,
+                 "valid_bleu": _scores(run.hyps["valid"], refs["valid"])["bleu"],
+                 "test_bleu": _scores(run.hyps["test"], refs["test"])["bleu"]}
+        if default is not None and default.resumed_exactly and name != sweep.default:
+            family[name] = point["vs_default"] = compare([run.hyps["test"]], [default.hyps["test"]], refs["test"],
+                                                         n_samples, seed)
+        points.append(point)
+    correct(family, alpha)
+    return {"title": sweep.title, "setting": sweep.setting, "points": points}
+
+
 def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], baseline: str = "baseline",
                  n_samples: int = 1000, seed: int = stats.DEFAULT_SEED, alpha: float = 0.05,
-                 preorder_pairs: Sequence[int] = ()) -> Dict[str, Any]:
-    """Everything the report says, as JSON-able data (see the module docstring)."""
+                 preorder_pairs: Sequence[int] = (), families: Optional[Sequence[Tuple[str, Sequence[str]]]] = None,
+                 oracle_systems: Sequence[str] = (), sweeps: Sequence[Sweep] = ()) -> Dict[str, Any]:
+    """Everything the report says, as JSON-able data (see the module docstring). ``families``: the families of
+    comparisons with the baseline, ``(name, systems)``, each corrected apart (default: one of every system);
+    ``oracle_systems``: systems also trained on oracle indices; ``sweeps``: single-seed sweeps of a setting."""
     refs = references(workdir)
     novel = novel_indices(refs["test"], read_lines(workdir / "data" / "train.tgt"))
     runs = collect_runs(workdir, systems, seeds)
     kept = {s: [r for r in rs if r.resumed_exactly] for s, rs in runs.items()}
-    left_out = [r.job for rs in runs.values() for r in rs if not r.resumed_exactly]
+    left_out = resumed_otherwise(workdir)
     table = {}
     for system, rs in kept.items():
         if not rs:
@@ -191,19 +272,16 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
         row["novel_bleu"] = _mean_sd([_scores([r.hyps["test"][i] for i in novel], [refs["test"][i] for i in novel])
                                       ["bleu"] for r in rs])
         table[system] = row
-    comparisons, p_values = {}, {}
+    comparisons: Dict[str, Dict[str, Any]] = {}
+    if families is None:
+        families = [("comparisons", [s for s in systems if s != baseline])]
     if baseline in table:
-        for system in table:
-            if system == baseline:
-                continue
-            cmp = stats.seed_pooled_bootstrap([r.hyps["test"] for r in kept[system]],
-                                              [r.hyps["test"] for r in kept[baseline]], refs["test"], n_samples, seed)
-            comparisons[system] = {"delta": cmp.delta, "low": cmp.low, "high": cmp.high, "p": cmp.p_value,
-                                   "system_runs": cmp.system_runs, "baseline_runs": cmp.baseline_runs}
-            p_values[system] = cmp.p_value
-    for system, p_holm in stats.holm(p_values).items():
-        comparisons[system]["p_holm"] = p_holm
-        comparisons[system]["verdict"] = verdict(comparisons[system]["delta"], p_holm, alpha)
+        for name, members in families:
+            family = {s: {"family": name, **compare([r.hyps["test"] for r in kept[s]],
+                                                    [r.hyps["test"] for r in kept[baseline]], refs["test"], n_samples, seed)}
+                      for s in members if s in table and s != baseline}
+            correct(family, alpha)
+            comparisons.update(family)
     quality = preorder_quality(workdir, preorder_pairs, kept.get("combination", []), refs["test"])
     preorder_lever(quality, refs["test"], n_samples, seed, alpha)
     curves = learning_curves(workdir)
@@ -214,6 +292,9 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
     return {"workdir": workdir.name, "baseline": baseline, "systems": table, "comparisons": comparisons,
             "preorder_quality": quality, "preorder_spread": spread, "curves": curves,
             "plateau_step": plateau_step(curves) if curves else None,
+            "oracle_rows": oracle_rows(workdir, oracle_systems, seeds, kept, refs["test"], n_samples, seed, alpha),
+            "sweeps": [sweep_rows(workdir, sw, refs, n_samples, seed, alpha) for sw in sweeps],
+            "families": [name for name, _ in families],
             "left_out": left_out, "test_sentences": len(refs["test"]), "novel_sentences": len(novel),
             "valid_sentences": len(refs["valid"]), "bootstrap": {"samples": n_samples, "seed": seed},
             "alpha": alpha}
@@ -230,6 +311,10 @@ def _fmt(cell: Optional[Dict[str, Any]], digits: int = 2) -> str:
         return "–"
     sd = cell["sd"]
     return f"{cell['mean']:.{digits}f} ± {sd:.{digits}f}" if sd is not None else f"{cell['mean']:.{digits}f} (1 run)"
+
+
+def _delta(c: Dict[str, Any]) -> str:
+    return f"{c['delta']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}]"
 
 
 def markdown(report: Dict[str, Any]) -> str:
@@ -267,12 +352,23 @@ def markdown(report: Dict[str, Any]) -> str:
                 cells.append(f"{row['bleu']:.2f}{ppl}" if row else "–")
             lines.append(f"| {step:,} | " + " | ".join(cells) + " |")
     boot = report["bootstrap"]
-    lines += ["", f"Against {report['baseline']} (test BLEU; seed-pooled paired bootstrap, {boot['samples']} samples, "
-              f"seed {boot['seed']}; Holm over the {len(report['comparisons'])} comparisons; α = {report['alpha']}):", "",
-              "| system | Δ BLEU [95 % CI] | p | p (Holm) | verdict |", "| --- | --- | --- | --- | --- |"]
-    for system, c in report["comparisons"].items():
-        lines.append(f"| {system} | {c['delta']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}] | {c['p']:.3f} | "
-                     f"{c['p_holm']:.3f} | {c['verdict']} |")
+    for family in report.get("families") or sorted({c["family"] for c in report["comparisons"].values()}):
+        members = {s: c for s, c in report["comparisons"].items() if c["family"] == family}
+        if not members:
+            continue
+        lines += ["", f"Against {report['baseline']}, {family} (test BLEU; seed-pooled paired bootstrap, "
+                  f"{boot['samples']} samples, seed {boot['seed']}; "
+                  + (f"Holm over these {len(members)} comparisons; " if len(members) > 1 else "one comparison; ")
+                  + f"α = {report['alpha']}):", "",
+                  "| system | Δ BLEU [95 % CI] | p | p (Holm) | verdict |", "| --- | --- | --- | --- | --- |"]
+        for system, c in members.items():
+            lines.append(f"| {system} | {_delta(c)} | {c['p']:.3f} | {c['p_holm']:.3f} | {c['verdict']} |")
+    free = report["comparisons"].get("encoder_free")
+    if free:
+        held = free["verdict"] == "hurts"
+        lines += ["", "Sanity check (Ding et al. 2020, Tab. 4: the full Transformer beats the encoder-free one): "
+                  + ("holds" if held else "does not hold") + f": encoder-free against {report['baseline']} "
+                  f"{free['delta']:+.2f} [{free['low']:+.2f}, {free['high']:+.2f}], corrected p = {free['p_holm']:.3f}."]
     main = report["comparisons"].get("combination")
     if main:
         words = {"helps": "helps", "hurts": "hurts",
@@ -289,7 +385,7 @@ def markdown(report: Dict[str, Any]) -> str:
         for q in quality:
             tt, te = ("–" if t is None else f"{t:.4f}" for t in (q["tune_tau"], q["test_tau"]))
             vs = q.get("vs_all")
-            lever = (f"{vs['delta']:+.2f} [{vs['low']:+.2f}, {vs['high']:+.2f}] | {vs['p_holm']:.3f} | "
+            lever = (f"{_delta(vs)} | {vs['p_holm']:.3f} | "
                      + (f"{vs['bleu_per_0_01_tau']:+.2f}" if "bleu_per_0_01_tau" in vs else "–")) if vs else "– | – | –"
             lines.append(f"| {q['preorderer']} | {tt} | {te} | {','.join(map(str, q['seeds']))} | "
                          f"{_fmt(q['test_bleu'])} | {lever} |")
@@ -297,6 +393,28 @@ def markdown(report: Dict[str, Any]) -> str:
                   "and seed; Holm over these rows as a family of their own (what a better or worse preorderer buys). "
                   "The oracle row is the same models given the oracle's indices: the BLEU a perfect preorderer "
                   "would buy them without retraining."]
+    oracle = report.get("oracle_rows") or []
+    if oracle:
+        lines += ["", "Trained and tested on oracle XL indices (the BTG oracle of eflomal links, on the test side too: "
+                  "an upper bound), against the same system on predicted indices; Holm over these rows:", "",
+                  "| system | seeds | predicted indices | oracle at test only | oracle in training and test | "
+                  "Δ BLEU vs predicted [95 % CI] | p (Holm) |", "| --- | --- | --- | --- | --- | --- | --- |"]
+        for row in oracle:
+            vs = row.get("vs_predicted")
+            lines.append(f"| {row['system']} | {','.join(map(str, row['seeds']))} | {_fmt(row['predicted'])} | "
+                         f"{_fmt(row['oracle_at_test'])} | {_fmt(row['oracle_trained'])} | "
+                         + (f"{_delta(vs)} | {vs['p_holm']:.3f} |" if vs else "– | – |"))
+    for sweep in report.get("sweeps") or []:
+        if not sweep["points"]:
+            continue
+        lines += ["", f"{sweep['title']} (one seed; Δ test BLEU against the default setting, paired bootstrap over "
+                  "sentences, Holm over the sweep):", "",
+                  f"| {sweep['setting']} | job | valid BLEU | test BLEU | Δ vs default [95 % CI] | p (Holm) |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        for pt in sweep["points"]:
+            vs = pt.get("vs_default")
+            cells = f"{_delta(vs)} | {vs['p_holm']:.3f}" if vs else ("(default) | –" if pt["default"] else "– | –")
+            lines.append(f"| {pt['setting']} | {pt['job']} | {pt['valid_bleu']:.2f} | {pt['test_bleu']:.2f} | {cells} |")
     spread = report.get("preorder_spread") or {}
     if spread:
         runs = len(next(iter(spread.values()))["values"])
