@@ -286,7 +286,7 @@ def test_report_families_oracle_rows_and_sweeps(tmp_path):
     assert [p["setting"] for p in noise["points"]] == ["0 %", "10 %"]  # the 20 % run was resumed otherwise
     md = markdown(rep)
     assert "Against baseline, XL PE and Relative PE" in md and "Holm over these 3 comparisons" in md
-    assert "Against baseline, the other baselines" in md and "seed 12345; one comparison; α = 0.05" in md
+    assert "Against baseline, the other baselines" in md and "seed 7; one comparison; α = 0.05" in md
     assert "Sanity check (Ding et al. 2020, Tab. 4: the full Transformer beats the encoder-free one): holds" in md
     assert "| combination | 1,2 | " in md and "oracle in training and test" in md
     t0 = tau["points"][0]
