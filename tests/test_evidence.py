@@ -525,3 +525,35 @@ def test_curve_score_keeps_the_scored_points_in_the_archive(tmp_path):
     for name in ("baseline_s1", "combination_s1"):
         assert (archive / "jobs" / name / "curve.jsonl").read_text() == points
     assert "not reached yet" in proc.stderr + proc.stdout
+
+
+def test_the_queue_script_runs_every_tier_in_order_with_valid_options(tmp_path):
+    """tools/evidence_queue.sh: each tier's command, in the study's order, parses as `onmt-xl evidence` options."""
+    import argparse
+    import os
+    import subprocess
+
+    from onmt_xl.experiments.evidence import add_evidence
+    from tests.conftest import REPO
+
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    calls = tmp_path / "calls"
+    (shim / "python3").write_text(f'#!/bin/sh\nprintf "%s\\0" "$@" >> {calls}\nprintf "\\n" >> {calls}\n')
+    (shim / "python3").chmod(0o755)
+    env = dict(os.environ, PATH=f"{shim}{os.pathsep}{os.environ['PATH']}", S="7000", P="3")
+    proc = subprocess.run(["bash", str(REPO / "tools" / "evidence_queue.sh")], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    parser = argparse.ArgumentParser()
+    add_evidence(parser.add_subparsers(dest="command"))
+    runs = [line.split("\0")[:-1] for line in calls.read_text().splitlines()]
+    assert [r[:2] for r in runs] == [["-m", "onmt_xl.experiments"]] * 4
+    parsed = [parser.parse_args(r[2:]) for r in runs]
+    assert [(a.tier, a.stage, a.steps, a.parallel) for a in parsed] == [(t, "main", 7000, 3) for t in "abcd"]
+    assert [a.workdir for a in parsed] == ["runs/evidence_jaen", "runs/evidence_enja", "runs/evidence_jaen",
+                                           "runs/evidence_jaen"]
+    assert parsed[0].preorder_pairs == "10000,25000" and parsed[1].src == "en" and parsed[1].max_steps == 7000
+    assert all(a.archive == f"reports/{os.path.basename(a.workdir)}" for a in parsed)
+    bad = subprocess.run(["bash", str(REPO / "tools" / "evidence_queue.sh")], capture_output=True, text=True,
+                         env=dict(env, TIERS="a z"))
+    assert bad.returncode == 2 and "unknown tier 'z'" in bad.stderr
