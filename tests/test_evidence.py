@@ -109,12 +109,13 @@ def test_parameters_count_what_trains_and_list_buffers_apart():
 
 
 def test_main_jobs_reuse_the_curve_models_and_average_their_last_checkpoints(tmp_path):
-    from onmt_xl.experiments.evidence import main_jobs, prune_checkpoints
+    from onmt_xl.experiments.evidence import main_jobs, prune_checkpoints, started_first
 
     jobs = main_jobs(["baseline", "inxl", "combination"], [1, 2], steps=30, every=10, average=3,
                      curve_seed=1, curve_steps=50)
     by = {j.name: j for j in jobs}
-    assert list(by) == ["baseline_s1", "inxl_s1", "combination_s1", "baseline_s2", "inxl_s2", "combination_s2"]
+    # the headline comparison (the curve systems) first with every seed, then the others seed by seed
+    assert list(by) == ["baseline_s1", "combination_s1", "baseline_s2", "combination_s2", "inxl_s1", "inxl_s2"]
     assert by["baseline_s1"].train_steps == 50 and by["inxl_s1"].train_steps == 30  # the curve job trains longer
     assert all(j.final_step == 30 and j.average == 3 for j in jobs)
     assert by["baseline_s1"].variants == ["valid", "test"] and by["inxl_s1"].variants == ["valid", "test", "oracle"]
@@ -137,6 +138,11 @@ def test_main_jobs_reuse_the_curve_models_and_average_their_last_checkpoints(tmp
         (jd / f"hyp.{variant}").write_text("")
     prune_checkpoints(runner, by["inxl_s2"])
     assert sorted(p.name for p in jd.glob("*.pt")) == ["average3_step_30.pt", "model_step_30.pt"]
+    # jobs trained part of the way resume before new ones start; a finished one keeps its place
+    assert [j.name for j in started_first(runner, jobs)] == ["inxl_s2", "baseline_s1", "combination_s1",
+                                                            "baseline_s2", "combination_s2", "inxl_s1"]
+    (jd / "done.json").write_text("{}")
+    assert started_first(runner, jobs) == jobs
 
 
 def test_given_validation_pairs_need_no_held_out_training_pairs(tmp_path):

@@ -78,15 +78,17 @@ def main_jobs(systems: Sequence[str], seeds: Sequence[int], steps: int, every: i
     ``preorder_seeds`` again, its preorderer trained on the first N training pairs (``combination_preN_sSEED``).
     ``oracle_systems``: also trained on the BTG oracle of the training links (``SYSTEM_oracle_sSEED``, translated
     with oracle indices only); ``tau_sweep``: HeadXL with each number of XL heads, ``noise``: Combination with
-    each ratio of swapped XL indices in training (paper §4.5), both with the first seed."""
+    each ratio of swapped XL indices in training (paper §4.5), both with the first seed. The curve systems (the
+    study's headline comparison) come first with every seed, then the other systems seed by seed."""
     jobs = []
-    for seed in seeds:
-        for system in systems:
-            curve = system in CURVE_SYSTEMS and seed == curve_seed
-            variants = ["valid", "test"] + (["oracle"] if SYSTEMS[system].uses_preorderer else [])
-            jobs.append(Job(f"{system}_s{seed}", system, seed, overrides=_every(every),
-                            train_steps=curve_steps if curve else steps,
-                            final_step=steps, average=average, variants=variants, experiments=["main"]))
+    headline = [(seed, system) for seed in seeds for system in systems if system in CURVE_SYSTEMS]
+    others = [(seed, system) for seed in seeds for system in systems if system not in CURVE_SYSTEMS]
+    for seed, system in headline + others:
+        curve = system in CURVE_SYSTEMS and seed == curve_seed
+        variants = ["valid", "test"] + (["oracle"] if SYSTEMS[system].uses_preorderer else [])
+        jobs.append(Job(f"{system}_s{seed}", system, seed, overrides=_every(every),
+                        train_steps=curve_steps if curve else steps,
+                        final_step=steps, average=average, variants=variants, experiments=["main"]))
     for system in oracle_systems:
         for seed in seeds:
             jobs.append(Job(f"{system}_oracle_s{seed}", system, seed, overrides=_every(every), xl_train="align",
@@ -106,6 +108,16 @@ def main_jobs(systems: Sequence[str], seeds: Sequence[int], steps: int, every: i
                             train_steps=steps, final_step=steps, average=average, variants=["valid", "test"],
                             experiments=["preorder_quality"], preorder_pairs=pairs))
     return jobs
+
+
+def started_first(runner, jobs: List[Job]) -> List[Job]:
+    """``jobs`` with those trained part of the way (a checkpoint, no ``done.json``) moved to the front, in order:
+    they resume before new ones start, so a lost work directory loses as little training as can be."""
+    def started(job: Job) -> bool:
+        jd = runner.path("jobs", job.name)
+        return bool(checkpoints(jd)) and not (jd / "done.json").exists()
+
+    return sorted(jobs, key=lambda job: not started(job))
 
 
 def prune_checkpoints(runner, job: Job) -> None:
@@ -211,6 +223,7 @@ def run_evidence(args) -> int:
                                        tau_sweep=TAU_SWEEP if d else (), noise=NOISE_RATIOS if d else ())
         if args.only:
             runner.jobs = jobs = [j for j in jobs if j.name in args.only.split(",")]
+        runner.jobs = started_first(runner, jobs)
         runner.run(sys.argv[1:])
         for job in jobs:
             prune_checkpoints(runner, job)
