@@ -258,6 +258,8 @@ def test_report_statistics_and_verdicts(tmp_path):
 
 
 def test_report_families_oracle_rows_and_sweeps(tmp_path):
+    import shutil
+
     from onmt_xl.experiments import stats
     from onmt_xl.experiments.evidence import report_families, report_sweeps
     from onmt_xl.experiments.evidence_report import build_report, markdown
@@ -300,6 +302,10 @@ def test_report_families_oracle_rows_and_sweeps(tmp_path):
             f"{t0['vs_default']['delta']:+.2f} [") in md
     assert "| 2 | headxl_s1 |" in md and "(default) | – |" in md and "Noise attack" in md
     assert "combination_noise20_s1" in md.split("Left out")[1]
+    for name in ("headxl_tau0_s1", "headxl_tau4_s1", "combination_noise10_s1"):  # a sweep of its default alone
+        shutil.rmtree(tmp_path / "jobs" / name)
+    md = markdown(build_report(tmp_path, systems, [1, 2, 3], n_samples=20, families=families, sweeps=sweeps))
+    assert "τ sweep" not in md and "Noise attack" not in md
 
 
 def test_report_stage_writes_markdown_and_json(tmp_path):

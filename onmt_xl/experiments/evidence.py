@@ -353,8 +353,9 @@ def add_evidence(sub) -> None:
     p.add_argument("--steps", type=int, help="--stage main: steps of every model (where the validation BLEU of "
                    "the learning curve stops rising)")
     p.add_argument("--tier", choices=sorted(TIERS), default="a",
-                   help="--stage main (and report with --systems or --seeds): a = baseline, Relative PE, InXL, HeadXL, Combination, seeds 1-3; b = "
-                        "baseline and Combination, seeds 1-3 (run it on the reversed corpus); c = DiSAN, REs, ExGRE, "
+                   help="--stage main (and report with --systems or --seeds): a = baseline, Relative PE, InXL, "
+                        "HeadXL, Combination, seeds 1-3; b = baseline and Combination, seeds 1-3 (run it on the "
+                        "reversed corpus); c = DiSAN, REs, ExGRE, "
                         "ReFSR, pre-reordering, encoder-free, seeds 1-2, and Combination and pre-reordering trained "
                         "on oracle indices; d = the tau sweep of HeadXL and the noise attack on Combination, seed 1")
     p.add_argument("--systems", help="--stage main/report: comma-separated systems (default: the tier's; "

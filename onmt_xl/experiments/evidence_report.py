@@ -4,7 +4,8 @@ Per system: test and validation BLEU and chrF as mean ± sd over its seed runs, 
 apart), and BLEU on the *novel* test pairs (those whose reference is not a training target). Per comparison
 with the baseline: Δ test BLEU with the 95 % interval of the seed-pooled paired bootstrap
 (:func:`onmt_xl.experiments.stats.seed_pooled_bootstrap`, seed recorded), its p-value and the Holm-corrected
-p-value over the family of comparisons in the report. A verdict says "helps" or "hurts" only where the
+p-value within its family of comparisons (fixed in advance by the caller; the oracle rows, each sweep and the
+preorderer rows are families of their own). A verdict says "helps" or "hurts" only where the
 corrected p-value is below ``alpha``. A run whose training was resumed other than exactly (``done.json``'s
 ``resumed_exactly`` false) saw another data order: it is listed and left out of the statistics.
 What a better preorderer buys: Combination trained with preorderers of other quality, and translated with
@@ -365,10 +366,11 @@ def markdown(report: Dict[str, Any]) -> str:
             lines.append(f"| {system} | {_delta(c)} | {c['p']:.3f} | {c['p_holm']:.3f} | {c['verdict']} |")
     free = report["comparisons"].get("encoder_free")
     if free:
-        held = free["verdict"] == "hurts"
+        outcome = {"hurts": "holds", "helps": "reversed",
+                   "no evidence either way": "not shown (no detectable difference)"}[free["verdict"]]
         lines += ["", "Sanity check (Ding et al. 2020, Tab. 4: the full Transformer beats the encoder-free one): "
-                  + ("holds" if held else "does not hold") + f": encoder-free against {report['baseline']} "
-                  f"{free['delta']:+.2f} [{free['low']:+.2f}, {free['high']:+.2f}], corrected p = {free['p_holm']:.3f}."]
+                  f"{outcome}: encoder-free against {report['baseline']} {_delta(free)}, corrected p = "
+                  f"{free['p_holm']:.3f}."]
     main = report["comparisons"].get("combination")
     if main:
         words = {"helps": "helps", "hurts": "hurts",
@@ -405,7 +407,7 @@ def markdown(report: Dict[str, Any]) -> str:
                          f"{_fmt(row['oracle_at_test'])} | {_fmt(row['oracle_trained'])} | "
                          + (f"{_delta(vs)} | {vs['p_holm']:.3f} |" if vs else "– | – |"))
     for sweep in report.get("sweeps") or []:
-        if not sweep["points"]:
+        if all(pt["default"] for pt in sweep["points"]):  # nothing swept yet
             continue
         lines += ["", f"{sweep['title']} (one seed; Δ test BLEU against the default setting, paired bootstrap over "
                   "sentences, Holm over the sweep):", "",
