@@ -325,6 +325,17 @@ def test_report_stage_writes_markdown_and_json(tmp_path):
     assert out.read_text() in proc.stdout
     plot = out.with_name("EVIDENCE_curve.png")  # the learning curve beside the report, named in it
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "plotted in `EVIDENCE_curve.png`" in out.read_text()
+    # without --systems: every tier's finished systems, each family apart, the oracle rows and the sweeps
+    proc = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", "evidence", "--stage", "report", "--workdir",
+                           str(tmp_path / "wd"), "--report", str(out), "--samples", "50"],
+                          capture_output=True, text=True, env=run_env())
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.with_suffix(".json").read_text())
+    assert list(report["systems"]) == ["baseline", "inxl", "headxl", "combination", "encoder_free"]
+    assert report["families"] == ["XL PE and Relative PE", "the other baselines"]
+    assert [r["system"] for r in report["oracle_rows"]] == ["combination"]
+    assert [[p["job"] for p in sw["points"]] for sw in report["sweeps"]] == [
+        ["headxl_tau0_s1", "headxl_s1", "headxl_tau4_s1"], ["combination_s1", "combination_noise10_s1"]]
     proc = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", "evidence", "--stage", "report", "--workdir",
                            str(tmp_path / "nowhere")], capture_output=True, text=True, env=run_env())
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "nowhere" in proc.stderr
