@@ -207,7 +207,8 @@ def test_report_statistics_and_verdicts(tmp_path):
     import sacrebleu
 
     from onmt_xl.experiments import stats
-    from onmt_xl.experiments.evidence_report import build_report, markdown, novel_indices
+    from onmt_xl.experiments.evidence_markdown import markdown
+    from onmt_xl.experiments.evidence_report import build_report, novel_indices
 
     refs = _fake_study(tmp_path)
     assert novel_indices(refs, refs[:15]) == [i for i, r in enumerate(refs) if r not in refs[:15]]
@@ -262,7 +263,8 @@ def test_report_families_oracle_rows_and_sweeps(tmp_path):
 
     from onmt_xl.experiments import stats
     from onmt_xl.experiments.evidence import report_families, report_sweeps
-    from onmt_xl.experiments.evidence_report import build_report, markdown
+    from onmt_xl.experiments.evidence_markdown import markdown
+    from onmt_xl.experiments.evidence_report import build_report
 
     refs = _fake_study(tmp_path)
     systems = ["baseline", "combination", "inxl", "headxl", "encoder_free"]

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from onmt_xl.experiments import stats
 from onmt_xl.experiments.curve import plateau_step, plot_curves, read_curve
+from onmt_xl.experiments.evidence_markdown import markdown
 from onmt_xl.experiments.stock import read_lines
 
 SPLITS = ("test", "valid")
@@ -305,127 +306,6 @@ def _kernels(info: Dict[str, Any]) -> str:
     """A run's training precision and (where recorded) its dropout masks, each per attempt: "bf16; fast masks"."""
     mask = info.get("dropout_mask")
     return f"{info.get('precision') or '?'}" + (f"; {mask} masks" if mask else "")
-
-
-def _fmt(cell: Optional[Dict[str, Any]], digits: int = 2) -> str:
-    if not cell:
-        return "–"
-    sd = cell["sd"]
-    return f"{cell['mean']:.{digits}f} ± {sd:.{digits}f}" if sd is not None else f"{cell['mean']:.{digits}f} (1 run)"
-
-
-def _delta(c: Dict[str, Any]) -> str:
-    return f"{c['delta']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}]"
-
-
-def markdown(report: Dict[str, Any]) -> str:
-    """The report as Markdown: the main table, the comparisons, what was left out."""
-    n_test, n_novel = report["test_sentences"], report["novel_sentences"]
-    lines = [f"## {report['workdir']}: test BLEU at convergence", "",
-             f"Mean ± sd over seeds; {n_test} test pairs, of which {n_novel} have a reference that is not a training "
-             f"target (novel); {report['valid_sentences']} validation pairs. Parameters: trainable (buffers apart). "
-             "Training precision: what `-cpu_precision auto` chose on the machines each run trained on (bf16 only "
-             "where the CPU computes it natively; weights fp32 throughout) and the dropout masks it drew "
-             "(`-cpu_dropout_mask`: fast or PyTorch's stock stream), each in order for a run resumed on another machine "
-             "or version.", "",
-             "| system | seeds | training precision | test BLEU | test chrF | novel BLEU | valid BLEU | oracle-XL test BLEU | "
-             "params (buffers) |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for system, row in report["systems"].items():
-        params = f"{row['params']:,} ({row['buffers'] or 0:,})" if row["params"] is not None else "–"
-        lines.append(f"| {system} | {','.join(map(str, row['seeds']))} | {'; '.join(row.get('precision') or ['?'])} | "
-                     f"{_fmt(row['test_bleu'])} | "
-                     f"{_fmt(row['test_chrf'])} | {_fmt(row['novel_bleu'])} | {_fmt(row['valid_bleu'])} | "
-                     f"{_fmt(row['oracle_bleu'])} | {params} |")
-    curves = report.get("curves") or {}
-    if curves:
-        names = list(curves)
-        steps = sorted({r["step"] for rows in curves.values() for r in rows})
-        plot = f"; plotted in `{report['curve_plot']}`" if report.get("curve_plot") else ""
-        lines += ["", f"Learning curves (validation pairs, beam 5; BLEU / perplexity{plot}). Step rule: the "
-                  "first step no later point beats by more than 0.5 BLEU, 2,000 steps seen past it: "
-                  + (f"**{report['plateau_step']:,}**." if report.get("plateau_step") else "not reached."), "",
-                  "| step | " + " | ".join(names) + " |", "| ---: |" + " ---: |" * len(names)]
-        for step in steps:
-            cells = []
-            for name in names:
-                row = next((r for r in curves[name] if r["step"] == step), None)
-                ppl = f" / {row['valid_ppl']:.2f}" if row and "valid_ppl" in row else ""
-                cells.append(f"{row['bleu']:.2f}{ppl}" if row else "–")
-            lines.append(f"| {step:,} | " + " | ".join(cells) + " |")
-    boot = report["bootstrap"]
-    for family in report.get("families") or sorted({c["family"] for c in report["comparisons"].values()}):
-        members = {s: c for s, c in report["comparisons"].items() if c["family"] == family}
-        if not members:
-            continue
-        lines += ["", f"Against {report['baseline']}, {family} (test BLEU; seed-pooled paired bootstrap, "
-                  f"{boot['samples']} samples, seed {boot['seed']}; "
-                  + (f"Holm over these {len(members)} comparisons; " if len(members) > 1 else "one comparison; ")
-                  + f"α = {report['alpha']}):", "",
-                  "| system | Δ BLEU [95 % CI] | p | p (Holm) | verdict |", "| --- | --- | --- | --- | --- |"]
-        for system, c in members.items():
-            lines.append(f"| {system} | {_delta(c)} | {c['p']:.3f} | {c['p_holm']:.3f} | {c['verdict']} |")
-    free = report["comparisons"].get("encoder_free")
-    if free:
-        outcome = {"hurts": "holds", "helps": "reversed",
-                   "no evidence either way": "not shown (no detectable difference)"}[free["verdict"]]
-        lines += ["", "Sanity check (Ding et al. 2020, Tab. 4: the full Transformer beats the encoder-free one): "
-                  f"{outcome}: encoder-free against {report['baseline']} {_delta(free)}, corrected p = "
-                  f"{free['p_holm']:.3f}."]
-    main = report["comparisons"].get("combination")
-    if main:
-        words = {"helps": "helps", "hurts": "hurts",
-                 "no evidence either way": "neither helps nor hurts detectably"}[main["verdict"]]
-        lines += ["", f"In plain words: on this data XL PE (Combination) {words}: {main['delta']:+.2f} test BLEU "
-                  f"against the baseline (95 % interval {main['low']:+.2f} to {main['high']:+.2f}; corrected p = "
-                  f"{main['p_holm']:.3f}; {main['system_runs']} and {main['baseline_runs']} seeds)."]
-    quality = [q for q in report.get("preorder_quality", []) if q["test_bleu"]]
-    if quality:
-        lines += ["", "Combination with preorderers of different quality (Kendall tau on the tuning split and on "
-                  "test; the oracle row translates with the BTG oracle of the test pairs' eflomal links):", "",
-                  "| preorderer | tau (tune) | tau (test) | seeds | test BLEU | Δ BLEU vs all pairs [95 % CI] | "
-                  "p (Holm) | Δ BLEU per +0.01 test tau |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-        for q in quality:
-            tt, te = ("–" if t is None else f"{t:.4f}" for t in (q["tune_tau"], q["test_tau"]))
-            vs = q.get("vs_all")
-            lever = (f"{_delta(vs)} | {vs['p_holm']:.3f} | "
-                     + (f"{vs['bleu_per_0_01_tau']:+.2f}" if "bleu_per_0_01_tau" in vs else "–")) if vs else "– | – | –"
-            lines.append(f"| {q['preorderer']} | {tt} | {te} | {','.join(map(str, q['seeds']))} | "
-                         f"{_fmt(q['test_bleu'])} | {lever} |")
-        lines += ["", "Δ against Combination with the study's preorderer (all pairs): the same seed-pooled bootstrap "
-                  "and seed; Holm over these rows as a family of their own (what a better or worse preorderer buys). "
-                  "The oracle row is the same models given the oracle's indices: the BLEU a perfect preorderer "
-                  "would buy them without retraining."]
-    oracle = report.get("oracle_rows") or []
-    if oracle:
-        lines += ["", "Trained and tested on oracle XL indices (the BTG oracle of eflomal links, on the test side too: "
-                  "an upper bound), against the same system on predicted indices; Holm over these rows:", "",
-                  "| system | seeds | predicted indices | oracle at test only | oracle in training and test | "
-                  "Δ BLEU vs predicted [95 % CI] | p (Holm) |", "| --- | --- | --- | --- | --- | --- | --- |"]
-        for row in oracle:
-            vs = row.get("vs_predicted")
-            lines.append(f"| {row['system']} | {','.join(map(str, row['seeds']))} | {_fmt(row['predicted'])} | "
-                         f"{_fmt(row['oracle_at_test'])} | {_fmt(row['oracle_trained'])} | "
-                         + (f"{_delta(vs)} | {vs['p_holm']:.3f} |" if vs else "– | – |"))
-    for sweep in report.get("sweeps") or []:
-        if all(pt["default"] for pt in sweep["points"]):  # nothing swept yet
-            continue
-        lines += ["", f"{sweep['title']} (one seed; Δ test BLEU against the default setting, paired bootstrap over "
-                  "sentences, Holm over the sweep):", "",
-                  f"| {sweep['setting']} | job | valid BLEU | test BLEU | Δ vs default [95 % CI] | p (Holm) |",
-                  "| --- | --- | --- | --- | --- | --- |"]
-        for pt in sweep["points"]:
-            vs = pt.get("vs_default")
-            cells = f"{_delta(vs)} | {vs['p_holm']:.3f}" if vs else ("(default) | –" if pt["default"] else "– | –")
-            lines.append(f"| {pt['setting']} | {pt['job']} | {pt['valid_bleu']:.2f} | {pt['test_bleu']:.2f} | {cells} |")
-    spread = report.get("preorder_spread") or {}
-    if spread:
-        runs = len(next(iter(spread.values()))["values"])
-        lines += ["", f"The preorderer's tau over {runs} eflomal runs (each: align again, train, score against that "
-                  "run's links; tools/preorder_spread.py): " + "; ".join(f"{k.split('_')[0]} {_fmt(v, 4)}"
-                                                                           for k, v in spread.items()) + "."]
-    if report["left_out"]:
-        lines += ["", "Left out (resumed with another data order): " + ", ".join(report["left_out"])]
-    return "\n".join(lines) + "\n"
 
 
 def write_report(workdir: Path, out: Path, **kwargs) -> Dict[str, Any]:

@@ -1,0 +1,173 @@
+"""The convergence study's report as Markdown, rendered from :func:`onmt_xl.experiments.evidence_report.build_report`'s
+data: the main table, the learning curves, each family of comparisons, what a better preorderer buys, the
+oracle rows, the sweeps, the aligner's spread and what was left out. Rendering only: every number is computed
+there."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence
+
+
+def _fmt(cell: Optional[Dict[str, Any]], digits: int = 2) -> str:
+    if not cell:
+        return "–"
+    sd = cell["sd"]
+    return f"{cell['mean']:.{digits}f} ± {sd:.{digits}f}" if sd is not None else f"{cell['mean']:.{digits}f} (1 run)"
+
+
+def _delta(c: Dict[str, Any]) -> str:
+    return f"{c['delta']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}]"
+
+
+def _seeds(seeds: Sequence[int]) -> str:
+    return ",".join(map(str, seeds))
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str = "---") -> List[str]:
+    """A Markdown table: the header, its rule (``align`` per column) and the rows."""
+    return (["| " + " | ".join(header) + " |", "|" + f" {align} |" * len(header)]
+            + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def _systems_section(report: Dict[str, Any]) -> List[str]:
+    n_test, n_novel = report["test_sentences"], report["novel_sentences"]
+    rows = []
+    for system, row in report["systems"].items():
+        params = f"{row['params']:,} ({row['buffers'] or 0:,})" if row["params"] is not None else "–"
+        rows.append([system, _seeds(row["seeds"]), "; ".join(row.get("precision") or ["?"]), _fmt(row["test_bleu"]),
+                     _fmt(row["test_chrf"]), _fmt(row["novel_bleu"]), _fmt(row["valid_bleu"]),
+                     _fmt(row["oracle_bleu"]), params])
+    return [f"## {report['workdir']}: test BLEU at convergence", "",
+            f"Mean ± sd over seeds; {n_test} test pairs, of which {n_novel} have a reference that is not a training "
+            f"target (novel); {report['valid_sentences']} validation pairs. Parameters: trainable (buffers apart). "
+            "Training precision: what `-cpu_precision auto` chose on the machines each run trained on (bf16 only "
+            "where the CPU computes it natively; weights fp32 throughout) and the dropout masks it drew "
+            "(`-cpu_dropout_mask`: fast or PyTorch's stock stream), each in order for a run resumed on another machine "
+            "or version.", "",
+            *_table(["system", "seeds", "training precision", "test BLEU", "test chrF", "novel BLEU", "valid BLEU",
+                     "oracle-XL test BLEU", "params (buffers)"], rows)]
+
+
+def _curve_section(report: Dict[str, Any]) -> List[str]:
+    curves = report.get("curves") or {}
+    if not curves:
+        return []
+    names = list(curves)
+    rows = []
+    for step in sorted({r["step"] for points in curves.values() for r in points}):
+        cells = [f"{step:,}"]
+        for name in names:
+            row = next((r for r in curves[name] if r["step"] == step), None)
+            ppl = f" / {row['valid_ppl']:.2f}" if row and "valid_ppl" in row else ""
+            cells.append(f"{row['bleu']:.2f}{ppl}" if row else "–")
+        rows.append(cells)
+    plot = f"; plotted in `{report['curve_plot']}`" if report.get("curve_plot") else ""
+    return ["", f"Learning curves (validation pairs, beam 5; BLEU / perplexity{plot}). Step rule: the "
+            "first step no later point beats by more than 0.5 BLEU, 2,000 steps seen past it: "
+            + (f"**{report['plateau_step']:,}**." if report.get("plateau_step") else "not reached."), "",
+            *_table(["step", *names], rows, "---:")]
+
+
+def _comparisons_section(report: Dict[str, Any]) -> List[str]:
+    """Each family's comparisons with the baseline, the encoder-free sanity check, the verdict in plain words."""
+    boot, lines = report["bootstrap"], []
+    for family in report.get("families") or sorted({c["family"] for c in report["comparisons"].values()}):
+        members = {s: c for s, c in report["comparisons"].items() if c["family"] == family}
+        if not members:
+            continue
+        lines += ["", f"Against {report['baseline']}, {family} (test BLEU; seed-pooled paired bootstrap, "
+                  f"{boot['samples']} samples, seed {boot['seed']}; "
+                  + (f"Holm over these {len(members)} comparisons; " if len(members) > 1 else "one comparison; ")
+                  + f"α = {report['alpha']}):", "",
+                  *_table(["system", "Δ BLEU [95 % CI]", "p", "p (Holm)", "verdict"],
+                          [[s, _delta(c), f"{c['p']:.3f}", f"{c['p_holm']:.3f}", c["verdict"]]
+                           for s, c in members.items()])]
+    free = report["comparisons"].get("encoder_free")
+    if free:
+        outcome = {"hurts": "holds", "helps": "reversed",
+                   "no evidence either way": "not shown (no detectable difference)"}[free["verdict"]]
+        lines += ["", "Sanity check (Ding et al. 2020, Tab. 4: the full Transformer beats the encoder-free one): "
+                  f"{outcome}: encoder-free against {report['baseline']} {_delta(free)}, corrected p = "
+                  f"{free['p_holm']:.3f}."]
+    main = report["comparisons"].get("combination")
+    if main:
+        words = {"helps": "helps", "hurts": "hurts",
+                 "no evidence either way": "neither helps nor hurts detectably"}[main["verdict"]]
+        lines += ["", f"In plain words: on this data XL PE (Combination) {words}: {main['delta']:+.2f} test BLEU "
+                  f"against the baseline (95 % interval {main['low']:+.2f} to {main['high']:+.2f}; corrected p = "
+                  f"{main['p_holm']:.3f}; {main['system_runs']} and {main['baseline_runs']} seeds)."]
+    return lines
+
+
+def _lever_section(report: Dict[str, Any]) -> List[str]:
+    """Combination with preorderers of other quality, and with oracle indices, against the study's preorderer."""
+    quality = [q for q in report.get("preorder_quality", []) if q["test_bleu"]]
+    if not quality:
+        return []
+    rows = []
+    for q in quality:
+        vs = q.get("vs_all")
+        per_tau = f"{vs['bleu_per_0_01_tau']:+.2f}" if vs and "bleu_per_0_01_tau" in vs else "–"
+        rows.append([q["preorderer"], *("–" if t is None else f"{t:.4f}" for t in (q["tune_tau"], q["test_tau"])),
+                     _seeds(q["seeds"]), _fmt(q["test_bleu"]),
+                     *((_delta(vs), f"{vs['p_holm']:.3f}", per_tau) if vs else ("–", "–", "–"))])
+    return ["", "Combination with preorderers of different quality (Kendall tau on the tuning split and on "
+            "test; the oracle row translates with the BTG oracle of the test pairs' eflomal links):", "",
+            *_table(["preorderer", "tau (tune)", "tau (test)", "seeds", "test BLEU", "Δ BLEU vs all pairs [95 % CI]",
+                     "p (Holm)", "Δ BLEU per +0.01 test tau"], rows),
+            "", "Δ against Combination with the study's preorderer (all pairs): the same seed-pooled bootstrap "
+            "and seed; Holm over these rows as a family of their own (what a better or worse preorderer buys). "
+            "The oracle row is the same models given the oracle's indices: the BLEU a perfect preorderer "
+            "would buy them without retraining."]
+
+
+def _oracle_section(report: Dict[str, Any]) -> List[str]:
+    oracle = report.get("oracle_rows") or []
+    if not oracle:
+        return []
+    rows = []
+    for row in oracle:
+        vs = row.get("vs_predicted")
+        rows.append([row["system"], _seeds(row["seeds"]), _fmt(row["predicted"]), _fmt(row["oracle_at_test"]),
+                     _fmt(row["oracle_trained"]), *((_delta(vs), f"{vs['p_holm']:.3f}") if vs else ("–", "–"))])
+    return ["", "Trained and tested on oracle XL indices (the BTG oracle of eflomal links, on the test side too: "
+            "an upper bound), against the same system on predicted indices; Holm over these rows:", "",
+            *_table(["system", "seeds", "predicted indices", "oracle at test only", "oracle in training and test",
+                     "Δ BLEU vs predicted [95 % CI]", "p (Holm)"], rows)]
+
+
+def _sweeps_section(report: Dict[str, Any]) -> List[str]:
+    lines = []
+    for sweep in report.get("sweeps") or []:
+        if all(pt["default"] for pt in sweep["points"]):  # nothing swept yet
+            continue
+        rows = []
+        for pt in sweep["points"]:
+            vs = pt.get("vs_default")
+            rest = (_delta(vs), f"{vs['p_holm']:.3f}") if vs else ("(default)" if pt["default"] else "–", "–")
+            rows.append([pt["setting"], pt["job"], f"{pt['valid_bleu']:.2f}", f"{pt['test_bleu']:.2f}", *rest])
+        lines += ["", f"{sweep['title']} (one seed; Δ test BLEU against the default setting, paired bootstrap over "
+                  "sentences, Holm over the sweep):", "",
+                  *_table([sweep["setting"], "job", "valid BLEU", "test BLEU", "Δ vs default [95 % CI]", "p (Holm)"],
+                          rows)]
+    return lines
+
+
+def _spread_section(report: Dict[str, Any]) -> List[str]:
+    spread = report.get("preorder_spread") or {}
+    if not spread:
+        return []
+    runs = len(next(iter(spread.values()))["values"])
+    return ["", f"The preorderer's tau over {runs} eflomal runs (each: align again, train, score against that "
+            "run's links; tools/preorder_spread.py): "
+            + "; ".join(f"{k.split('_')[0]} {_fmt(v, 4)}" for k, v in spread.items()) + "."]
+
+
+def markdown(report: Dict[str, Any]) -> str:
+    """The report as Markdown: the main table, the learning curves, the comparisons, what a better preorderer
+    buys, the oracle rows, the sweeps, the aligner's spread and what was left out."""
+    lines = [*_systems_section(report), *_curve_section(report), *_comparisons_section(report),
+             *_lever_section(report), *_oracle_section(report), *_sweeps_section(report), *_spread_section(report)]
+    if report["left_out"]:
+        lines += ["", "Left out (resumed with another data order): " + ", ".join(report["left_out"])]
+    return "\n".join(lines) + "\n"
