@@ -9,7 +9,7 @@ preorderer rows are families of their own). A verdict says "helps" or "hurts" on
 corrected p-value is below ``alpha``. A run whose training was resumed other than exactly (``done.json``'s
 ``resumed_exactly`` false) saw another data order: it is listed and left out of the statistics.
 What a better preorderer buys: Combination trained with preorderers of other quality, and translated with
-oracle indices, each against Combination with the study's preorderer (:func:`preorder_lever`).
+oracle indices, each against Combination with the study's preorderer (:func:`preorder_quality`).
 
 The test split is read once per finished model here; every choice (steps, options) was made before, on the
 validation and tuning splits.
@@ -116,56 +116,39 @@ def verdict(delta: float, p_holm: float, alpha: float) -> str:
     return "no evidence either way"
 
 
-def preorder_quality(workdir: Path, pairs: Sequence[int], combination: List[Run], refs: List[str]) -> List[Dict[str, Any]]:
+def preorder_quality(workdir: Path, pairs: Sequence[int], combination: List[Run], refs: List[str], n_samples: int,
+                     seed: int, alpha: float) -> List[Dict[str, Any]]:
     """Combination's test BLEU against its preorderer's tau (tuning split and test), for preorderers trained on
-    the first N of ``pairs`` training pairs, on all of them (``combination``'s runs), and with oracle indices."""
+    the first N of ``pairs`` training pairs, on all of them (``combination``'s runs), and with oracle indices.
+    Each row but the study's (all pairs) is compared with it: Δ test BLEU with its seed-pooled bootstrap
+    interval, Holm over these rows (a family of their own: what a better or worse preorderer buys, not whether XL
+    PE helps), Δ test tau and Δ BLEU per +0.01 test tau."""
     def tau(name: str) -> Dict[str, Any]:
         path = workdir / name
         return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
-    def bleu(runs: List[Run], split: str = "test") -> Optional[Dict[str, Any]]:
-        values = [_scores(r.hyps[split], refs)["bleu"] for r in runs if split in r.hyps and r.resumed_exactly]
-        return _mean_sd(values) if values else None
-
-    def hyps(runs: List[Run], split: str = "test") -> List[List[str]]:
-        return [r.hyps[split] for r in runs if split in r.hyps and r.resumed_exactly]
+    def row(name: str, tune_tau, test_tau, runs: List[Run], split: str = "test"):
+        runs = [r for r in runs if split in r.hyps and r.resumed_exactly]
+        hyps = [r.hyps[split] for r in runs]
+        return {"preorderer": name, "tune_tau": tune_tau, "test_tau": test_tau, "seeds": [r.seed for r in runs],
+                "test_bleu": _mean_sd([_scores(h, refs)["bleu"] for h in hyps]) if hyps else None}, hyps
 
     n_train = len(read_lines(workdir / "data" / "train.tgt"))
-    rows = []
-    for n in pairs:
-        scores = tau(f"preorderer_{n}.json")
-        runs = preorder_runs(workdir, n)
-        rows.append({"preorderer": f"first {n:,} pairs", "tune_tau": scores.get("tune", {}).get("tau"),
-                     "test_tau": scores.get("tau"), "seeds": [r.seed for r in runs], "test_bleu": bleu(runs),
-                     "hyps": hyps(runs)})
+    smaller = [row(f"first {n:,} pairs", scores.get("tune", {}).get("tau"), scores.get("tau"), preorder_runs(workdir, n))
+               for n, scores in ((n, tau(f"preorderer_{n}.json")) for n in pairs)]
     scores = tau("preorderer.json")
-    rows.append({"preorderer": f"all {n_train:,} pairs", "tune_tau": scores.get("tune", {}).get("tau"),
-                 "test_tau": scores.get("tau"), "seeds": [r.seed for r in combination], "test_bleu": bleu(combination),
-                 "hyps": hyps(combination), "reference": True})
-    rows.append({"preorderer": "oracle (test-side links)", "tune_tau": None, "test_tau": scores.get("oracle_tau"),
-                 "seeds": [r.seed for r in combination if "oracle" in r.hyps], "test_bleu": bleu(combination, "oracle"),
-                 "hyps": hyps(combination, "oracle")})
-    return rows
-
-
-def preorder_lever(rows: List[Dict[str, Any]], refs: List[str], n_samples: int, seed: int,
-                   alpha: float) -> None:
-    """Each preorderer's Combination against the study's (all pairs), in place in ``rows``: Δ test BLEU with its
-    seed-pooled bootstrap interval, Holm over these comparisons (a family of their own: what a better or worse
-    preorderer buys, not whether XL PE helps), Δ test tau and Δ BLEU per +0.01 test tau. Drops the hypotheses."""
-    hyps = [row.pop("hyps", []) for row in rows]
-    at = next((k for k, row in enumerate(rows) if row.pop("reference", False)), None)
-    if at is None or not hyps[at]:
-        return
-    ref, family = rows[at], {}
-    for row, own in zip(rows, hyps):
-        if row is ref or not own:
+    ref, ref_hyps = row(f"all {n_train:,} pairs", scores.get("tune", {}).get("tau"), scores.get("tau"), combination)
+    oracle = row("oracle (test-side links)", None, scores.get("oracle_tau"), combination, "oracle")
+    family = {}
+    for other, hyps in ([*smaller, oracle] if ref_hyps else []):
+        if not hyps:
             continue
-        vs = family[row["preorderer"]] = row["vs_all"] = compare(own, hyps[at], refs, n_samples, seed)
-        if row["test_tau"] is not None and ref["test_tau"] is not None and row["test_tau"] != ref["test_tau"]:
-            vs["delta_tau"] = row["test_tau"] - ref["test_tau"]
+        vs = family[other["preorderer"]] = other["vs_all"] = compare(hyps, ref_hyps, refs, n_samples, seed)
+        if other["test_tau"] is not None and ref["test_tau"] is not None and other["test_tau"] != ref["test_tau"]:
+            vs["delta_tau"] = other["test_tau"] - ref["test_tau"]
             vs["bleu_per_0_01_tau"] = vs["delta"] / vs["delta_tau"] / 100
     correct(family, alpha)
+    return [r for r, _ in smaller] + [ref, oracle[0]]
 
 
 def resumed_otherwise(workdir: Path) -> List[str]:
@@ -201,22 +184,22 @@ def correct(family: Dict[str, Dict[str, Any]], alpha: float) -> None:
 
 
 def oracle_rows(workdir: Path, systems: Sequence[str], seeds: Sequence[int], kept: Dict[str, List[Run]],
-                refs: List[str], n_samples: int, seed: int, alpha: float) -> List[Dict[str, Any]]:
+                table: Dict[str, Dict[str, Any]], refs: List[str], n_samples: int, seed: int,
+                alpha: float) -> List[Dict[str, Any]]:
     """Each system of ``systems`` trained and tested on oracle XL indices (``jobs/SYSTEM_oracle_sSEED``, the BTG
     oracle of eflomal links: test-side information, an upper bound) against its runs on predicted indices
-    (``kept``), with its runs given oracle indices at test time only beside them; Holm over these rows."""
+    (``kept``), with their scores (``table``, the main table's rows) on predicted indices and on oracle indices at
+    test time only beside them; Holm over these rows."""
     rows, family = [], {}
     for system in systems:
         runs = [r for r in (read_run(workdir / "jobs" / f"{system}_oracle_s{s}", system, s, ("oracle",)) for s in seeds)
                 if r is not None and r.resumed_exactly]
         if not runs:
             continue
-        main = kept.get(system, [])
-        test_only = [r.hyps["oracle"] for r in main if "oracle" in r.hyps]
+        main, scored = kept.get(system, []), table.get(system, {})
         row = {"system": system, "seeds": [r.seed for r in runs],
                "oracle_trained": _mean_sd([_scores(r.hyps["oracle"], refs)["bleu"] for r in runs]),
-               "predicted": _mean_sd([_scores(r.hyps["test"], refs)["bleu"] for r in main]) if main else None,
-               "oracle_at_test": _mean_sd([_scores(h, refs)["bleu"] for h in test_only]) if test_only else None}
+               "predicted": scored.get("test_bleu"), "oracle_at_test": scored.get("oracle_bleu")}
         if main:
             family[system] = row["vs_predicted"] = compare([r.hyps["oracle"] for r in runs],
                                                            [r.hyps["test"] for r in main], refs, n_samples, seed)
@@ -284,8 +267,8 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
                       for s in members if s in table and s != baseline}
             correct(family, alpha)
             comparisons.update(family)
-    quality = preorder_quality(workdir, preorder_pairs, kept.get("combination", []), refs["test"])
-    preorder_lever(quality, refs["test"], n_samples, seed, alpha)
+    quality = preorder_quality(workdir, preorder_pairs, kept.get("combination", []), refs["test"], n_samples, seed,
+                               alpha)
     curves = learning_curves(workdir)
     spread_file = workdir / "preorder_spread.jsonl"  # tools/preorder_spread.py
     spread_rows = [json.loads(x) for x in spread_file.read_text().splitlines()] if spread_file.exists() else []
@@ -294,7 +277,8 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
     return {"workdir": workdir.name, "baseline": baseline, "systems": table, "comparisons": comparisons,
             "preorder_quality": quality, "preorder_spread": spread, "curves": curves,
             "plateau_step": plateau_step(curves) if curves else None,
-            "oracle_rows": oracle_rows(workdir, oracle_systems, seeds, kept, refs["test"], n_samples, seed, alpha),
+            "oracle_rows": oracle_rows(workdir, oracle_systems, seeds, kept, table, refs["test"], n_samples, seed,
+                                      alpha),
             "sweeps": [sweep_rows(workdir, sw, refs, n_samples, seed, alpha) for sw in sweeps],
             "families": [name for name, _ in families],
             "left_out": left_out, "test_sentences": len(refs["test"]), "novel_sentences": len(novel),
