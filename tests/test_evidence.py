@@ -582,3 +582,14 @@ def test_the_queue_script_runs_every_tier_in_order_with_valid_options(tmp_path):
     bad = subprocess.run(["bash", str(REPO / "tools" / "evidence_queue.sh")], capture_output=True, text=True,
                          env=dict(env, TIERS="a z"))
     assert bad.returncode == 2 and "unknown tier 'z'" in bad.stderr
+    # `status`: the same tiers and options, each job's state instead of its training
+    calls.unlink()
+    proc = subprocess.run(["bash", str(REPO / "tools" / "evidence_queue.sh"), "status"], capture_output=True,
+                          text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    status = [parser.parse_args(line.split("\0")[2:-1]) for line in calls.read_text().splitlines()]
+    assert [(a.tier, a.stage, a.steps, a.workdir) for a in status] == [(a.tier, "status", 7000, a.workdir) for a in parsed]
+    assert [a.speed_from for a in status] == [None, "runs/evidence_jaen", None, None]  # b plans with ja→en's speed
+    bad = subprocess.run(["bash", str(REPO / "tools" / "evidence_queue.sh"), "stat"], capture_output=True, text=True,
+                         env=env)
+    assert bad.returncode == 2 and "unknown argument 'stat'" in bad.stderr

@@ -6,23 +6,35 @@
 # order), so after a restart this one command picks the study up where it stopped. A failing tier stops it.
 #
 #   nohup setsid bash tools/evidence_queue.sh > runs/evidence_queue.log 2>&1 &
+#   bash tools/evidence_queue.sh status    # each tier's jobs and the hours left (beside the training; trains nothing)
 #
 # Env: S steps per run (the learning curve's step rule gave 8000), P jobs at once (2), TIERS (a b c d), NICE (10).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 S=${S:-8000} P=${P:-2} NICE=${NICE:-10}
+STAGE=main
+case ${1:-} in
+  "") ;;
+  status) STAGE=status ;;
+  *) echo "evidence_queue: unknown argument '$1' (none, or status)" >&2; exit 2 ;;
+esac
 JAEN=(--workdir runs/evidence_jaen --archive reports/evidence_jaen --max-steps 10000)
 ENJA=(--workdir runs/evidence_enja --archive reports/evidence_enja --src en --tgt ja --gold-text "" --gold-align ""
       --max-steps "$S")
 for tier in ${TIERS:-a b c d}; do
   case $tier in
     a) args=("${JAEN[@]}" --preorder-pairs 10000,25000 --preorder-seeds 1,2) ;;
-    b) args=("${ENJA[@]}") ;;
+    b) args=("${ENJA[@]}" --speed-from runs/evidence_jaen) ;;  # status: the ja→en jobs' speed until b starts
     c|d) args=("${JAEN[@]}") ;;
     *) echo "evidence_queue: unknown tier '$tier' (a, b, c or d)" >&2; exit 2 ;;
   esac
+  if [ "$STAGE" = status ]; then
+    python3 -m onmt_xl.experiments evidence --stage status --steps "$S" --tier "$tier" --parallel "$P" "${args[@]}" || exit 1
+    continue
+  fi
   echo "[evidence_queue] $(date -u '+%F %T') tier $tier"
   nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage main --steps "$S" --tier "$tier" --parallel "$P" \
     "${args[@]}" || { echo "[evidence_queue] tier $tier failed ($?)" >&2; exit 1; }
 done
+[ "$STAGE" = status ] && exit 0
 echo "[evidence_queue] $(date -u '+%F %T') done: onmt-xl evidence --stage report ... (reports/EVIDENCE.md, Commands)"

@@ -10,6 +10,8 @@
     main    every system of MAIN_SYSTEMS with every seed at ``--steps`` (where the curve stops rising),
             translated with the average of its last ``--average`` checkpoints (``onmt_average_models``): the
             validation pairs, and the test pairs once; the curve jobs' checkpoints serve for their models
+    status  where each main job stands (done, translating, trained part of the way, waiting) and the hours
+            its remaining training takes at the measured speed; read beside the training, nothing scored
     report  mean ± sd per system, each comparison with the baseline with its interval and Holm-corrected
             p-value, and a verdict (:mod:`onmt_xl.experiments.evidence_report`), to ``--report``
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -108,6 +111,38 @@ def main_jobs(systems: Sequence[str], seeds: Sequence[int], steps: int, every: i
                             train_steps=steps, final_step=steps, average=average, variants=["valid", "test"],
                             experiments=["preorder_quality"], preorder_pairs=pairs))
     return jobs
+
+
+def tier_jobs(args) -> List[Job]:
+    """The main-stage jobs of ``args.tier`` (restricted to ``--only``), in the study's order."""
+    systems, seeds = _tier_systems_seeds(args)
+    d = args.tier == "d"
+    jobs = main_jobs(systems, seeds, args.steps, args.every, args.average, args.seed, args.max_steps,
+                     _ints(args.preorder_pairs), _ints(args.preorder_seeds),
+                     oracle_systems=ORACLE_SYSTEMS if args.tier == "c" else (),
+                     tau_sweep=TAU_SWEEP if d else (), noise=NOISE_RATIOS if d else ())
+    return [j for j in jobs if j.name in args.only.split(",")] if args.only else jobs
+
+
+def status_stage(args, runner, jobs: List[Job]) -> int:
+    """``--stage status``: each job's state and the hours left (:mod:`onmt_xl.experiments.evidence_status`),
+    planned with ``--sec-per-step``, else the speed of this tier's jobs, else that of every job in
+    ``--speed-from`` (default: this work directory)."""
+    from onmt_xl.experiments.evidence_status import current_speed, speeds_in, status_lines, tier_status
+
+    if not runner.workdir.is_dir():
+        raise XLUsageError(str(runner.workdir), None, "no such work directory (see --workdir)")
+    speed_from = Path(args.speed_from or runner.workdir)
+    if not (speed_from / "jobs").is_dir() and args.speed_from:
+        raise XLUsageError(args.speed_from, None, "--speed-from: not a work directory of --stage main (no jobs/ in it)")
+    if args.sec_per_step is not None and args.sec_per_step <= 0:
+        raise XLUsageError(None, None, f"--sec-per-step must be positive, not {args.sec_per_step}")
+    rows = tier_status(runner, jobs)
+    measured = list(speeds_in(speed_from).values())
+    speed = args.sec_per_step or current_speed(rows) or (statistics.median(measured) if measured else None)
+    for line in status_lines(args.tier, rows, runner.parallel, speed):
+        print(line)
+    return 0
 
 
 def started_first(runner, jobs: List[Job]) -> List[Job]:
@@ -212,17 +247,13 @@ def run_evidence(args) -> int:
                     args.time_budget, gpu={"auto": None, "yes": True, "no": False}[args.gpu],
                     parallel=args.parallel, tune_size=args.tune_size, archive=args.archive,
                     preorder_options=json.loads(args.preorder_options) if args.preorder_options else None)
-    if args.stage == "main":
+    if args.stage in ("main", "status"):
         if not args.steps:
-            raise XLUsageError(None, None, "--stage main needs --steps (chosen from the learning curve on the validation pairs)")
-        systems, seeds = _tier_systems_seeds(args)
-        d = args.tier == "d"
-        runner.jobs = jobs = main_jobs(systems, seeds, args.steps, args.every, args.average, args.seed,
-                                       args.max_steps, _ints(args.preorder_pairs), _ints(args.preorder_seeds),
-                                       oracle_systems=ORACLE_SYSTEMS if args.tier == "c" else (),
-                                       tau_sweep=TAU_SWEEP if d else (), noise=NOISE_RATIOS if d else ())
-        if args.only:
-            runner.jobs = jobs = [j for j in jobs if j.name in args.only.split(",")]
+            raise XLUsageError(None, None, f"--stage {args.stage} needs --steps (chosen from the learning curve on "
+                               "the validation pairs)")
+        runner.jobs = jobs = tier_jobs(args)
+        if args.stage == "status":
+            return status_stage(args, runner, jobs)
         runner.jobs = started_first(runner, jobs)
         runner.run(sys.argv[1:])
         for job in jobs:
@@ -344,10 +375,11 @@ def add_evidence(sub) -> None:
     add_corpus_arguments(p, shared_data())
     p.add_argument("--tune-size", type=int, default=1000, help="last training pairs carved off as the tuning split")
     p.add_argument("--workdir", default="runs/evidence_jaen", help="where everything is written (resumable)")
-    p.add_argument("--stage", choices=("prepare", "curve", "curve-score", "main", "report"), default="curve",
+    p.add_argument("--stage", choices=("prepare", "curve", "curve-score", "main", "status", "report"), default="curve",
                    help="prepare: only the splits, alignments, preorderer and vocabularies; curve: train the "
                         "learning-curve jobs; curve-score: score their kept checkpoints; main: every system and seed "
-                        "at --steps, averaged, translated (validation and test); report: the "
+                        "at --steps, averaged, translated (validation and test); status: where each of main's "
+                        "jobs stands and the hours left, read beside the training (nothing trained or scored); report: the "
                         "statistics and verdicts of the finished main runs")
     p.add_argument("--seed", type=int, default=1, help="training seed of the learning-curve jobs (default 1)")
     p.add_argument("--steps", type=int, help="--stage main: steps of every model (where the validation BLEU of "
@@ -383,6 +415,10 @@ def add_evidence(sub) -> None:
     p.add_argument("--preorder-options", default=json.dumps(PREORDER_OPTIONS),
                    help="JSON keyword arguments of Preorderer.train (default: the choice of tools/tune_preorderer.py "
                         "on the Japanese-English tuning split, reports/TUNING.md)")
+    p.add_argument("--sec-per-step", type=float, help="--stage status: seconds per step per job to plan with "
+                   "(default: measured from this work directory's training logs)")
+    p.add_argument("--speed-from", help="--stage status: another work directory whose training logs give the "
+                   "seconds per step (a tier that has not started, e.g. the reversed corpus's)")
     p.add_argument("--report", help="--stage report: Markdown file to write, with its .json beside it "
                    "(default WORKDIR/report.md)")
     p.add_argument("--samples", type=int, default=1000, help="--stage report: bootstrap samples (default 1000)")
