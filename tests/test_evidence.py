@@ -477,6 +477,9 @@ def test_dropout_masks_are_recorded_per_attempt():
     assert resolved_dropout_mask(old + fast + fast) == "stock, then fast"
     assert _kernels({"precision": "bf16", "dropout_mask": "stock, then fast"}) == "bf16; stock, then fast masks"
     assert _kernels({"precision": "fp32"}) == "fp32"  # a run recorded before the option
+    assert _kernels({"precision": "fp32", "dropout_mask": "stock", "device": "NVIDIA H200"}) == \
+        "fp32 on NVIDIA H200; stock masks"  # tools/gpu_evidence.sh's runs
+    assert _kernels({"precision": "bf16", "device": "cpu"}) == "bf16"
 
 
 def _staged(tmp_path):
@@ -593,3 +596,50 @@ def test_the_queue_script_runs_every_tier_in_order_with_valid_options(tmp_path):
     bad = subprocess.run(["bash", str(REPO / "tools" / "evidence_queue.sh"), "stat"], capture_output=True, text=True,
                          env=env)
     assert bad.returncode == 2 and "unknown argument 'stat'" in bad.stderr
+
+
+def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_local_training(tmp_path):
+    """tools/gpu_evidence.sh merge: the jobs a device run brought back go into the archive and the work directory
+    (as --archive restores them); a job the archive already has, or one with checkpoints here, stops it whole."""
+    import gzip
+    import os
+    import subprocess
+    import tarfile
+
+    from tests.conftest import REPO, run_env
+
+    wave = tmp_path / "wave"
+    for name in ("baseline_s2", "combination_s2"):
+        (wave / name).mkdir(parents=True)
+        (wave / name / "done.json").write_text(json.dumps({"system": name.split("_")[0], "device": "NVIDIA H200"}))
+        (wave / name / "hyp.test.gz").write_bytes(gzip.compress(b"a hypothesis\n"))
+    tgz = tmp_path / "jobs.tgz"
+    with tarfile.open(tgz, "w:gz") as tar:
+        for name in ("baseline_s2", "combination_s2"):
+            tar.add(wave / name, arcname=name)
+    wd, archive = tmp_path / "runs" / "w", tmp_path / "reports" / "w"
+    (wd / "jobs" / "combination_s2").mkdir(parents=True)
+    (wd / "jobs" / "combination_s2" / "model_step_500.pt").write_text("")
+    script = str(REPO / "tools" / "gpu_evidence.sh")
+    env = dict(run_env(), W=str(wd), A=str(archive))
+
+    def merge(*args):
+        return subprocess.run(["bash", script, *args], capture_output=True, text=True, env=env)
+
+    proc = merge("merge", str(tgz))
+    assert proc.returncode == 2 and "combination_s2 has checkpoints here; nothing merged" in proc.stderr
+    assert not archive.exists()
+    os.remove(wd / "jobs" / "combination_s2" / "model_step_500.pt")
+    proc = merge("merge", str(tgz))
+    assert proc.returncode == 0, proc.stderr
+    assert "restored into" in proc.stdout and "baseline_s2, combination_s2" in proc.stdout
+    assert (wd / "jobs" / "baseline_s2" / "hyp.test").read_text() == "a hypothesis\n"
+    assert json.loads((archive / "jobs" / "combination_s2" / "done.json").read_text())["device"] == "NVIDIA H200"
+    proc = merge("merge", str(tgz))
+    assert proc.returncode == 2 and "baseline_s2 exists already" in proc.stderr
+    for args, said in ((["merge", str(tmp_path / "none.tgz")], "merge: give the jobs.tgz"),
+                       (["stage"], "is not prepared"), (["nothing"], "give stage (here), run (on the device)")):
+        proc = merge(*args)
+        assert proc.returncode == 2 and said in proc.stderr, (args, proc.stderr)
+    proc = subprocess.run(["bash", script, "run"], capture_output=True, text=True, env=dict(env, OUT=str(tmp_path)))
+    assert proc.returncode == 2 and "JOBS: name the jobs" in proc.stderr

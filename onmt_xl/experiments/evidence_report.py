@@ -287,9 +287,11 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
 
 
 def _kernels(info: Dict[str, Any]) -> str:
-    """A run's training precision and (where recorded) its dropout masks, each per attempt: "bf16; fast masks"."""
-    mask = info.get("dropout_mask")
-    return f"{info.get('precision') or '?'}" + (f"; {mask} masks" if mask else "")
+    """A run's training precision and (where recorded) its dropout masks, each per attempt: "bf16; fast masks";
+    a run trained on a GPU names it: "fp32 on NVIDIA H200; stock masks"."""
+    mask, device = info.get("dropout_mask"), info.get("device") or "cpu"
+    where = "" if device == "cpu" else f" on {device}"
+    return f"{info.get('precision') or '?'}{where}" + (f"; {mask} masks" if mask else "")
 
 
 def write_report(workdir: Path, out: Path, **kwargs) -> Dict[str, Any]:
