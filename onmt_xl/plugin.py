@@ -386,7 +386,7 @@ def _patch_options() -> None:
 
 @contextlib.contextmanager
 def usage_errors():
-    """Our options' ``ValueError``\ s as :class:`XLUsageError`: the stock commands print them alone, exit 2."""
+    """Our options' ``ValueError`` exceptions as :class:`XLUsageError`: the stock commands print them alone, exit 2."""
     try:
         yield
     except XLInputError:
