@@ -9,7 +9,7 @@
 #   device:  run(command="JOBS=baseline_s1,combination_s1 bash tools/gpu_evidence.sh run", carry=[".whl", ".gpu"])
 #            (at once again, within the machine's 30 s, until it says "wave finished"; each call packs
 #            $OUT/jobs.tgz with the jobs finished so far)
-#   here:    bash tools/gpu_evidence.sh merge /work/.device/N/jobs.tgz
+#   here:    bash tools/gpu_evidence.sh merge FILES_AT/jobs.tgz   # FILES_AT: the run's files_at
 #
 # Env: W work directory (runs/evidence_enja), A its archive (reports/evidence_enja), TIER (b), JOBS (comma-separated,
 # required on the device: jobs nothing here trains), S steps (8000), WAIT seconds per call (530), EVIDENCE extra
