@@ -637,9 +637,62 @@ def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_local_training(t
     assert json.loads((archive / "jobs" / "combination_s2" / "done.json").read_text())["device"] == "NVIDIA H200"
     proc = merge("merge", str(tgz))
     assert proc.returncode == 2 and "baseline_s2 exists already" in proc.stderr
-    for args, said in ((["merge", str(tmp_path / "none.tgz")], "merge: give the jobs.tgz"),
+    for args, said in ((["merge", str(tmp_path / "none.tgz")], "merge: give a jobs_NAME.tgz"),
                        (["stage"], "is not prepared"), (["nothing"], "give stage (here), run (on the device)")):
         proc = merge(*args)
         assert proc.returncode == 2 and said in proc.stderr, (args, proc.stderr)
-    proc = subprocess.run(["bash", script, "run"], capture_output=True, text=True, env=dict(env, OUT=str(tmp_path)))
-    assert proc.returncode == 2 and "JOBS: name the jobs" in proc.stderr
+    proc = subprocess.run(["bash", script, "run"], capture_output=True, text=True,
+                          env=dict(env, OUT=str(tmp_path), STATE=str(tmp_path / "state")))
+    assert proc.returncode == 2 and "no wave on this machine yet: WAVE= or JOBS= starts one" in proc.stderr
+    # stage: only what the jobs read (no manifest, results or logs of FROM's runs), into .gpu/W
+    src = tmp_path / "runs" / "src"
+    for f in ("data/ready", "data/train.src", "align/train.gdfa", "vocab.src", "vocab.tgt", "preorderer.xlp",
+              "preorderer_10000.json", "manifest.json", "results.json", "logs/x.log", "jobs/baseline_s1/done.json"):
+        (src / f).parent.mkdir(parents=True, exist_ok=True)
+        (src / f).write_text(f)
+    checkout = tmp_path / "checkout"
+    (checkout / "tools").mkdir(parents=True)
+    (checkout / "tools" / "gpu_evidence.sh").write_text((REPO / "tools" / "gpu_evidence.sh").read_text())
+    (checkout / ".whl").mkdir()
+    (checkout / ".whl" / "OpenNMT_py-3.5.1-py3-none-any.whl").write_text("")
+    (checkout / ".git" / "info").mkdir(parents=True)
+    proc = subprocess.run(["bash", str(checkout / "tools" / "gpu_evidence.sh"), "stage"], capture_output=True,
+                          text=True, env=dict(run_env(), W="runs/w_gpu", FROM=str(src)))
+    assert proc.returncode == 0, proc.stderr
+    staged = checkout / ".gpu" / "runs" / "w_gpu"
+    assert sorted(str(p.relative_to(staged)) for p in staged.rglob("*") if p.is_file()) == [
+        "align/train.gdfa", "data/ready", "data/train.src", "preorderer.xlp", "preorderer_10000.json", "vocab.src",
+        "vocab.tgt"]
+    assert "/.gpu/" in (checkout / ".git" / "info" / "exclude").read_text().split()
+
+
+def test_the_gpu_waves_name_jobs_of_their_tiers_and_cover_tiers_c_and_d_with_their_own_references():
+    """tools/gpu_evidence.sh's waves: every job named is one that `onmt-xl evidence --stage main` with the wave's
+    options trains (a misspelt name would train nothing, silently), and waves 1-3 give tier (b) its jobs and the
+    GPU work directory tiers (c) and (d) with the baseline and Combination runs they compare with."""
+    import argparse
+    import shlex
+    import subprocess
+
+    from onmt_xl.experiments.evidence import TIERS, add_evidence, tier_jobs
+    from tests.conftest import REPO
+
+    parser = argparse.ArgumentParser()
+    add_evidence(parser.add_subparsers(dest="command"))
+    named = {}
+    for wave in ("1", "2", "3"):
+        proc = subprocess.run(["bash", str(REPO / "tools" / "gpu_evidence.sh"), "list"], capture_output=True, text=True,
+                              env={"PATH": "/usr/bin:/bin", "WAVE": wave})
+        assert proc.returncode == 0, proc.stderr
+        for line in proc.stdout.splitlines():
+            w, _from, tier, jobs, *extra = shlex.split(line)
+            args = parser.parse_args(["evidence", "--stage", "main", "--steps", "8000", "--tier", tier, "--workdir", w,
+                                      *extra])
+            known = [j.name for j in tier_jobs(args)]
+            assert set(jobs.split(",")) <= set(known), (wave, set(jobs.split(",")) - set(known))
+            assert len(jobs.split(",")) <= 16 and args.max_steps == 8000
+            named.setdefault(w, []).extend(jobs.split(","))
+    assert sorted(named["runs/evidence_enja"]) == sorted(f"{s}_s{k}" for s in TIERS["b"][0] for k in TIERS["b"][1])
+    gpu = named["runs/evidence_jaen_gpu"]
+    assert len(gpu) == len(set(gpu)) == 31  # tier d (8) and c (18) with baseline x2, Combination x2, HeadXL x1
+    assert {"baseline_s1", "baseline_s2", "combination_s1", "combination_s2", "headxl_s1"} <= set(gpu)

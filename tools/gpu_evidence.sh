@@ -1,76 +1,108 @@
 #!/bin/bash
-# The convergence study's jobs on a lent GPU machine (reports/EVIDENCE.md, "Compute plan"): one wave of up to 16
-# named jobs at once, trained, averaged and translated there exactly as `onmt-xl evidence --stage main` does here
-# (--gpu yes), their results (the archive's job directories, no checkpoints) brought back and merged here.
+# The convergence study's jobs on a lent GPU machine (reports/EVIDENCE.md, "Compute plan"): waves of up to 16
+# jobs at once in all, trained, averaged and translated there exactly as `onmt-xl evidence --stage main` does
+# here (--gpu yes); their results (the archive's job directories, no checkpoints) come back and are merged here.
 # On an H200 a job trains 14-20 steps/s with 16 at once (reports/bench_gpu_jobs_h200.txt): an 8,000-step wave
-# takes about 11 minutes, more than one call, so the wave runs in the background and a second call collects it.
+# takes about 11 minutes, more than one call, so the waves run in the background and a later call collects them.
 #
-#   here:    bash tools/gpu_evidence.sh stage          # copies W (less jobs/) into .gpu/, checks .whl/
-#   device:  run(command="JOBS=baseline_s1,combination_s1 bash tools/gpu_evidence.sh run", carry=[".whl", ".gpu"])
-#            (at once again, within the machine's 30 s, until it says "wave finished"; each call packs
-#            $OUT/jobs.tgz with the jobs finished so far)
-#   here:    bash tools/gpu_evidence.sh merge FILES_AT/jobs.tgz   # FILES_AT: the run's files_at
+#   here:    WAVE=1 bash tools/gpu_evidence.sh stage   # each work directory of the wave into .gpu/ (carried)
+#   device:  run(carry=[".whl", ".gpu"], command="WAVE=1 bash tools/gpu_evidence.sh run")   starts the wave,
+#            waits WAIT s, packs $OUT/jobs_NAME.tgz per work directory (the jobs done so far); then, at once
+#            again (the machine goes back after 30 s idle), `bash tools/gpu_evidence.sh run` until it says
+#            "all waves finished"
+#   here:    bash tools/gpu_evidence.sh merge FILES_AT/jobs_NAME.tgz   # FILES_AT: the run's files_at; W, A as run
 #
-# Env: W work directory (runs/evidence_enja), A its archive (reports/evidence_enja), TIER (b), JOBS (comma-separated,
-# required on the device: jobs nothing here trains), S steps (8000), WAIT seconds per call (530), EVIDENCE extra
-# options as one string (default for W=runs/evidence_enja: the reversed corpus's).
+# The study's waves (WAVE), each comparison wholly on one device: 1 = tier b (en→ja, 6 jobs; it compares only its
+# own runs) and tier d in runs/evidence_jaen_gpu with its own default runs (10); 2 and 3 = tier c there with its
+# own baseline and Combination (16 + 5). runs/evidence_jaen_gpu is runs/evidence_jaen's splits, links and
+# preorderers (FROM), without its runs; its archive is reports/evidence_jaen_gpu.
+# Without WAVE, one work directory: W (runs/evidence_enja), FROM (W), TIER (b), JOBS (comma-separated, required
+# to start), EVIDENCE (more `onmt-xl evidence` options, one string); its archive is reports/NAME of W (merge: A).
+# Also S steps (8000), WAIT seconds (530; 0: start only), STATE (the device's folder of waves). `list` prints a
+# wave's lines: W FROM TIER JOBS EVIDENCE.
 # .whl/ holds Python 3.12 wheels of OpenNMT-py 3.5.1, ConfigArgParse, pyonmttok, rapidfuzz, pyahocorasick and
 # fasttext-wheel (tools/gpu_experiments.sh; the device's image has torch, numba, sacrebleu).
 set -u
 cd "$(dirname "$0")/.." || exit 1
-W=${W:-runs/evidence_enja} A=${A:-reports/evidence_enja} TIER=${TIER:-b} S=${S:-8000} WAIT=${WAIT:-530}
-if [ "$W" = runs/evidence_enja ]; then DEFAULT_EXTRA="--src en --tgt ja --gold-text '' --gold-align '' --max-steps $S"
-else DEFAULT_EXTRA="--max-steps 10000"; fi
-EVIDENCE=${EVIDENCE:-$DEFAULT_EXTRA}
+S=${S:-8000} WAIT=${WAIT:-530} ROOT=${STATE:-/tmp/onmt_xl_gpu_evidence}  # ROOT: one folder per work directory
+ENJA="--src en --tgt ja --gold-text '' --gold-align '' --max-steps $S"
+TIER_C="--max-steps $S --systems baseline,combination,disan,enc_re,both_re,exgre,refsr,prereorder,encoder_free --seeds 1,2"
+# each line: W FROM TIER JOBS EVIDENCE
+case ${WAVE:-} in
+  "") EXTRA_DEFAULT=$([ "${W:-runs/evidence_enja}" = runs/evidence_enja ] && echo "$ENJA" || echo "--max-steps $S")
+      WAVES="${W:-runs/evidence_enja} ${FROM:-${W:-runs/evidence_enja}} ${TIER:-b} ${JOBS:--} ${EVIDENCE:-$EXTRA_DEFAULT}" ;;
+  1) WAVES="runs/evidence_enja runs/evidence_enja b baseline_s1,combination_s1,baseline_s2,combination_s2,baseline_s3,combination_s3 $ENJA
+runs/evidence_jaen_gpu runs/evidence_jaen d combination_s1,headxl_s1,headxl_tau0_s1,headxl_tau1_s1,headxl_tau3_s1,headxl_tau4_s1,combination_noise5_s1,combination_noise10_s1,combination_noise15_s1,combination_noise20_s1 --max-steps $S --systems headxl,combination --seeds 1" ;;
+  2) WAVES="runs/evidence_jaen_gpu runs/evidence_jaen c baseline_s1,baseline_s2,combination_s2,disan_s1,disan_s2,enc_re_s1,enc_re_s2,both_re_s1,both_re_s2,exgre_s1,exgre_s2,refsr_s1,refsr_s2,prereorder_s1,prereorder_s2,encoder_free_s1 $TIER_C" ;;
+  3) WAVES="runs/evidence_jaen_gpu runs/evidence_jaen c encoder_free_s2,combination_oracle_s1,combination_oracle_s2,prereorder_oracle_s1,prereorder_oracle_s2 $TIER_C" ;;
+  *) echo "gpu_evidence: WAVE=$WAVE: 1, 2 or 3" >&2; exit 2 ;;
+esac
 die() { echo "gpu_evidence: $*" >&2; exit 2; }
 
 case ${1:-} in
+list) echo "$WAVES" ;;  # W FROM TIER JOBS EVIDENCE per line
 stage)
-  [ -f "$W/data/ready" ] || die "$W is not prepared (run its --stage prepare first)"
   ls .whl/OpenNMT_py-3.5.1-*.whl > /dev/null 2>&1 || die ".whl/ lacks the wheels (see this script's header)"
-  rm -rf ".gpu/$W" && mkdir -p ".gpu/$W" || exit 1
-  for f in "$W"/*; do [ "$(basename "$f")" = jobs ] || cp -a "$f" ".gpu/$W/"; done
+  while read -r W FROM _; do
+    [ -f "$FROM/data/ready" ] || die "$FROM is not prepared (run its --stage prepare first)"
+    rm -rf ".gpu/$W" && mkdir -p ".gpu/$W" || exit 1
+    for f in data align vocab.src vocab.tgt vocab_config.yaml "$FROM"/preorderer*; do  # what the jobs read, no history
+      f=${f#"$FROM"/}
+      [ -e "$FROM/$f" ] && cp -a "$FROM/$f" ".gpu/$W/"
+    done
+    du -sh ".gpu/$W"
+  done <<< "$WAVES"
   grep -qxF "/.gpu/" .git/info/exclude 2>/dev/null || echo "/.gpu/" >> .git/info/exclude
-  du -sh .gpu .whl
   ;;
 run)
   : "${OUT:?OUT: the folder whose files come back (this runs on the device machine)}"
-  [ -n "${JOBS:-}" ] || die "JOBS: name the jobs to train there (e.g. baseline_s1,combination_s1)"
-  STATE=${STATE:-/tmp/onmt_xl_gpu_evidence} SITE_DIR=${STATE}/site RUN=${STATE}/checkout
-  mkdir -p "$STATE"
-  if [ ! -f "$SITE_DIR/.ok" ]; then  # the first call on this machine: install, copy the checkout, start the wave
+  SITE_DIR=$ROOT/site
+  [ -n "${WAVE:-}${JOBS:-}" ] || ls "$ROOT"/*/wave.meta > /dev/null 2>&1 || die "no wave on this machine yet: WAVE= or JOBS= starts one"
+  mkdir -p "$ROOT"
+  if [ ! -f "$SITE_DIR/.ok" ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE_DIR" .whl/*.whl || exit 1
     mkdir -p "$SITE_DIR/spacy" && echo '"""Stub: only OpenNMT-py'"'"'s terminology transform uses spaCy."""' > "$SITE_DIR/spacy/__init__.py"
     touch "$SITE_DIR/.ok"
-  fi
-  export PYTHONPATH="$RUN:$SITE_DIR" PATH="$SITE_DIR/bin:$PATH" PYTHONUNBUFFERED=1
-  cp onmt_xl_hook.pth "$(python3 -c 'import site;print(site.getsitepackages()[0])')/"
-  if [ ! -d "$RUN/$W" ]; then
-    mkdir -p "$RUN" && cp -a onmt_xl tools reports onmt_xl_hook.py "$RUN/" && mkdir -p "$RUN/$(dirname "$W")" &&
-      cp -a ".gpu/$W" "$RUN/$W" || die ".gpu/$W missing: run 'bash tools/gpu_evidence.sh stage' here first, carry .gpu"
-    cd "$RUN" || exit 1
-    mkdir -p ../shared/data/enja && touch ../shared/data/enja/{train,dev}.{ja,en}  # staged in $W/data already
     nvidia-cuda-mps-control -d 2>/dev/null && echo "MPS started"  # lets the concurrent jobs share the GPU truly
+  fi
+  export PATH="$SITE_DIR/bin:$PATH" PYTHONUNBUFFERED=1
+  cp onmt_xl_hook.pth "$(python3 -c 'import site;print(site.getsitepackages()[0])')/"
+  while read -r W FROM TIER JOBS EVIDENCE; do
+    NAME=$(basename "$W") A=reports/$(basename "$W")
+    [ "$JOBS" != - ] && [ ! -f "$ROOT/$NAME/wave.pid" ] || continue
+    RUN=$ROOT/$NAME/checkout
+    [ -d ".gpu/$W" ] || die ".gpu/$W missing: run 'bash tools/gpu_evidence.sh stage' here first (same WAVE), carry .gpu"
+    mkdir -p "$RUN/$(dirname "$W")" && cp -a onmt_xl tools reports onmt_xl_hook.py "$RUN/" && cp -a ".gpu/$W" "$RUN/$W" || exit 1
+    mkdir -p "$RUN/../shared/data/enja" && touch "$RUN"/../shared/data/enja/{train,dev}.{ja,en}  # staged in W/data
     n=$(echo "$JOBS" | tr ',' '\n' | grep -c .)
     eval "set -- $EVIDENCE"
-    setsid nohup python3 -m onmt_xl.experiments evidence --stage main --steps "$S" --tier "$TIER" --gpu yes \
-      --parallel "$n" --only "$JOBS" --workdir "$W" --archive "$A" "$@" > "$STATE/wave.log" 2>&1 &
-    echo $! > "$STATE/wave.pid"
-    echo "wave started: $n jobs ($JOBS), $S steps each"
-  fi
-  cd "$RUN" || exit 1
-  pid=$(cat "$STATE/wave.pid")
-  for ((t = 0; t < WAIT; t += 10)); do kill -0 "$pid" 2>/dev/null || break; sleep 10; done
+    here=$PWD && cd "$RUN" || exit 1
+    PYTHONPATH="$RUN:$SITE_DIR" setsid nohup python3 -m onmt_xl.experiments evidence --stage main --steps "$S" \
+      --tier "$TIER" --gpu yes --parallel "$n" --only "$JOBS" --workdir "$W" --archive "$A" "$@" \
+      > "$ROOT/$NAME/wave.log" 2>&1 < /dev/null &  # its own session: it outlives this call
+    echo $! > "$ROOT/$NAME/wave.pid"
+    cd "$here" || exit 1
+    printf '%s\n' "$W" "$A" "$JOBS" > "$ROOT/$NAME/wave.meta"
+    echo "wave $NAME started: $n jobs ($JOBS), $S steps each"
+  done <<< "$WAVES"
+  running() { for p in "$ROOT"/*/wave.pid; do [ -f "$p" ] && kill -0 "$(cat "$p")" 2>/dev/null && return 0; done; return 1; }
+  for ((t = 0; t < WAIT; t += 10)); do running || break; sleep 10; done
   nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
-  grep -h "Step .*/" "$W"/jobs/*/train.log 2>/dev/null | tail -3
-  done_jobs=$(cd "$A/jobs" 2>/dev/null && for j in ${JOBS//,/ }; do [ -f "$j/done.json" ] && echo "$j"; done)
-  [ -n "$done_jobs" ] && tar czf "$OUT/jobs.tgz" -C "$A/jobs" $done_jobs
-  cp "$STATE/wave.log" "$OUT/wave.log"
-  echo "finished: ${done_jobs:-none}" | tr '\n' ' '; echo
-  if kill -0 "$pid" 2>/dev/null; then echo "wave running: call again at once"; else echo "wave finished"; tail -5 "$STATE/wave.log"; fi
+  for meta in "$ROOT"/*/wave.meta; do
+    [ -f "$meta" ] || continue
+    d=$(dirname "$meta") name=$(basename "$(dirname "$meta")")
+    { read -r w; read -r a; read -r jobs; } < "$meta"
+    finished=$(cd "$d/checkout/$a/jobs" 2>/dev/null && for j in ${jobs//,/ }; do [ -f "$j/done.json" ] && echo "$j"; done)
+    [ -n "$finished" ] && tar czf "$OUT/jobs_$name.tgz" -C "$d/checkout/$a/jobs" $finished
+    cp "$d/wave.log" "$OUT/wave_$name.log"
+    echo "wave $name: finished $(echo $finished | wc -w) of $(echo "${jobs//,/ }" | wc -w): ${finished//$'\n'/ }"
+    grep -h "Step .*/" "$d/checkout/$w"/jobs/*/train.log 2>/dev/null | tail -2
+  done
+  if running; then echo "waves running: call again at once"; else echo "all waves finished"; fi
   ;;
 merge)
-  tgz=${2:-}; [ -f "$tgz" ] || die "merge: give the jobs.tgz a run brought back"
+  W=${W:-runs/evidence_enja} && A=${A:-reports/$(basename "$W")}
+  tgz=${2:-}; [ -f "$tgz" ] || die "merge: give a jobs_NAME.tgz that a run brought back"
   tmp=$(mktemp -d) && tar xzf "$tgz" -C "$tmp" || exit 1
   for jd in "$tmp"/*/; do
     j=$(basename "$jd")
@@ -82,5 +114,5 @@ merge)
   python3 -c "import sys; from pathlib import Path; from onmt_xl.experiments.archive import restore
 print('restored into', sys.argv[2] + ':', ', '.join(restore(Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve())) or 'nothing')" "$A" "$W"
   ;;
-*) die "give stage (here), run (on the device) or merge FILE (here)" ;;
+*) die "give stage (here), run (on the device), merge FILE (here) or list" ;;
 esac
