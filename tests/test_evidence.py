@@ -598,9 +598,9 @@ def test_the_queue_script_runs_every_tier_in_order_with_valid_options(tmp_path):
     assert bad.returncode == 2 and "unknown argument 'stat'" in bad.stderr
 
 
-def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_local_training(tmp_path):
+def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_training_here(tmp_path):
     """tools/gpu_evidence.sh merge: the jobs a device run brought back go into the archive and the work directory
-    (as --archive restores them); a job the archive already has, or one with checkpoints here, stops it whole."""
+    (as --archive restores them); a job the archive already has, or one with checkpoints here, is left out, named."""
     import gzip
     import os
     import subprocess
@@ -626,17 +626,20 @@ def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_local_training(t
     def merge(*args):
         return subprocess.run(["bash", script, *args], capture_output=True, text=True, env=env)
 
-    proc = merge("merge", str(tgz))
-    assert proc.returncode == 2 and "combination_s2 has checkpoints here; nothing merged" in proc.stderr
-    assert not archive.exists()
+    proc = merge("merge", str(tgz))  # combination_s2 is in training here: it stays out, baseline_s2 goes in
+    assert proc.returncode == 0, proc.stderr
+    assert "combination_s2 left out: " in proc.stderr and "has checkpoints here" in proc.stderr
+    assert "restored into" in proc.stdout and proc.stdout.rstrip().endswith(": baseline_s2")
+    assert (wd / "jobs" / "baseline_s2" / "hyp.test").read_text() == "a hypothesis\n"
+    assert sorted(p.name for p in (archive / "jobs").iterdir()) == ["baseline_s2"]
+    assert not (wd / "jobs" / "combination_s2" / "done.json").exists()
     os.remove(wd / "jobs" / "combination_s2" / "model_step_500.pt")
     proc = merge("merge", str(tgz))
     assert proc.returncode == 0, proc.stderr
-    assert "restored into" in proc.stdout and "baseline_s2, combination_s2" in proc.stdout
-    assert (wd / "jobs" / "baseline_s2" / "hyp.test").read_text() == "a hypothesis\n"
+    assert "baseline_s2 left out: " in proc.stderr and proc.stdout.rstrip().endswith(": combination_s2")
     assert json.loads((archive / "jobs" / "combination_s2" / "done.json").read_text())["device"] == "NVIDIA H200"
     proc = merge("merge", str(tgz))
-    assert proc.returncode == 2 and "baseline_s2 exists already" in proc.stderr
+    assert proc.returncode == 2 and "nothing merged" in proc.stderr and "exists already" in proc.stderr
     for args, said in ((["merge", str(tmp_path / "none.tgz")], "merge: give a jobs_NAME.tgz"),
                        (["stage"], "is not prepared"), (["nothing"], "give stage (here), run (on the device)")):
         proc = merge(*args)

@@ -104,13 +104,17 @@ merge)
   W=${W:-runs/evidence_enja} && A=${A:-reports/$(basename "$W")}
   tgz=${2:-}; [ -f "$tgz" ] || die "merge: give a jobs_NAME.tgz that a run brought back"
   tmp=$(mktemp -d) && tar xzf "$tgz" -C "$tmp" || exit 1
-  for jd in "$tmp"/*/; do
+  merged=0
+  for jd in "$tmp"/*/; do  # a job trained here too (finished or begun) keeps what was trained here
     j=$(basename "$jd")
-    [ -f "$jd/done.json" ] || die "merge: $j has no done.json"
-    [ -e "$A/jobs/$j" ] && die "merge: $A/jobs/$j exists already (trained here too?); nothing merged"
-    ls "$W/jobs/$j"/model_step_*.pt > /dev/null 2>&1 && die "merge: $W/jobs/$j has checkpoints here; nothing merged"
+    if [ ! -f "$jd/done.json" ]; then echo "gpu_evidence: merge: $j left out: no done.json" >&2
+    elif [ -e "$A/jobs/$j" ]; then echo "gpu_evidence: merge: $j left out: $A/jobs/$j exists already" >&2
+    elif ls "$W/jobs/$j"/model_step_*.pt > /dev/null 2>&1; then
+      echo "gpu_evidence: merge: $j left out: $W/jobs/$j has checkpoints here (in training?)" >&2
+    else mkdir -p "$A/jobs" && cp -a "$jd" "$A/jobs/$j" && merged=$((merged + 1)); fi
   done
-  mkdir -p "$A/jobs" && cp -a "$tmp"/*/ "$A/jobs/" && rm -rf "$tmp"
+  rm -rf "$tmp"
+  [ "$merged" -gt 0 ] || die "merge: nothing merged"
   python3 -c "import sys; from pathlib import Path; from onmt_xl.experiments.archive import restore
 print('restored into', sys.argv[2] + ':', ', '.join(restore(Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve())) or 'nothing')" "$A" "$W"
   ;;
