@@ -99,6 +99,7 @@ def test_status_stage_lists_the_tiers_jobs_and_plans_with_their_speed(tmp_path):
     assert [line.split()[:2] for line in lines[1:-1]] == [["baseline_s1", "done"], ["baseline_s2", "waiting"],
                                                        ["inxl_s1", "training"], ["inxl_s2", "waiting"]]
     assert "35/100" in lines[3] and "0.50" in lines[3] and lines[1].endswith("yes")
+    assert lines[3].split()[5:7] == ["0.0", "yes"] and lines[1].split()[5] == "-"  # 65 steps at 0.5 s: h left
     # 65 + 100 + 100 steps left, two at once, at the training job's 0.5 s per step
     assert lines[-1].endswith(f"265 steps left, about {0.5 * 265 / 2 / 3600:.1f} h at 0.50 s per step per job, "
                               "2 at once (translation not counted)")
