@@ -641,7 +641,7 @@ def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_training_here(tm
     proc = merge("merge", str(tgz))
     assert proc.returncode == 2 and "nothing merged" in proc.stderr and "exists already" in proc.stderr
     for args, said in ((["merge", str(tmp_path / "none.tgz")], "merge: give a jobs_NAME.tgz"),
-                       (["stage"], "is not prepared"), (["nothing"], "give stage (here), run (on the device)")):
+                       (["stage"], "is not prepared"), (["nothing"], "give wheels or stage (here), run (on the device)")):
         proc = merge(*args)
         assert proc.returncode == 2 and said in proc.stderr, (args, proc.stderr)
     proc = subprocess.run(["bash", script, "run"], capture_output=True, text=True,

@@ -5,7 +5,7 @@
 # On an H200 a job trains 14-20 steps/s with 16 at once (reports/bench_gpu_jobs_h200.txt): an 8,000-step wave
 # takes about 11 minutes, more than one call, so the waves run in the background and a later call collects them.
 #
-#   here:    WAVE=1 bash tools/gpu_evidence.sh stage   # each work directory of the wave into .gpu/ (carried)
+#   here:    bash tools/gpu_evidence.sh wheels; WAVE=1 bash tools/gpu_evidence.sh stage   # .whl/, .gpu/ (carried)
 #   device:  run(carry=[".whl", ".gpu"], command="WAVE=1 bash tools/gpu_evidence.sh run")   starts the wave,
 #            waits WAIT s, packs $OUT/jobs_NAME.tgz per work directory (the jobs done so far); then, at once
 #            again (the machine goes back after 30 s idle), `bash tools/gpu_evidence.sh run` until it says
@@ -20,8 +20,8 @@
 # to start), EVIDENCE (more `onmt-xl evidence` options, one string); its archive is reports/NAME of W (merge: A).
 # Also S steps (8000), WAIT seconds (530; 0: start only), STATE (the device's folder of waves). `list` prints a
 # wave's lines: W FROM TIER JOBS EVIDENCE.
-# .whl/ holds Python 3.12 wheels of OpenNMT-py 3.5.1, ConfigArgParse, pyonmttok, rapidfuzz, pyahocorasick and
-# fasttext-wheel (tools/gpu_experiments.sh; the device's image has torch, numba, sacrebleu).
+# .whl/ (`wheels`) holds Python 3.12 wheels of OpenNMT-py 3.5.1, ConfigArgParse, pyonmttok, rapidfuzz, pyahocorasick
+# and fasttext-wheel; the device's image has torch, numba, sacrebleu.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 S=${S:-8000} WAIT=${WAIT:-530} ROOT=${STATE:-/tmp/onmt_xl_gpu_evidence}  # ROOT: one folder per work directory
@@ -41,8 +41,17 @@ die() { echo "gpu_evidence: $*" >&2; exit 2; }
 
 case ${1:-} in
 list) echo "$WAVES" ;;  # W FROM TIER JOBS EVIDENCE per line
+wheels)  # here: what the device's image lacks, as Python 3.12 wheels for x86-64, into .whl/ (ignored by git)
+  grep -qxF "/.whl/" .git/info/exclude 2>/dev/null || echo "/.whl/" >> .git/info/exclude
+  for pkg in OpenNMT-py==3.5.1 ConfigArgParse pyonmttok rapidfuzz pyahocorasick fasttext-wheel; do
+    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+      --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+      --platform manylinux2014_x86_64 -d .whl "$pkg" || die "wheels: pip found no wheel of $pkg"
+  done
+  du -sh .whl
+  ;;
 stage)
-  ls .whl/OpenNMT_py-3.5.1-*.whl > /dev/null 2>&1 || die ".whl/ lacks the wheels (see this script's header)"
+  ls .whl/OpenNMT_py-3.5.1-*.whl > /dev/null 2>&1 || die ".whl/ lacks the wheels: bash tools/gpu_evidence.sh wheels"
   while read -r W FROM _; do
     [ -f "$FROM/data/ready" ] || die "$FROM is not prepared (run its --stage prepare first)"
     rm -rf ".gpu/$W" && mkdir -p ".gpu/$W" || exit 1
@@ -118,5 +127,5 @@ merge)
   python3 -c "import sys; from pathlib import Path; from onmt_xl.experiments.archive import restore
 print('restored into', sys.argv[2] + ':', ', '.join(restore(Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve())) or 'nothing')" "$A" "$W"
   ;;
-*) die "give stage (here), run (on the device), merge FILE (here) or list" ;;
+*) die "give wheels or stage (here), run (on the device), merge FILE (here) or list" ;;
 esac
