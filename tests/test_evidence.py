@@ -641,7 +641,7 @@ def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_training_here(tm
     proc = merge("merge", str(tgz))
     assert proc.returncode == 2 and "nothing merged" in proc.stderr and "exists already" in proc.stderr
     for args, said in ((["merge", str(tmp_path / "none.tgz")], "merge: give a jobs_NAME.tgz"),
-                       (["stage"], "is not prepared"), (["nothing"], "give wheels or stage (here), run (on the device)")):
+                       (["nothing"], "give wheels or stage (here), run (on the device)")):
         proc = merge(*args)
         assert proc.returncode == 2 and said in proc.stderr, (args, proc.stderr)
     proc = subprocess.run(["bash", script, "run"], capture_output=True, text=True,
@@ -656,9 +656,14 @@ def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_training_here(tm
     checkout = tmp_path / "checkout"
     (checkout / "tools").mkdir(parents=True)
     (checkout / "tools" / "gpu_evidence.sh").write_text((REPO / "tools" / "gpu_evidence.sh").read_text())
+    stage = ["bash", str(checkout / "tools" / "gpu_evidence.sh"), "stage"]
+    proc = subprocess.run(stage, capture_output=True, text=True, env=dict(run_env(), W="runs/w_gpu", FROM=str(src)))
+    assert proc.returncode == 2 and ".whl/ lacks the wheels: bash tools/gpu_evidence.sh wheels" in proc.stderr
     (checkout / ".whl").mkdir()
     (checkout / ".whl" / "OpenNMT_py-3.5.1-py3-none-any.whl").write_text("")
     (checkout / ".git" / "info").mkdir(parents=True)
+    proc = subprocess.run(stage, capture_output=True, text=True, env=dict(run_env(), W="runs/w_gpu", FROM=str(wd)))
+    assert proc.returncode == 2 and f"{wd} is not prepared" in proc.stderr
     proc = subprocess.run(["bash", str(checkout / "tools" / "gpu_evidence.sh"), "stage"], capture_output=True,
                           text=True, env=dict(run_env(), W="runs/w_gpu", FROM=str(src)))
     assert proc.returncode == 0, proc.stderr
