@@ -84,10 +84,13 @@ run)
     mkdir -p "$RUN/$(dirname "$W")" && cp -a onmt_xl tools reports onmt_xl_hook.py "$RUN/" && cp -a ".gpu/$W" "$RUN/$W" || exit 1
     mkdir -p "$RUN/../shared/data/enja" && touch "$RUN"/../shared/data/enja/{train,dev}.{ja,en}  # staged in W/data
     n=$(echo "$JOBS" | tr ',' '\n' | grep -c .)
+    # --parallel: every job of the wave at once, and the runner's thread share (CPUs / parallel) counted over all
+    # the wave's work directories, so that they do not ask for more threads than the machine has
+    all=$(while read -r _ _ _ jobs _; do [ "$jobs" = - ] || echo "$jobs"; done <<< "$WAVES" | tr ',' '\n' | grep -c .)
     eval "set -- $EVIDENCE"
     here=$PWD && cd "$RUN" || exit 1
     PYTHONPATH="$RUN:$SITE_DIR" setsid nohup python3 -m onmt_xl.experiments evidence --stage main --steps "$S" \
-      --tier "$TIER" --gpu yes --parallel "$n" --only "$JOBS" --workdir "$W" --archive "$A" "$@" \
+      --tier "$TIER" --gpu yes --parallel "$((all > n ? all : n))" --only "$JOBS" --workdir "$W" --archive "$A" "$@" \
       > "$ROOT/$NAME/wave.log" 2>&1 < /dev/null &  # its own session: it outlives this call
     echo $! > "$ROOT/$NAME/wave.pid"
     cd "$here" || exit 1
