@@ -18,7 +18,8 @@
 # preorderers (FROM), without its runs; its archive is reports/evidence_jaen_gpu.
 # Without WAVE, one work directory: W (runs/evidence_enja), FROM (W), TIER (b), JOBS (comma-separated, required
 # to start), EVIDENCE (more `onmt-xl evidence` options, one string); its archive is reports/NAME of W (merge: A).
-# Also S steps (8000), WAIT seconds (530; 0: start only), STATE (the device's folder of waves). `list` prints a
+# Also S steps (8000), WAIT seconds (530; 0: start only), STATE (the device's folder of waves), MORE (options added
+# to every line's, e.g. a rehearsal: S=1000 MORE="--every 200"). `list` prints a
 # wave's lines: W FROM TIER JOBS EVIDENCE.
 # .whl/ (`wheels`) holds Python 3.12 wheels of OpenNMT-py 3.5.1, ConfigArgParse, pyonmttok, rapidfuzz, pyahocorasick
 # and fasttext-wheel; the device's image has torch, numba, sacrebleu.
@@ -87,7 +88,7 @@ run)
     # --parallel: every job of the wave at once, and the runner's thread share (CPUs / parallel) counted over all
     # the wave's work directories, so that they do not ask for more threads than the machine has
     all=$(while read -r _ _ _ jobs _; do [ "$jobs" = - ] || echo "$jobs"; done <<< "$WAVES" | tr ',' '\n' | grep -c .)
-    eval "set -- $EVIDENCE"
+    eval "set -- $EVIDENCE ${MORE:-}"
     here=$PWD && cd "$RUN" || exit 1
     PYTHONPATH="$RUN:$SITE_DIR" setsid nohup python3 -m onmt_xl.experiments evidence --stage main --steps "$S" \
       --tier "$TIER" --gpu yes --parallel "$((all > n ? all : n))" --only "$JOBS" --workdir "$W" --archive "$A" "$@" \
