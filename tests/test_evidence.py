@@ -613,15 +613,18 @@ def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_training_here(tm
         (wave / name).mkdir(parents=True)
         (wave / name / "done.json").write_text(json.dumps({"system": name.split("_")[0], "device": "NVIDIA H200"}))
         (wave / name / "hyp.test.gz").write_bytes(gzip.compress(b"a hypothesis\n"))
-    tgz = tmp_path / "jobs.tgz"
+    tgz = tmp_path / "jobs_w.tgz"
     with tarfile.open(tgz, "w:gz") as tar:
         for name in ("baseline_s2", "combination_s2"):
             tar.add(wave / name, arcname=name)
-    wd, archive = tmp_path / "runs" / "w", tmp_path / "reports" / "w"
+    checkout = tmp_path / "checkout"  # the script runs in its checkout: W is runs/w there, from the file's name
+    (checkout / "tools").mkdir(parents=True)
+    (checkout / "tools" / "gpu_evidence.sh").write_text((REPO / "tools" / "gpu_evidence.sh").read_text())
+    wd, archive = checkout / "runs" / "w", checkout / "reports" / "w"
     (wd / "jobs" / "combination_s2").mkdir(parents=True)
     (wd / "jobs" / "combination_s2" / "model_step_500.pt").write_text("")
-    script = str(REPO / "tools" / "gpu_evidence.sh")
-    env = dict(run_env(), W=str(wd), A=str(archive))
+    script = str(checkout / "tools" / "gpu_evidence.sh")
+    env = run_env()
 
     def merge(*args):
         return subprocess.run(["bash", script, *args], capture_output=True, text=True, env=env)
@@ -648,14 +651,11 @@ def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_training_here(tm
                           env=dict(env, OUT=str(tmp_path), STATE=str(tmp_path / "state")))
     assert proc.returncode == 2 and "no wave on this machine yet: WAVE= or JOBS= starts one" in proc.stderr
     # stage: only what the jobs read (no manifest, results or logs of FROM's runs), into .gpu/W
-    src = tmp_path / "runs" / "src"
+    src = tmp_path / "src"
     for f in ("data/ready", "data/train.src", "align/train.gdfa", "vocab.src", "vocab.tgt", "preorderer.xlp",
               "preorderer_10000.json", "manifest.json", "results.json", "logs/x.log", "jobs/baseline_s1/done.json"):
         (src / f).parent.mkdir(parents=True, exist_ok=True)
         (src / f).write_text(f)
-    checkout = tmp_path / "checkout"
-    (checkout / "tools").mkdir(parents=True)
-    (checkout / "tools" / "gpu_evidence.sh").write_text((REPO / "tools" / "gpu_evidence.sh").read_text())
     stage = ["bash", str(checkout / "tools" / "gpu_evidence.sh"), "stage"]
     proc = subprocess.run(stage, capture_output=True, text=True, env=dict(run_env(), W="runs/w_gpu", FROM=str(src)))
     assert proc.returncode == 2 and ".whl/ lacks the wheels: bash tools/gpu_evidence.sh wheels" in proc.stderr

@@ -10,7 +10,7 @@
 #            waits WAIT s, packs $OUT/jobs_NAME.tgz per work directory (the jobs done so far); then, at once
 #            again (the machine goes back after 30 s idle), `bash tools/gpu_evidence.sh run` until it says
 #            "all waves finished"
-#   here:    bash tools/gpu_evidence.sh merge FILES_AT/jobs_NAME.tgz   # FILES_AT: the run's files_at; W, A as run
+#   here:    bash tools/gpu_evidence.sh merge FILES_AT/jobs_NAME.tgz   # FILES_AT: the run's files_at; into runs/NAME
 #
 # The study's waves (WAVE), each comparison wholly on one device: 1 = tier b (en→ja, 6 jobs; it compares only its
 # own runs) and tier d in runs/evidence_jaen_gpu with its own default runs (10); 2 and 3 = tier c there with its
@@ -114,8 +114,9 @@ run)
   if running; then echo "waves running: call again at once"; else echo "all waves finished"; fi
   ;;
 merge)
-  W=${W:-runs/evidence_enja} && A=${A:-reports/$(basename "$W")}
   tgz=${2:-}; [ -f "$tgz" ] || die "merge: give a jobs_NAME.tgz that a run brought back"
+  name=$(basename "$tgz" .tgz) && name=${name#jobs_}  # W: runs/NAME unless given
+  W=${W:-runs/$name} && A=${A:-reports/$(basename "$W")}
   tmp=$(mktemp -d) && tar xzf "$tgz" -C "$tmp" || exit 1
   merged=0
   for jd in "$tmp"/*/; do  # a job trained here too (finished or begun) keeps what was trained here
