@@ -21,11 +21,11 @@
 # Also S steps (8000), WAIT seconds (530; 0: start only), STATE (the device's folder of waves), MORE (options added
 # to every line's, e.g. a rehearsal: S=1000 MORE="--every 200"). `list` prints a
 # wave's lines: W FROM TIER JOBS EVIDENCE.
-# .whl/ (`wheels`) holds Python 3.12 wheels of OpenNMT-py 3.5.1, ConfigArgParse, pyonmttok, rapidfuzz, pyahocorasick
+# tools/gpu_site.sh installs them there. .whl/ (`wheels`) holds Python 3.12 wheels of OpenNMT-py 3.5.1, ConfigArgParse, pyonmttok, rapidfuzz, pyahocorasick
 # and fasttext-wheel; the device's image has torch, numba, sacrebleu.
 set -u
 cd "$(dirname "$0")/.." || exit 1
-S=${S:-8000} WAIT=${WAIT:-530} ROOT=${STATE:-/tmp/onmt_xl_gpu_evidence}  # ROOT: one folder per work directory
+S=${S:-8000} WAIT=${WAIT:-530} ROOT=${STATE:-${TMPDIR:-/tmp}/onmt_xl_gpu_evidence}  # ROOT: one folder per work directory
 ENJA="--src en --tgt ja --gold-text '' --gold-align '' --max-steps $S"
 TIER_C="--max-steps $S --systems baseline,combination,disan,enc_re,both_re,exgre,refsr,prereorder,encoder_free --seeds 1,2"
 # each line: W FROM TIER JOBS EVIDENCE
@@ -69,14 +69,7 @@ run)
   SITE_DIR=$ROOT/site
   [ -n "${WAVE:-}${JOBS:-}" ] || ls "$ROOT"/*/wave.meta > /dev/null 2>&1 || die "no wave on this machine yet: WAVE= or JOBS= starts one"
   mkdir -p "$ROOT"
-  if [ ! -f "$SITE_DIR/.ok" ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE_DIR" .whl/*.whl || exit 1
-    mkdir -p "$SITE_DIR/spacy" && echo '"""Stub: only OpenNMT-py'"'"'s terminology transform uses spaCy."""' > "$SITE_DIR/spacy/__init__.py"
-    touch "$SITE_DIR/.ok"
-    nvidia-cuda-mps-control -d 2>/dev/null && echo "MPS started"  # lets the concurrent jobs share the GPU truly
-  fi
-  export PATH="$SITE_DIR/bin:$PATH" PYTHONUNBUFFERED=1
-  cp onmt_xl_hook.pth "$(python3 -c 'import site;print(site.getsitepackages()[0])')/"
+  . tools/gpu_site.sh && gpu_site "$SITE_DIR" || exit 1
   while read -r W FROM TIER JOBS EVIDENCE; do
     NAME=$(basename "$W") A=reports/$(basename "$W")
     [ "$JOBS" != - ] && [ ! -f "$ROOT/$NAME/wave.pid" ] || continue

@@ -15,13 +15,7 @@ set -u
 STATE=${STATE:-${TMPDIR:-/tmp}/onmt_xl_gpu}
 RUN=$STATE/checkout SITE_DIR=$STATE/site
 mkdir -p "$STATE" || exit 1
-nvidia-cuda-mps-control -d 2>/dev/null && echo "MPS started"  # lets concurrent jobs share the GPU truly
-if [ ! -f "$SITE_DIR/.ok" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE_DIR" .whl/*.whl || exit 1
-  mkdir -p "$SITE_DIR/spacy"
-  echo '"""Stub: spaCy is absent here; only OpenNMT-py'"'"'s terminology transform uses it."""' > "$SITE_DIR/spacy/__init__.py"
-  touch "$SITE_DIR/.ok"
-fi
+. tools/gpu_site.sh && gpu_site "$SITE_DIR" || exit 1
 if [ ! -d "$RUN/onmt_xl" ]; then
   mkdir -p "$RUN" && cp -a . "$RUN/"
 else
@@ -30,8 +24,7 @@ fi
 cd "$RUN" || exit 1
 # the runner's default --data, ../shared/data/enja beside the checkout: staged in runs/ already
 mkdir -p ../shared/data/enja && touch ../shared/data/enja/{train,dev}.{ja,en}
-export PYTHONPATH="$RUN:$SITE_DIR" PATH="$SITE_DIR/bin:$PATH" PYTHONUNBUFFERED=1 OMP_NUM_THREADS=${THREADS:-2}
-SITE=$(python3 -c 'import site;print(site.getsitepackages()[0])'); cp onmt_xl_hook.pth "$SITE/"
+export PYTHONPATH="$RUN:$SITE_DIR" OMP_NUM_THREADS=${THREADS:-2}
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader
 ARGS=(--workdir runs/exp_enja --gpu yes --parallel "${P:-8}" --report-dir "$STATE/report")
 [ -n "${TB:-}" ] && ARGS+=(--time-budget "$TB")

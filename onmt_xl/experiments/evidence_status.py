@@ -41,6 +41,12 @@ def attempt_intervals(log_text: str) -> List[List[float]]:
     return attempts
 
 
+def current_job_speed(log_text: str) -> Optional[float]:
+    """A job's seconds per step now: the median of its last attempt's last :data:`RECENT` intervals."""
+    attempts = [a for a in attempt_intervals(log_text) if a]
+    return statistics.median(attempts[-1][-RECENT:]) if attempts else None
+
+
 def last_logged_step(log_text: str) -> int:
     steps = [int(m.group(1)) for m in map(STEP_LINE.search, log_text.splitlines()) if m]
     return steps[-1] if steps else 0
@@ -75,9 +81,7 @@ def job_status(jd: Path, job: Job, steps: int, outputs_missing: Sequence[str]) -
     else:
         step = min(max(last_logged_step(log), checkpoint), steps)
         state = "training" if step else "waiting"
-    attempts = [a for a in attempt_intervals(log) if a]
-    speed = statistics.median(attempts[-1][-RECENT:]) if attempts else None
-    return JobStatus(job.name, state, steps, step, checkpoint, speed, resumed_exactly)
+    return JobStatus(job.name, state, steps, step, checkpoint, current_job_speed(log), resumed_exactly)
 
 
 def plan_hours(rows: Sequence[JobStatus], sec_per_step: float, parallel: int) -> float:
@@ -126,9 +130,6 @@ def tier_status(runner, jobs: Sequence[Job]) -> List[JobStatus]:
 
 def speeds_in(workdir: Path) -> Dict[str, float]:
     """Each job's current seconds per step in ``workdir`` (jobs with a training log)."""
-    out = {}
-    for log in sorted(Path(workdir).glob("jobs/*/train.log")):
-        attempts = [a for a in attempt_intervals(log.read_text(encoding="utf-8", errors="replace")) if a]
-        if attempts:
-            out[log.parent.name] = statistics.median(attempts[-1][-RECENT:])
-    return out
+    speeds = {log.parent.name: current_job_speed(log.read_text(encoding="utf-8", errors="replace"))
+              for log in sorted(Path(workdir).glob("jobs/*/train.log"))}
+    return {name: speed for name, speed in speeds.items() if speed is not None}
