@@ -55,6 +55,16 @@ def test_statistics_give_sacrebleus_corpus_bleu_on_a_resample():
     assert bleu_from_statistics(summed) == pytest.approx(expected, abs=1e-9)
 
 
+def test_tokenized_text_is_scored_without_sacrebleus_detokenization_warning(caplog):
+    refs = [f"sentence number {i} ." for i in range(150)]  # >= 100 lines ending in " ." make sacrebleu warn
+    hyps = [f"sentence {i} ." for i in range(150)]
+    with caplog.at_level("WARNING", logger="sacrebleu"):
+        stats = bleu_statistics(hyps, refs)
+        seed_pooled_bootstrap([hyps], [refs], refs, n_samples=10)
+    assert not [r for r in caplog.records if "detokenize" in r.getMessage()]
+    assert bleu_from_statistics(stats.sum(axis=0)) == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs], force=True).score)
+
+
 def test_identical_systems_have_no_difference():
     refs, rng = corpus()
     runs = [noisy(refs, 0.3, rng) for _ in range(3)]

@@ -51,6 +51,9 @@ def plot_curves(curves: Dict[str, List[Dict[str, Any]]], out: Path) -> Optional[
         ax2.plot([r["step"] for r in ppl], [r["valid_ppl"] for r in ppl], marker="o", label=name)
     ax1.set(xlabel="training steps", ylabel="validation BLEU (beam 5)")
     ax2.set(xlabel="training steps", ylabel="validation perplexity", yscale="log")
+    # plain numbers on the log axis (matplotlib's default labels its minor ticks as 2.1×10¹)
+    ax2.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax2.yaxis.set_minor_formatter(matplotlib.ticker.ScalarFormatter())
     for ax in (ax1, ax2):
         ax.grid(alpha=0.3)
         ax.legend()

@@ -102,7 +102,9 @@ def preorder_runs(workdir: Path, pairs: int) -> List[Run]:
 def _scores(hyps: List[str], refs: List[str]) -> Dict[str, float]:
     import sacrebleu
 
-    return {"bleu": sacrebleu.corpus_bleu(hyps, [refs]).score, "chrf": sacrebleu.corpus_chrf(hyps, [refs]).score}
+    # force: the study scores tokenized text (as the curve stage does), so sacrebleu's detokenization warning is noise
+    return {"bleu": sacrebleu.corpus_bleu(hyps, [refs], force=True).score,
+            "chrf": sacrebleu.corpus_chrf(hyps, [refs]).score}
 
 
 def _mean_sd(values: List[float]) -> Dict[str, Any]:

@@ -50,7 +50,7 @@ def sign_test(system: Sequence[str], baseline: Sequence[str], refs: Sequence[str
     import numpy as np
     from sacrebleu.metrics import BLEU
 
-    bleu = BLEU()
+    bleu = BLEU(force=True)  # tokenized on purpose
     base = np.asarray(bleu._extract_corpus_statistics(list(baseline), [list(refs)]), dtype=float)
     sys_ = np.asarray(bleu._extract_corpus_statistics(list(system), [list(refs)]), dtype=float)
     total = base.sum(axis=0)
@@ -78,7 +78,7 @@ def paired_bootstrap(systems: Dict[str, List[str]], baseline: List[str], refs: L
     previous = os.environ.get("SACREBLEU_SEED")
     os.environ["SACREBLEU_SEED"] = str(seed)  # PairedTest takes its seed from here (its numpy Generator)
     try:
-        test = PairedTest(named, {"BLEU": BLEU()}, references=[refs], test_type="bs", n_samples=n_samples)
+        test = PairedTest(named, {"BLEU": BLEU(force=True)}, references=[refs], test_type="bs", n_samples=n_samples)
         _, scores = test()
     finally:
         if previous is None:

@@ -45,7 +45,8 @@ def bleu_statistics(hyps: Sequence[str], refs: Sequence[str]) -> np.ndarray:
 
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses for {len(refs)} references")
-    return np.asarray(BLEU()._extract_corpus_statistics(list(hyps), [list(refs)]), dtype=np.int64)
+    # force: tokenized text is scored on purpose; it only silences sacrebleu's detokenization warning
+    return np.asarray(BLEU(force=True)._extract_corpus_statistics(list(hyps), [list(refs)]), dtype=np.int64)
 
 
 def bleu_from_statistics(stats: np.ndarray) -> float:
