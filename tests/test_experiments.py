@@ -302,6 +302,25 @@ def test_parallel_jobs_run_side_by_side_and_a_failure_stops_new_ones(tmp_path, m
         _runner(tmp_path, jobs, parallel=0)
 
 
+def test_after_job_runs_once_a_job_is_trained_and_translated(tmp_path, monkeypatch):
+    from onmt_xl.experiments.runner import Job
+
+    job = Job("j0", "baseline", 1, variants=["valid", "test"])
+    runner = _runner(tmp_path, [job], parallel=1)
+    events = []
+    monkeypatch.setattr(runner, "retrain_if_restored_without_checkpoint", lambda j: None)
+    monkeypatch.setattr(runner, "outputs_missing", lambda j: [])
+    monkeypatch.setattr(runner, "train", lambda j: events.append(("train", j.name)) or True)
+    monkeypatch.setattr(runner, "translate", lambda j, v: events.append(("translate", v)))
+    runner.after_job = lambda j: events.append(("after", j.name))
+    assert runner._job(1, job)
+    assert events == [("train", "j0"), ("translate", "valid"), ("translate", "test"), ("after", "j0")]
+    # a job the time budget stops before training is not finished: no after_job
+    events.clear()
+    monkeypatch.setattr(runner, "train", lambda j: False)
+    assert not runner._job(1, job) and events == []
+
+
 def test_a_second_runner_on_the_same_workdir_is_refused(tmp_path):
     from onmt_xl.errors import XLInputError
 

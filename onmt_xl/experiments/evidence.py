@@ -23,6 +23,7 @@ split is scored once per finished model.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import statistics
@@ -255,9 +256,8 @@ def run_evidence(args) -> int:
         if args.stage == "status":
             return status_stage(args, runner, jobs)
         runner.jobs = started_first(runner, jobs)
+        runner.after_job = functools.partial(prune_checkpoints, runner)  # each job's disk freed as it finishes
         runner.run(sys.argv[1:])
-        for job in jobs:
-            prune_checkpoints(runner, job)
         return 0
     if args.stage == "prepare":  # the splits, alignments, preorderers and vocabularies, no training
         runner.jobs = []

@@ -18,7 +18,7 @@ import platform
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.archive import atomic_file, data_dir, restore, save_alignments, save_job, save_run
@@ -77,6 +77,7 @@ class Runner(DataStages, JobStages):
         self._manifest_lock = threading.RLock()
         self._run_index: Optional[int] = None  # this run's entry in the manifest's ``runs``
         self._jobs_done: List[str] = []
+        self.after_job: Optional[Callable[[Job], None]] = None  # called once a job is trained, translated and archived
         self.started = time.perf_counter()
 
     def path(self, *parts: str) -> Path:
@@ -158,6 +159,8 @@ class Runner(DataStages, JobStages):
             with self._archive_lock:
                 save_job(self.workdir, self.archive, job.name, self.corpus_dir())
                 save_run(self.workdir, self.archive, data=self.corpus_dir())
+        if self.after_job is not None:
+            self.after_job(job)
         say(f"[job {k}/{len(self.jobs)}] {job.name} done")
         return True
 
