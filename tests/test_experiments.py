@@ -302,6 +302,55 @@ def test_parallel_jobs_run_side_by_side_and_a_failure_stops_new_ones(tmp_path, m
         _runner(tmp_path, jobs, parallel=0)
 
 
+def test_parallel_jobs_find_opennmt_imported_before_their_threads_start(tmp_path):
+    # OpenNMT's modules import each other in cycles: first imported by several job threads at once (each job's
+    # parameter count loads its checkpoint), some threads got a half-initialized module and the wave died.
+    script = f"""
+import sys, threading
+from onmt_xl.experiments.runner import Corpus, Job, Runner
+assert "onmt" not in sys.modules
+jobs = [Job(f"j{{k}}", "baseline", 1) for k in range(8)]
+runner = Runner(Corpus("a", "b", "c", "d"), {str(tmp_path)!r}, jobs, preset="demo", train_steps=4, gpu=False, parallel=8)
+barrier, errors = threading.Barrier(8), []
+def job(k, j):
+    barrier.wait()
+    try:
+        from onmt_xl.experiments.analysis import import_onmt
+        import_onmt()
+        from onmt.models import NMTModel
+        from onmt.models.model_saver import load_checkpoint
+    except Exception as e:
+        errors.append(repr(e))
+    return True
+runner._job = job
+runner._run_jobs()
+print(errors)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=run_env(), timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_job_trained_to_its_last_step_but_not_recorded_is_recorded_without_training(tmp_path, monkeypatch):
+    import onmt_xl.experiments.jobs as jobs_mod
+    from onmt_xl.experiments.runner import Job
+
+    job = Job("baseline", "baseline", 1)
+    runner = _runner(tmp_path, [job])
+    jd = tmp_path / "jobs" / "baseline"
+    jd.mkdir(parents=True)
+    runner.model_path(job).write_bytes(b"checkpoint")  # the run stopped after onmt_train, before done.json
+    (jd / "train.log").write_text("[2026-11-26 07:46:20,749 INFO] Step 4/ 4; acc: 87.9; ppl: 5.3; "
+                                  "xent: 1.7; lr: 0.00035; sents: 70; bsz: 11/17/1; 16097/25028 tok/s; 5 sec;\n")
+    monkeypatch.setattr(runner, "_run", lambda *a, **k: pytest.fail("onmt_train ran again (-exact_resume replays "
+                                                                      "the data to the last step, then trains one more)"))
+    monkeypatch.setattr(jobs_mod, "count_checkpoint_parameters", lambda path: {"parameters": 7, "buffers": 0})
+    assert runner.train(job) is True
+    info = json.loads((jd / "done.json").read_text())
+    assert info["train_seconds"] is None and info["resumed_from"] is None and info["parameters"] == 7
+    assert runner.train(job) is True  # recorded: nothing more to do
+
+
 def test_after_job_runs_once_a_job_is_trained_and_translated(tmp_path, monkeypatch):
     from onmt_xl.experiments.runner import Job
 

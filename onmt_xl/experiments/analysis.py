@@ -67,13 +67,24 @@ def initialise_as_onmt_train(model, opt) -> None:
                         zeros_(param)
 
 
+def import_onmt() -> None:
+    """Register onmt_xl and import the OpenNMT modules :func:`load_model` uses. OpenNMT's modules import each
+    other in cycles, so its first import must not run in several threads at once: a runner of parallel jobs
+    calls this in its main thread before the job threads start."""
+    import onmt_xl
+
+    onmt_xl.register()
+    import onmt.inputters.inputter  # noqa: F401
+    import onmt.model_builder  # noqa: F401
+    import onmt.models.model_saver  # noqa: F401
+    import onmt.utils.parse  # noqa: F401
+
+
 def load_model(path: str):
     """``(model, vocabs, model_opt)`` of an OpenNMT checkpoint, in eval mode on the CPU (any onmt_xl system)."""
     import torch
 
-    import onmt_xl
-
-    onmt_xl.register()
+    import_onmt()
     from onmt.inputters.inputter import dict_to_vocabs
     from onmt.model_builder import build_base_model
     from onmt.models.model_saver import load_checkpoint

@@ -169,6 +169,10 @@ class JobStages:
             return False
         jd.mkdir(parents=True, exist_ok=True)
         (jd / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+        if self.model_path(job).exists():  # trained to the end, but the run stopped before recording it
+            say(f"  {job.name}: already trained to step {self.steps(job)}; recorded without training again")
+            self._write_done(job, None, None)  # its training time is unknown: left out of the time summary
+            return True
         args = [stock("onmt_train"), "-config", jd / "config.yaml"]
         ckpts = sorted(jd.glob("model_step_*.pt"), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
         resumed = ckpts[-1].name if ckpts else None
@@ -182,7 +186,7 @@ class JobStages:
         self._write_done(job, seconds, resumed)
         return True
 
-    def _write_done(self, job: Job, seconds: float, resumed: Optional[str]) -> None:
+    def _write_done(self, job: Job, seconds: Optional[float], resumed: Optional[str]) -> None:
         jd = self.path("jobs", job.name)
         log = (jd / "train.log").read_text(encoding="utf-8")
         info = dict(system=job.system, seed=job.seed, overrides=job.overrides, xl_train=job.xl_train,

@@ -188,6 +188,10 @@ class Runner(DataStages, JobStages):
                     with lock:
                         failed.append(e)
 
+        if self.parallel > 1:
+            from onmt_xl.experiments.analysis import import_onmt
+
+            import_onmt()  # here, not first in several job threads at once (OpenNMT's import cycles)
         threads = [threading.Thread(target=worker, name=f"job-worker-{i}") for i in range(self.parallel - 1)]
         for t in threads:
             t.start()
