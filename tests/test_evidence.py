@@ -631,6 +631,7 @@ def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_training_here(tm
 
     proc = merge("merge", str(tgz))  # combination_s2 is in training here: it stays out, baseline_s2 goes in
     assert proc.returncode == 0, proc.stderr
+    assert "runs/w has no splits, which its report reads: merge with FROM=" in proc.stderr
     assert "combination_s2 left out: " in proc.stderr and "has checkpoints here" in proc.stderr
     assert "restored into" in proc.stdout and proc.stdout.rstrip().endswith(": baseline_s2")
     assert (wd / "jobs" / "baseline_s2" / "hyp.test").read_text() == "a hypothesis\n"
@@ -672,12 +673,22 @@ def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_training_here(tm
         "align/train.gdfa", "data/ready", "data/train.src", "preorderer.xlp", "preorderer_10000.json", "vocab.src",
         "vocab.tgt"]
     assert "/.gpu/" in (checkout / ".git" / "info" / "exclude").read_text().split()
+    # merge into a work directory only the device trained in: FROM's splits too (its report reads them), once
+    fresh = tmp_path / "jobs_w_fresh.tgz"
+    fresh.write_bytes(tgz.read_bytes())
+    proc = subprocess.run(["bash", script, "merge", str(fresh)], capture_output=True, text=True,
+                          env=dict(env, FROM=str(src)))
+    assert proc.returncode == 0, proc.stderr
+    got = checkout / "runs" / "w_fresh"
+    assert (got / "data" / "train.src").read_text() == "data/train.src" and (got / "preorderer.xlp").exists()
+    assert not (got / "logs").exists() and not (got / "jobs" / "baseline_s1").exists()  # not FROM's history
+    assert (got / "jobs" / "baseline_s2" / "hyp.test").read_text() == "a hypothesis\n"
 
 
 def test_the_gpu_waves_name_jobs_of_their_tiers_and_cover_tiers_c_and_d_with_their_own_references():
     """tools/gpu_evidence.sh's waves: every job named is one that `onmt-xl evidence --stage main` with the wave's
-    options trains (a misspelt name would train nothing, silently), and waves 1-3 give tier (b) its jobs and the
-    GPU work directory tiers (c) and (d) with the baseline and Combination runs they compare with."""
+    options trains (a misspelt name would train nothing, silently), and waves 1-2 give tiers (c) and (d), each in
+    a GPU work directory of its own, every job of the tier with the baseline and Combination runs it compares with."""
     import argparse
     import shlex
     import subprocess
@@ -688,7 +699,7 @@ def test_the_gpu_waves_name_jobs_of_their_tiers_and_cover_tiers_c_and_d_with_the
     parser = argparse.ArgumentParser()
     add_evidence(parser.add_subparsers(dest="command"))
     named = {}
-    for wave in ("1", "2", "3"):
+    for wave in ("1", "2"):
         proc = subprocess.run(["bash", str(REPO / "tools" / "gpu_evidence.sh"), "list"], capture_output=True, text=True,
                               env={"PATH": "/usr/bin:/bin", "WAVE": wave})
         assert proc.returncode == 0, proc.stderr
@@ -700,7 +711,14 @@ def test_the_gpu_waves_name_jobs_of_their_tiers_and_cover_tiers_c_and_d_with_the
             assert set(jobs.split(",")) <= set(known), (wave, set(jobs.split(",")) - set(known))
             assert len(jobs.split(",")) <= 16 and args.max_steps == 8000
             named.setdefault(w, []).extend(jobs.split(","))
-    assert sorted(named["runs/evidence_enja"]) == sorted(f"{s}_s{k}" for s in TIERS["b"][0] for k in TIERS["b"][1])
-    gpu = named["runs/evidence_jaen_gpu"]
-    assert len(gpu) == len(set(gpu)) == 31  # tier d (8) and c (18) with baseline x2, Combination x2, HeadXL x1
-    assert {"baseline_s1", "baseline_s2", "combination_s1", "combination_s2", "headxl_s1"} <= set(gpu)
+    args = {w: parser.parse_args(["evidence", "--stage", "main", "--steps", "8000", "--workdir", w, *a])
+            for w, a in (("runs/evidence_jaen_gpu", ["--tier", "c", "--systems", ",".join(("baseline", "combination",
+                                                                                           *TIERS["c"][0])),
+                                                    "--max-steps", "8000"]),
+                         ("runs/evidence_jaen_gpu_d", ["--tier", "d", "--systems", "headxl,combination", "--seeds", "1",
+                                                      "--max-steps", "8000"]))}
+    assert set(named) == set(args)
+    for w, jobs in named.items():  # every job of the tier, once
+        assert len(jobs) == len(set(jobs)) and set(jobs) == {j.name for j in tier_jobs(args[w])}, w
+    assert {"baseline_s1", "baseline_s2", "combination_s1", "combination_s2"} <= set(named["runs/evidence_jaen_gpu"])
+    assert len(named["runs/evidence_jaen_gpu"]) == 22 and len(named["runs/evidence_jaen_gpu_d"]) == 10

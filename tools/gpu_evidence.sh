@@ -10,12 +10,14 @@
 #            waits WAIT s, packs $OUT/jobs_NAME.tgz per work directory (the jobs done so far); then, at once
 #            again (the machine goes back after 30 s idle), `bash tools/gpu_evidence.sh run` until it says
 #            "all waves finished"
-#   here:    bash tools/gpu_evidence.sh merge FILES_AT/jobs_NAME.tgz   # FILES_AT: the run's files_at; into runs/NAME
+#   here:    FROM=runs/evidence_jaen bash tools/gpu_evidence.sh merge FILES_AT/jobs_NAME.tgz   # FILES_AT: the run's
+#            files_at; into runs/NAME (given FROM's splits, links and preorderers where it has none) and reports/NAME
 #
-# The study's waves (WAVE), each comparison wholly on one device: 1 = tier b (en→ja, 6 jobs; it compares only its
-# own runs) and tier d in runs/evidence_jaen_gpu with its own default runs (10); 2 and 3 = tier c there with its
-# own baseline and Combination (16 + 5). runs/evidence_jaen_gpu is runs/evidence_jaen's splits, links and
-# preorderers (FROM), without its runs; its archive is reports/evidence_jaen_gpu.
+# The study's waves (WAVE), each comparison wholly on one device and in one work directory: 1 = tier d in
+# runs/evidence_jaen_gpu_d with its own default runs, HeadXL and Combination seed 1 (10), and the first 6 of tier c
+# in runs/evidence_jaen_gpu (its own baseline and Combination x 2 seeds, pre-reordering x 2); 2 = the other 16 of
+# tier c. (Tier b, en→ja, ran in wave 1 of 2026-11-26 and is merged.) Both work directories are
+# runs/evidence_jaen's splits, links and preorderers (FROM), without its runs; their archives are reports/NAME.
 # Without WAVE, one work directory: W (runs/evidence_enja), FROM (W), TIER (b), JOBS (comma-separated, required
 # to start), EVIDENCE (more `onmt-xl evidence` options, one string); its archive is reports/NAME of W (merge: A).
 # Also S steps (8000), WAIT seconds (530; 0: start only), STATE (the device's folder of waves), MORE (options added
@@ -32,13 +34,20 @@ TIER_C="--max-steps $S --systems baseline,combination,disan,enc_re,both_re,exgre
 case ${WAVE:-} in
   "") EXTRA_DEFAULT=$([ "${W:-runs/evidence_enja}" = runs/evidence_enja ] && echo "$ENJA" || echo "--max-steps $S")
       WAVES="${W:-runs/evidence_enja} ${FROM:-${W:-runs/evidence_enja}} ${TIER:-b} ${JOBS:--} ${EVIDENCE:-$EXTRA_DEFAULT}" ;;
-  1) WAVES="runs/evidence_enja runs/evidence_enja b baseline_s1,combination_s1,baseline_s2,combination_s2,baseline_s3,combination_s3 $ENJA
-runs/evidence_jaen_gpu runs/evidence_jaen d combination_s1,headxl_s1,headxl_tau0_s1,headxl_tau1_s1,headxl_tau3_s1,headxl_tau4_s1,combination_noise5_s1,combination_noise10_s1,combination_noise15_s1,combination_noise20_s1 --max-steps $S --systems headxl,combination --seeds 1" ;;
-  2) WAVES="runs/evidence_jaen_gpu runs/evidence_jaen c baseline_s1,baseline_s2,combination_s2,disan_s1,disan_s2,enc_re_s1,enc_re_s2,both_re_s1,both_re_s2,exgre_s1,exgre_s2,refsr_s1,refsr_s2,prereorder_s1,prereorder_s2,encoder_free_s1 $TIER_C" ;;
-  3) WAVES="runs/evidence_jaen_gpu runs/evidence_jaen c encoder_free_s2,combination_oracle_s1,combination_oracle_s2,prereorder_oracle_s1,prereorder_oracle_s2 $TIER_C" ;;
-  *) echo "gpu_evidence: WAVE=$WAVE: 1, 2 or 3" >&2; exit 2 ;;
+  1) WAVES="runs/evidence_jaen_gpu_d runs/evidence_jaen d combination_s1,headxl_s1,headxl_tau0_s1,headxl_tau1_s1,headxl_tau3_s1,headxl_tau4_s1,combination_noise5_s1,combination_noise10_s1,combination_noise15_s1,combination_noise20_s1 --max-steps $S --systems headxl,combination --seeds 1
+runs/evidence_jaen_gpu runs/evidence_jaen c baseline_s1,baseline_s2,combination_s1,combination_s2,prereorder_s1,prereorder_s2 $TIER_C" ;;
+  2) WAVES="runs/evidence_jaen_gpu runs/evidence_jaen c disan_s1,disan_s2,enc_re_s1,enc_re_s2,both_re_s1,both_re_s2,exgre_s1,exgre_s2,refsr_s1,refsr_s2,encoder_free_s1,encoder_free_s2,combination_oracle_s1,combination_oracle_s2,prereorder_oracle_s1,prereorder_oracle_s2 $TIER_C" ;;
+  *) echo "gpu_evidence: WAVE=$WAVE: 1 or 2" >&2; exit 2 ;;
 esac
 die() { echo "gpu_evidence: $*" >&2; exit 2; }
+seed() {  # FROM DEST: what a work directory's jobs read (splits, links, vocabularies, preorderers), no history
+  mkdir -p "$2" || return 1
+  for f in data align vocab.src vocab.tgt vocab_config.yaml "$1"/preorderer*; do
+    f=${f#"$1"/}
+    [ -e "$1/$f" ] && { cp -a "$1/$f" "$2/" || return 1; }
+  done
+  return 0
+}
 
 case ${1:-} in
 list) echo "$WAVES" ;;  # W FROM TIER JOBS EVIDENCE per line
@@ -55,11 +64,7 @@ stage)
   ls .whl/OpenNMT_py-3.5.1-*.whl > /dev/null 2>&1 || die ".whl/ lacks the wheels: bash tools/gpu_evidence.sh wheels"
   while read -r W FROM _; do
     [ -f "$FROM/data/ready" ] || die "$FROM is not prepared (run its --stage prepare first)"
-    rm -rf ".gpu/$W" && mkdir -p ".gpu/$W" || exit 1
-    for f in data align vocab.src vocab.tgt vocab_config.yaml "$FROM"/preorderer*; do  # what the jobs read, no history
-      f=${f#"$FROM"/}
-      [ -e "$FROM/$f" ] && cp -a "$FROM/$f" ".gpu/$W/"
-    done
+    rm -rf ".gpu/$W" && seed "$FROM" ".gpu/$W" || exit 1
     du -sh ".gpu/$W"
   done <<< "$WAVES"
   grep -qxF "/.gpu/" .git/info/exclude 2>/dev/null || echo "/.gpu/" >> .git/info/exclude
@@ -110,6 +115,10 @@ merge)
   tgz=${2:-}; [ -f "$tgz" ] || die "merge: give a jobs_NAME.tgz that a run brought back"
   name=$(basename "$tgz" .tgz) && name=${name#jobs_}  # W: runs/NAME unless given
   W=${W:-runs/$name} && A=${A:-reports/$(basename "$W")}
+  if [ ! -f "$W/data/ready" ] && [ -n "${FROM:-}" ]; then  # a work directory only a device trained in: the report
+    [ -f "$FROM/data/ready" ] || die "$FROM is not prepared (run its --stage prepare first)"  # reads its splits
+    seed "$FROM" "$W" || die "merge: could not copy $FROM's splits into $W"
+  fi
   tmp=$(mktemp -d) && tar xzf "$tgz" -C "$tmp" || exit 1
   merged=0
   for jd in "$tmp"/*/; do  # a job trained here too (finished or begun) keeps what was trained here
@@ -122,6 +131,8 @@ merge)
   done
   rm -rf "$tmp"
   [ "$merged" -gt 0 ] || die "merge: nothing merged"
+  [ -f "$W/data/ready" ] || echo "gpu_evidence: merge: $W has no splits, which its report reads: merge with FROM=" \
+    "the work directory the wave was staged from (runs/evidence_jaen)" >&2
   python3 -c "import sys; from pathlib import Path; from onmt_xl.experiments.archive import restore
 print('restored into', sys.argv[2] + ':', ', '.join(restore(Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve())) or 'nothing')" "$A" "$W"
   ;;

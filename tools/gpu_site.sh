@@ -1,7 +1,8 @@
 # Sourced by tools/gpu_experiments.sh and tools/gpu_evidence.sh on a lent GPU machine (their header says what
 # .whl/ holds): `gpu_site DIR` installs the carried wheels into DIR once per machine (with a stub for spaCy, which
 # only OpenNMT-py's terminology transform imports), starts CUDA MPS so that concurrent jobs share the GPU truly,
-# puts DIR's scripts on PATH and the registration hook into the interpreter's site-packages.
+# puts DIR's scripts on PATH and the registration hook (where the checkout is on PYTHONPATH) into the
+# interpreter's site-packages.
 gpu_site() {
   local dir=$1
   if [ ! -f "$dir/.ok" ]; then
@@ -12,5 +13,7 @@ gpu_site() {
     nvidia-cuda-mps-control -d 2>/dev/null && echo "MPS started"
   fi
   export PATH="$dir/bin:$PATH" PYTHONUNBUFFERED=1
-  cp onmt_xl_hook.pth "$(python3 -c 'import site;print(site.getsitepackages()[0])')/"
+  # the hook wherever onmt_xl_hook is importable (the checkout on PYTHONPATH); other Pythons start without a word
+  echo 'import importlib.util; importlib.util.find_spec("onmt_xl_hook") and __import__("onmt_xl_hook")' \
+    > "$(python3 -c 'import site;print(site.getsitepackages()[0])')/onmt_xl_hook.pth"
 }
