@@ -665,9 +665,11 @@ def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_training_here(tm
     (checkout / ".git" / "info").mkdir(parents=True)
     proc = subprocess.run(stage, capture_output=True, text=True, env=dict(run_env(), W="runs/w_gpu", FROM=str(wd)))
     assert proc.returncode == 2 and f"{wd} is not prepared" in proc.stderr
+    (checkout / ".gpu" / "runs" / "an_earlier_wave").mkdir(parents=True)  # staged before: not carried again
     proc = subprocess.run(["bash", str(checkout / "tools" / "gpu_evidence.sh"), "stage"], capture_output=True,
                           text=True, env=dict(run_env(), W="runs/w_gpu", FROM=str(src)))
     assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in (checkout / ".gpu" / "runs").iterdir()] == ["w_gpu"]
     staged = checkout / ".gpu" / "runs" / "w_gpu"
     assert sorted(str(p.relative_to(staged)) for p in staged.rglob("*") if p.is_file()) == [
         "align/train.gdfa", "data/ready", "data/train.src", "preorderer.xlp", "preorderer_10000.json", "vocab.src",

@@ -62,6 +62,7 @@ wheels)  # here: what the device's image lacks, as Python 3.12 wheels for x86-64
   ;;
 stage)
   ls .whl/OpenNMT_py-3.5.1-*.whl > /dev/null 2>&1 || die ".whl/ lacks the wheels: bash tools/gpu_evidence.sh wheels"
+  rm -rf .gpu  # only this wave's work directories travel (the carry holds 64 MiB in all)
   while read -r W FROM _; do
     [ -f "$FROM/data/ready" ] || die "$FROM is not prepared (run its --stage prepare first)"
     rm -rf ".gpu/$W" && seed "$FROM" ".gpu/$W" || exit 1
