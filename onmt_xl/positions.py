@@ -40,14 +40,23 @@ def sinusoid(pos: torch.Tensor, dim: int, kind: str = "SinusoidalInterleaved") -
             dimensions, OpenNMT's default) or ``"SinusoidalConcat"`` (all sines then all cosines).
 
     Returns:
-        ``(..., dim)`` float32 tensor on ``pos.device``. Non-negative integer positions are rows of a
-        cached :func:`sinusoid_table` (no sin/cos per call); float positions use the formula.
+        ``(..., dim)`` float32 tensor on ``pos.device``. On the CPU, non-negative integer positions are
+        rows of a cached :func:`sinusoid_table` (no sin/cos per call); elsewhere (a GPU) the formula is
+        computed on the device, since choosing the table's rows would read ``max(pos)`` back to the host
+        and wait for the device on every forward pass.
     """
-    if not pos.dtype.is_floating_point and pos.numel() > 0:
+    if pos.device.type == "cpu" and not pos.dtype.is_floating_point and pos.numel() > 0:
         lo, hi = torch.aminmax(pos)
         if int(lo) >= 0:  # integer positions: rows of a cached table (same values, no sin/cos per call)
             return sinusoid_table(int(hi) + 1, dim, kind, pos.device)[pos]
     return _sinusoid(pos, dim, kind)
+
+
+def absolute_pe(length: int, dim: int, kind: str = "SinusoidalInterleaved",
+                device: Optional[torch.device] = None) -> torch.Tensor:
+    """``PE_abs`` of positions ``0 .. length-1`` (Eq. 1), ``(length, dim)``: the first rows of the cached
+    table, the same values as ``sinusoid(arange(length))`` on the CPU and never waiting for a device."""
+    return sinusoid_table(length, dim, kind, device)[:length]
 
 
 def _sinusoid(pos: torch.Tensor, dim: int, kind: str) -> torch.Tensor:

@@ -8,12 +8,11 @@ depends only on each position's own states, so step-by-step beam search is exact
 
 from __future__ import annotations
 
-import torch
 from onmt.decoders import register_decoder
 from onmt.decoders.transformer import TransformerDecoder, TransformerDecoderLayer
 
 from onmt_xl.modules.reordering_embedding import PositionalPenalty
-from onmt_xl.positions import sinusoid
+from onmt_xl.positions import absolute_pe
 
 
 class ReorderingEmbeddingDecoderLayer(TransformerDecoderLayer):
@@ -37,8 +36,8 @@ class ReorderingEmbeddingDecoderLayer(TransformerDecoderLayer):
             self_attn = self.dropout(self_attn)
         h_tilde = self_attn + layer_in
         start = step or 0
-        pos = torch.arange(start, start + layer_in.size(1), device=layer_in.device)
-        c = h_tilde + sinusoid(pos, layer_in.size(-1), self.pe_type) * self.penalty(layer_in, h_tilde)  # Eq. 6-8
+        pe = absolute_pe(start + layer_in.size(1), layer_in.size(-1), self.pe_type, layer_in.device)[start:]
+        c = h_tilde + pe * self.penalty(layer_in, h_tilde)  # Eq. 6-8
         ctx_attn, attns = self.context_attn(
             enc_out, enc_out, self.layer_norm_2(c), mask=src_pad_mask, return_attn=return_attn
         )

@@ -12,7 +12,7 @@ from onmt.encoders.encoder import EncoderBase
 from onmt_xl.encoders.common import embed_words, split_xl
 from onmt_xl.encoders.options import require_xl_position
 from onmt_xl.modules.inxl import InXLPositionFusion
-from onmt_xl.positions import sinusoid
+from onmt_xl.positions import absolute_pe, sinusoid
 
 ENCODERS = ("encoder_free",)
 ENCODER_FREE_PES = ("none", "absolute", "inxl")
@@ -61,8 +61,7 @@ class EncoderFreeEncoder(EncoderBase):
         x = embed_words(self.embeddings, src)
         d_model = x.size(-1)
         if self.pe != "none":
-            abs_pos = torch.arange(src.size(1), device=src.device).expand(src.size(0), -1)
-            pe = sinusoid(abs_pos, d_model, self.pe_type)
+            pe = absolute_pe(src.size(1), d_model, self.pe_type, src.device).expand(src.size(0), -1, -1)
             x = x + (self.inxl(pe, sinusoid(pos_xl, d_model, self.pe_type)) if self.inxl is not None else pe)
         return self.embeddings.dropout(x), None, src_len
 

@@ -22,7 +22,7 @@ from onmt_xl.modules.explicit_reordering import (
     reordering_loss,
     reordering_similarity,
 )
-from onmt_xl.positions import sinusoid
+from onmt_xl.positions import absolute_pe
 
 #: encoders trained with the reordering loss of Chen et al. 2020 (Eq. 9), fed r_j by xl_position
 ENCODERS = ("exgre", "refsr")
@@ -96,7 +96,7 @@ class ExGREEncoder(TransformerEncoder):
         src, pos_xl = split_xl(self, src)  # r_j attached by xl_position, or None
         x0 = self.embeddings(src)
         pad = padding_mask(src_len, src.size(1))
-        pe = sinusoid(torch.arange(src.size(1), device=src.device), x0.size(-1), self.pe_type)
+        pe = absolute_pe(src.size(1), x0.size(-1), self.pe_type, src.device)
         x = x0
         for layer, predictor in zip(self.transformer, self.predictors):
             h = layer(x, pad)

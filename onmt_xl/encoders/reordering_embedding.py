@@ -21,7 +21,7 @@ from onmt.encoders.transformer import TransformerEncoder, TransformerEncoderLaye
 
 from onmt_xl.encoders.common import padding_mask
 from onmt_xl.modules.reordering_embedding import PositionalPenalty
-from onmt_xl.positions import sinusoid
+from onmt_xl.positions import absolute_pe
 
 ENCODERS = ("reordering_embedding", "additional_pe")
 
@@ -56,7 +56,7 @@ class ReorderingEmbeddingEncoder(TransformerEncoder):
     def forward(self, src: torch.Tensor, src_len: Optional[torch.Tensor] = None):
         x = self.embeddings(src)
         mask = padding_mask(src_len, src.size(1))
-        pe = sinusoid(torch.arange(src.size(1), device=src.device), x.size(-1), self.pe_type)  # (src_len, d)
+        pe = absolute_pe(src.size(1), x.size(-1), self.pe_type, src.device)  # (src_len, d)
         for n, layer in enumerate(self.transformer):
             h_tilde = x + _attend(layer, layer.layer_norm(x), mask)
             re = pe * self.penalties[n](x, h_tilde) if self.penalties is not None else pe  # Eq. 6-7

@@ -27,7 +27,7 @@ from onmt_xl.encoders.common import embed_words, padding_mask, split_xl
 from onmt_xl.encoders.options import default_xl_heads, require_xl_position
 from onmt_xl.modules.headxl import make_headxl_attention
 from onmt_xl.modules.inxl import INXL_FUSIONS, INXL_STARTS, InXLPositionFusion
-from onmt_xl.positions import sinusoid
+from onmt_xl.positions import absolute_pe, sinusoid
 
 #: encoder_type -> (uses InXL fusion, uses HeadXL split, reads XL positions)
 XL_ENCODERS = {
@@ -135,8 +135,7 @@ class XLTransformerEncoder(TransformerEncoder):
     def positions(self, pos_xl: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """(``PE_abs``, ``PE_XL`` or ``PE_IN-XL``), each ``(batch, src_len, d_model)`` (Eq. 1, 6, 7)."""
         d_model = self.embeddings.embedding_size
-        abs_pos = torch.arange(pos_xl.size(1), device=pos_xl.device).expand_as(pos_xl)
-        pe_abs = sinusoid(abs_pos, d_model, self.pe_type)
+        pe_abs = absolute_pe(pos_xl.size(1), d_model, self.pe_type, pos_xl.device).expand(pos_xl.size(0), -1, -1)
         pe_xl = sinusoid(pos_xl, d_model, self.pe_type)
         if self.inxl is not None:
             pe_xl = self.inxl(pe_abs, pe_xl)
