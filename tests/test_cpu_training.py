@@ -2,7 +2,6 @@
 ``-cpu_dropout_mask`` option end to end."""
 
 import subprocess
-import sys
 
 import pytest
 import torch

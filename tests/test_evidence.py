@@ -233,7 +233,9 @@ def test_report_statistics_and_verdicts(tmp_path):
     assert again == rep  # the recorded seed reproduces every p-value
     md = markdown(rep)
     assert "| combination | 1,2,3 |" in md and "seed 7" in md and "Left out" in md and "inxl_s3" in md
-    assert f"XL PE (Combination) helps: {comps['combination']['delta']:+.2f} test BLEU" in md
+    verdict = "helps as " + " and ".join(n for k, n in (("inxl", "InXL"), ("headxl", "HeadXL"), ("combination", "Combination"))
+                                         if comps[k]["verdict"] == "helps")
+    assert f"XL PE {verdict}" in md and f"Combination {comps['combination']['delta']:+.2f} (95 % interval" in md
     comb = rep["systems"]["combination"]
     assert comb["oracle_bleu"]["mean"] > comb["test_bleu"]["mean"] and rep["systems"]["baseline"]["oracle_bleu"] is None
     quality = {q["preorderer"]: q for q in rep["preorder_quality"]}
@@ -266,7 +268,7 @@ def test_report_families_oracle_rows_and_sweeps(tmp_path):
     from onmt_xl.experiments.evidence_markdown import markdown
     from onmt_xl.experiments.evidence_report import build_report
 
-    refs = _fake_study(tmp_path)
+    _fake_study(tmp_path)
     systems = ["baseline", "combination", "inxl", "headxl", "encoder_free"]
     families = report_families(systems)
     assert families == [("XL PE and Relative PE", ["inxl", "headxl", "combination"]),
@@ -724,3 +726,27 @@ def test_the_gpu_waves_name_jobs_of_their_tiers_and_cover_tiers_c_and_d_with_the
         assert len(jobs) == len(set(jobs)) and set(jobs) == {j.name for j in tier_jobs(args[w])}, w
     assert {"baseline_s1", "baseline_s2", "combination_s1", "combination_s2"} <= set(named["runs/evidence_jaen_gpu"])
     assert len(named["runs/evidence_jaen_gpu"]) == 22 and len(named["runs/evidence_jaen_gpu_d"]) == 10
+
+
+def test_the_plain_words_verdict_names_every_xl_variant_its_interval_and_the_largest_gain_left_open():
+    from onmt_xl.experiments.evidence_markdown import plain_words
+
+    def cmp(delta, low, high, verdict, runs=3):
+        return {"delta": delta, "low": low, "high": high, "p": 0.5, "p_holm": 0.8, "verdict": verdict,
+                "system_runs": runs, "baseline_runs": 3, "family": "XL PE and Relative PE"}
+
+    report = {"comparisons": {"relative_pe": cmp(2.0, 1.0, 3.0, "helps"), "inxl": cmp(-1.15, -2.77, 0.68, "no evidence either way", 2),
+                              "combination": cmp(-0.31, -2.07, 1.46, "no evidence either way")}}
+    words = plain_words(report)[-1]
+    assert "XL PE neither helps nor hurts detectably in any of its forms" in words
+    assert "InXL -1.15 (95 % interval -2.77 to +0.68" in words and "Combination -0.31" in words
+    assert "The 95 % intervals reach no higher than +1.46 BLEU" in words  # Relative PE is not XL PE: its +3.00 does not count
+    assert "Interim: InXL has fewer seeds than the 3" in words and "HeadXL" not in words
+    report["comparisons"]["headxl"] = cmp(1.9, 0.4, 3.4, "helps")
+    words = plain_words(report)[-1]
+    assert "XL PE helps as HeadXL; no detectable difference otherwise." in words and "no higher than +3.40 BLEU" in words
+    report["comparisons"] = {k: cmp(-2.0, -3.0, -1.0, "hurts") for k in ("inxl", "headxl", "combination")}
+    words = plain_words(report)[-1]
+    assert "XL PE hurts as InXL and HeadXL and Combination." in words and "no higher than -1.00 BLEU: below zero." in words
+    assert "Interim" not in words
+    assert plain_words({"comparisons": {"relative_pe": cmp(0.1, -1, 1, "no evidence either way")}}) == []

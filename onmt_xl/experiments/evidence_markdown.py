@@ -89,14 +89,40 @@ def _comparisons_section(report: Dict[str, Any]) -> List[str]:
         lines += ["", "Sanity check (Ding et al. 2020, Tab. 4: the full Transformer beats the encoder-free one): "
                   f"{outcome}: encoder-free against {report['baseline']} {_delta(free)}, corrected p = "
                   f"{free['p_holm']:.3f}."]
-    main = report["comparisons"].get("combination")
-    if main:
-        words = {"helps": "helps", "hurts": "hurts",
-                 "no evidence either way": "neither helps nor hurts detectably"}[main["verdict"]]
-        lines += ["", f"In plain words: on this data XL PE (Combination) {words}: {main['delta']:+.2f} test BLEU "
-                  f"against the baseline (95 % interval {main['low']:+.2f} to {main['high']:+.2f}; corrected p = "
-                  f"{main['p_holm']:.3f}; {main['system_runs']} and {main['baseline_runs']} seeds)."]
-    return lines
+    return lines + plain_words(report)
+
+
+XL_VARIANTS = (("inxl", "InXL"), ("headxl", "HeadXL"), ("combination", "Combination"))
+
+
+def plain_words(report: Dict[str, Any]) -> List[str]:
+    """Whether XL PE (predicted indices) helps, and by how much: each XL variant's verdict, Δ and interval, the
+    largest gain the intervals leave open, and which variants still have fewer seeds than the most-run system."""
+    found = [(name, report["comparisons"][key]) for key, name in XL_VARIANTS if key in report["comparisons"]]
+    if not found:
+        return []
+    helped = [name for name, c in found if c["verdict"] == "helps"]
+    hurt = [name for name, c in found if c["verdict"] == "hurts"]
+    if not helped and not hurt:
+        verdict = ("neither helps nor hurts detectably" if len(found) == 1
+                   else "neither helps nor hurts detectably in any of its forms")
+    else:
+        verdict = "; ".join(part for part in (
+            helped and f"helps as {' and '.join(helped)}", hurt and f"hurts as {' and '.join(hurt)}",
+            len(helped) + len(hurt) < len(found) and "no detectable difference otherwise") if part)
+    each = "; ".join(f"{name} {c['delta']:+.2f} (95 % interval {c['low']:+.2f} to {c['high']:+.2f}, corrected p = "
+                     f"{c['p_holm']:.3f}, {c['system_runs']} seeds)" for name, c in found)
+    top = max(c["high"] for _, c in found)
+    planned = max([c["baseline_runs"] for _, c in found] + [c["system_runs"] for _, c in found])
+    short = [name for name, c in found if c["system_runs"] < planned]
+    intervals = "The 95 % intervals reach" if len(found) > 1 else "The 95 % interval reaches"
+    bound = (f"{intervals} no higher than {top:+.2f} BLEU: a larger gain is unlikely at this scale." if top > 0
+             else f"{intervals} no higher than {top:+.2f} BLEU: below zero.")
+    words = (f"In plain words: on this data, with the preorderer's predicted indices, XL PE {verdict}. Test BLEU "
+             f"against the baseline ({found[0][1]['baseline_runs']} seeds): {each}. {bound}"
+             + (f" Interim: {' and '.join(short)} {'has' if len(short) == 1 else 'have'} fewer seeds than the "
+                f"{planned} of the others." if short else ""))
+    return ["", words]
 
 
 def _lever_section(report: Dict[str, Any]) -> List[str]:
