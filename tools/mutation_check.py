@@ -591,7 +591,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             for p in problems:
                 print(f"isolation check failed: {p}", file=sys.stderr)
             return 2
-        print(f"isolation check passed: the copy's onmt_xl is imported, a broken copy fails the tests", file=sys.stderr)
+        print("isolation check passed: the copy's onmt_xl is imported, a broken copy fails the tests", file=sys.stderr)
         selections = sorted({m.tests for m in chosen})
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
             outs = list(pool.map(lambda t: _pytest(base, t, 1200, args.nice), selections))
