@@ -15,8 +15,8 @@
 #
 # The study's waves (WAVE), each comparison wholly on one device and in one work directory: 1 = tier d in
 # runs/evidence_jaen_gpu_d with its own default runs, HeadXL and Combination seed 1 (10), and the first 6 of tier c
-# in runs/evidence_jaen_gpu (its own baseline and Combination x 2 seeds, pre-reordering x 2); 2 = the other 16 of
-# tier c. (Tier b, en→ja, ran in wave 1 of 2026-11-26 and is merged.) Both work directories are
+# in runs/evidence_jaen_gpu (its own baseline and Combination x 2 seeds, and the encoder-free Transformer x 2: the
+# sanity check that the models converged); 2 = the other 16 of tier c. (Tier b, en→ja, ran in wave 1 of 2026-11-26 and is merged.) Both work directories are
 # runs/evidence_jaen's splits, links and preorderers (FROM), without its runs; their archives are reports/NAME.
 # Without WAVE, one work directory: W (runs/evidence_enja), FROM (W), TIER (b), JOBS (comma-separated, required
 # to start), EVIDENCE (more `onmt-xl evidence` options, one string); its archive is reports/NAME of W (merge: A).
@@ -35,8 +35,8 @@ case ${WAVE:-} in
   "") EXTRA_DEFAULT=$([ "${W:-runs/evidence_enja}" = runs/evidence_enja ] && echo "$ENJA" || echo "--max-steps $S")
       WAVES="${W:-runs/evidence_enja} ${FROM:-${W:-runs/evidence_enja}} ${TIER:-b} ${JOBS:--} ${EVIDENCE:-$EXTRA_DEFAULT}" ;;
   1) WAVES="runs/evidence_jaen_gpu_d runs/evidence_jaen d combination_s1,headxl_s1,headxl_tau0_s1,headxl_tau1_s1,headxl_tau3_s1,headxl_tau4_s1,combination_noise5_s1,combination_noise10_s1,combination_noise15_s1,combination_noise20_s1 --max-steps $S --systems headxl,combination --seeds 1
-runs/evidence_jaen_gpu runs/evidence_jaen c baseline_s1,baseline_s2,combination_s1,combination_s2,prereorder_s1,prereorder_s2 $TIER_C" ;;
-  2) WAVES="runs/evidence_jaen_gpu runs/evidence_jaen c disan_s1,disan_s2,enc_re_s1,enc_re_s2,both_re_s1,both_re_s2,exgre_s1,exgre_s2,refsr_s1,refsr_s2,encoder_free_s1,encoder_free_s2,combination_oracle_s1,combination_oracle_s2,prereorder_oracle_s1,prereorder_oracle_s2 $TIER_C" ;;
+runs/evidence_jaen_gpu runs/evidence_jaen c baseline_s1,baseline_s2,combination_s1,combination_s2,encoder_free_s1,encoder_free_s2 $TIER_C" ;;
+  2) WAVES="runs/evidence_jaen_gpu runs/evidence_jaen c disan_s1,disan_s2,enc_re_s1,enc_re_s2,both_re_s1,both_re_s2,exgre_s1,exgre_s2,refsr_s1,refsr_s2,prereorder_s1,prereorder_s2,combination_oracle_s1,combination_oracle_s2,prereorder_oracle_s1,prereorder_oracle_s2 $TIER_C" ;;
   *) echo "gpu_evidence: WAVE=$WAVE: 1 or 2" >&2; exit 2 ;;
 esac
 die() { echo "gpu_evidence: $*" >&2; exit 2; }
