@@ -750,3 +750,36 @@ def test_the_plain_words_verdict_names_every_xl_variant_its_interval_and_the_lar
     assert "XL PE hurts as InXL and HeadXL and Combination." in words and "no higher than -1.00 BLEU: below zero." in words
     assert "Interim" not in words
     assert plain_words({"comparisons": {"relative_pe": cmp(0.1, -1, 1, "no evidence either way")}}) == []
+
+
+def test_comparisons_on_the_more_and_the_less_reordered_half_of_the_test_pairs(tmp_path):
+    """The halves come from each test pair's monotone tau (its links' target order against the source order):
+    a system better only on the reversed pairs shows its gain in the 'more reordered' half alone."""
+    from onmt_xl.experiments.evidence_markdown import markdown
+    from onmt_xl.experiments.evidence_report import build_report, monotone_taus
+
+    refs = _fake_study(tmp_path)
+    (tmp_path / "data" / "test.src").write_text("\n".join(" ".join(f"s{k}" for k in range(8)) for _ in refs) + "\n")
+    # pairs 0, 2, 4, ... reversed (tau 0), the others monotone (tau 1); pair 1 has one link only (tau 1 by convention)
+    links = [" ".join(f"{k}-{7 - k if i % 2 == 0 else k}" for k in range(8)) for i in range(len(refs))]
+    links[1] = "3-3"
+    (tmp_path / "align").mkdir()
+    (tmp_path / "align" / "test.gdfa").write_text("\n".join(links) + "\n")
+    taus = monotone_taus(tmp_path)
+    assert taus[:4] == [0.0, 1.0, 0.0, 1.0] and len(taus) == len(refs)
+    for seed in (1, 2, 3):  # Combination: the references on the reversed pairs, the baseline's noise elsewhere
+        base = (tmp_path / "jobs" / f"baseline_s{seed}" / "hyp.test").read_text().splitlines()
+        hyp = [ref if i % 2 == 0 else base[i] for i, ref in enumerate(refs)]
+        (tmp_path / "jobs" / f"combination_s{seed}" / "hyp.test").write_text("\n".join(hyp) + "\n")
+    rep = build_report(tmp_path, ["baseline", "combination", "inxl"], [1, 2, 3], n_samples=200, seed=3)
+    split = rep["by_reordering"]
+    assert split["halves"] == {"more": {"sentences": 30, "mean_tau": 0.0}, "less": {"sentences": 30, "mean_tau": 1.0}}
+    rows = {r["system"]: r for r in split["rows"]}
+    assert list(rows) == ["inxl", "combination", "combination_oracle_vs_predicted"]
+    assert rows["combination"]["more"]["delta"] > 20 and rows["combination"]["more"]["verdict"] == "helps"
+    assert rows["combination"]["less"]["delta"] == 0 and rows["combination"]["less"]["verdict"] == "no evidence either way"
+    assert rows["combination"]["more"]["p_holm"] >= rows["combination"]["more"]["p"]  # Holm over all 6 cells
+    assert "Where a gain would be" in markdown(rep) and "| Combination | +" in markdown(rep)
+    (tmp_path / "align" / "test.gdfa").unlink()  # without the test pairs' links: no such section
+    rep = build_report(tmp_path, ["baseline", "combination"], [1, 2, 3], n_samples=50, seed=3)
+    assert rep["by_reordering"] is None and "Where a gain would be" not in markdown(rep)

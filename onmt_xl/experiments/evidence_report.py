@@ -9,7 +9,9 @@ preorderer rows are families of their own). A verdict says "helps" or "hurts" on
 corrected p-value is below ``alpha``. A run whose training was resumed other than exactly (``done.json``'s
 ``resumed_exactly`` false) saw another data order: it is listed and left out of the statistics.
 What a better preorderer buys: Combination trained with preorderers of other quality, and translated with
-oracle indices, each against Combination with the study's preorderer (:func:`preorder_quality`).
+oracle indices, each against Combination with the study's preorderer (:func:`preorder_quality`). Where the gain
+would be, if anywhere: each XL variant against the baseline on the more and the less reordered half of the test
+pairs (:func:`by_reordering`).
 
 The test split is read once per finished model here; every choice (steps, options) was made before, on the
 validation and tuning splits.
@@ -24,7 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from onmt_xl.experiments import stats
 from onmt_xl.experiments.curve import plateau_step, plot_curves, read_curve
-from onmt_xl.experiments.evidence_markdown import markdown
+from onmt_xl.experiments.evidence_markdown import XL_VARIANTS, markdown
 from onmt_xl.experiments.stock import read_lines
 
 SPLITS = ("test", "valid")
@@ -151,6 +153,60 @@ def preorder_quality(workdir: Path, pairs: Sequence[int], combination: List[Run]
             vs["bleu_per_0_01_tau"] = vs["delta"] / vs["delta_tau"] / 100
     correct(family, alpha)
     return [r for r, _ in smaller] + [ref, oracle[0]]
+
+
+def monotone_taus(workdir: Path) -> Optional[List[float]]:
+    """Per test pair, Kendall tau of the source order against the target order of the pair's eflomal links
+    (``align/test.gdfa``): 1 for a monotone pair, lower the more it reorders (1 where fewer than two aligned words
+    have distinct ranks). None without the links."""
+    from onmt_xl.align.pharaoh import read_pharaoh
+    from onmt_xl.reorder.oracle import kendall_loss, ordered_pairs, target_ranks
+
+    gdfa = workdir / "align" / "test.gdfa"
+    if not gdfa.exists():
+        return None
+    src = [line.split() for line in read_lines(workdir / "data" / "test.src")]
+    taus = []
+    for words, links in zip(src, read_pharaoh(str(gdfa), [len(w) for w in src])):
+        ranks = target_ranks(len(words), links)
+        pairs = ordered_pairs(ranks)
+        taus.append(1.0 - kendall_loss(range(len(words)), ranks) / pairs if pairs else 1.0)
+    return taus
+
+
+def by_reordering(workdir: Path, kept: Dict[str, List[Run]], baseline: str, refs: List[str], n_samples: int,
+                  seed: int, alpha: float) -> Optional[Dict[str, Any]]:
+    """Each XL variant against ``baseline`` on the more reordered half of the test pairs (the lower half by
+    :func:`monotone_taus`, ties kept in corpus order) and on the other half: Δ test BLEU with the seed-pooled
+    bootstrap on each half, Holm over every row of this family. Combination with oracle indices against its
+    predicted ones, likewise. Test-side links only place a pair in a half; nothing is chosen on them."""
+    import numpy as np
+
+    taus = monotone_taus(workdir)
+    if taus is None or baseline not in kept or not kept[baseline] or len(taus) != len(refs):
+        return None
+    order = np.argsort(np.asarray(taus), kind="stable")
+    halves = {"more": sorted(order[: len(order) // 2].tolist()), "less": sorted(order[len(order) // 2:].tolist())}
+
+    def on(idx: List[int], runs: List[Run], split: str = "test") -> List[List[str]]:
+        return [[r.hyps[split][i] for i in idx] for r in runs]
+
+    pairs = [(key, kept[key], kept[baseline], "test") for key, _ in XL_VARIANTS if kept.get(key)]
+    comb = [r for r in kept.get("combination", []) if "oracle" in r.hyps]
+    if comb:
+        pairs.append(("combination_oracle_vs_predicted", comb, comb, "oracle"))
+    family, rows = {}, []
+    for name, runs, against, split in pairs:
+        row: Dict[str, Any] = {"system": name}
+        for half, idx in halves.items():
+            family[f"{name} {half}"] = row[half] = compare(on(idx, runs, split), on(idx, against),
+                                                           [refs[i] for i in idx], n_samples, seed)
+        rows.append(row)
+    correct(family, alpha)
+    tau = np.asarray(taus)
+    return {"median_tau": float(np.median(tau)),
+            "halves": {h: {"sentences": len(idx), "mean_tau": float(tau[idx].mean())} for h, idx in halves.items()},
+            "rows": rows}
 
 
 def resumed_otherwise(workdir: Path) -> List[str]:
@@ -282,6 +338,7 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
             "oracle_rows": oracle_rows(workdir, oracle_systems, seeds, kept, table, refs["test"], n_samples, seed,
                                       alpha),
             "sweeps": [sweep_rows(workdir, sw, refs, n_samples, seed, alpha) for sw in sweeps],
+            "by_reordering": by_reordering(workdir, kept, baseline, refs["test"], n_samples, seed, alpha),
             "families": [name for name, _ in families],
             "left_out": left_out, "test_sentences": len(refs["test"]), "novel_sentences": len(novel),
             "valid_sentences": len(refs["valid"]), "bootstrap": {"samples": n_samples, "seed": seed},
