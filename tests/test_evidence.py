@@ -735,7 +735,8 @@ def test_the_plain_words_verdict_names_every_xl_variant_its_interval_and_the_lar
         return {"delta": delta, "low": low, "high": high, "p": 0.5, "p_holm": 0.8, "verdict": verdict,
                 "system_runs": runs, "baseline_runs": 3, "family": "XL PE and Relative PE"}
 
-    report = {"comparisons": {"relative_pe": cmp(2.0, 1.0, 3.0, "helps"), "inxl": cmp(-1.15, -2.77, 0.68, "no evidence either way", 2),
+    report = {"comparisons": {"relative_pe": cmp(2.0, 1.0, 3.0, "helps"),
+                              "inxl": cmp(-1.15, -2.77, 0.68, "no evidence either way", 2),
                               "combination": cmp(-0.31, -2.07, 1.46, "no evidence either way")}}
     words = plain_words(report)[-1]
     assert "XL PE neither helps nor hurts detectably in any of its forms" in words
@@ -777,7 +778,8 @@ def test_comparisons_on_the_more_and_the_less_reordered_half_of_the_test_pairs(t
     rows = {r["system"]: r for r in split["rows"]}
     assert list(rows) == ["inxl", "combination", "combination_oracle_vs_predicted"]
     assert rows["combination"]["more"]["delta"] > 20 and rows["combination"]["more"]["verdict"] == "helps"
-    assert rows["combination"]["less"]["delta"] == 0 and rows["combination"]["less"]["verdict"] == "no evidence either way"
+    less = rows["combination"]["less"]
+    assert less["delta"] == 0 and less["verdict"] == "no evidence either way"
     assert rows["combination"]["more"]["p_holm"] >= rows["combination"]["more"]["p"]  # Holm over all 6 cells
     assert "Where a gain would be" in markdown(rep) and "| Combination | +" in markdown(rep)
     (tmp_path / "align" / "test.gdfa").unlink()  # without the test pairs' links: no such section

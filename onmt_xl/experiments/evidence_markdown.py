@@ -210,8 +210,9 @@ def _spread_section(report: Dict[str, Any]) -> List[str]:
 
 
 def markdown(report: Dict[str, Any]) -> str:
-    """The report as Markdown: the main table, the learning curves, the comparisons, the comparisons on the more
-    and the less reordered test pairs, what a better preorderer buys, the oracle rows, the sweeps, the aligner's spread and what was left out."""
+    """The report as Markdown: the main table, the learning curves, the comparisons, the same on the more and the
+    less reordered test pairs, what a better preorderer buys, the oracle rows, the sweeps, the aligner's spread and
+    what was left out."""
     lines = [*_systems_section(report), *_curve_section(report), *_comparisons_section(report),
              *_reordering_section(report), *_lever_section(report), *_oracle_section(report),
              *_sweeps_section(report), *_spread_section(report)]
