@@ -1,0 +1,6 @@
+onmt_train -config ${WORKDIR}/jobs/inxl_s3/config.yaml
+onmt_train -config ${WORKDIR}/jobs/inxl_s3/config.yaml -train_from ${WORKDIR}/jobs/inxl_s3/model_step_500.pt -exact_resume
+onmt_average_models -models ${WORKDIR}/jobs/inxl_s3/model_step_6000.pt ${WORKDIR}/jobs/inxl_s3/model_step_6500.pt ${WORKDIR}/jobs/inxl_s3/model_step_7000.pt ${WORKDIR}/jobs/inxl_s3/model_step_7500.pt ${WORKDIR}/jobs/inxl_s3/model_step_8000.pt -output ${WORKDIR}/jobs/inxl_s3/average5_step_8000.pt.partial
+onmt_translate -model ${WORKDIR}/jobs/inxl_s3/average5_step_8000.pt -src ${WORKDIR}/data/valid.src -output ${WORKDIR}/jobs/inxl_s3/hyp.valid.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 3 -cpu_precision auto -transforms xl_position -xl_preorderer ${WORKDIR}/preorderer.xlp
+onmt_translate -model ${WORKDIR}/jobs/inxl_s3/average5_step_8000.pt -src ${WORKDIR}/data/test.src -output ${WORKDIR}/jobs/inxl_s3/hyp.test.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 3 -cpu_precision auto -transforms xl_position -xl_preorderer ${WORKDIR}/preorderer.xlp
+onmt_translate -model ${WORKDIR}/jobs/inxl_s3/average5_step_8000.pt -src ${WORKDIR}/data/test.src -output ${WORKDIR}/jobs/inxl_s3/hyp.oracle.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 3 -cpu_precision auto -transforms xl_position -xl_source align -xl_align_path ${WORKDIR}/align/test.gdfa
