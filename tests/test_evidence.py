@@ -557,8 +557,38 @@ def test_curve_score_keeps_the_scored_points_in_the_archive(tmp_path):
     assert "not reached yet" in proc.stderr + proc.stdout
 
 
+def test_several_tiers_in_one_call_are_each_tiers_jobs_in_order_each_once():
+    """--tier a,c,d: tier a's jobs (its preorderer-quality runs included), then c's, then d's, as the three calls
+    would run them, each job once; a misspelt tier is a usage error that names it."""
+    import argparse
+
+    import pytest
+
+    from onmt_xl.experiments.evidence import add_evidence, tier_jobs
+
+    parser = argparse.ArgumentParser()
+    add_evidence(parser.add_subparsers(dest="command"))
+
+    def names(tier, *extra):
+        args = parser.parse_args(["evidence", "--stage", "main", "--steps", "30", "--tier", tier, "--workdir", "w",
+                                  "--preorder-pairs", "100", "--preorder-seeds", "1", *extra])
+        return [j.name for j in tier_jobs(args)]
+
+    a, c, d = names("a"), names("c"), names("d")
+    pre = ["combination_pre100_s1"]
+    assert a[-1:] == c[-1:] == d[-1:] == pre and "encoder_free_s1" in c and "headxl_tau0_s1" in d
+    both = names("a,c,d")
+    assert both == a + [n for n in c if n not in pre] + [n for n in d if n not in pre + c]
+    assert len(both) == len(set(both)) and names("a, c,a,d") == both
+    assert names("a,c", "--only", "headxl_s2,encoder_free_s1") == ["headxl_s2", "encoder_free_s1"]
+    for bad in ("a,z", "", "ac"):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["evidence", "--tier", bad])
+
+
 def test_the_queue_script_runs_every_tier_in_order_with_valid_options(tmp_path):
-    """tools/evidence_queue.sh: each tier's command, in the study's order, parses as `onmt-xl evidence` options."""
+    """tools/evidence_queue.sh: each tier's command, in the study's order, parses as `onmt-xl evidence` options;
+    consecutive ja→en tiers train in one call (no idle job slot at a tier's end), `status` lists tier by tier."""
     import argparse
     import os
     import subprocess
@@ -577,23 +607,31 @@ def test_the_queue_script_runs_every_tier_in_order_with_valid_options(tmp_path):
     parser = argparse.ArgumentParser()
     add_evidence(parser.add_subparsers(dest="command"))
     runs = [line.split("\0")[:-1] for line in calls.read_text().splitlines()]
-    assert [r[:2] for r in runs] == [["-m", "onmt_xl.experiments"]] * 4
+    assert [r[:2] for r in runs] == [["-m", "onmt_xl.experiments"]] * 3
     parsed = [parser.parse_args(r[2:]) for r in runs]
-    assert [(a.tier, a.stage, a.steps, a.parallel) for a in parsed] == [(t, "main", 7000, 3) for t in "abcd"]
-    assert [a.workdir for a in parsed] == ["runs/evidence_jaen", "runs/evidence_enja", "runs/evidence_jaen",
-                                           "runs/evidence_jaen"]
+    assert [(a.tier, a.stage, a.steps, a.parallel) for a in parsed] == [(t, "main", 7000, 3) for t in ("a", "b", "c,d")]
+    assert [a.workdir for a in parsed] == ["runs/evidence_jaen", "runs/evidence_enja", "runs/evidence_jaen"]
     assert parsed[0].preorder_pairs == "10000,25000" and parsed[1].src == "en" and parsed[1].max_steps == 7000
+    assert not parsed[2].preorder_pairs
     assert all(a.archive == f"reports/{os.path.basename(a.workdir)}" for a in parsed)
+    calls.unlink()  # tier (b) done: a, c and d in one call, with tier a's preorderer-quality runs
+    proc = subprocess.run(["bash", str(REPO / "tools" / "evidence_queue.sh")], capture_output=True, text=True,
+                          env=dict(env, TIERS="a c d"))
+    assert proc.returncode == 0, proc.stderr
+    (one,) = [parser.parse_args(line.split("\0")[2:-1]) for line in calls.read_text().splitlines()]
+    assert (one.tier, one.workdir, one.preorder_pairs) == ("a,c,d", "runs/evidence_jaen", "10000,25000")
+    calls.unlink()
     bad = subprocess.run(["bash", str(REPO / "tools" / "evidence_queue.sh")], capture_output=True, text=True,
                          env=dict(env, TIERS="a z"))
-    assert bad.returncode == 2 and "unknown tier 'z'" in bad.stderr
-    # `status`: the same tiers and options, each job's state instead of its training
-    calls.unlink()
+    assert bad.returncode == 2 and "unknown tier 'z'" in bad.stderr and not calls.exists()  # checked before any run
+    # `status`: the same options, each job's state instead of its training, one table per tier
     proc = subprocess.run(["bash", str(REPO / "tools" / "evidence_queue.sh"), "status"], capture_output=True,
                           text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     status = [parser.parse_args(line.split("\0")[2:-1]) for line in calls.read_text().splitlines()]
-    assert [(a.tier, a.stage, a.steps, a.workdir) for a in status] == [(a.tier, "status", 7000, a.workdir) for a in parsed]
+    workdirs = [parsed[0].workdir, parsed[1].workdir, parsed[2].workdir, parsed[2].workdir]
+    assert [(a.tier, a.stage, a.steps, a.workdir) for a in status] == [(t, "status", 7000, w) for t, w in zip("abcd", workdirs)]
+    assert [bool(a.preorder_pairs) for a in status] == [True, False, False, False]
     assert [a.speed_from for a in status] == [None, "runs/evidence_jaen", None, None]  # b plans with ja→en's speed
     bad = subprocess.run(["bash", str(REPO / "tools" / "evidence_queue.sh"), "stat"], capture_output=True, text=True,
                          env=env)

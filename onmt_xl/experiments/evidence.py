@@ -116,14 +116,28 @@ def main_jobs(systems: Sequence[str], seeds: Sequence[int], steps: int, every: i
 
 
 def tier_jobs(args) -> List[Job]:
-    """The main-stage jobs of ``args.tier`` (restricted to ``--only``), in the study's order."""
-    systems, seeds = _tier_systems_seeds(args)
-    d = args.tier == "d"
-    jobs = main_jobs(systems, seeds, args.steps, args.every, args.average, args.seed, args.max_steps,
-                     _ints(args.preorder_pairs), _ints(args.preorder_seeds),
-                     oracle_systems=ORACLE_SYSTEMS if args.tier == "c" else (),
-                     tau_sweep=TAU_SWEEP if d else (), noise=NOISE_RATIOS if d else ())
-    return [j for j in jobs if j.name in args.only.split(",")] if args.only else jobs
+    """The main-stage jobs of each tier of ``args.tier`` (``a`` or several, ``a,c,d``), tier after tier in the
+    study's order, each job once (restricted to ``--only``). One call for several tiers keeps every job slot
+    busy across a tier's end: the next tier's first job starts while the last ones of the tier before train."""
+    jobs: Dict[str, Job] = {}
+    for tier in args.tier.split(","):
+        systems, seeds = _tier_systems_seeds(args, tier)
+        for job in main_jobs(systems, seeds, args.steps, args.every, args.average, args.seed, args.max_steps,
+                             _ints(args.preorder_pairs), _ints(args.preorder_seeds),
+                             oracle_systems=ORACLE_SYSTEMS if tier == "c" else (),
+                             tau_sweep=TAU_SWEEP if tier == "d" else (), noise=NOISE_RATIOS if tier == "d" else ()):
+            jobs.setdefault(job.name, job)
+    return [j for j in jobs.values() if j.name in args.only.split(",")] if args.only else list(jobs.values())
+
+
+def tiers_option(text: str) -> str:
+    """``--tier``: one tier of :data:`TIERS` or several joined by commas (``a,c,d``), each once, in order."""
+    tiers = [t.strip() for t in text.split(",")]
+    unknown = [t for t in tiers if t not in TIERS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown tier {unknown[0]!r}: {', '.join(sorted(TIERS))}, or several "
+                                         "joined by commas (a,c,d)")
+    return ",".join(dict.fromkeys(tiers))
 
 
 def status_stage(args, runner, jobs: List[Job]) -> int:
@@ -329,9 +343,11 @@ def _report_systems_seeds(args) -> Tuple[List[str], List[int]]:
     return systems, seeds
 
 
-def _tier_systems_seeds(args) -> Tuple[List[str], List[int]]:
-    """``--systems`` and ``--seeds`` where given, else those of ``--tier``."""
-    systems, seeds = TIERS[args.tier]
+def _tier_systems_seeds(args, tier: Optional[str] = None) -> Tuple[List[str], List[int]]:
+    """``--systems`` and ``--seeds`` where given, else those of ``tier`` (default: every tier of ``--tier``)."""
+    tiers = (tier or args.tier).split(",")
+    systems = list(dict.fromkeys(s for t in tiers for s in TIERS[t][0]))
+    seeds = sorted({seed for t in tiers for seed in TIERS[t][1]})
     return (args.systems.split(",") if args.systems else list(systems)), (_ints(args.seeds) if args.seeds else list(seeds))
 
 
@@ -385,12 +401,13 @@ def add_evidence(sub) -> None:
     p.add_argument("--seed", type=int, default=1, help="training seed of the learning-curve jobs (default 1)")
     p.add_argument("--steps", type=int, help="--stage main: steps of every model (where the validation BLEU of "
                    "the learning curve stops rising)")
-    p.add_argument("--tier", choices=sorted(TIERS), default="a",
-                   help="--stage main (and report with --systems or --seeds): a = baseline, Relative PE, InXL, "
-                        "HeadXL, Combination, seeds 1-3; b = baseline and Combination, seeds 1-3 (run it on the "
-                        "reversed corpus); c = DiSAN, REs, ExGRE, "
-                        "ReFSR, pre-reordering, encoder-free, seeds 1-2, and Combination and pre-reordering trained "
-                        "on oracle indices; d = the tau sweep of HeadXL and the noise attack on Combination, seed 1")
+    p.add_argument("--tier", type=tiers_option, default="a", metavar="{a,b,c,d}[,...]",
+                   help="--stage main/status (and report with --systems or --seeds): a = baseline, Relative PE, "
+                        "InXL, HeadXL, Combination, seeds 1-3; b = baseline and Combination, seeds 1-3 (run it on "
+                        "the reversed corpus); c = encoder-free, DiSAN, REs, ExGRE, ReFSR, pre-reordering, seeds "
+                        "1-2, and Combination and pre-reordering trained on oracle indices; d = the tau sweep of "
+                        "HeadXL and the noise attack on Combination, seed 1. Several tiers joined by commas (a,c,d) "
+                        "run in one call, tier after tier, so no job slot idles at a tier's end")
     p.add_argument("--systems", help="--stage main/report: comma-separated systems (default: the tier's; "
                                      "for the report, every finished system of tiers a-c and tier d's sweeps)")
     p.add_argument("--seeds", help="--stage main/report: comma-separated seeds (default: the tier's; for the "
