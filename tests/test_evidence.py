@@ -576,7 +576,9 @@ def test_several_tiers_in_one_call_are_each_tiers_jobs_in_order_each_once():
 
     a, c, d = names("a"), names("c"), names("d")
     pre = ["combination_pre100_s1"]
-    assert a[-1:] == c[-1:] == d[-1:] == pre and "encoder_free_s1" in c and "headxl_tau0_s1" in d
+    assert a[-1:] == c[-1:] == d[-1:] == pre and "headxl_tau0_s1" in d
+    # tier c: the sanity check's pair (encoder-free) first, then the other baselines seed by seed
+    assert c[:4] == ["encoder_free_s1", "encoder_free_s2", "disan_s1", "enc_re_s1"]
     both = names("a,c,d")
     assert both == a + [n for n in c if n not in pre] + [n for n in d if n not in pre + c]
     assert len(both) == len(set(both)) and names("a, c,a,d") == both

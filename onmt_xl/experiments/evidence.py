@@ -41,12 +41,15 @@ from onmt_xl.experiments.stock import read_lines, say, stock
 from onmt_xl.experiments.systems import SYSTEMS
 
 CURVE_SYSTEMS = ("baseline", "combination")
+#: trained with every seed before the other systems of their tier: the full Transformer beating the encoder-free
+#: one is the study's sanity check of convergence, so its pair comes first
+SANITY_SYSTEMS = ("encoder_free",)
 MAIN_SYSTEMS = ("baseline", "relative_pe", "inxl", "headxl", "combination")  # the first tier of the study
 #: ``--tier``: the systems and seeds of each tier of the study (b is tier a's first and last system, reversed corpus)
 TIERS = {
     "a": (MAIN_SYSTEMS, (1, 2, 3)),
     "b": (("baseline", "combination"), (1, 2, 3)),
-    # the encoder-free Transformer first: the full one beating it is the study's sanity check of convergence
+    # the encoder-free Transformer first, both seeds (SANITY_SYSTEMS)
     "c": (("encoder_free", "disan", "enc_re", "both_re", "exgre", "refsr", "prereorder"), (1, 2)),
     "d": ((), (1,)),
 }
@@ -84,10 +87,12 @@ def main_jobs(systems: Sequence[str], seeds: Sequence[int], steps: int, every: i
     ``oracle_systems``: also trained on the BTG oracle of the training links (``SYSTEM_oracle_sSEED``, translated
     with oracle indices only); ``tau_sweep``: HeadXL with each number of XL heads, ``noise``: Combination with
     each ratio of swapped XL indices in training (paper §4.5), both with the first seed. The curve systems (the
-    study's headline comparison) come first with every seed, then the other systems seed by seed."""
+    study's headline comparison) and the sanity check (:data:`SANITY_SYSTEMS`) come first with every seed, then
+    the other systems seed by seed."""
     jobs = []
-    headline = [(seed, system) for seed in seeds for system in systems if system in CURVE_SYSTEMS]
-    others = [(seed, system) for seed in seeds for system in systems if system not in CURVE_SYSTEMS]
+    first = CURVE_SYSTEMS + SANITY_SYSTEMS
+    headline = [(seed, system) for seed in seeds for system in systems if system in first]
+    others = [(seed, system) for seed in seeds for system in systems if system not in first]
     for seed, system in headline + others:
         curve = system in CURVE_SYSTEMS and seed == curve_seed
         variants = ["valid", "test"] + (["oracle"] if SYSTEMS[system].uses_preorderer else [])
