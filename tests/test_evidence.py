@@ -300,6 +300,10 @@ def test_report_families_oracle_rows_and_sweeps(tmp_path):
     assert "Against baseline, XL PE and Relative PE" in md and "Holm over these 3 comparisons" in md
     assert "Against baseline, the other baselines" in md and "seed 7; one comparison; α = 0.05" in md
     assert "Sanity check (Ding et al. 2020, Tab. 4: the full Transformer beats the encoder-free one): holds" in md
+    enc, base = rep["systems"]["encoder_free"], rep["systems"]["baseline"]
+    assert (f"Untested, for comparison: novel-reference test BLEU {enc['novel_bleu']['mean']:.2f} ± "
+            f"{enc['novel_bleu']['sd']:.2f} against {base['novel_bleu']['mean']:.2f} ± {base['novel_bleu']['sd']:.2f}; "
+            f"validation BLEU {enc['valid_bleu']['mean']:.2f} ± ") in md
     assert "| combination | 1,2 | " in md and "oracle in training and test" in md
     t0 = tau["points"][0]
     assert (f"| 0 | headxl_tau0_s1 | {t0['valid_bleu']:.2f} | {t0['test_bleu']:.2f} | "
