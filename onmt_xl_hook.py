@@ -5,9 +5,21 @@ package has executed, calls :func:`onmt_xl.register`. A process that never impor
 imports torch or anything of ours beyond this module. It is a top-level module, not part of the
 ``onmt_xl`` package, so ``onmt_xl`` is resolved only then, on the process's full ``sys.path``: run from
 a checkout, the checkout's code registers, not an installed copy.
+
+``ONMT_XL_DISABLE=1`` (or ``true``/``yes``, any case) in the environment switches the hook off: the process
+then runs stock OpenNMT-py, as if onmt_xl were not installed (nothing of ours is imported or registered). It is
+how the stock-equality checks (``tests/test_stock.py``, ``tools/peer_suite.py``) get their reference run.
 """
 
+import os
 import sys
+
+DISABLE_ENV = "ONMT_XL_DISABLE"
+
+
+def disabled() -> bool:
+    """True when ``$ONMT_XL_DISABLE`` is set to a true value (``1``, ``true`` or ``yes``, any case)."""
+    return os.environ.get(DISABLE_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 class _Loader:
@@ -18,13 +30,10 @@ class _Loader:
         return self._loader.create_module(spec)
 
     def exec_module(self, module):
-        from onmt_xl.errors import quiet_onmt_warnings
-
-        quiet_onmt_warnings()  # before OpenNMT's modules run: they warn while importing
-        self._loader.exec_module(module)
-        from onmt_xl import register
-
-        register()
+        ok = _safely("silence OpenNMT's import-time warnings", _quiet)  # before OpenNMT's modules run: they warn then
+        self._loader.exec_module(module)  # OpenNMT itself: its own errors are its own
+        if ok:  # else onmt_xl cannot be imported: said once already
+            _safely("register onmt_xl with OpenNMT-py", _register)
 
     def __getattr__(self, name):
         return getattr(self._loader, name)
@@ -45,11 +54,36 @@ class OnmtImportHook:
         return spec
 
 
-def install() -> None:
-    if "onmt" in sys.modules:
-        from onmt_xl import register
+def _quiet() -> None:
+    from onmt_xl.errors import quiet_onmt_warnings
 
-        register()
+    quiet_onmt_warnings()
+
+
+def _register() -> None:
+    from onmt_xl import register
+
+    register()
+
+
+def _safely(what: str, step) -> bool:
+    """Run ``step``; if it fails (onmt_xl broken or missing, an unexpected OpenNMT-py), say so in one line and go on:
+    ``import onmt`` must never fail because of us. (Each seam is fail-safe on its own too: ``onmt_xl.seams``.)"""
+    try:
+        step()
+    except Exception as err:
+        print(f"onmt_xl: warning: could not {what} ({type(err).__name__}: {err}); OpenNMT-py runs without "
+              f"onmt_xl (set {DISABLE_ENV}=1 to silence this)", file=sys.stderr)
+        return False
+    return True
+
+
+def install() -> None:
+    """Register now if ``onmt`` is already imported, else wait for its import; nothing if :func:`disabled`."""
+    if disabled():
+        return
+    if "onmt" in sys.modules:
+        _safely("register onmt_xl with OpenNMT-py", _register)
     elif not any(isinstance(f, OnmtImportHook) for f in sys.meta_path):
         sys.meta_path.insert(0, OnmtImportHook())
 

@@ -42,6 +42,11 @@ class XLUsageError(XLInputError):
     exit_code = USAGE_EXIT
 
 
+class XLEmptyLineError(XLInputError, OSError):
+    """An empty line under ``-skip_empty_level error``: also the ``IOError`` that OpenNMT-py raises (and its callers
+    catch) for it."""
+
+
 def exit_code(err: BaseException) -> int:
     """2 for usage errors (:class:`XLUsageError`; an :class:`XLInputError` about a file that is not found, raised
     by code that predates :class:`XLUsageError`), 1 for data errors."""

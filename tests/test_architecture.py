@@ -32,3 +32,34 @@ def test_sources_compile_without_warnings():
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             compile(path.read_text(encoding="utf-8"), str(path), "exec")
+
+
+#: OpenNMT-py modules that the seams wrap (not extension points): only ``onmt_xl/seams/`` may import them in the
+#: plug-in (import-linter cannot name an external package's submodules, so this test reads the imports itself)
+ONMT_INTERNALS = ("onmt.trainer", "onmt.utils.loss", "onmt.utils.optimizers", "onmt.translate", "onmt.inputters",
+                  "onmt.opts", "onmt.model_builder", "onmt.models.model_saver", "onmt.bin", "onmt.utils.parse")
+
+
+def _imported_modules(path: Path):
+    import ast
+
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            yield node.module
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+
+
+def test_only_the_seams_import_the_onmt_internals_they_wrap():
+    plugin = [p for p in sorted((ROOT / "onmt_xl").rglob("*.py"))
+              if not {"seams", "experiments"} & set(p.relative_to(ROOT / "onmt_xl").parts)]
+    assert len(plugin) > 30
+    found = {
+        str(path.relative_to(ROOT)): sorted({m for m in _imported_modules(path)
+                                            if any(m == i or m.startswith(i + ".") for i in ONMT_INTERNALS)})
+        for path in plugin
+    }
+    assert {k: v for k, v in found.items() if v} == {}
+    seams = {m for p in (ROOT / "onmt_xl" / "seams").glob("*.py") for m in _imported_modules(p)}
+    assert any(m.startswith("onmt.trainer") for m in seams)  # the test reads imports at all

@@ -370,10 +370,14 @@ def test_exgre_positions_only_feed_the_loss(encoder_type):
 def test_encoder_loss_is_added_in_training_only():
     from types import SimpleNamespace
 
-    from onmt_xl.plugin import add_encoder_loss
+    from onmt_xl.seams.loss import add_encoder_loss, track_encoder
+
+    class LossCompute:  # a stand-in: add_encoder_loss reads nothing of it
+        pass
 
     encoder = SimpleNamespace(reordering_loss=torch.tensor(1.5), training=True, similarity=(torch.tensor(3.0), 4))
-    lc = SimpleNamespace(_onmt_xl_encoder=encoder, _onmt_xl_every=1)
+    lc = LossCompute()
+    track_encoder(lc, encoder, 1)
     stock = lambda self, batch, output, attns, trunc_start=0, trunc_size=None: (torch.tensor(10.0), "stats")  # noqa: E731
     loss, stats = add_encoder_loss(stock, lc, None, None, None)
     assert loss.item() == 11.5 and stats == "stats"

@@ -264,7 +264,7 @@ def test_mistyped_options_are_named(workdir, trained_combination):
 
 
 def test_unknown_option_warnings_skip_values():
-    from onmt_xl.plugin import unknown_option_warnings
+    from onmt_xl.seams.messages import unknown_option_warnings
 
     lines = unknown_option_warnings("onmt_train", ["--xl_haeds=2", "-beam_size", "5", "-x", "-3", "--ok"],
                                     ["xl_heads", "heads"], also_fine={"ok"})

@@ -8,7 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from onmt_xl import cpu_training, plugin
+from onmt_xl import cpu_training
+from onmt_xl.seams import cpu_speed
 from tests.conftest import run_env
 from tests.helpers import stock_cli, tiny_model_workdir
 
@@ -106,7 +107,7 @@ def test_fused_cpu_adam_makes_the_same_update():
     stock_model, fused_model = _model(0.0), _model(0.0)
     fused_model.load_state_dict(stock_model.state_dict())
     stock, fused = _adam(stock_model), _adam(fused_model)
-    plugin._fuse_cpu_adam(fused)
+    cpu_speed.fuse_cpu_adam(fused)
     assert all(g["fused"] for g in fused._optimizer.param_groups)
     assert not any(g["fused"] for g in stock._optimizer.param_groups)
     x = torch.randn(16, 64)
@@ -123,13 +124,13 @@ def test_fused_cpu_adam_makes_the_same_update():
 def test_a_fused_checkpoint_resumed_off_the_cpu_gets_the_stock_flag_back(monkeypatch):
     model = _model(0.0)
     optim = _adam(model)
-    plugin._fuse_cpu_adam(optim)
+    cpu_speed.fuse_cpu_adam(optim)
     state = optim._optimizer.state_dict()
     assert all(g["fused"] for g in state["param_groups"])
     resumed = _adam(model)
     resumed._optimizer.load_state_dict(state)  # as Optimizer.from_opt does, before the patch runs
     monkeypatch.setattr(cpu_training, "fused_adam_applies", lambda params: False)  # e.g. the model is on a GPU
-    plugin._fuse_cpu_adam(resumed)
+    cpu_speed.fuse_cpu_adam(resumed)
     assert not any(g["fused"] for g in resumed._optimizer.param_groups)
 
 
@@ -137,13 +138,13 @@ def test_fused_adam_is_left_alone_where_it_does_not_apply():
     model = _model(0.0)
     optim = _adam(model)
     optim._optimizer.param_groups[0]["foreach"] = True
-    plugin._fuse_cpu_adam(optim)
+    cpu_speed.fuse_cpu_adam(optim)
     assert not optim._optimizer.param_groups[0]["fused"]
     sgd = torch.optim.SGD(model.parameters(), lr=0.1)
     from onmt.utils.optimizers import Optimizer
 
     wrapped = Optimizer(sgd, 0.1)
-    plugin._fuse_cpu_adam(wrapped)
+    cpu_speed.fuse_cpu_adam(wrapped)
     assert "fused" not in sgd.param_groups[0] or not sgd.param_groups[0]["fused"]
 
 
@@ -202,7 +203,7 @@ def _loss_compute(**kwargs):
     generator = torch.nn.Linear(16, 50)
     criterion = torch.nn.CrossEntropyLoss(ignore_index=1, reduction="sum", label_smoothing=0.1)
     loss_compute = LossCompute(criterion, generator, **kwargs)
-    loss_compute.__dict__["_onmt_xl_fused_loss"] = True
+    cpu_speed.use_fused_loss(loss_compute)
     return loss_compute
 
 
@@ -218,8 +219,8 @@ def test_loss_compute_forward_gives_the_stock_loss_and_statistics(precision_):
     results = {}
     for fused in (True, False):
         loss_compute = _loss_compute()
-        loss_compute.__dict__["_onmt_xl_fused_loss"] = fused
-        assert plugin._fused_loss_applies(loss_compute, output) is fused
+        cpu_speed.use_fused_loss(loss_compute, fused)
+        assert cpu_speed.fused_loss_applies(loss_compute, output) is fused
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision_ == "bf16"):
             loss, stats = LossCompute.forward(loss_compute, batch, output, {})
         grad, = torch.autograd.grad(loss, output)
@@ -234,10 +235,10 @@ def test_loss_compute_forward_gives_the_stock_loss_and_statistics(precision_):
 
 @pytest.mark.parametrize("kwargs", [{"lambda_align": 0.5}, {"lambda_coverage": 0.5}])
 def test_losses_with_other_terms_keep_the_stock_path(kwargs):
-    assert not plugin._fused_loss_applies(_loss_compute(**kwargs), torch.zeros(1, 1, 16))
+    assert not cpu_speed.fused_loss_applies(_loss_compute(**kwargs), torch.zeros(1, 1, 16))
     evaluating = _loss_compute()
     evaluating.generator.eval()
-    assert not plugin._fused_loss_applies(evaluating, torch.zeros(1, 1, 16))
+    assert not cpu_speed.fused_loss_applies(evaluating, torch.zeros(1, 1, 16))
 
 
 def _cli(name, *args, check=True):
@@ -258,36 +259,45 @@ def _validation_ppl(log):
     return float(log.split("Validation perplexity:")[1].split()[0])
 
 
-def test_onmt_train_fused_and_stock_losses_train_alike(tiny):
+def _kernel_lines(log):
+    return [line for line in log.splitlines() if "-xl_cpu_kernels" in line]
+
+
+def test_onmt_train_fast_and_stock_kernels_train_alike(tiny):
     logs = {}
-    for choice in ("fused", "stock"):
-        save = tiny / f"loss_{choice}"
+    for choice in ("fast", "stock"):
+        save = tiny / f"kernels_{choice}"
         proc = _cli("onmt_train", "-config", str(tiny / "cfg.yaml"), "-save_model", str(save / "m"),
-                    "-cpu_loss", choice, "-dropout", "0", "-attention_dropout", "0")
+                    "-xl_cpu_kernels", choice, "-dropout", "0", "-attention_dropout", "0")
         logs[choice] = proc.stdout + proc.stderr
-        said = [line for line in logs[choice].splitlines() if "-cpu_loss" in line]
-        assert len(said) == 1 and f"-cpu_loss {choice}:" in said[0]
-    fused, stock = _validation_ppl(logs["fused"]), _validation_ppl(logs["stock"])
-    assert abs(fused - stock) <= 1e-3 * stock, (fused, stock)
+    said = _kernel_lines(logs["fast"])
+    assert len(said) == 1 and all(k in said[0] for k in ("fast dropout masks", "fused loss", "fused Adam", "SDPA"))
+    assert not _kernel_lines(logs["stock"])  # stock: not a word, OpenNMT's own kernels
+    fast, stock = _validation_ppl(logs["fast"]), _validation_ppl(logs["stock"])
+    assert abs(fast - stock) <= 1e-3 * stock, (fast, stock)
 
 
-@pytest.mark.parametrize("choice", ["fast", "stock", None])
-def test_onmt_train_uses_the_chosen_mask_and_fused_adam(tiny, choice):
-    save = tiny / choice if choice else tiny / "default"
-    args = ["-config", str(tiny / "cfg.yaml"), "-save_model", str(save / "m")]
-    proc = _cli("onmt_train", *args, *(["-cpu_dropout_mask", choice] if choice else []))
+@pytest.mark.parametrize("args, mask, fast_kernels", [(["-xl_cpu_kernels", "fast"], "fast", True),
+                                                      (["-xl_cpu_kernels", "stock"], "stock", False), ([], "stock", False),
+                                                      (["-cpu_dropout_mask", "fast"], "fast", False)])
+def test_onmt_train_uses_the_chosen_kernels(tiny, args, mask, fast_kernels):
+    save = tiny / ("_".join(args) or "default")
+    proc = _cli("onmt_train", "-config", str(tiny / "cfg.yaml"), "-save_model", str(save / "m"), *args)
     log = proc.stdout + proc.stderr
-    said = [line for line in log.splitlines() if "-cpu_dropout_mask" in line]
-    assert len(said) == 1 and f"-cpu_dropout_mask {choice or 'fast'}:" in said[0]
-    assert log.index("-cpu_dropout_mask") < log.index("Starting training on")  # read per attempt by the runner
+    from onmt_xl.experiments.jobs import resolved_dropout_mask
+
+    assert resolved_dropout_mask(log) == mask  # the legacy option: its part only
+    if mask == "fast":
+        assert log.index("-xl_cpu_kernels") < log.index("Starting training on")  # read per attempt by the runner
     checkpoint = torch.load(save / "m_step_4.pt", map_location="cpu", weights_only=False)
-    assert all(g["fused"] for g in checkpoint["optim"]["optimizer"]["param_groups"])
+    assert all(bool(g.get("fused")) is fast_kernels for g in checkpoint["optim"]["optimizer"]["param_groups"])
 
 
-def test_dropout_mask_option_is_in_the_help_and_checked(tiny):
+def test_kernel_option_is_in_the_help_and_checked(tiny):
     out = _cli("onmt_train", "-h").stdout
-    assert "-cpu_dropout_mask {fast,stock}" in out and "-cpu_loss {fused,stock}" in out
-    proc = _cli("onmt_train", "-config", str(tiny / "cfg.yaml"), "-cpu_dropout_mask", "quick", check=False)
+    assert "-xl_cpu_kernels {stock,fast}" in out and "-cpu_dropout_mask {fast,stock}" in out
+    assert "-xl_cpu_kernels {stock,fast}" in _cli("onmt_translate", "-h").stdout
+    proc = _cli("onmt_train", "-config", str(tiny / "cfg.yaml"), "-xl_cpu_kernels", "quick", check=False)
     assert proc.returncode == 2
-    assert "argument --cpu_dropout_mask/-cpu_dropout_mask: invalid choice: 'quick'" in proc.stderr
+    assert "argument --xl_cpu_kernels/-xl_cpu_kernels: invalid choice: 'quick'" in proc.stderr
     assert "Traceback" not in proc.stderr

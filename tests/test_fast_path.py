@@ -7,7 +7,7 @@ from onmt.modules.multi_headed_attn import MultiHeadedAttention
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import onmt_xl
-from onmt_xl import plugin
+from onmt_xl.seams import cpu_speed
 from onmt_xl.experiments.analysis import build_model
 from onmt_xl.experiments.configs import ALIGNED_R, SYSTEMS, XL
 
@@ -53,13 +53,14 @@ def test_cpu_sdpa_gives_the_stock_attentions_numbers(monkeypatch, system):
     monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
                         lambda *a, **k: calls.append(1) or stock_sdpa(*a, **k))
     model = tiny(system)
+    cpu_speed.use_cpu_sdpa(model)
     attention_calls = []
     for m in model.modules():
         if isinstance(m, MultiHeadedAttention) and (system != "relative_pe" or m.max_relative_positions == 0):
             m.register_forward_hook(lambda *a: attention_calls.append(1))  # relative keys keep the stock path
     fast_out, fast_grads = step(model, system)
     used_sdpa = len(calls)
-    monkeypatch.setattr(plugin, "_sdpa_applies", lambda *a: False)
+    monkeypatch.setattr(cpu_speed, "sdpa_applies", lambda *a: False)
     stock_out, stock_grads = step(tiny(system), system)
     assert len(calls) == used_sdpa  # the forced stock run never called SDPA
     assert used_sdpa == len(attention_calls) >= 2
@@ -74,7 +75,7 @@ def test_stock_path_where_sdpa_does_not_apply(monkeypatch, kwargs, cached):
     attn = MultiHeadedAttention(4, 16, attn_type="self", self_attn_type="scaled-dot-flash").eval()
     if cached:
         attn.layer_cache = (True, {"keys": torch.tensor([]), "values": torch.tensor([])})
-    monkeypatch.setattr(plugin, "cpu_sdpa_attention", lambda *a: pytest.fail("SDPA path taken"))
+    monkeypatch.setattr(cpu_speed, "cpu_sdpa_attention", lambda *a: pytest.fail("SDPA path taken"))
     x = torch.randn(2, 3 if not cached else 1, 16)
     out, weights = attn(x, x, x, mask=None, **kwargs)
     assert out.shape == x.shape
@@ -83,7 +84,7 @@ def test_stock_path_where_sdpa_does_not_apply(monkeypatch, kwargs, cached):
 
 def test_manual_self_attn_type_keeps_the_stock_path(monkeypatch):
     attn = MultiHeadedAttention(4, 16, attn_type="self", self_attn_type="scaled-dot").eval()
-    monkeypatch.setattr(plugin, "cpu_sdpa_attention", lambda *a: pytest.fail("SDPA path taken"))
+    monkeypatch.setattr(cpu_speed, "cpu_sdpa_attention", lambda *a: pytest.fail("SDPA path taken"))
     x = torch.randn(2, 3, 16)
     assert attn(x, x, x)[0].shape == x.shape
 
@@ -147,12 +148,13 @@ def test_attention_casts_each_input_once_under_autocast(monkeypatch, packed):
         torch.nn.init.normal_(param, std=0.3)
     if packed:
         make_headxl_attention(attn, 2)
+    cpu_speed.use_cpu_sdpa(attn)
     x = torch.randn(2, 3, 32 if packed else 16)
     with Casts() as record, torch.autocast("cpu", dtype=torch.bfloat16):
         fast, _ = attn(x, x, x, mask=None)
     assert record.shapes.count(tuple(x.shape)) == 1
     assert (2, 3, 16) not in record.shapes or not packed  # no cast of a slice
-    monkeypatch.setattr(plugin, "_sdpa_applies", lambda *a: False)
+    monkeypatch.setattr(cpu_speed, "sdpa_applies", lambda *a: False)
     with Casts() as stock_record, torch.autocast("cpu", dtype=torch.bfloat16):
         stock, _ = attn(x, x, x, mask=None)
     assert len(stock_record.shapes) > len(record.shapes)

@@ -45,10 +45,10 @@ def test_register_is_idempotent():
     onmt_xl.register()
     import importlib
 
-    from onmt_xl import plugin
+    from onmt_xl import seams
 
-    plugin._registered = False  # a second full pass must not raise "duplicate"
-    plugin.register()
+    seams._registered = False  # a second full pass must not raise "duplicate"
+    seams.register()
     from onmt.encoders import str2enc
 
     assert "xl_combination" in str2enc
@@ -130,7 +130,7 @@ def test_tensorify_rejects_inconsistent_positions(examples, message):
     ["onmt_xl.encoders.xl_transformer", "onmt_xl.encoders.disan", "onmt_xl.encoders.reordering_embedding",
      "onmt_xl.encoders.explicit_reordering", "onmt_xl.encoders.encoder_free", "onmt_xl.encoders.families",
      "onmt_xl.encoders.options", "onmt_xl.modules.headxl",
-     "onmt_xl.transforms.xl_position", "onmt_xl.plugin"],
+     "onmt_xl.transforms.xl_position", "onmt_xl.seams", "onmt_xl.seams.server"],
 )
 def test_any_module_can_be_imported_first(module):
     """Importing one of ours first triggers registration mid-import; it must not meet a half-imported module."""

@@ -78,8 +78,10 @@ def workdir(tmp_path_factory):
         train_steps=12, valid_steps=100, save_checkpoint_steps=5, keep_checkpoint=-1, report_every=1,
         batch_size=64, valid_batch_size=64, bucket_size=64, warmup_steps=2, dropout=[0.3], attention_dropout=[0.3]))
     cfg["data"]["train"].pop("path_align", None)
-    (wd / "full.yaml").write_text(yaml.safe_dump({**cfg, "save_model": str(wd / "full" / "m")}))
-    (wd / "cut.yaml").write_text(yaml.safe_dump({**cfg, "save_model": str(wd / "cut" / "m")}))
+    exact = {**cfg, "exact_resume": True}  # from the first run on: its checkpoints carry the RNG states
+    (wd / "full.yaml").write_text(yaml.safe_dump({**exact, "save_model": str(wd / "full" / "m")}))
+    (wd / "cut.yaml").write_text(yaml.safe_dump({**exact, "save_model": str(wd / "cut" / "m")}))
+    (wd / "stock.yaml").write_text(yaml.safe_dump({**cfg, "save_model": str(wd / "stock" / "m")}))
     subprocess.run([stock_cli("onmt_build_vocab"), "-config", str(wd / "full.yaml"), "-n_sample", "-1"],
                    check=True, capture_output=True, env=run_env())
     _train(wd / "full.yaml")
@@ -101,11 +103,20 @@ def test_exact_resume_ends_with_the_uninterrupted_weights(workdir):
 
 
 def test_without_the_option_the_corpus_restarts_and_the_weights_differ(workdir):
-    _train(workdir / "cut.yaml", "-train_from", workdir / "cut" / "m_step_5.pt", "-save_model", workdir / "stock" / "m")
+    log = _train(workdir / "stock.yaml", "-train_from", workdir / "cut" / "m_step_5.pt")
+    assert "-exact_resume" not in log
     full, stock = _weights(workdir / "full" / "m_step_12.pt"), _weights(workdir / "stock" / "m_step_12.pt")
     assert any(not torch.equal(full[k], stock[k]) for k in full)
 
 
+def test_checkpoints_carry_rng_states_only_with_the_option(workdir):
+    with_option = torch.load(workdir / "cut" / "m_step_5.pt", map_location="cpu", weights_only=False)
+    _train(workdir / "stock.yaml", "-train_steps", 5, "-save_model", workdir / "fresh" / "m")
+    without = torch.load(workdir / "fresh" / "m_step_5.pt", map_location="cpu", weights_only=False)
+    assert resume.RNG_KEY in with_option["optim"]
+    assert resume.RNG_KEY not in without["optim"]  # OpenNMT's own checkpoint, key for key
+
+
 def test_the_option_is_in_the_help():
     out = subprocess.run([stock_cli("onmt_train"), "-h"], capture_output=True, text=True, env=run_env()).stdout
-    assert "-exact_resume" in out and "restarts the corpus" in out
+    assert "-exact_resume" in out and "restarts the corpus" in " ".join(out.split())

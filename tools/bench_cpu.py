@@ -8,9 +8,8 @@
 Each configuration (system × precision) is a model built by OpenNMT from the system's config, trained
 with Adam on the same real batch (``--batch-tokens`` source tokens of real sentences, their ``pos_XL``
 from the preorderer), exactly as ``onmt_train -cpu_precision`` runs it: forward and loss under CPU bf16
-autocast, backward, weights and optimizer state fp32, the fast dropout masks (``-cpu_dropout_mask fast``,
-the default), the fused output layer and loss (``-cpu_loss fused``, label smoothing 0.1 as the presets)
-and Adam's fused CPU step. One timing is ``--steps`` training steps.
+autocast, backward, weights and optimizer state fp32, with ``-xl_cpu_kernels fast``: the fast dropout masks,
+the fused output layer and loss (label smoothing 0.1 as the presets), Adam's fused CPU step and SDPA. One timing is ``--steps`` training steps.
 The speed of a shared 2-vCPU machine drifts by up to 2× within seconds, so each configuration is timed
 right beside its reference (the baseline in the same precision; bf16's baseline beside fp32's; a
 stock-attention configuration beside the same one with SDPA), the two in alternating order, and the
@@ -23,7 +22,7 @@ bf16 configurations run only where :func:`onmt_xl.precision.native_bf16` says th
 (``--force-bf16`` runs them anyway, to show what emulation costs). ``--stock-attention`` adds the
 baseline and Combination with OpenNMT's own CPU attention (no SDPA), to show what the SDPA path gives;
 ``--stock-kernels`` adds them with PyTorch's dropout masks, OpenNMT's loss and unfused Adam
-(``-cpu_dropout_mask stock -cpu_loss stock``, what onmt_xl ran before), to show what the cheaper kernels give.
+(``-xl_cpu_kernels stock``, OpenNMT's own), to show what the cheaper kernels give.
 """
 
 from __future__ import annotations
@@ -44,7 +43,8 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 import onmt_xl  # noqa: E402
-from onmt_xl import cpu_training, plugin, precision  # noqa: E402
+from onmt_xl import cpu_training, precision  # noqa: E402
+from onmt_xl.seams import cpu_speed  # noqa: E402
 from onmt_xl.experiments.analysis import build_model  # noqa: E402
 from onmt_xl.experiments.configs import ALIGNED_R, PRESETS, SYSTEMS, XL, source_transform  # noqa: E402
 
@@ -112,15 +112,17 @@ class Config:
         adam = dict(lr=1e-4, betas=(0.9, 0.998), eps=1e-8)
         if stock_kernels:
             self.optim = torch.optim.Adam(self.model.parameters(), **adam)
-        else:  # what onmt_train does by default on the CPU (onmt_xl.plugin, patch 14)
+        else:  # what onmt_train -xl_cpu_kernels fast does on the CPU (onmt_xl.seams.cpu_speed)
             cpu_training.use_fast_dropout(self.model)
             self.optim = cpu_training.fused_adam(self.model.parameters(), **adam)
 
     def train(self, steps, ids, xl, src_len, tgt):
         src = torch.cat((ids, xl), -1) if SYSTEMS[self.system].transform in (XL, ALIGNED_R) else ids
-        stock_applies = plugin._sdpa_applies
+        if self.sdpa:
+            cpu_speed.use_cpu_sdpa(self.model)
+        stock_applies = cpu_speed.sdpa_applies
         if not self.sdpa:
-            plugin._sdpa_applies = lambda *a: False
+            cpu_speed.sdpa_applies = lambda *a: False
         try:
             t0 = time.perf_counter()
             gen, gold = self.model.generator, tgt[:, 1:].reshape(-1)
@@ -139,7 +141,7 @@ class Config:
                 self.optim.zero_grad()
             return time.perf_counter() - t0
         finally:
-            plugin._sdpa_applies = stock_applies
+            cpu_speed.sdpa_applies = stock_applies
 
 
 def profile_lines(configs, steps, ids, xl, src_len, tgt, top=8):

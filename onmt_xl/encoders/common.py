@@ -30,7 +30,7 @@ _fed = threading.local()
 @contextlib.contextmanager
 def feeding_xl_positions(pos_xl: Optional[torch.Tensor]) -> Iterator[None]:
     """Within the block, :func:`split_xl` hands ``pos_xl`` ``(batch, src_len)`` (``batch["xl_pos"]``, or
-    None) to the encoder as the positions of the source it encodes. :mod:`onmt_xl.plugin` opens it around
+    None) to the encoder as the positions of the source it encodes. :mod:`onmt_xl.seams.positions` opens it around
     every stock call that encodes a batch, so ``batch["src"]`` itself holds token ids only."""
     previous = getattr(_fed, "pos_xl", None)
     _fed.pos_xl = pos_xl

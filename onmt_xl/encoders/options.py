@@ -1,4 +1,4 @@
-"""Model options of onmt_xl's encoders (added to ``onmt_train -h`` by :mod:`onmt_xl.plugin`).
+"""Model options of onmt_xl's encoders (added to ``onmt_train -h`` by :mod:`onmt_xl.seams.options`).
 
 Each encoder family declares its own options and checks beside its code, as module-level ``ENCODERS``
 (its registered ``-encoder_type`` names), ``add_options(group)`` and ``validate(opt)``; this module

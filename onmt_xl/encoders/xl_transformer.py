@@ -10,7 +10,7 @@ Registered ``encoder_type`` names (the decoder stays stock):
   in the encoder; the decoder keeps OpenNMT's absolute PE.
 
 XL encoders read ``pos_XL`` (attached by the ``xl_position`` transform as ``batch["xl_pos"]``, see
-:mod:`onmt_xl.plugin`) through :func:`~onmt_xl.encoders.common.split_xl`; ``src`` holds token ids only.
+:mod:`onmt_xl.seams.positions`) through :func:`~onmt_xl.encoders.common.split_xl`; ``src`` holds token ids only.
 """
 
 from __future__ import annotations

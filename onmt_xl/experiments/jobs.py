@@ -31,6 +31,9 @@ TOK_S = re.compile(r"Step\s+(\d+)/\s*\d+;.*?(\d+)/\s*(\d+) tok/s")
 
 #: Options that say where a job runs, not what it is: a job trained on a GPU resumes or reports on a CPU.
 DEVICE_OPTIONS = ("gpu_ranks", "world_size", "cpu_precision")  # cpu_precision: its resolution is in done.json
+#: what every job trains with: onmt_xl's CPU kernels (the same for every system, so comparisons stay fair) and
+#: RNG states in every checkpoint, so that a killed job resumes exactly
+RUN_OPTIONS = {"xl_cpu_kernels": "fast", "exact_resume": True}
 
 #: The source file each variant translates (others: ``test.VARIANT.src``, the swapped-word sets).
 VARIANT_SOURCES = {"test": "test.src", "oracle": "test.src", "test_align": "test.src", "gold_align": "gold.src",
@@ -40,7 +43,7 @@ VARIANT_SOURCES = {"test": "test.src", "oracle": "test.src", "test_align": "test
 def _identity(cfg: Dict[str, Any]) -> Dict[str, Any]:
     """A job configuration without :data:`DEVICE_OPTIONS` and ``train_steps`` (what a changed configuration is
     judged on; ``train_steps`` may grow: the job resumes to them)."""
-    return {k: v for k, v in cfg.items() if k not in DEVICE_OPTIONS + ("train_steps",)}
+    return {k: v for k, v in cfg.items() if k not in DEVICE_OPTIONS + tuple(RUN_OPTIONS) + ("train_steps",)}
 
 
 def _per_attempt(log_text: str, option: str, pick) -> str:
@@ -64,10 +67,15 @@ def resolved_precision(log_text: str) -> str:
 
 
 def resolved_dropout_mask(log_text: str) -> str:
-    """Which dropout masks (``-cpu_dropout_mask``) each attempt of a training log drew: "fast" or "stock" (an
-    attempt that logs no choice: a GPU, or a version without the option), in order, as :func:`resolved_precision`."""
-    return _per_attempt(log_text, "-cpu_dropout_mask",
-                        lambda line: "fast" if line and "-cpu_dropout_mask fast" in line else "stock")
+    """Which dropout masks each attempt of a training log drew: "fast" or "stock" (an attempt that logs no choice:
+    a GPU, stock kernels, or a version without the option), in order, as :func:`resolved_precision`. Logs name
+    them on a ``-xl_cpu_kernels`` line, or (before it) a ``-cpu_dropout_mask`` one."""
+    def pick(line):
+        return "fast" if line and ("-cpu_dropout_mask fast" in line or "fast dropout masks" in line) else "stock"
+
+    attempts = _per_attempt(log_text, "-xl_cpu_kernels", pick)
+    legacy = _per_attempt(log_text, "-cpu_dropout_mask", pick)
+    return attempts if "-xl_cpu_kernels" in log_text else legacy
 
 
 def exact_resume_log(log_text: str) -> Optional[bool]:
@@ -98,6 +106,7 @@ class JobStages:
         cfg["save_model"] = str(self.path("jobs", job.name, "model"))
         cfg["save_data"] = str(self.path("jobs", job.name, "samples"))
         cfg["cpu_precision"] = job.overrides.get("cpu_precision", "auto")  # auto: bf16 where the CPU computes it natively
+        cfg.update(RUN_OPTIONS)  # every system alike
         if job.preorder_pairs and "xl_preorderer" in cfg:
             cfg["xl_preorderer"] = str(self.preorderer_path(job.preorder_pairs))
         if job.xl_train == "align":
@@ -242,7 +251,7 @@ class JobStages:
         model = self.alignment_model(job) if aligning else self.final_model(job)
         args = [stock("onmt_translate"), "-model", model, "-src", src, "-output", out,
                 "-beam_size", self.beam_size, "-batch_size", 64, "-batch_type", "sents", "-seed", job.seed,
-                "-cpu_precision", "auto"]
+                "-cpu_precision", "auto", "-xl_cpu_kernels", RUN_OPTIONS["xl_cpu_kernels"]]
         if aligning:
             args += ["-tgt", data / ("gold.tgt" if variant == "gold_align" else "test.ref"), "-report_align", "-gold_align"]
         transform = SYSTEMS[job.system].translate_transform

@@ -54,9 +54,22 @@ class FusionGate(nn.Module):
         super().__init__()
         if not 0.0 < start < 1.0:
             raise ValueError(f"the fusion gate's start must lie in (0, 1), got {start}")
-        self.w_s = nn.Parameter(torch.zeros(d_model))
-        self.w_h = nn.Parameter(torch.zeros(d_model))
-        self.b = nn.Parameter(torch.full((d_model,), math.log(start / (1 - start))))  # not named "bias": OpenNMT zeroes those
+        self.gate_start = start
+        self.w_s = nn.Parameter(torch.empty(d_model))
+        self.w_h = nn.Parameter(torch.empty(d_model))
+        self.b = nn.Parameter(torch.empty(d_model))  # not named "bias": OpenNMT's -param_init_glorot zeroes those
+        self.reset_start()
+
+    def reset_start(self) -> None:
+        """Puts the parameters back to the starting point the paper/our tuning uses: ``w_s = w_h = 0``,
+        ``b = logit(start)``, so ``F = start`` (0.95 by default) for every unit and input.
+
+        OpenNMT's initialisation of a new model (``-param_init``) overwrites it; the ``init`` seam
+        (:mod:`onmt_xl.seams.init`) calls this again afterwards."""
+        with torch.no_grad():
+            self.w_s.zero_()
+            self.w_h.zero_()
+            self.b.fill_(math.log(self.gate_start / (1 - self.gate_start)))
 
     def forward(self, s: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
         gate = torch.sigmoid(s * self.w_s + h * self.w_h + self.b)

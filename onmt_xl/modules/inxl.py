@@ -45,15 +45,34 @@ class InXLPositionFusion(nn.Module):
         if fusion == "block" and kind != "SinusoidalInterleaved":
             raise ValueError("inxl_fusion 'block' pairs (sin, cos) dimensions and needs SinusoidalInterleaved")
         self.d_model, self.fusion, self.start = d_model, fusion, start
-        if fusion == "full":
-            eye = torch.eye(d_model)
-        elif fusion == "diagonal":
-            eye = torch.ones(d_model)
-        else:
-            eye = torch.eye(2).expand(d_model // 2, 2, 2)  # (d/2, 2, 2): (sin_k, cos_k) -> (sin_k', cos_k')
-        # not named "weight": OpenNMT's Xavier initialisation must leave the start alone
-        self.U = nn.Parameter(eye.clone())
-        self.V = nn.Parameter(eye.clone() if start == "identity" else torch.zeros_like(eye))
+        shape = {"full": (d_model, d_model), "diagonal": (d_model,)}.get(fusion, (d_model // 2, 2, 2))
+        # not named "weight": OpenNMT's -param_init_glorot (Xavier) must leave the start alone
+        self.U = nn.Parameter(torch.empty(shape))
+        self.V = nn.Parameter(torch.empty(shape))
+        self.reset_start()
+
+    def identity(self) -> torch.Tensor:
+        """The identity map in this parameterisation: ``I`` (``full``), ones (``diagonal``), or one 2×2 ``I`` per
+        frequency (``block``, ``(d/2, 2, 2)``: ``(sin_k, cos_k) -> (sin_k', cos_k')``)."""
+        if self.fusion == "full":
+            return torch.eye(self.d_model)
+        if self.fusion == "diagonal":
+            return torch.ones(self.d_model)
+        return torch.eye(2).expand(self.d_model // 2, 2, 2)
+
+    def reset_start(self) -> None:
+        """Puts the parameters back to the starting point the paper/our tuning uses (``start``): ``U = I`` and
+        ``V = I`` (``identity``) or ``V = 0`` (``absolute``).
+
+        OpenNMT's initialisation of a new model (``-param_init``) overwrites it; the ``init`` seam
+        (:mod:`onmt_xl.seams.init`) calls this again afterwards."""
+        eye = self.identity()
+        with torch.no_grad():
+            self.U.copy_(eye)
+            if self.start == "identity":
+                self.V.copy_(eye)
+            else:
+                self.V.zero_()
 
     def _project(self, pe: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         if self.fusion == "full":
