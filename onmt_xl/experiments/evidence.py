@@ -52,6 +52,11 @@ TIERS = {
     # the encoder-free Transformer first, both seeds (SANITY_SYSTEMS)
     "c": (("encoder_free", "disan", "enc_re", "both_re", "exgre", "refsr", "prereorder"), (1, 2)),
     "d": ((), (1,)),
+    # the decisive design (reports/PREREG_decisive.md, a work directory of its own with --test-from-train): the
+    # primary comparison, then HeadXL, then InXL, each with seeds 1-5 (--seeds 1,...,8 extends them)
+    "e": (("baseline", "combination"), (1, 2, 3, 4, 5)),
+    "f": (("headxl",), (1, 2, 3, 4, 5)),
+    "g": (("inxl",), (1, 2, 3, 4, 5)),
 }
 TAU_SWEEP = (0, 1, 3, 4)  # HeadXL's xl_heads besides the default 2 of tier a (heads 4 in the enja preset)
 ORACLE_SYSTEMS = ("combination", "prereorder")  # tier c: also trained on oracle indices (upper bound)
@@ -267,7 +272,8 @@ def run_evidence(args) -> int:
     runner = Runner(corpus, args.workdir, jobs, args.preset, args.max_steps, args.valid_size, args.beam_size,
                     args.time_budget, gpu={"auto": None, "yes": True, "no": False}[args.gpu],
                     parallel=args.parallel, tune_size=args.tune_size, archive=args.archive,
-                    preorder_options=json.loads(args.preorder_options) if args.preorder_options else None)
+                    preorder_options=json.loads(args.preorder_options) if args.preorder_options else None,
+                    test_from_train=args.test_from_train)
     if args.stage in ("main", "status"):
         if not args.steps:
             raise XLUsageError(None, None, f"--stage {args.stage} needs --steps (chosen from the learning curve on "
@@ -315,12 +321,29 @@ def run_evidence(args) -> int:
 FAMILIES = (("XL PE and Relative PE", MAIN_SYSTEMS), ("the other baselines", TIERS["c"][0]))
 
 
-def report_families(systems: Sequence[str]) -> List[Tuple[str, List[str]]]:
-    """:data:`FAMILIES` restricted to ``systems``; a system of no tier forms a family of its own."""
-    families = [(name, [s for s in members if s in systems and s != "baseline"]) for name, members in FAMILIES]
-    known = {s for _, members in FAMILIES for s in members}
+def report_families(systems: Sequence[str], families: Sequence[Tuple[str, Sequence[str]]] = FAMILIES
+                    ) -> List[Tuple[str, List[str]]]:
+    """``families`` (default :data:`FAMILIES`) restricted to ``systems``; a system of none forms a family of its own."""
+    families = [(name, [s for s in members if s in systems and s != "baseline"]) for name, members in families]
+    known = {s for _, members in families for s in members}
     families += [(system, [system]) for system in systems if system not in known and system != "baseline"]
     return [(name, members) for name, members in families if members]
+
+
+def families_option(text: str) -> List[Tuple[str, List[str]]]:
+    """``--families``: ``NAME=SYSTEM,SYSTEM;NAME=SYSTEM`` (each family Holm-corrected apart, fixed in advance)."""
+    families = []
+    for part in filter(str.strip, text.split(";")):
+        name, sep, members = part.partition("=")
+        systems = [s.strip() for s in members.split(",") if s.strip()]
+        unknown = [s for s in systems if s not in SYSTEMS]
+        if not sep or not name.strip() or not systems or unknown:
+            raise argparse.ArgumentTypeError(f"--families: {part.strip()!r} is not NAME=SYSTEM[,SYSTEM...] of known "
+                                             "systems" + (f" ({unknown[0]!r} is none)" if unknown else ""))
+        families.append((name.strip(), systems))
+    if not families:
+        raise argparse.ArgumentTypeError("--families: give NAME=SYSTEM[,SYSTEM...], several joined by ';'")
+    return families
 
 
 def report_sweeps(preset: str, seed: int) -> List[Sweep]:
@@ -370,7 +393,8 @@ def report_stage(args) -> int:
         from onmt_xl.experiments.runner import Runner
 
         runner = Runner(corpus_from_args(args), args.workdir, [], args.preset, valid_size=args.valid_size,
-                        gpu=False, parallel=1, tune_size=args.tune_size, archive=args.archive)
+                        gpu=False, parallel=1, tune_size=args.tune_size, archive=args.archive,
+                        test_from_train=args.test_from_train)
         runner.restore_archive()
         runner.stage_data()
     if not (workdir / "data" / "test.ref").exists():
@@ -379,7 +403,7 @@ def report_stage(args) -> int:
     systems, seeds = _report_systems_seeds(args)
     report = write_report(workdir, out, systems=systems, seeds=seeds, n_samples=args.samples,
                           seed=args.bootstrap_seed, preorder_pairs=_ints(args.preorder_pairs),
-                          families=report_families(systems), oracle_systems=ORACLE_SYSTEMS,
+                          families=report_families(systems, args.families or FAMILIES), oracle_systems=ORACLE_SYSTEMS,
                           sweeps=report_sweeps(args.preset, TIERS["d"][1][0]))
     if not report["systems"]:
         say(f"no finished run of {','.join(systems)} with seeds {','.join(map(str, seeds))} in {workdir / 'jobs'} yet")
@@ -396,6 +420,11 @@ def add_evidence(sub) -> None:
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_corpus_arguments(p, shared_data())
     p.add_argument("--tune-size", type=int, default=1000, help="last training pairs carved off as the tuning split")
+    p.add_argument("--test-from-train", type=int, default=0, metavar="N",
+                   help="the test split is the --test pairs and N pairs carved from the training pairs by a rule "
+                        "fixed in advance (onmt_xl.experiments.stages.carve_test_pairs: the N eligible pairs of "
+                        "lowest salted SHA-256; every other training pair with a test source removed); every stage "
+                        "of the work directory must give the same N (default 0: none)")
     p.add_argument("--workdir", default="runs/evidence_jaen", help="where everything is written (resumable)")
     p.add_argument("--stage", choices=("prepare", "curve", "curve-score", "main", "status", "report"), default="curve",
                    help="prepare: only the splits, alignments, preorderer and vocabularies; curve: train the "
@@ -406,12 +435,14 @@ def add_evidence(sub) -> None:
     p.add_argument("--seed", type=int, default=1, help="training seed of the learning-curve jobs (default 1)")
     p.add_argument("--steps", type=int, help="--stage main: steps of every model (where the validation BLEU of "
                    "the learning curve stops rising)")
-    p.add_argument("--tier", type=tiers_option, default="a", metavar="{a,b,c,d}[,...]",
+    p.add_argument("--tier", type=tiers_option, default="a", metavar="{a,b,c,d,e,f,g}[,...]",
                    help="--stage main/status (and report with --systems or --seeds): a = baseline, Relative PE, "
                         "InXL, HeadXL, Combination, seeds 1-3; b = baseline and Combination, seeds 1-3 (run it on "
                         "the reversed corpus); c = encoder-free, DiSAN, REs, ExGRE, ReFSR, pre-reordering, seeds "
                         "1-2, and Combination and pre-reordering trained on oracle indices; d = the tau sweep of "
-                        "HeadXL and the noise attack on Combination, seed 1. Several tiers joined by commas (a,c,d) "
+                        "HeadXL and the noise attack on Combination, seed 1; e, f, g = the decisive design "
+                        "(reports/PREREG_decisive.md): baseline and Combination, then HeadXL, then InXL, seeds 1-5. "
+                        "Several tiers joined by commas (a,c,d) "
                         "run in one call, tier after tier, so no job slot idles at a tier's end")
     p.add_argument("--systems", help="--stage main/report: comma-separated systems (default: the tier's; "
                                      "for the report, every finished system of tiers a-c and tier d's sweeps)")
@@ -444,6 +475,9 @@ def add_evidence(sub) -> None:
                    "seconds per step (a tier that has not started, e.g. the reversed corpus's)")
     p.add_argument("--report", help="--stage report: Markdown file to write, with its .json beside it "
                    "(default WORKDIR/report.md)")
+    p.add_argument("--families", type=families_option,
+                   help="--stage report: the families of comparisons with the baseline, each Holm-corrected apart, "
+                        "as NAME=SYSTEM,SYSTEM;NAME=SYSTEM (default: XL PE and Relative PE; the other baselines)")
     p.add_argument("--samples", type=int, default=1000, help="--stage report: bootstrap samples (default 1000)")
     p.add_argument("--bootstrap-seed", type=int, default=12345,
                    help="--stage report: seed of the bootstrap, recorded in the report (default 12345)")

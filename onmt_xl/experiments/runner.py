@@ -51,13 +51,14 @@ class Runner(DataStages, JobStages):
                  time_budget_min: Optional[float] = None, checkpoint_every: int = 500,
                  gpu: Optional[bool] = None, parallel: Optional[int] = None, archive: Optional[str] = None,
                  preorder_iterations: Optional[int] = None, tune_size: int = 0,
-                 preorder_options: Optional[Dict[str, Any]] = None):
+                 preorder_options: Optional[Dict[str, Any]] = None, test_from_train: int = 0):
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
         self.corpus, self.jobs, self.preset = corpus, list(jobs), preset
         self.workdir = Path(workdir).resolve()
         self.valid_size, self.beam_size, self.preorder_iterations = valid_size, beam_size, preorder_iterations
         self.tune_size, self.preorder_options = tune_size, dict(preorder_options or {})
+        self.test_from_train = test_from_train  # test pairs carved from the training pairs (stages.carve_test_pairs)
         self.extra_preorder_pairs: Sequence[int] = ()  # preorderers on the first N pairs beyond the jobs' own
         self.time_budget_s = None if time_budget_min is None else 60.0 * time_budget_min
         steps = train_steps or config("baseline", str(self.workdir), None, preset)["train_steps"]
@@ -137,6 +138,7 @@ class Runner(DataStages, JobStages):
                               preset=self.preset, model=config("baseline", str(self.workdir), self.overrides, self.preset),
                               train_steps=self.train_steps, beam_size=self.beam_size, valid_size=self.valid_size,
                               **({"tune_size": self.tune_size} if self.tune_size else {}),
+                              **({"test_from_train": self.test_from_train} if self.test_from_train else {}),
                               **({"preorder_options": self.preorder_options} if self.preorder_options else {}))
 
     # -- jobs -----------------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 Each writes its outputs under the work directory and is skipped when they exist, so a killed run resumes::
 
     data/      train/valid[/tune]/test (+ swapped test sources, gold AER set)   stage_data
+               (with ``test_from_train`` N: the test split is the test pairs and N pairs carved from the
+               training pairs, :func:`carve_test_pairs`; ``data/carve.json`` records the carve)
     align/     eflomal grow-diag-final-and of test+valid[+tune]+train, one run    align
     preorderer.xlp, preorderer.json (tau on the tuning split, and on test)        preorder
     vocab.src, vocab.tgt                                                   vocab
@@ -10,6 +12,7 @@ Each writes its outputs under the work directory and is skipped when they exist,
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import shutil
@@ -51,6 +54,70 @@ class Corpus:
                             self.valid_tgt, self.test_align) if p]
 
 
+#: the salt of the carve rule's hash (:func:`carve_test_pairs`); fixed in advance (reports/PREREG_decisive.md)
+CARVE_SALT = "onmt-xl decisive test carve v1"
+
+
+def _norm(line: str) -> str:
+    return " ".join(line.split())
+
+
+def carve_rank(src: str, tgt: str, salt: str = CARVE_SALT) -> str:
+    """The carve rule's sort key of a pair: SHA-256 of the salt and the pair's two whitespace-normalised sides in
+    sorted order (the same key for a pair whichever side is the source, so the reversed corpus ranks alike)."""
+    a, b = sorted((_norm(src), _norm(tgt)))
+    return hashlib.sha256("\t".join((salt, a, b)).encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Carve:
+    """What :func:`carve_test_pairs` took: ``test`` the carved indices into the training pairs (corpus order),
+    ``removed`` the other training pairs dropped because their source is a test source, and the counts."""
+
+    test: List[int]
+    removed: List[int]
+    eligible: int
+    train_before: int
+
+    def record(self, n: int, test_pairs: int, salt: str) -> dict:
+        return dict(test_from_train=n, rule=f"the {n} eligible training pairs of lowest carve_rank (SHA-256, salt "
+                    f"{salt!r}); eligible: non-empty sides, a source found once among all training-file pairs "
+                    "(training, validation, tuning) and not among the test sources; every other training pair "
+                    "whose source is a test source removed", salt=salt, eligible=self.eligible,
+                    carved=len(self.test), removed_same_source=len(self.removed), train_before=self.train_before,
+                    train_after=self.train_before - len(self.test) - len(self.removed), test_given=test_pairs,
+                    test_after=test_pairs + len(self.test))
+
+
+def carve_test_pairs(train_src: List[str], train_tgt: List[str], held_src: List[str], test_src: List[str], n: int,
+                     salt: str = CARVE_SALT) -> Carve:
+    """Carve ``n`` test pairs from the training pairs by a rule fixed in advance (the decisive design).
+
+    Eligible: a training pair with both sides non-empty whose (whitespace-normalised) source occurs once among
+    the training pairs and ``held_src`` (the validation and tuning sources) and not among ``test_src``. The
+    carved pairs are the ``n`` eligible ones of lowest :func:`carve_rank` (deterministic, independent of the
+    corpus order), returned in corpus order; ``removed``: every other training pair whose source equals a test
+    source (given or carved), so that no test source stays verbatim in training.
+    """
+    if n < 0:
+        raise XLUsageError(None, None, f"--test-from-train {n}: must be 0 or more")
+    norm = [_norm(s) for s in train_src]
+    count: dict = {}
+    for s in norm + [_norm(s) for s in held_src]:
+        count[s] = count.get(s, 0) + 1
+    given = {_norm(s) for s in test_src}
+    eligible = [i for i, s in enumerate(norm)
+                if s and _norm(train_tgt[i]) and count[s] == 1 and s not in given]
+    if n > len(eligible):
+        raise XLUsageError(None, None, f"--test-from-train {n}: only {len(eligible)} of the {len(norm)} training "
+                           "pairs are eligible (a source found once, not a test source)")
+    chosen = sorted(sorted(eligible, key=lambda i: (carve_rank(train_src[i], train_tgt[i], salt), i))[:n])
+    taken = set(chosen)
+    sources = given | {norm[i] for i in chosen}
+    removed = [i for i, s in enumerate(norm) if i not in taken and s in sources]
+    return Carve(chosen, removed, len(eligible), len(norm))
+
+
 def read_parallel(src: str, tgt: str) -> Tuple[List[str], List[str]]:
     s, t = read_lines(Path(src)), read_lines(Path(tgt))
     if len(s) != len(t):
@@ -62,26 +129,47 @@ class DataStages:
     """The stages before training, mixed into :class:`onmt_xl.experiments.runner.Runner` (which provides
     ``corpus``, ``path``, ``valid_size``, ``tune_size``, ``preorder_options``, ``preset``, ``overrides``,
     ``preorder_iterations``, ``_run`` and
-    ``_manifest_update``)."""
+    ``_manifest_update``; ``test_from_train`` where it carves test pairs from the training pairs)."""
 
     def stage_data(self) -> None:
-        """train/valid split, test, swapped tests, gold set under ``data/``."""
+        """train/valid split, test, swapped tests, gold set under ``data/``; with ``test_from_train`` N, N more
+        test pairs carved from the training pairs (:func:`carve_test_pairs`, recorded in ``data/carve.json``)."""
         data = self.path("data")
+        carve = int(getattr(self, "test_from_train", 0) or 0)
         if (data / "ready").exists():
+            self._check_carve(data, carve)
             return
+        manifest = self.path("manifest.json")  # restored from an archive: the carve its jobs were tested on
+        recorded = json.loads(manifest.read_text(encoding="utf-8")).get("carve") if manifest.exists() else None
+        if recorded and recorded["test_from_train"] != carve:
+            raise XLUsageError(str(manifest), None, f"records splits staged with --test-from-train "
+                               f"{recorded['test_from_train']}, this run asks for {carve}: pass --test-from-train "
+                               f"{recorded['test_from_train']}, or use another --workdir and --archive")
         data.mkdir(parents=True, exist_ok=True)
-        n_train, n_valid, n_tune = self._stage_train_valid(data)
-        test_src = self._stage_test(data)
+        test_src, test_tgt = read_parallel(self.corpus.test_src, self.corpus.test_tgt)
+        n_train, n_valid, n_tune, carved = self._stage_train_valid(data, test_src, carve)
+        test_src = self._stage_test(data, test_src + carved[0], test_tgt + carved[1])
         if self.corpus.gold_text and self.corpus.gold_align:
             self._stage_gold(data)
         (data / "ready").write_text("")
         say(f"data: {n_train} train, {n_valid} valid, {n_tune} tuning, {len(test_src)} test pairs -> {data}")
 
+    def _check_carve(self, data: Path, carve: int) -> None:
+        """A staged ``data/`` serves only a run that asks for the same carve (another would test on other pairs)."""
+        path = data / "carve.json"
+        staged = json.loads(path.read_text(encoding="utf-8"))["test_from_train"] if path.exists() else 0
+        if staged != carve:
+            raise XLUsageError(str(data), None, f"was staged with --test-from-train {staged}, this run asks for "
+                               f"{carve}: pass --test-from-train {staged}, or use another --workdir")
+
     def splits(self) -> Tuple[str, ...]:
         """The splits staged under ``data/`` (``tune`` only with a tuning split); train last."""
         return ("test", "valid") + (("tune",) if self.tune_size else ()) + ("train",)
 
-    def _stage_train_valid(self, data: Path) -> Tuple[int, int, int]:
+    def _stage_train_valid(self, data: Path, test_src: List[str] = (), carve: int = 0
+                           ) -> Tuple[int, int, int, Tuple[List[str], List[str]]]:
+        """Write the train, valid and tune splits; returns their sizes and the pairs carved from the training
+        pairs for the test split (none unless ``carve``)."""
         src, tgt = read_parallel(self.corpus.train_src, self.corpus.train_tgt)
         held = self.tune_size + (0 if self.corpus.valid_src else self.valid_size)
         if self.tune_size < 0 or (not self.corpus.valid_src and self.valid_size < 1) or held >= len(src):
@@ -94,14 +182,25 @@ class DataStages:
         else:
             cut = len(src) - self.valid_size
             src, tgt, vsrc, vtgt = src[:cut], tgt[:cut], src[cut:], tgt[cut:]
+        carved: Tuple[List[str], List[str]] = ([], [])
+        if carve:
+            cut = carve_test_pairs(src, tgt, vsrc + usrc, list(test_src), carve)
+            carved = ([src[i] for i in cut.test], [tgt[i] for i in cut.test])
+            dropped = set(cut.test) | set(cut.removed)
+            src, tgt = [s for i, s in enumerate(src) if i not in dropped], [t for i, t in enumerate(tgt) if i not in dropped]
+            record = cut.record(carve, len(test_src), CARVE_SALT)
+            (data / "carve.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+            self._manifest_update(carve=record)
+            say(f"carved {len(cut.test)} test pairs from the {cut.train_before} training pairs ({cut.eligible} "
+                f"eligible) and removed {len(cut.removed)} more whose source is a test source: {len(src)} train")
         files = [("train", src, tgt), ("valid", vsrc, vtgt)] + ([("tune", usrc, utgt)] if self.tune_size else [])
         for name, s, t in files:
             write_lines(data / f"{name}.src", s)
             write_lines(data / f"{name}.tgt", t)
-        return len(src), len(vsrc), len(usrc)
+        return len(src), len(vsrc), len(usrc), carved
 
-    def _stage_test(self, data: Path) -> List[str]:
-        test_src, test_tgt = read_parallel(self.corpus.test_src, self.corpus.test_tgt)
+    def _stage_test(self, data: Path, test_src: List[str], test_tgt: List[str]) -> List[str]:
+        """The test split (the corpus' test pairs, then any carved ones) and its word-swapped sources."""
         for n, line in enumerate(test_src, 1):
             if not line.split():
                 raise XLInputError(self.corpus.test_src, n, "empty source line (onmt_translate drops it, so outputs would no longer be parallel)")
