@@ -8,11 +8,11 @@ one 64-bit integer per four elements and thresholds 15-bit slices of it: keep pr
 of that probability, so the output's expectation is the input exactly, as in inverted dropout. It is
 another random stream than PyTorch's (same seed, other masks), deterministic under ``torch.manual_seed``.
 
-``-cpu_dropout_mask fast|stock`` (an ``onmt_train`` option) chooses it; :func:`use_fast_dropout` puts it
+``-xl_cpu_dropout_mask fast|stock`` (an ``onmt_train`` option) chooses it; :func:`use_fast_dropout` puts it
 on every ``nn.Dropout`` of a model, for CPU tensors in training mode only (evaluation and other devices
 take the stock path). :func:`fused_adam` builds ``torch.optim.Adam`` with PyTorch's fused CPU kernel
 (one pass over each parameter instead of a dozen element-wise ops): the same update rule.
-:func:`generator_loss` (``-cpu_loss fused``) computes OpenNMT's output layer and label-smoothed
+:func:`generator_loss` (``-xl_cpu_loss fused``) computes OpenNMT's output layer and label-smoothed
 cross-entropy block by block of rows, with the gradient, so the ``(tokens, vocabulary)`` score matrix is
 never materialised in fp32 nor cast back and forth: the same loss and gradients up to float rounding.
 """

@@ -1,4 +1,4 @@
-"""CPU mixed precision: which dtype ``-cpu_precision`` resolves to on this machine, and the autocast context.
+"""CPU mixed precision: which dtype ``-xl_cpu_precision`` resolves to on this machine, and the autocast context.
 
 bf16 autocast pays off only where the CPU computes bf16 natively (x86 AVX512-BF16 or AMX, an Arm core
 with the BF16 extension); elsewhere oneDNN emulates it, many times slower than fp32. So ``bf16`` is
@@ -43,22 +43,22 @@ def native_bf16() -> Tuple[bool, str]:
 
 
 def resolve(requested: str, device_type: str = "cpu") -> Tuple[Optional[torch.dtype], Optional[str]]:
-    """``-cpu_precision`` -> (autocast dtype or None for fp32, a line to log or None).
+    """``-xl_cpu_precision`` -> (autocast dtype or None for fp32, a line to log or None).
 
     Only CPU computation is affected: on another device the option has no effect. ``bf16`` on a CPU
     without native bf16 falls back to fp32 with a line that says why.
     """
     if requested not in CHOICES:
-        raise ValueError(f"-cpu_precision must be one of {', '.join(CHOICES)}, got {requested!r}")
+        raise ValueError(f"-xl_cpu_precision must be one of {', '.join(CHOICES)}, got {requested!r}")
     if device_type != "cpu" or requested == "fp32":
         return None, None
     native, evidence = native_bf16()
     if native:
-        return torch.bfloat16, f"-cpu_precision {requested}: bf16 autocast on this CPU ({evidence})"
+        return torch.bfloat16, f"-xl_cpu_precision {requested}: bf16 autocast on this CPU ({evidence})"
     if requested == "bf16":
-        return None, (f"-cpu_precision bf16 is off: this CPU ({evidence}) has no native bf16 arithmetic, "
+        return None, (f"-xl_cpu_precision bf16 is off: this CPU ({evidence}) has no native bf16 arithmetic, "
                       "where bf16 runs many times slower than fp32; running in fp32")
-    return None, f"-cpu_precision auto: fp32 (this CPU: {evidence})"
+    return None, f"-xl_cpu_precision auto: fp32 (this CPU: {evidence})"
 
 
 def autocast(dtype: Optional[torch.dtype]) -> ContextManager:

@@ -1,8 +1,8 @@
-"""Exact resume (``onmt_train -train_from CKPT -exact_resume``): a resumed run trains on the same batches, in the
+"""Exact resume (``onmt_train -train_from CKPT -xl_exact_resume``): a resumed run trains on the same batches, in the
 same order and with the same dropout masks, as a run that was never interrupted.
 
 Stock OpenNMT-py restarts the corpus on ``-train_from``, so a run killed at step K and resumed trains steps
-K+1… on the batches of steps 1… again. With ``-exact_resume`` the data iterator is rebuilt exactly as at the
+K+1… on the batches of steps 1… again. With ``-xl_exact_resume`` the data iterator is rebuilt exactly as at the
 start (OpenNMT seeds its batch shuffler from ``-seed`` before building it), the batches that steps 1..K
 consumed are drawn and dropped, and the RNG states saved with the checkpoint are restored just before the
 first new step. Checkpoints carry those states in their ``optim`` entry (:func:`rng_state`), so every
@@ -59,10 +59,10 @@ def skip_then_restore(batches: Iterable, skip: int, rng: Optional[Dict[str, Any]
         try:
             next(it)
         except StopIteration:
-            raise ValueError(f"-exact_resume: the training data ran out after {k} of the {skip} batches "
+            raise ValueError(f"-xl_exact_resume: the training data ran out after {k} of the {skip} batches "
                              "already trained on; was the corpus changed?") from None
         if log is not None and (k + 1) % 5000 == 0:
-            log(f"-exact_resume: skipped {k + 1}/{skip} batches")
+            log(f"-xl_exact_resume: skipped {k + 1}/{skip} batches")
     if rng is not None:
         set_rng_state(rng)
     yield from it

@@ -52,7 +52,7 @@ def test_fusion_gate_starts_at_f_095_for_any_input():
     from tests.test_encoders import model_opt, vocabs
 
     # built as onmt_train builds it: OpenNMT's initialisation must leave the gate's start alone
-    enc = onmt_init(build_base_model(model_opt(encoder_type="disan", enc_layers=1), vocabs())).encoder
+    enc = onmt_init(build_base_model(model_opt(encoder_type="xl_disan", enc_layers=1), vocabs())).encoder
     s, h = torch.randn(2, 3, 16) * 5, torch.randn(2, 3, 16) * 5
     assert torch.allclose(enc.gates[0](s, h), 0.95 * s + 0.05 * h, atol=1e-5)
     with pytest.raises(ValueError):
@@ -95,7 +95,7 @@ def _one_layer_reference(enc, src, src_len, penalty):
     return enc.layer_norm(out)
 
 
-@pytest.mark.parametrize("encoder_type", ["reordering_embedding", "additional_pe"])
+@pytest.mark.parametrize("encoder_type", ["xl_reordering_embedding", "xl_additional_pe"])
 def test_reordering_embedding_layer_is_eq_9(encoder_type):
     model = build(encoder_type, enc_layers=1)
     enc = model.encoder
@@ -107,7 +107,7 @@ def test_reordering_embedding_layer_is_eq_9(encoder_type):
 
 @pytest.mark.parametrize("fusion", ["gate", "none"])
 def test_disan_layer_is_a_residual_block_with_directional_heads(fusion):
-    model = build("disan", enc_layers=1, disan_fusion=fusion)
+    model = build("xl_disan", enc_layers=1, xl_disan_fusion=fusion)
     enc = model.encoder
     src, src_len = batch()
     got, _, _ = enc(src, src_len)
@@ -137,7 +137,7 @@ def test_disan_keeps_the_identity_path(fusion):
 
     from tests.test_encoders import model_opt, vocabs
 
-    enc = onmt_init(build_base_model(model_opt(encoder_type="disan", enc_layers=2, disan_fusion=fusion), vocabs())).encoder.eval()
+    enc = onmt_init(build_base_model(model_opt(encoder_type="xl_disan", enc_layers=2, xl_disan_fusion=fusion), vocabs())).encoder.eval()
     with torch.no_grad():
         for layer in enc.transformer:
             for linear in (layer.self_attn.final_linear, layer.feed_forward.w_2):
@@ -153,13 +153,13 @@ def test_disan_keeps_the_identity_path(fusion):
 
 def test_encoder_free_variants():
     for pe in ("none", "absolute"):
-        enc = build("encoder_free", encoder_free_pe=pe).encoder
+        enc = build("xl_encoder_free", xl_encoder_free_pe=pe).encoder
         src, src_len = batch()
         out, _, _ = enc(src, src_len)
         x = embed_words(enc.embeddings, src)
         want = x + sinusoid(torch.arange(5).expand(2, 5), 16) if pe == "absolute" else x
         assert torch.allclose(out, want, atol=1e-6)
-    enc = build("encoder_free", encoder_free_pe="inxl").encoder
+    enc = build("xl_encoder_free", xl_encoder_free_pe="inxl").encoder
     assert enc.inxl.fusion == "block"
     x = embed_words(enc.embeddings, batch()[0])
     pe_abs = sinusoid(torch.arange(5).expand(2, 5), 16)
@@ -178,18 +178,18 @@ def test_baseline_parameter_counts():
         return sum(p.numel() for p in model.parameters())
 
     base = count(build("transformer"))  # 2 encoder layers, d_model 16
-    assert count(build("disan")) == base + 2 * 3 * 16
-    assert count(build("disan", disan_fusion="none")) == base
-    assert count(build("reordering_embedding")) == base + 2 * 3 * 16 * 16
-    assert count(build("additional_pe")) == base
+    assert count(build("xl_disan")) == base + 2 * 3 * 16
+    assert count(build("xl_disan", xl_disan_fusion="none")) == base
+    assert count(build("xl_reordering_embedding")) == base + 2 * 3 * 16 * 16
+    assert count(build("xl_additional_pe")) == base
     layers = sum(p.numel() for p in build("transformer").encoder.transformer.parameters()) + 2 * 16
-    assert count(build("encoder_free", encoder_free_pe="absolute")) == base - layers
-    assert count(build("encoder_free", encoder_free_pe="inxl")) == base - layers + 4 * 16
+    assert count(build("xl_encoder_free", xl_encoder_free_pe="absolute")) == base - layers
+    assert count(build("xl_encoder_free", xl_encoder_free_pe="inxl")) == base - layers + 4 * 16
 
 
 def test_decoder_res_step_by_step_equals_full_sequence():
     """Beam search decodes one step at a time with caches: it must see exactly the training-time layer."""
-    model = build("transformer", decoder_type="reordering_embedding")
+    model = build("transformer", decoder_type="xl_reordering_embedding")
     src, src_len = batch()
     enc_out, _, _ = model.encoder(src, src_len)
     tgt = torch.tensor([[2, 5, 6, 7], [2, 8, 9, 10]])[:, :, None]
@@ -202,7 +202,7 @@ def test_decoder_res_step_by_step_equals_full_sequence():
 
 def test_decoder_res_change_the_decoder_and_count_parameters():
     stock = build("transformer")
-    re = build("transformer", decoder_type="reordering_embedding")
+    re = build("transformer", decoder_type="xl_reordering_embedding")
     n = sum(p.numel() for p in re.parameters()) - sum(p.numel() for p in stock.parameters())
     assert n == 1 * 3 * 16 * 16  # one decoder layer, 3 d x d matrices (Eq. 6)
     assert all(hasattr(layer, "penalty") for layer in re.decoder.transformer_layers)
@@ -261,7 +261,7 @@ def _loss_gradient(kind, b_values, pos_xl, length=8):
 
 
 def test_literal_eq9_gives_the_predicted_positions_no_gradient():
-    # -reordering_loss literal: with D = 0.5 at most one integer s lies in [b - D, b + D], pr_j = w·pe_s and
+    # -xl_reordering_loss literal: with D = 0.5 at most one integer s lies in [b - D, b + D], pr_j = w·pe_s and
     # the cosine of Eq. 9 ignores w (the deviation the default loss exists for)
     assert _loss_gradient("literal", [1.2, 3.9, 6.3], [5, 0, 2]).abs().max() < 1e-6
 
@@ -280,7 +280,7 @@ def test_reordering_loss_pulls_each_predicted_position_towards_its_oracle(kind):
 def test_minimising_the_reordering_loss_alone_halves_the_distance_to_the_oracle(kind, halves):
     """On a toy batch, 200 Adam steps on the reordering loss alone (no translation loss) halve ||B^N - R||
     for the default loss forms; the literal Eq. 9 leaves B where it starts."""
-    model = build("exgre", reordering_loss=kind)
+    model = build("xl_exgre", xl_reordering_loss=kind)
     enc = model.encoder.train()
     src, src_len = batch(REVERSED)
     r = REVERSED.float() * (torch.arange(5)[None, :] < src_len[:, None])
@@ -317,11 +317,11 @@ def test_reordering_fusion_gate_eq10_11_by_hand():
     assert torch.allclose(gate(10 * torch.tensor([h]), 10 * torch.tensor([h_bar])), 10 * got, atol=1e-4)
 
 
-@pytest.mark.parametrize("encoder_type", ["exgre", "refsr"])
+@pytest.mark.parametrize("encoder_type", ["xl_exgre", "xl_refsr"])
 def test_exgre_positions_only_feed_the_loss(encoder_type):
     from onmt_xl.modules.explicit_reordering import soft_window_pe
 
-    model = build(encoder_type, reordering_loss="soft")
+    model = build(encoder_type, xl_reordering_loss="soft")
     enc = model.encoder
     plain, _, _ = enc(*batch())
     assert enc.reordering_loss is None

@@ -161,9 +161,9 @@ def test_tau_above_heads_is_rejected_by_onmt_train(workdir, trained_combination)
 
 
 def test_unknown_option_value_is_rejected(workdir, trained_combination):
-    cfg = write_config(workdir, "inxl", inxl_fusion="lowrank", train_steps=1)
+    cfg = write_config(workdir, "inxl", xl_inxl_fusion="lowrank", train_steps=1)
     proc = run("onmt_train", "-config", str(cfg), check=False)
-    assert proc.returncode == 2 and "inxl_fusion" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 2 and "xl_inxl_fusion" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_baseline_and_relative_pe_train(workdir, trained_combination):
@@ -201,7 +201,7 @@ def test_every_other_system_trains_and_translates(workdir, trained_combination, 
 def test_refsr_trains_with_the_reordering_loss_and_translates_without_alignments(workdir, trained_combination):
     cfg = write_config(workdir, "refsr", train_steps=4, save_checkpoint_steps=4, valid_steps=4, report_every=2)
     proc = run("onmt_train", "-config", str(cfg))
-    assert "reordering loss (lambda * l_j, -reordering_loss) per source word" in proc.stdout + proc.stderr
+    assert "reordering loss (lambda * l_j, -xl_reordering_loss) per source word" in proc.stdout + proc.stderr
     out = workdir / "hyp.refsr"
     run("onmt_translate", "-model", str(workdir / "models" / "refsr_step_4.pt"), "-src",
         str(workdir / "data" / "valid.src"), "-output", str(out), "-beam_size", "2")
@@ -225,7 +225,7 @@ def test_refsr_trains_with_the_reordering_loss_and_translates_without_alignments
     from onmt_xl.experiments.analysis import load_model
 
     model, vocabs, model_opt = load_model(str(workdir / "models" / "refsr_step_4.pt"))
-    assert model_opt.exgre_window == 0.5
+    assert model_opt.xl_exgre_window == 0.5
     caught = []
     model.encoder.predictors[-1].register_forward_hook(lambda m, args, out: caught.append(out.detach()))
     ids = pad_sequence([torch.tensor(vocabs["src"](s)) for s in src], batch_first=True,

@@ -1,5 +1,5 @@
 """The cheaper CPU training kernels: the fast dropout mask's statistics, where it applies, fused Adam, and the
-``-cpu_dropout_mask`` option end to end."""
+``-xl_cpu_dropout_mask`` option end to end."""
 
 import subprocess
 
@@ -251,7 +251,7 @@ def _cli(name, *args, check=True):
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     wd = tmp_path_factory.mktemp("cpu_training")
-    tiny_model_workdir(wd, _cli, train_steps=4, valid_steps=4, save_checkpoint_steps=4, cpu_precision="fp32")
+    tiny_model_workdir(wd, _cli, train_steps=4, valid_steps=4, save_checkpoint_steps=4, xl_cpu_precision="fp32")
     return wd
 
 
@@ -279,7 +279,7 @@ def test_onmt_train_fast_and_stock_kernels_train_alike(tiny):
 
 @pytest.mark.parametrize("args, mask, fast_kernels", [(["-xl_cpu_kernels", "fast"], "fast", True),
                                                       (["-xl_cpu_kernels", "stock"], "stock", False), ([], "stock", False),
-                                                      (["-cpu_dropout_mask", "fast"], "fast", False)])
+                                                      (["-xl_cpu_dropout_mask", "fast"], "fast", False)])
 def test_onmt_train_uses_the_chosen_kernels(tiny, args, mask, fast_kernels):
     save = tiny / ("_".join(args) or "default")
     proc = _cli("onmt_train", "-config", str(tiny / "cfg.yaml"), "-save_model", str(save / "m"), *args)
@@ -295,7 +295,7 @@ def test_onmt_train_uses_the_chosen_kernels(tiny, args, mask, fast_kernels):
 
 def test_kernel_option_is_in_the_help_and_checked(tiny):
     out = _cli("onmt_train", "-h").stdout
-    assert "-xl_cpu_kernels {stock,fast}" in out and "-cpu_dropout_mask {fast,stock}" in out
+    assert "-xl_cpu_kernels {stock,fast}" in out and "-xl_cpu_dropout_mask {fast,stock}" in out
     assert "-xl_cpu_kernels {stock,fast}" in _cli("onmt_translate", "-h").stdout
     proc = _cli("onmt_train", "-config", str(tiny / "cfg.yaml"), "-xl_cpu_kernels", "quick", check=False)
     assert proc.returncode == 2

@@ -128,12 +128,12 @@ def test_parameter_counts_against_baseline():
     assert count(build("xl_headxl")) == base
     assert count(build("xl_inxl")) == base + 4 * 16
     assert count(build("xl_combination")) == base + 4 * 16
-    assert count(build("xl_inxl", inxl_fusion="full")) == base + 2 * 16 * 16
-    assert count(build("xl_inxl", inxl_fusion="diagonal")) == base + 2 * 16
+    assert count(build("xl_inxl", xl_inxl_fusion="full")) == base + 2 * 16 * 16
+    assert count(build("xl_inxl", xl_inxl_fusion="diagonal")) == base + 2 * 16
 
 
 def test_relative_encoder_is_encoder_only():
-    model = build("xl_relative", enc_max_relative_positions=4)
+    model = build("xl_relative", xl_enc_max_relative_positions=4)
     enc_rel = [m for m in model.encoder.modules() if getattr(m, "relative_positions_embeddings", None) is not None]
     dec_rel = [m for m in model.decoder.modules() if getattr(m, "relative_positions_embeddings", None) is not None]
     assert len(enc_rel) == 2 and dec_rel == []
@@ -148,7 +148,7 @@ def test_relative_encoder_is_encoder_only():
         (dict(encoder_type="xl_headxl", xl_heads=5), "xl_heads must be in"),
         (dict(encoder_type="xl_combination", xl_heads=-1), "xl_heads must be in"),
         (dict(encoder_type="xl_inxl", position_encoding=False), "position_encoding true"),
-        (dict(encoder_type="xl_relative", enc_max_relative_positions=0), "enc_max_relative_positions must be > 0"),
+        (dict(encoder_type="xl_relative", xl_enc_max_relative_positions=0), "-xl_enc_max_relative_positions must be > 0"),
     ],
 )
 def test_bad_options_fail_with_clear_message(overrides, message):
@@ -191,7 +191,7 @@ def test_xl_heads_out_of_range_still_rejected(heads, xl_heads):
 
 @pytest.mark.parametrize("encoder_type", ["xl_inxl", "xl_combination"])
 def test_inxl_init_reaches_the_encoders(encoder_type):
-    """As onmt_train builds them, with -inxl_init absolute InXL encoders start from tanh(PE_abs): their output
+    """As onmt_train builds them, with -xl_inxl_init absolute InXL encoders start from tanh(PE_abs): their output
     does not depend on pos_XL until V has learned; the default (identity) starts from tanh(PE_abs + PE_XL)."""
     from tests.test_baselines import onmt_init
 
@@ -200,5 +200,5 @@ def test_inxl_init_reaches_the_encoders(encoder_type):
         model = onmt_init(build_base_model(model_opt(encoder_type=encoder_type, **opts), vocabs())).eval()
         return model.encoder(*batch(pos_xl))[0]
 
-    assert torch.allclose(output(MONOTONE, inxl_init="absolute"), output(REVERSED, inxl_init="absolute"), atol=1e-6)
+    assert torch.allclose(output(MONOTONE, xl_inxl_init="absolute"), output(REVERSED, xl_inxl_init="absolute"), atol=1e-6)
     assert not torch.allclose(output(MONOTONE), output(REVERSED), atol=1e-3)

@@ -639,7 +639,7 @@ class TestInXLSurvivors:
         cosines); diagonal and full do not pair dimensions and take either layout."""
         from onmt_xl.modules.inxl import InXLPositionFusion
 
-        with pytest.raises(ValueError, match=r"^inxl_fusion 'block' pairs \(sin, cos\) dimensions and needs "
+        with pytest.raises(ValueError, match=r"^xl_inxl_fusion 'block' pairs \(sin, cos\) dimensions and needs "
                                              r"SinusoidalInterleaved$"):
             InXLPositionFusion(8, "block", "SinusoidalConcat", start="absolute")
         a, x = torch.randn(3, 8), torch.randn(3, 8)
@@ -762,15 +762,15 @@ class TestBaselineEncodersSurvivors:
     def _mask(src_len, length=5):
         return (torch.arange(length)[None, :] >= src_len[:, None])[:, None, None, :].expand(-1, 1, length, -1)
 
-    @pytest.mark.parametrize("encoder_type", ["exgre", "refsr"])
+    @pytest.mark.parametrize("encoder_type", ["xl_exgre", "xl_refsr"])
     def test_exgre_and_refsr_forward_by_hand(self, encoder_type):
         """Eq. 5-8 in every layer, H̄^n = H^n + PR^n with PR^n the Gaussian window (D = 1: weights exp(-(s - b)²),
         |s - b| <= 1) over the SinusoidalConcat PE; ReFSR (Eq. 10-11) fuses H̄^N with the same layers run over
         the original order. Padded keys are masked in every layer."""
         from tests.test_encoders import REVERSED, batch, build
 
-        enc = build(encoder_type, position_encoding_type="SinusoidalConcat", exgre_window=1.0).encoder
-        assert (enc.gate is not None) == (encoder_type == "refsr")
+        enc = build(encoder_type, position_encoding_type="SinusoidalConcat", xl_exgre_window=1.0).encoder
+        assert (enc.gate is not None) == (encoder_type == "xl_refsr")
         src, src_len = batch(REVERSED)
         got, _, _ = enc(src, src_len)
         mask = self._mask(src_len)
@@ -784,7 +784,7 @@ class TestBaselineEncodersSurvivors:
                 b = predictor(h, src_len)
                 dist = s[None, None, :] - b[:, :, None]
                 x = h + (torch.exp(-(dist**2)) * (dist.abs() <= 1.0)) @ pe
-            if encoder_type == "refsr":
+            if encoder_type == "xl_refsr":
                 h = x0
                 for layer in enc.transformer:
                     h = layer(h, mask)
@@ -796,16 +796,16 @@ class TestBaselineEncodersSurvivors:
     def test_a_fresh_exgre_encoder_holds_no_loss_sim_or_positions(self):
         from tests.test_encoders import build
 
-        enc = build("exgre").encoder
+        enc = build("xl_exgre").encoder
         assert (enc.reordering_loss, enc.similarity, enc.predicted_positions) == (None, None, None)
 
     def test_disan_without_gate_runs_every_layer(self):
-        """-disan_fusion none: each layer is the stock layer under the directional masks, all of them."""
+        """-xl_disan_fusion none: each layer is the stock layer under the directional masks, all of them."""
         from onmt_xl.encoders.common import padding_mask
         from onmt_xl.modules.disan import directional_masks
         from tests.test_encoders import batch, build
 
-        enc = build("disan", enc_layers=3, disan_fusion="none").encoder
+        enc = build("xl_disan", enc_layers=3, xl_disan_fusion="none").encoder
         src, src_len = batch()
         got, _, _ = enc(src, src_len)
         with torch.no_grad():
@@ -815,13 +815,13 @@ class TestBaselineEncodersSurvivors:
         assert torch.allclose(got, enc.layer_norm(x), atol=1e-5)
 
     def test_disan_reads_the_option_as_gate_when_a_checkpoint_lacks_it(self):
-        """Checkpoints written before -disan_fusion existed carry no such option: they had the gate."""
+        """Checkpoints written before -disan_fusion (now -xl_disan_fusion) existed carry no such option: they had the gate."""
         from onmt.model_builder import build_base_model
 
         from tests.test_encoders import model_opt, vocabs
 
-        opt = model_opt(encoder_type="disan", enc_layers=1)
-        del opt.disan_fusion
+        opt = model_opt(encoder_type="xl_disan", enc_layers=1)
+        del opt.xl_disan_fusion
         assert build_base_model(opt, vocabs()).encoder.gates is not None
 
     @staticmethod
@@ -834,7 +834,7 @@ class TestBaselineEncodersSurvivors:
     def test_disan_attention_output_goes_through_the_layers_dropout(self):
         from tests.test_encoders import batch, build
 
-        enc = self._drop_all_attention(build("disan", enc_layers=1).encoder)
+        enc = self._drop_all_attention(build("xl_disan", enc_layers=1).encoder)
         src, src_len = batch()
         got, _, _ = enc(src, src_len)
         x = enc.embeddings(src)
@@ -846,7 +846,7 @@ class TestBaselineEncodersSurvivors:
         configured PE, output H + FFN(C) - C."""
         from tests.test_encoders import batch, build
 
-        enc = self._drop_all_attention(build("reordering_embedding", enc_layers=1, position_encoding_type=kind).encoder)
+        enc = self._drop_all_attention(build("xl_reordering_embedding", enc_layers=1, position_encoding_type=kind).encoder)
         src, src_len = batch()
         got, _, _ = enc(src, src_len)
         x = enc.embeddings(src)
@@ -859,10 +859,10 @@ class TestBaselineEncodersSurvivors:
         from tests.test_encoders import REVERSED, batch, build
 
         pe_abs = sinusoid(torch.arange(5).expand(2, 5), 16, "SinusoidalConcat")
-        enc = build("encoder_free", encoder_free_pe="absolute", position_encoding_type="SinusoidalConcat").encoder
+        enc = build("xl_encoder_free", xl_encoder_free_pe="absolute", position_encoding_type="SinusoidalConcat").encoder
         got, _, _ = enc(*batch())
         assert torch.allclose(got, embed_words(enc.embeddings, batch()[0]) + pe_abs, atol=1e-6)
-        enc = build("encoder_free", encoder_free_pe="inxl", inxl_fusion="diagonal",
+        enc = build("xl_encoder_free", xl_encoder_free_pe="inxl", xl_inxl_fusion="diagonal",
                     position_encoding_type="SinusoidalConcat").encoder
         got, _, _ = enc(*batch(REVERSED))
         pe_xl = sinusoid(REVERSED, 16, "SinusoidalConcat")
@@ -875,7 +875,7 @@ class TestBaselineEncodersSurvivors:
 
         from tests.test_encoders import model_opt, vocabs
 
-        opt = model_opt(encoder_type="encoder_free", encoder_free_pe="inxl", inxl_init=start)
+        opt = model_opt(encoder_type="xl_encoder_free", xl_encoder_free_pe="inxl", xl_inxl_init=start)
         inxl = build_base_model(opt, vocabs()).encoder.inxl
         eye = torch.eye(2).expand(8, 2, 2)
         assert inxl.start == start and torch.equal(inxl.U, eye)
@@ -885,8 +885,8 @@ class TestBaselineEncodersSurvivors:
         from onmt_xl.encoders.common import MissingXLPositionsError
         from tests.test_encoders import batch, build
 
-        enc = build("encoder_free", encoder_free_pe="inxl").encoder
-        with pytest.raises(MissingXLPositionsError, match=r"^encoder_free with -encoder_free_pe inxl needs cross-lingual "
+        enc = build("xl_encoder_free", xl_encoder_free_pe="inxl").encoder
+        with pytest.raises(MissingXLPositionsError, match=r"^xl_encoder_free with -xl_encoder_free_pe inxl needs cross-lingual "
                                                           r"positions: add the xl_position transform \(onmt_translate "
                                                           r"\.\.\. -transforms xl_position -xl_preorderer FILE\)$"):
             enc(*batch())

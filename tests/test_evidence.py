@@ -449,14 +449,17 @@ def test_prepare_trains_the_extra_preorderers(tmp_path, monkeypatch):
 
 
 def test_a_jobs_cpu_precision_override_reaches_its_config(tmp_path):
-    """The runner sets -cpu_precision auto, unless the job asks for fp32 or bf16 (tools/tune_options.py's
+    """The runner sets -xl_cpu_precision auto, unless the job asks for fp32 or bf16 (tools/tune_options.py's
     baseline_fp32 / baseline_bf16 compare the two)."""
     from onmt_xl.experiments.plan import Job
 
-    jobs = [Job("a", "baseline", 1), Job("b", "baseline", 1, overrides={"cpu_precision": "fp32"}),
-            Job("c", "baseline", 1, overrides={"cpu_precision": "bf16"})]
+    jobs = [Job("a", "baseline", 1), Job("b", "baseline", 1, overrides={"xl_cpu_precision": "fp32"}),
+            Job("c", "baseline", 1, overrides={"xl_cpu_precision": "bf16"}),
+            Job("d", "baseline", 1, overrides={"cpu_precision": "fp32"})]  # the legacy name
     runner = Runner(_corpus(tmp_path), str(tmp_path / "wd"), jobs, preset="demo", train_steps=4, gpu=False)
-    assert [runner.job_config(j)["cpu_precision"] for j in jobs] == ["auto", "fp32", "bf16"]
+    cfgs = [runner.job_config(j) for j in jobs]
+    assert [cfg["xl_cpu_precision"] for cfg in cfgs] == ["auto", "fp32", "bf16", "fp32"]
+    assert not any("cpu_precision" in cfg for cfg in cfgs)
 
 
 def test_training_precision_is_recorded_per_attempt():
@@ -469,6 +472,18 @@ def test_training_precision_is_recorded_per_attempt():
     assert resolved_precision(bf16 + fp32) == "bf16, then fp32"
     assert resolved_precision("[I] Starting training on CPU\n") == "fp32"  # -cpu_precision fp32 logs no line
     assert resolved_precision("") == "fp32"
+    # logs since the xl_ prefix name -xl_cpu_precision; archived ones (above) -cpu_precision; an attempt of each
+    new = bf16.replace("-cpu_precision", "-xl_cpu_precision")
+    assert resolved_precision(new) == "bf16" and resolved_precision(fp32 + new) == "fp32, then bf16"
+    legacy_note = "onmt_xl: legacy name (option) read as the new one: -cpu_precision -> -xl_cpu_precision; please use the new name\n"
+    assert resolved_precision(new.replace("Starting", legacy_note + "Starting")) == "bf16"  # the note says nothing of it
+
+
+def test_exact_resume_log_reads_old_and_new_names():
+    new = LOG.replace("-exact_resume:", "-xl_exact_resume:")
+    assert "-xl_exact_resume: skipping" in new and exact_resume_log(new) is True
+    assert exact_resume_log(new.replace("then restoring the checkpoint's RNG states",
+                                        "then continuing without the RNG states")) is False
 
 
 def test_dropout_masks_are_recorded_per_attempt():

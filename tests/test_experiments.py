@@ -28,7 +28,7 @@ def test_plan_trains_each_model_once_in_priority_order():
     assert by["combination_seed2"].seed == 2 and by["baseline_seed2"].system == "baseline"
     assert by["combination_oracle"].xl_train == "align" and by["combination_oracle"].variants == ["oracle"]
     assert set(by["combination"].variants) >= {"test", "oracle", "gold_align", "test_align", "swap10", "swap50"}
-    assert by["encoder_free_none"].overrides == {"encoder_free_pe": "none"}
+    assert by["encoder_free_none"].overrides == {"xl_encoder_free_pe": "none"}
     assert by["disan"].experiments == ["main"] and by["exgre_literal"].experiments == ["sim"]
     assert names.index("exgre_literal") > names.index("encoder_free_inxl")  # a variant of ours: after the papers' experiments
     assert names[-1] == "disan_nogate" and by["disan_nogate"].experiments == ["main"]  # ours too, in the main table
@@ -242,6 +242,39 @@ def test_a_job_trained_on_a_gpu_is_the_same_job_on_a_cpu():
     assert _identity({**gpu, "seed": 2}) != _identity(cpu)  # what the job is still counts (train_steps may grow)
 
 
+def test_a_job_configured_with_the_legacy_names_is_the_same_job(tmp_path):
+    """A job directory written before the xl_ prefix (its config.yaml names inxl_fusion, cpu_precision,
+    exact_resume, encoder_type exgre, ...) resumes under the new names: the runner does not call it changed."""
+    import yaml
+
+    from onmt_xl.errors import XLInputError
+    from onmt_xl.experiments.jobs import _identity
+    from onmt_xl.experiments.runner import Corpus, Job, Runner
+    from onmt_xl.names import LEGACY_DECODERS, LEGACY_ENCODERS, LEGACY_OPTIONS
+
+    old_option = {new: old for old, new in LEGACY_OPTIONS.items()}
+    old_component = {new: old for old, new in {**LEGACY_ENCODERS, **LEGACY_DECODERS}.items()}
+    jobs = [Job("combination", "combination", 1), Job("exgre_literal", "exgre_literal", 1), Job("both_re", "both_re", 1),
+            Job("encoder_free_none", "encoder_free", 1, overrides={"xl_encoder_free_pe": "none"}),
+            Job("disan_nogate", "disan_nogate", 1)]
+    runner = Runner(Corpus("a", "b", "c", "d"), str(tmp_path), jobs, preset="demo", train_steps=8, gpu=False)
+    for job in jobs:
+        cfg = runner.job_config(job)
+        old = {old_option.get(k, k): old_component.get(v, v) if k in ("encoder_type", "decoder_type") else v
+               for k, v in cfg.items()}
+        assert {"cpu_precision", "exact_resume"} <= set(old) and old != cfg
+        assert _identity(old) == _identity(cfg)
+        jd = tmp_path / "jobs" / job.name
+        jd.mkdir(parents=True)
+        (jd / "config.yaml").write_text(yaml.safe_dump(old, sort_keys=False))
+        assert runner._checked_config(job) == cfg
+        model = [k for k in old if k in LEGACY_OPTIONS and k not in ("cpu_precision", "exact_resume")]
+        for key, value in [(k, "other") for k in model] + [("encoder_type", "transformer")]:
+            (jd / "config.yaml").write_text(yaml.safe_dump({**old, key: value}, sort_keys=False))
+            with pytest.raises(XLInputError, match="differs"):  # a legacy option's value still counts
+                runner._checked_config(job)
+
+
 def test_alignment_model_reads_the_penultimate_layer(tmp_path):
     import torch
 
@@ -342,7 +375,7 @@ def test_a_job_trained_to_its_last_step_but_not_recorded_is_recorded_without_tra
     runner.model_path(job).write_bytes(b"checkpoint")  # the run stopped after onmt_train, before done.json
     (jd / "train.log").write_text("[2026-11-26 07:46:20,749 INFO] Step 4/ 4; acc: 87.9; ppl: 5.3; "
                                   "xent: 1.7; lr: 0.00035; sents: 70; bsz: 11/17/1; 16097/25028 tok/s; 5 sec;\n")
-    monkeypatch.setattr(runner, "_run", lambda *a, **k: pytest.fail("onmt_train ran again (-exact_resume replays "
+    monkeypatch.setattr(runner, "_run", lambda *a, **k: pytest.fail("onmt_train ran again (-xl_exact_resume replays "
                                                                       "the data to the last step, then trains one more)"))
     monkeypatch.setattr(jobs_mod, "count_checkpoint_parameters", lambda path: {"parameters": 7, "buffers": 0})
     assert runner.train(job) is True

@@ -29,13 +29,13 @@ INIT_IDS = ["uniform", "glorot", "uniform+glorot"]
 #: every system whose modules start away from OpenNMT's initialisation, with the starts it can take
 CASES = {
     "disan": {},
-    "inxl": {"inxl_init": "identity"},
-    "inxl_absolute": {"inxl_init": "absolute"},
-    "inxl_diagonal_absolute": {"inxl_init": "absolute", "inxl_fusion": "diagonal"},
-    "inxl_full": {"inxl_init": "identity", "inxl_fusion": "full"},
-    "combination": {"inxl_init": "identity"},
-    "combination_absolute": {"inxl_init": "absolute"},
-    "encoder_free_inxl": {"inxl_init": "absolute"},
+    "inxl": {"xl_inxl_init": "identity"},
+    "inxl_absolute": {"xl_inxl_init": "absolute"},
+    "inxl_diagonal_absolute": {"xl_inxl_init": "absolute", "xl_inxl_fusion": "diagonal"},
+    "inxl_full": {"xl_inxl_init": "identity", "xl_inxl_fusion": "full"},
+    "combination": {"xl_inxl_init": "identity"},
+    "combination_absolute": {"xl_inxl_init": "absolute"},
+    "encoder_free_inxl": {"xl_inxl_init": "absolute"},
 }
 
 

@@ -16,8 +16,8 @@ from tests.helpers import stock_cli
 
 def test_fresh_onmt_train_help_lists_our_options():
     out = subprocess.run([stock_cli("onmt_train"), "-h"], capture_output=True, text=True, env=run_env(), check=True).stdout
-    for option in ("-xl_heads", "-inxl_fusion", "-enc_max_relative_positions", "-xl_source", "-xl_preorderer", "-xl_noise",
-                   "-disan_fusion", "-inxl_init", "-encoder_free_pe", "-reordering_loss_weight", "-reordering_loss", "-exgre_window"):
+    for option in ("-xl_heads", "-xl_inxl_fusion", "-xl_enc_max_relative_positions", "-xl_source", "-xl_preorderer", "-xl_noise",
+                   "-xl_disan_fusion", "-xl_inxl_init", "-xl_encoder_free_pe", "-xl_reordering_loss_weight", "-xl_reordering_loss", "-xl_exgre_window"):
         assert option in out
     assert "Transform/XLPosition" in out and "Model-Encoder-XL" in out
 
@@ -37,7 +37,8 @@ def test_hook_registers_on_first_import_of_onmt_only():
         "print(sorted(k for k in str2enc if k.startswith('xl_')), 'xl_position' in AVAILABLE_TRANSFORMS)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=run_env(), check=True).stdout
-    assert out.strip() == "['xl_combination', 'xl_headxl', 'xl_inxl', 'xl_relative'] True"
+    assert out.strip() == ("['xl_additional_pe', 'xl_combination', 'xl_disan', 'xl_encoder_free', 'xl_exgre', 'xl_headxl', "
+                           "'xl_inxl', 'xl_refsr', 'xl_relative', 'xl_reordering_embedding'] True")
 
 
 def test_register_is_idempotent():
@@ -139,7 +140,7 @@ def test_any_module_can_be_imported_first(module):
         "import onmt\n"
         "from onmt.encoders import str2enc\n"
         "from onmt.transforms import AVAILABLE_TRANSFORMS\n"
-        "assert {'xl_combination', 'disan', 'encoder_free'} <= set(str2enc), sorted(str2enc)\n"
+        "assert {'xl_combination', 'xl_disan', 'xl_encoder_free'} <= set(str2enc), sorted(str2enc)\n"
         "assert {'xl_position', 'xl_prereorder'} <= set(AVAILABLE_TRANSFORMS)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=run_env())
@@ -241,8 +242,8 @@ def _direct_encoding(model, src, src_len, pos_xl):
         return model.encoder(torch.cat((src, pos_xl[:, :, None]), dim=2), src_len)[0]
 
 
-XL_SYSTEMS = [("xl_inxl", {}), ("xl_combination", {"xl_heads": 2}), ("encoder_free", {"encoder_free_pe": "inxl"}),
-              ("exgre", {})]
+XL_SYSTEMS = [("xl_inxl", {}), ("xl_combination", {"xl_heads": 2}), ("xl_encoder_free", {"xl_encoder_free_pe": "inxl"}),
+              ("xl_exgre", {})]
 SPECIAL_POSITIONS = [[0, 1, 4, 3, 2, 5], [3, 1, 0, 2, 0, 0]]  # as ids: 4 separator, 1 pad, 0 unk, 2/3 bos/eos
 # (source token ids in these tests are >= 5: OpenNMT compares them with the target vocabulary's separator id)
 
@@ -324,10 +325,10 @@ def test_training_and_validation_read_token_ids_and_the_encoder_gets_the_positio
     try:
         LossCompute.forward = lambda self, batch, *a, **k: seen.append(batch["src"].shape) or stock_loss(self, batch, *a, **k)
         trainer._gradient_accumulation(batches, 6, Statistics(), Statistics())
-        if encoder_type == "exgre":  # the last step's loss, by hand from its predicted positions and the batch's r_j
+        if encoder_type == "xl_exgre":  # the last step's loss, by hand from its predicted positions and the batch's r_j
             assert model.encoder.reordering_loss.item() == pytest.approx(
-                _reordering_loss_by_hand(opt.reordering_loss, model.encoder.predicted_positions[0].tolist(),
-                                         batches[1]["xl_pos"][0].tolist(), opt.reordering_loss_weight, opt.exgre_window),
+                _reordering_loss_by_hand(opt.xl_reordering_loss, model.encoder.predicted_positions[0].tolist(),
+                                         batches[1]["xl_pos"][0].tolist(), opt.xl_reordering_loss_weight, opt.xl_exgre_window),
                 rel=1e-5)
         stats = trainer.validate(iter([(b, 0) for b in batches]))
     finally:

@@ -1,4 +1,4 @@
-"""``-cpu_precision``: what it resolves to from the CPU's capability, and bf16 training/translation end to end.
+"""``-xl_cpu_precision``: what it resolves to from the CPU's capability, and bf16 training/translation end to end.
 
 The end-to-end tests force "this CPU computes bf16 natively" in the subprocess, so they run on any CPU
 (slowly where bf16 is emulated, which a tiny model does not mind).
@@ -86,20 +86,20 @@ def _cli(name, *args, force_native=False, check=True):
 @pytest.mark.parametrize("name", ["onmt_train", "onmt_translate"])
 def test_option_is_in_the_help(name):
     out = _cli(name, "-h").stdout
-    assert "-cpu_precision {fp32,bf16,auto}" in out and "natively" in out
+    assert "-xl_cpu_precision {fp32,bf16,auto}" in out and "natively" in out
 
 
 @pytest.fixture(scope="module")
 def bf16_model(tmp_path_factory):
     wd = tmp_path_factory.mktemp("bf16")
-    tiny_model_workdir(wd, _cli, train_steps=6, valid_steps=6, save_checkpoint_steps=6, cpu_precision="bf16")
+    tiny_model_workdir(wd, _cli, train_steps=6, valid_steps=6, save_checkpoint_steps=6, xl_cpu_precision="bf16")
     proc = _cli("onmt_train", "-config", str(wd / "cfg.yaml"), force_native=True)
     return wd, wd / "models" / "baseline_step_6.pt", proc.stdout + proc.stderr
 
 
 def test_forced_bf16_training_has_finite_loss_and_fp32_weights(bf16_model):
     _, model, log = bf16_model
-    assert "-cpu_precision bf16: bf16 autocast on this CPU (forced by the test)" in log
+    assert "-xl_cpu_precision bf16: bf16 autocast on this CPU (forced by the test)" in log
     ppl = [float(line.split("ppl:")[1].split(";")[0]) for line in log.splitlines() if "ppl:" in line]
     assert ppl and all(torch.isfinite(torch.tensor(ppl)))
     checkpoint = torch.load(model, map_location="cpu", weights_only=False)
@@ -115,7 +115,7 @@ def test_bf16_checkpoint_translates_in_bf16_and_fp32(bf16_model):
     for flag, forced in (("bf16", True), ("fp32", False)):
         out = wd / f"hyp.{flag}"
         proc = _cli("onmt_translate", "-model", str(model), "-src", str(src), "-output", str(out),
-                    "-beam_size", "2", "-max_length", "8", "-cpu_precision", flag, force_native=forced)
+                    "-beam_size", "2", "-max_length", "8", "-xl_cpu_precision", flag, force_native=forced)
         assert len(out.read_text().splitlines()) == 20
         assert ("bf16 autocast" in proc.stderr + proc.stdout) is forced
 
@@ -125,14 +125,14 @@ def test_bf16_asked_on_a_cpu_without_it_says_why_and_runs_fp32(bf16_model):
     if precision.native_bf16()[0]:
         pytest.skip("this CPU computes bf16 natively")
     proc = _cli("onmt_translate", "-model", str(model), "-src", str(wd / "data" / "valid.src"),
-                "-output", str(wd / "hyp.off"), "-beam_size", "1", "-max_length", "4", "-cpu_precision", "bf16")
-    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if "-cpu_precision" in line]
+                "-output", str(wd / "hyp.off"), "-beam_size", "1", "-max_length", "4", "-xl_cpu_precision", "bf16")
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if "-xl_cpu_precision" in line]
     assert len(lines) == 1 and "bf16 is off" in lines[0] and "running in fp32" in lines[0]
 
 
 def test_mistyped_value_gets_a_clear_error_from_the_command(bf16_model):
     wd, _, _ = bf16_model
-    proc = _cli("onmt_train", "-config", str(wd / "cfg.yaml"), "-cpu_precision", "bf61", check=False)
+    proc = _cli("onmt_train", "-config", str(wd / "cfg.yaml"), "-xl_cpu_precision", "bf61", check=False)
     assert proc.returncode == 2
-    assert "argument --cpu_precision/-cpu_precision: invalid choice: 'bf61'" in proc.stderr
+    assert any("-xl_cpu_precision" in line and "invalid choice: 'bf61'" in line for line in proc.stderr.splitlines())
     assert "Traceback" not in proc.stderr

@@ -1,7 +1,7 @@
-"""``-exact_resume``: a run resumed from a checkpoint ends with the weights of a run never interrupted.
+"""``-xl_exact_resume``: a run resumed from a checkpoint ends with the weights of a run never interrupted.
 
 End to end through the stock ``onmt_train``: a tiny Combination model (XL transform and dropout in play)
-trains 12 steps at once, and again as 5 steps + a resume from step 5; with ``-exact_resume`` the two
+trains 12 steps at once, and again as 5 steps + a resume from step 5; with ``-xl_exact_resume`` the two
 step-12 checkpoints are equal tensor for tensor, without it (OpenNMT restarts the corpus) they differ.
 """
 
@@ -78,7 +78,7 @@ def workdir(tmp_path_factory):
         train_steps=12, valid_steps=100, save_checkpoint_steps=5, keep_checkpoint=-1, report_every=1,
         batch_size=64, valid_batch_size=64, bucket_size=64, warmup_steps=2, dropout=[0.3], attention_dropout=[0.3]))
     cfg["data"]["train"].pop("path_align", None)
-    exact = {**cfg, "exact_resume": True}  # from the first run on: its checkpoints carry the RNG states
+    exact = {**cfg, "xl_exact_resume": True}  # from the first run on: its checkpoints carry the RNG states
     (wd / "full.yaml").write_text(yaml.safe_dump({**exact, "save_model": str(wd / "full" / "m")}))
     (wd / "cut.yaml").write_text(yaml.safe_dump({**exact, "save_model": str(wd / "cut" / "m")}))
     (wd / "stock.yaml").write_text(yaml.safe_dump({**cfg, "save_model": str(wd / "stock" / "m")}))
@@ -95,8 +95,8 @@ def _weights(path):
 
 
 def test_exact_resume_ends_with_the_uninterrupted_weights(workdir):
-    log = _train(workdir / "cut.yaml", "-train_from", workdir / "cut" / "m_step_5.pt", "-exact_resume")
-    assert "-exact_resume: skipping the 5 batches of steps 1-5, then restoring the checkpoint's RNG states" in log
+    log = _train(workdir / "cut.yaml", "-train_from", workdir / "cut" / "m_step_5.pt", "-xl_exact_resume")
+    assert "-xl_exact_resume: skipping the 5 batches of steps 1-5, then restoring the checkpoint's RNG states" in log
     full, resumed = _weights(workdir / "full" / "m_step_12.pt"), _weights(workdir / "cut" / "m_step_12.pt")
     assert full.keys() == resumed.keys()
     assert all(torch.equal(full[k], resumed[k]) for k in full)
@@ -104,7 +104,7 @@ def test_exact_resume_ends_with_the_uninterrupted_weights(workdir):
 
 def test_without_the_option_the_corpus_restarts_and_the_weights_differ(workdir):
     log = _train(workdir / "stock.yaml", "-train_from", workdir / "cut" / "m_step_5.pt")
-    assert "-exact_resume" not in log
+    assert "-xl_exact_resume" not in log
     full, stock = _weights(workdir / "full" / "m_step_12.pt"), _weights(workdir / "stock" / "m_step_12.pt")
     assert any(not torch.equal(full[k], stock[k]) for k in full)
 
@@ -119,4 +119,4 @@ def test_checkpoints_carry_rng_states_only_with_the_option(workdir):
 
 def test_the_option_is_in_the_help():
     out = subprocess.run([stock_cli("onmt_train"), "-h"], capture_output=True, text=True, env=run_env()).stdout
-    assert "-exact_resume" in out and "restarts the corpus" in " ".join(out.split())
+    assert "-xl_exact_resume" in out and "restarts the corpus" in " ".join(out.split())

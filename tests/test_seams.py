@@ -25,7 +25,7 @@ def test_a_failing_seam_logs_one_line_and_the_rest_applies():
         "import onmt.opts\n"
         "p = ArgumentParser(); onmt.opts.train_opts(p)\n"
         "print(sorted(seams.failed()), 'xl_combination' in str2enc, dynamic_iterator.tensorify._onmt_xl,\n"
-        "      '--exact_resume' in p._option_string_actions)\n"
+        "      '--xl_exact_resume' in p._option_string_actions)\n"
     )
     proc = _python(code)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -47,14 +47,15 @@ def test_a_failing_component_costs_only_itself():
         "import onmt_xl.seams as seams\n"
         "print(sorted(seams.failed()), 'xl_combination' in str2enc)\n"
     )
-    # a decoder of the same name registered by another plug-in before ours: OpenNMT refuses the duplicate
+    # a decoder of the same name registered by another plug-in before ours: OpenNMT refuses the duplicate (a
+    # plug-in with our legacy name, reordering_embedding, costs nothing: tests/test_names.py)
     pre = ("import onmt_xl_hook, sys\n"
            "sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, onmt_xl_hook.OnmtImportHook)]\n"
            "import onmt\n"
            "from onmt.decoders import register_decoder\n"
            "from onmt.decoders.decoder import DecoderBase\n"
            "class Other(DecoderBase):\n    pass\n"
-           "register_decoder('reordering_embedding')(Other)\n"
+           "register_decoder('xl_reordering_embedding')(Other)\n"
            "import onmt_xl; onmt_xl.register()\n")
     proc = _python(pre + code.replace("import onmt\n", "", 1))
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -7,7 +7,7 @@
 
 Each configuration (system × precision) is a model built by OpenNMT from the system's config, trained
 with Adam on the same real batch (``--batch-tokens`` source tokens of real sentences, their ``pos_XL``
-from the preorderer), exactly as ``onmt_train -cpu_precision`` runs it: forward and loss under CPU bf16
+from the preorderer), exactly as ``onmt_train -xl_cpu_precision`` runs it: forward and loss under CPU bf16
 autocast, backward, weights and optimizer state fp32, with ``-xl_cpu_kernels fast``: the fast dropout masks,
 the fused output layer and loss (label smoothing 0.1 as the presets), Adam's fused CPU step and SDPA. One timing is ``--steps`` training steps.
 The speed of a shared 2-vCPU machine drifts by up to 2× within seconds, so each configuration is timed
@@ -133,7 +133,7 @@ class Config:
                     if self.stock_kernels:
                         loss = torch.nn.functional.cross_entropy(gen(hidden).float(), gold, ignore_index=1,
                                                                  label_smoothing=LABEL_SMOOTHING, reduction="sum")
-                    else:  # -cpu_loss fused
+                    else:  # -xl_cpu_loss fused
                         loss, _ = cpu_training.generator_loss(hidden, gen.weight, gen.bias, gold, 1, LABEL_SMOOTHING,
                                                               self.dtype or torch.float32)
                 (loss / gold.numel()).backward()

@@ -5,7 +5,7 @@
                                [--system baseline] [--preset enja] [--out reports/bench_jobs.txt]
 
 ``--src``/``--tgt``: tokenized parallel training text. Each layout trains the
-same configuration (``--system`` at ``--preset`` size, ``-cpu_precision auto``) for ``--steps`` steps:
+same configuration (``--system`` at ``--preset`` size, ``-xl_cpu_precision auto``) for ``--steps`` steps:
 
 * ``1 job x N threads``: one ``onmt_train`` with all N CPUs (``OMP_NUM_THREADS=N``);
 * ``N jobs x 1 thread``: N ``onmt_train`` at once (other seeds), one thread each;
@@ -97,7 +97,7 @@ def main() -> None:
                 target.write_text("\n".join(lines if split == "train" else lines[:50]) + "\n", encoding="utf-8")
     base = config(args.system, str(wd), {"train_steps": args.steps, "valid_steps": 10 ** 6,
                                           "save_checkpoint_steps": 10 ** 6, "report_every": 10,
-                                          "cpu_precision": "auto"}, args.preset)
+                                          "xl_cpu_precision": "auto"}, args.preset)
     if not (wd / "vocab.tgt").exists():
         (wd / "vocab.yaml").write_text(yaml.safe_dump(base), encoding="utf-8")
         subprocess.run([_stock("onmt_build_vocab"), "-config", str(wd / "vocab.yaml"), "-n_sample", "-1"],

@@ -37,7 +37,7 @@ def main() -> None:
         n = count(system, overrides, args.vocab, preset)
         print(f"{system:18s} {n:14,d} {n - base:+12,d}")
     for fusion in ("diagonal", "full"):
-        n = count("inxl", {**overrides, "inxl_fusion": fusion}, args.vocab, preset)
+        n = count("inxl", {**overrides, "xl_inxl_fusion": fusion}, args.vocab, preset)
         print(f"{'inxl/' + fusion:18s} {n:14,d} {n - base:+12,d}")
 
 

@@ -34,19 +34,19 @@ from onmt_xl.experiments.stages import Corpus  # noqa: E402
 #: candidate name -> (system of onmt_xl.experiments.systems.SYSTEMS, option overrides): what each choice compares
 CANDIDATES: Dict[str, Tuple[str, Dict]] = {
     "baseline": ("baseline", {}),
-    "baseline_bf16": ("baseline", {"cpu_precision": "bf16"}),  # quality at equal steps; fp32 on a CPU without native bf16
-    "baseline_fp32": ("baseline", {"cpu_precision": "fp32"}),  # its reference (``baseline`` follows cpu_precision auto)
+    "baseline_bf16": ("baseline", {"xl_cpu_precision": "bf16"}),  # quality at equal steps; fp32 on a CPU without native bf16
+    "baseline_fp32": ("baseline", {"xl_cpu_precision": "fp32"}),  # its reference (``baseline`` follows xl_cpu_precision auto)
     "disan": ("disan", {}),
     "disan_nogate": ("disan_nogate", {}),
-    "inxl_absolute": ("inxl", {"inxl_init": "absolute"}),
-    "inxl_identity": ("inxl", {"inxl_init": "identity"}),
-    "combination_absolute": ("combination", {"inxl_init": "absolute"}),
-    "combination_identity": ("combination", {"inxl_init": "identity"}),
-    "exgre_soft": ("exgre", {"reordering_loss": "soft"}),
-    "exgre_position": ("exgre", {"reordering_loss": "position"}),
-    "exgre_literal": ("exgre", {"reordering_loss": "literal"}),
-    "refsr_soft": ("refsr", {"reordering_loss": "soft"}),
-    "refsr_position": ("refsr", {"reordering_loss": "position"}),
+    "inxl_absolute": ("inxl", {"xl_inxl_init": "absolute"}),
+    "inxl_identity": ("inxl", {"xl_inxl_init": "identity"}),
+    "combination_absolute": ("combination", {"xl_inxl_init": "absolute"}),
+    "combination_identity": ("combination", {"xl_inxl_init": "identity"}),
+    "exgre_soft": ("exgre", {"xl_reordering_loss": "soft"}),
+    "exgre_position": ("exgre", {"xl_reordering_loss": "position"}),
+    "exgre_literal": ("exgre", {"xl_reordering_loss": "literal"}),
+    "refsr_soft": ("refsr", {"xl_reordering_loss": "soft"}),
+    "refsr_position": ("refsr", {"xl_reordering_loss": "position"}),
 }
 
 

@@ -24,7 +24,7 @@ class ReorderingEmbeddingDecoderLayer(TransformerDecoderLayer):
     def _forward(self, layer_in, enc_out, src_pad_mask, tgt_pad_mask, step=None, future=False, return_attn=False):
         """Same contract as ``TransformerDecoderLayer._forward``; ``layer_in`` ``(batch, T, d_model)``."""
         if self.parallel_residual:
-            raise ValueError("reordering_embedding decoder does not support -parallel_residual")
+            raise ValueError("xl_reordering_embedding decoder does not support -parallel_residual")
         dec_mask = None
         src_pad_mask = src_pad_mask.unsqueeze(1)
         if layer_in.size(1) > 1:
@@ -46,7 +46,7 @@ class ReorderingEmbeddingDecoderLayer(TransformerDecoderLayer):
         return self.feed_forward(ctx_attn + h_tilde), attns  # Eq. 9: H~ on the residual path
 
 
-@register_decoder("reordering_embedding")
+@register_decoder("xl_reordering_embedding")
 class ReorderingEmbeddingDecoder(TransformerDecoder):
     """Stock Transformer decoder whose layers add reordering embeddings (``3·d_model²`` parameters each)."""
 
@@ -59,3 +59,15 @@ class ReorderingEmbeddingDecoder(TransformerDecoder):
             layer.penalty = PositionalPenalty(opt.dec_hid_size)
             layer.pe_type = opt.position_encoding_type
         return decoder
+
+
+def _register_legacy_name() -> None:
+    """``-decoder_type reordering_embedding`` (the name before the ``xl_`` prefix), where no one else has it."""
+    from onmt.decoders import str2dec
+
+    from onmt_xl.names import LEGACY_DECODERS, register_aliases
+
+    register_aliases(str2dec, LEGACY_DECODERS)
+
+
+_register_legacy_name()

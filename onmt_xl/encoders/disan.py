@@ -1,4 +1,4 @@
-"""``disan``: directional self-attention with DiSAN's fusion gate in every layer (Shen et al. 2018;
+"""``xl_disan``: directional self-attention with DiSAN's fusion gate in every layer (Shen et al. 2018;
 baseline of Ding et al. 2020, Tab. 1–2). See :mod:`onmt_xl.modules.disan`; the decoder stays stock."""
 
 from __future__ import annotations
@@ -11,16 +11,17 @@ from onmt.encoders import register_encoder
 from onmt.encoders.transformer import TransformerEncoder
 
 from onmt_xl.encoders.common import padding_mask
+from onmt_xl.opts import add
 from onmt_xl.modules.disan import FusionGate, directional_masks
 
-ENCODERS = ("disan",)
+ENCODERS = ("xl_disan",)
 DISAN_FUSIONS = ("gate", "none")
 
 
 def add_options(group) -> None:
-    group.add(
-        "--disan_fusion", "-disan_fusion", type=str, default="gate", choices=DISAN_FUSIONS,
-        help="disan: 'gate' = DiSAN's fusion gate mixes the directional heads' output with the layer's normalised "
+    add(
+        group, "xl_disan_fusion", type=str, default="gate", choices=DISAN_FUSIONS,
+        help="xl_disan: 'gate' = DiSAN's fusion gate mixes the directional heads' output with the layer's normalised "
         "input inside the residual block, x + Dropout(F*s + (1-F)*LN(x)), F starting at 0.95; 'none' = x + "
         "Dropout(s), a stock layer with directional heads.",
     )
@@ -31,7 +32,7 @@ def validate(opt) -> None:
         raise ValueError(f"-encoder_type {opt.encoder_type} builds on OpenNMT's sequential pre-norm layer: drop -parallel_residual")
 
 
-@register_encoder("disan")
+@register_encoder("xl_disan")
 class DiSANEncoder(TransformerEncoder):
     """Transformer encoder whose self-attention is directional (DiSAN, Shen et al. 2018).
 
@@ -39,7 +40,7 @@ class DiSANEncoder(TransformerEncoder):
     ``x + Dropout(Fusion(MHA_dir(h), h))`` with ``h = LN(x)``: half of the heads under DiSAN's forward
     mask, half under its backward mask (:func:`directional_masks`), fused with the block input ``h`` by
     DiSAN's gate (:class:`FusionGate`, started at ``F = 0.95``); the feed-forward block is stock.
-    ``-disan_fusion none`` drops the gate (``x + Dropout(MHA_dir(h))``).
+    ``-xl_disan_fusion none`` drops the gate (``x + Dropout(MHA_dir(h))``).
 
     Deviations, because OpenNMT's layers are pre-norm and DiSAN is not a Transformer layer: the gate reads
     the normalised block input ``h`` (DiSAN's input is its embedding layer's output), and it sits inside
@@ -50,7 +51,7 @@ class DiSANEncoder(TransformerEncoder):
     def from_opt(cls, opt, embeddings):
         encoder = super().from_opt(opt, embeddings)
         encoder.heads = opt.heads
-        use_gate = getattr(opt, "disan_fusion", "gate") == "gate"
+        use_gate = getattr(opt, "xl_disan_fusion", "gate") == "gate"
         encoder.gates = nn.ModuleList(FusionGate(opt.enc_hid_size) for _ in encoder.transformer) if use_gate else None
         return encoder
 

@@ -1,5 +1,5 @@
-"""``encoder_free``: no encoder layers; the source embeddings (+ no / absolute / InXL PE, option
-``-encoder_free_pe``) go straight to the decoder (Tang et al. 2019; Ding et al. 2020, Tab. 4)."""
+"""``xl_encoder_free``: no encoder layers; the source embeddings (+ no / absolute / InXL PE, option
+``-xl_encoder_free_pe``) go straight to the decoder (Tang et al. 2019; Ding et al. 2020, Tab. 4)."""
 
 from __future__ import annotations
 
@@ -12,33 +12,34 @@ from onmt.encoders.encoder import EncoderBase
 from onmt_xl.encoders.common import embed_words, split_xl
 from onmt_xl.encoders.options import require_xl_position
 from onmt_xl.modules.inxl import InXLPositionFusion
+from onmt_xl.opts import add
 from onmt_xl.positions import absolute_pe, sinusoid
 
-ENCODERS = ("encoder_free",)
+ENCODERS = ("xl_encoder_free",)
 ENCODER_FREE_PES = ("none", "absolute", "inxl")
 
 
 def add_options(group) -> None:
-    group.add(
-        "--encoder_free_pe", "-encoder_free_pe", type=str, default="absolute", choices=ENCODER_FREE_PES,
-        help="encoder_free (Tang et al. 2019): position information added to the source embeddings: none, "
+    add(
+        group, "xl_encoder_free_pe", type=str, default="absolute", choices=ENCODER_FREE_PES,
+        help="xl_encoder_free (Tang et al. 2019): position information added to the source embeddings: none, "
         "absolute PE, or InXL PE (Eq. 7-8; needs the xl_position transform).",
     )
 
 
 def validate(opt) -> None:
-    if getattr(opt, "encoder_free_pe", None) == "inxl":
+    if getattr(opt, "xl_encoder_free_pe", None) == "inxl":
         require_xl_position(opt, (
-            "-encoder_type encoder_free reads cross-lingual positions, but corpus '{name}' does not list the "
+            "-encoder_type xl_encoder_free reads cross-lingual positions, but corpus '{name}' does not list the "
             "xl_position transform: add it (last) to its transforms"
         ))
 
 
-@register_encoder("encoder_free")
+@register_encoder("xl_encoder_free")
 class EncoderFreeEncoder(EncoderBase):
     """No encoder layers: ``(batch, src_len, d_model)`` source embeddings (+ PE) go to the decoder.
 
-    ``-encoder_free_pe none | absolute | inxl``: no position information, ``X + PE_abs``, or
+    ``-xl_encoder_free_pe none | absolute | inxl``: no position information, ``X + PE_abs``, or
     ``X + PE_IN-XL`` (Eq. 7–8, needs the ``xl_position`` transform).
     """
 
@@ -50,12 +51,12 @@ class EncoderFreeEncoder(EncoderBase):
 
     @classmethod
     def from_opt(cls, opt, embeddings):
-        return cls(embeddings, opt.encoder_free_pe, opt.position_encoding_type, opt.inxl_fusion,
-                   opt.inxl_init)
+        return cls(embeddings, opt.xl_encoder_free_pe, opt.position_encoding_type, opt.xl_inxl_fusion,
+                   opt.xl_inxl_init)
 
     def forward(self, src: torch.Tensor, src_len: Optional[torch.Tensor] = None):
         src, pos_xl = split_xl(self, src, missing=(
-            "encoder_free with -encoder_free_pe inxl needs cross-lingual positions: add the xl_position transform "
+            "xl_encoder_free with -xl_encoder_free_pe inxl needs cross-lingual positions: add the xl_position transform "
             "(onmt_translate ... -transforms xl_position -xl_preorderer FILE)"
         ) if self.pe == "inxl" else None)
         x = embed_words(self.embeddings, src)

@@ -1,4 +1,4 @@
-"""``exgre`` / ``refsr``: explicit global reordering and reordering fusion (Chen et al. 2020, Eq. 5–11),
+"""``xl_exgre`` / ``xl_refsr``: explicit global reordering and reordering fusion (Chen et al. 2020, Eq. 5–11),
 trained with the reordering loss of Eq. 9 (the decoder stays stock). Layers are OpenNMT's pre-norm ones
 (see :mod:`onmt_xl.encoders.reordering_embedding` for how post-norm equations map onto them)."""
 
@@ -25,19 +25,19 @@ from onmt_xl.modules.explicit_reordering import (
 from onmt_xl.positions import absolute_pe
 
 #: encoders trained with the reordering loss of Chen et al. 2020 (Eq. 9), fed r_j by xl_position
-ENCODERS = ("exgre", "refsr")
+ENCODERS = ("xl_exgre", "xl_refsr")
 
 
 OPTIONS = (
-    Option("reordering_loss_weight", float, 0.6,
-        "exgre/refsr: weight λ of the reordering loss (Chen et al. 2020, Eq. 9; see -reordering_loss)."),
-    Option("reordering_loss", str, "position",
-        "exgre/refsr: what the reordering loss compares with r_j. 'position' = ((b_j - r_j) / (J - 1))^2; 'soft' = "
+    Option("xl_reordering_loss_weight", float, 0.6,
+        "xl_exgre/xl_refsr: weight λ of the reordering loss (Chen et al. 2020, Eq. 9; see -xl_reordering_loss)."),
+    Option("xl_reordering_loss", str, "position",
+        "xl_exgre/xl_refsr: what the reordering loss compares with r_j. 'position' = ((b_j - r_j) / (J - 1))^2; 'soft' = "
         "Eq. 9's cosine on a soft selection of the PEs of all positions with Eq. 6's Gaussian weights; 'literal' = "
         "Eq. 9 on Eq. 6's windowed PE, which with the paper's D = 0.5 gives the predicted positions no gradient.",
         choices=REORDERING_LOSSES),
-    Option("exgre_window", float, 0.5,
-        "exgre/refsr: half-width D of the Gaussian window around the predicted position (Eq. 6, σ = D/2)."),
+    Option("xl_exgre_window", float, 0.5,
+        "xl_exgre/xl_refsr: half-width D of the Gaussian window around the predicted position (Eq. 6, σ = D/2)."),
 )
 
 
@@ -46,28 +46,28 @@ def add_options(group) -> None:
 
 
 def validate(opt) -> None:
-    if opt.reordering_loss_weight < 0:
-        raise ValueError(f"-reordering_loss_weight must be >= 0, got {opt.reordering_loss_weight}")
-    if opt.exgre_window <= 0:
-        raise ValueError(f"-exgre_window must be > 0, got {opt.exgre_window}")
+    if opt.xl_reordering_loss_weight < 0:
+        raise ValueError(f"-xl_reordering_loss_weight must be >= 0, got {opt.xl_reordering_loss_weight}")
+    if opt.xl_exgre_window <= 0:
+        raise ValueError(f"-xl_exgre_window must be > 0, got {opt.xl_exgre_window}")
     require_xl_position(opt, (
         f"-encoder_type {opt.encoder_type} learns from reordered positions r_j, but training corpus '{{name}}' does "
         "not list the xl_position transform (with -xl_source align for alignment-derived r_j)"
     ), skip=("valid",))
 
 
-@register_encoder("exgre")
+@register_encoder("xl_exgre")
 class ExGREEncoder(TransformerEncoder):
     """Explicit global reordering (Chen et al. 2020, Eq. 5–8): after every layer each word predicts its
     reordered position ``b_j`` and adds the Gaussian-windowed PE around it, ``H̄^n = H^n + PR^n``.
 
-    Training adds ``λ · Σ_j ℓ_j`` to OpenNMT's loss (``-reordering_loss_weight`` λ), where the reordered
+    Training adds ``λ · Σ_j ℓ_j`` to OpenNMT's loss (``-xl_reordering_loss_weight`` λ), where the reordered
     position ``r_j`` (its sinusoid is ``re_j``) is attached at training time by the ``xl_position`` transform
     (``-xl_source align``: from the alignments). Translation needs nothing but the source: without XL
     positions in the batch there is simply no loss. ``B^n`` reads the normalised ``H^n`` (post-norm's layer
     output; see :class:`ReorderedPositionPredictor`).
 
-    Deviation from Eq. 9 (``-reordering_loss``). With the paper's window ``D = 0.5`` at most one integer
+    Deviation from Eq. 9 (``-xl_reordering_loss``). With the paper's window ``D = 0.5`` at most one integer
     position lies in ``[b_j − D, b_j + D]``, so ``pr_j = w · pe_s`` and the cosine ``ℓ_j = 1 − Sim(pr_j^N, re_j)``
     does not depend on ``b_j``: the supervision never reaches ``B^N``. The forward pass keeps Eq. 5–8; the
     loss is taken on ``position`` (the default): ``((b_j − r_j) / (J − 1))²``, or ``soft``: Eq. 9 on a soft
@@ -83,8 +83,8 @@ class ExGREEncoder(TransformerEncoder):
     def from_opt(cls, opt, embeddings):
         encoder = super().from_opt(opt, embeddings)
         d_model = opt.enc_hid_size
-        encoder.pe_type, encoder.window = opt.position_encoding_type, opt.exgre_window
-        encoder.loss_weight, encoder.loss_kind = opt.reordering_loss_weight, opt.reordering_loss
+        encoder.pe_type, encoder.window = opt.position_encoding_type, opt.xl_exgre_window
+        encoder.loss_weight, encoder.loss_kind = opt.xl_reordering_loss_weight, opt.xl_reordering_loss
         encoder.predictors = nn.ModuleList(ReorderedPositionPredictor(d_model) for _ in encoder.transformer)
         encoder.gate = ReorderingFusionGate(d_model) if cls.fuse else None
         encoder.reordering_loss = None  # set by forward when the batch carries r_j
@@ -119,7 +119,7 @@ class ExGREEncoder(TransformerEncoder):
         return self.layer_norm(out), None, src_len
 
 
-@register_encoder("refsr")
+@register_encoder("xl_refsr")
 class ReFSREncoder(ExGREEncoder):
     """Reordering fusion-based source representation (Chen et al. 2020, Eq. 10–11) over ExGRE."""
 

@@ -12,8 +12,9 @@ GROUP_TITLE = "Model-Encoder-XL"
 GROUP_HELP = (
     "onmt_xl encoders: -encoder_type xl_inxl | xl_headxl | xl_combination (cross-lingual position "
     "encoding, Ding et al. 2020; needs the xl_position transform); baselines: xl_relative (encoder-only "
-    "relative PE, Shaw et al. 2018), disan (Shen et al. 2018), reordering_embedding and additional_pe "
-    "(Chen et al. 2019), exgre and refsr (Chen et al. 2020), encoder_free (Tang et al. 2019)"
+    "relative PE, Shaw et al. 2018), xl_disan (Shen et al. 2018), xl_reordering_embedding and xl_additional_pe "
+    "(Chen et al. 2019), xl_exgre and xl_refsr (Chen et al. 2020), xl_encoder_free (Tang et al. 2019); "
+    "-decoder_type xl_reordering_embedding"
 )
 
 
@@ -70,7 +71,7 @@ def validate_shared(opt, enc: str) -> None:
     if getattr(opt, "max_relative_positions", 0) != 0:
         raise ValueError(
             f"-encoder_type {enc} needs -max_relative_positions 0 (OpenNMT's option applies to encoder and "
-            "decoder; for encoder-only relative PE use -encoder_type xl_relative -enc_max_relative_positions K)"
+            "decoder; for encoder-only relative PE use -encoder_type xl_relative -xl_enc_max_relative_positions K)"
         )
 
 

@@ -1,8 +1,8 @@
 """Reordering embeddings of Chen et al. 2019 in the encoder (the decoder stays stock; its own REs are
 :mod:`onmt_xl.decoders.reordering_embedding`).
 
-* ``reordering_embedding``: encoder reordering embeddings (Eq. 6–9).
-* ``additional_pe``: the paper's control: the plain PE added in every layer instead of RE.
+* ``xl_reordering_embedding``: encoder reordering embeddings (Eq. 6–9).
+* ``xl_additional_pe``: the paper's control: the plain PE added in every layer instead of RE.
 
 OpenNMT's layers are pre-norm, so the post-norm equations are mapped as follows: Chen et al.'s
 ``H̃ = LN(SelfAttn(H) + H)`` is the stock ``H̃ = H + SelfAttn(LN(H))``; ``C = LN(H̃ + RE)`` (Eq. 8)
@@ -23,7 +23,7 @@ from onmt_xl.encoders.common import padding_mask
 from onmt_xl.modules.reordering_embedding import PositionalPenalty
 from onmt_xl.positions import absolute_pe
 
-ENCODERS = ("reordering_embedding", "additional_pe")
+ENCODERS = ("xl_reordering_embedding", "xl_additional_pe")
 
 
 def validate(opt) -> None:
@@ -38,7 +38,7 @@ def _attend(layer: TransformerEncoderLayer, h: torch.Tensor, mask: torch.Tensor)
     return layer.dropout(context) if layer.dropout_p > 0 else context
 
 
-@register_encoder("reordering_embedding")
+@register_encoder("xl_reordering_embedding")
 class ReorderingEmbeddingEncoder(TransformerEncoder):
     """Encoder REs (Chen et al. 2019, Eq. 9): every layer adds ``RE^n = PE · PP^n`` after self-attention."""
 
@@ -65,7 +65,7 @@ class ReorderingEmbeddingEncoder(TransformerEncoder):
         return self.layer_norm(x), None, src_len
 
 
-@register_encoder("additional_pe")
+@register_encoder("xl_additional_pe")
 class AdditionalPEEncoder(ReorderingEmbeddingEncoder):
     """Chen et al. 2019's control: ``C = H̃ + PE`` in every layer (no positional penalty)."""
 

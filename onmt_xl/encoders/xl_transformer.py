@@ -44,17 +44,17 @@ OPTIONS = (
         "HeadXL (Eq. 9-11): number τ of first-layer self-attention heads that read X+PE_XL; the "
         "other heads-τ read X+PE_abs. 0 <= τ <= heads; 0 is the stock encoder, heads puts XL on all heads; "
         "unset (None): half the heads, heads // 2."),
-    Option("inxl_fusion", str, "block",
+    Option("xl_inxl_fusion", str, "block",
         "InXL (Eq. 7) parameterisation of U and V: 'block' = one 2x2 matrix per sinusoid "
         "frequency (4*d_model parameters), 'diagonal' = element-wise (2*d_model), 'full' = d_model x "
         "d_model matrices (2*d_model^2).",
         choices=INXL_FUSIONS),
-    Option("inxl_init", str, "identity",
+    Option("xl_inxl_init", str, "identity",
         "InXL (Eq. 7) starting point of U and V: 'identity' = (I, I), tanh(PE_abs + PE_XL), whose "
         "frequencies partly cancel wherever pos_XL differs from the position; 'absolute' = (I, 0), so PE_IN-XL "
         "starts as tanh(PE_abs), the stock encoder's order information without the XL positions.",
         choices=INXL_STARTS),
-    Option("enc_max_relative_positions", int, 16,
+    Option("xl_enc_max_relative_positions", int, 16,
         "xl_relative: clipping distance k of encoder-only relative position representations "
         "(Shaw et al. 2018). The decoder keeps its absolute position encoding."),
 )
@@ -81,8 +81,8 @@ def validate(opt) -> None:
             opt.xl_heads = resolve_xl_heads(opt)
             if not 0 <= opt.xl_heads <= opt.heads:
                 raise ValueError(f"-xl_heads must be in [0, heads={opt.heads}], got {opt.xl_heads}")
-    if enc == RELATIVE_ENCODER and opt.enc_max_relative_positions <= 0:
-        raise ValueError(f"-enc_max_relative_positions must be > 0, got {opt.enc_max_relative_positions}")
+    if enc == RELATIVE_ENCODER and opt.xl_enc_max_relative_positions <= 0:
+        raise ValueError(f"-xl_enc_max_relative_positions must be > 0, got {opt.xl_enc_max_relative_positions}")
 
 
 def headxl_layer_forward(
@@ -115,7 +115,7 @@ class XLTransformerEncoder(TransformerEncoder):
         d_model = opt.enc_hid_size
         encoder.pe_type = opt.position_encoding_type
         encoder.inxl = (
-            InXLPositionFusion(d_model, opt.inxl_fusion, opt.position_encoding_type, opt.inxl_init)
+            InXLPositionFusion(d_model, opt.xl_inxl_fusion, opt.position_encoding_type, opt.xl_inxl_init)
             if use_inxl else None
         )
         encoder.xl_heads = resolve_xl_heads(opt) if use_headxl else None
@@ -184,7 +184,7 @@ class RelativeTransformerEncoder(TransformerEncoder):
     """Encoder-only relative position representations (Shaw et al. 2018), the paper's Relative PE baseline.
 
     OpenNMT's ``-max_relative_positions`` acts on encoder *and* decoder self-attention and forbids
-    absolute PE; here only the encoder uses relative positions (clipping ``-enc_max_relative_positions``)
+    absolute PE; here only the encoder uses relative positions (clipping ``-xl_enc_max_relative_positions``)
     and no absolute PE, while the stock decoder keeps its absolute PE.
     """
 
@@ -193,7 +193,7 @@ class RelativeTransformerEncoder(TransformerEncoder):
     @classmethod
     def from_opt(cls, opt, embeddings):
         enc_opt = copy.copy(opt)
-        enc_opt.max_relative_positions = opt.enc_max_relative_positions
+        enc_opt.max_relative_positions = opt.xl_enc_max_relative_positions
         return super().from_opt(enc_opt, embeddings)
 
     def forward(self, src: torch.Tensor, src_len: Optional[torch.Tensor] = None):

@@ -118,8 +118,8 @@ def sim_metric(model_path: str, src: Sequence[Sequence[str]], links: Sequence[Se
     from onmt_xl.reorder.oracle import btg_oracle
 
     model, vocabs, model_opt = load_model(model_path)
-    if model_opt.encoder_type not in ("exgre", "refsr"):
-        raise ValueError(f"{model_path}: the Sim metric needs an exgre or refsr model, not {model_opt.encoder_type}")
+    if model_opt.encoder_type not in ("xl_exgre", "xl_refsr"):
+        raise ValueError(f"{model_path}: the Sim metric needs an xl_exgre or xl_refsr model, not {model_opt.encoder_type}")
     total, pe_total, words = 0.0, 0.0, 0
     d_model, kind = model_opt.hidden_size, model_opt.position_encoding_type
     pairs = [(s, ls) for s, ls in zip(src, links) if s]

@@ -14,6 +14,7 @@ from typing import Any, Dict, Optional
 import yaml
 
 from onmt_xl.encoders.options import default_xl_heads
+from onmt_xl.names import upgrade_config
 
 from onmt_xl.experiments.systems import ALIGNED_R, PREREORDER, SYSTEMS, XL  # noqa: F401 - re-exported
 from onmt_xl.experiments.systems import system as system_named
@@ -81,7 +82,8 @@ def config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[st
            preset: str = "demo") -> Dict[str, Any]:
     """The full ``onmt_train`` configuration of ``system`` reading data from ``workdir/data``.
 
-    Precedence: MODEL/TRAINING < the system's options < ``PRESETS[preset]`` < ``overrides``.
+    Precedence: MODEL/TRAINING < the system's options < ``PRESETS[preset]`` < ``overrides`` (whose legacy
+    option names, e.g. ``inxl_init``, read as the new ones, :func:`onmt_xl.names.upgrade_config`).
     """
     spec = system_named(system)
     if preset not in PRESETS:
@@ -110,7 +112,7 @@ def config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[st
     cfg.update(options)
     cfg.update(TRAINING)
     cfg.update(PRESETS[preset])
-    cfg.update(overrides or {})
+    cfg.update(upgrade_config(overrides or {}))
     if cfg["encoder_type"] in XL_HEAD_ENCODERS and "xl_heads" not in cfg:
         cfg["xl_heads"] = default_xl_heads(cfg["heads"])
     return cfg

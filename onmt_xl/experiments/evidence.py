@@ -1,7 +1,7 @@
 """The convergence study: does XL PE help when the models have converged?
 
 ``onmt-xl evidence`` runs it in stages, each resumable across sessions (every training resumes with
-``-exact_resume``, so a job split over many sessions trains as an uninterrupted one would)::
+``-xl_exact_resume``, so a job split over many sessions trains as an uninterrupted one would)::
 
     prepare the splits, the eflomal alignments, the preorderer (scored on the tuning split) and the vocabularies
     curve   the baseline and Combination, first seed, trained long with every checkpoint kept; each

@@ -40,9 +40,9 @@ def _systems_section(report: Dict[str, Any]) -> List[str]:
     return [f"## {report['workdir']}: test BLEU at convergence", "",
             f"Mean ± sd over seeds; {n_test} test pairs, of which {n_novel} have a reference that is not a training "
             f"target (novel); {report['valid_sentences']} validation pairs. Parameters: trainable (buffers apart). "
-            "Training precision: what `-cpu_precision auto` chose on the machines each run trained on (bf16 only "
+            "Training precision: what `-xl_cpu_precision auto` chose on the machines each run trained on (bf16 only "
             "where the CPU computes it natively; weights fp32 throughout) and the dropout masks it drew "
-            "(`-cpu_dropout_mask`: fast or PyTorch's stock stream), each in order for a run resumed on another machine "
+            "(`-xl_cpu_kernels`: fast or PyTorch's stock stream), each in order for a run resumed on another machine "
             "or version; a run trained on a GPU (fp32, stock masks) names it.", "",
             *_table(["system", "seeds", "training precision", "test BLEU", "test chrF", "novel BLEU", "valid BLEU",
                      "oracle-XL test BLEU", "params (buffers)"], rows)]

@@ -6,9 +6,11 @@ from test-side alignments, forced decoding of a gold reference for attention AER
 
     jobs/NAME/ config.yaml, train.log, commands.sh, done.json, hyp.VARIANT, translate_VARIANT.log
 
-A killed training resumes from its last checkpoint with ``-train_from CKPT -exact_resume``, which continues the
+A killed training resumes from its last checkpoint with ``-train_from CKPT -xl_exact_resume``, which continues the
 data and the RNG states where the checkpoint left them, so it ends as an uninterrupted run would; a job whose
-configuration changed is refused, except that a finished job given more ``train_steps`` resumes to them.
+configuration changed is refused, except that a finished job given more ``train_steps`` resumes to them. A job
+written with onmt_xl's legacy option and encoder names (before the ``xl_`` prefix) is the same job under the new
+names (:func:`onmt_xl.names.upgrade_config`); its logs are read under either name.
 """
 
 from __future__ import annotations
@@ -26,14 +28,15 @@ from onmt_xl.experiments.configs import config
 from onmt_xl.experiments.plan import Job
 from onmt_xl.experiments.stock import count_checkpoint_parameters, read_lines, say, stock
 from onmt_xl.experiments.systems import SYSTEMS
+from onmt_xl.names import LEGACY_NOTE, upgrade_config
 
 TOK_S = re.compile(r"Step\s+(\d+)/\s*\d+;.*?(\d+)/\s*(\d+) tok/s")
 
 #: Options that say where a job runs, not what it is: a job trained on a GPU resumes or reports on a CPU.
-DEVICE_OPTIONS = ("gpu_ranks", "world_size", "cpu_precision")  # cpu_precision: its resolution is in done.json
+DEVICE_OPTIONS = ("gpu_ranks", "world_size", "xl_cpu_precision")  # xl_cpu_precision: its resolution is in done.json
 #: what every job trains with: onmt_xl's CPU kernels (the same for every system, so comparisons stay fair) and
 #: RNG states in every checkpoint, so that a killed job resumes exactly
-RUN_OPTIONS = {"xl_cpu_kernels": "fast", "exact_resume": True}
+RUN_OPTIONS = {"xl_cpu_kernels": "fast", "xl_exact_resume": True}
 
 #: The source file each variant translates (others: ``test.VARIANT.src``, the swapped-word sets).
 VARIANT_SOURCES = {"test": "test.src", "oracle": "test.src", "test_align": "test.src", "gold_align": "gold.src",
@@ -42,18 +45,23 @@ VARIANT_SOURCES = {"test": "test.src", "oracle": "test.src", "test_align": "test
 
 def _identity(cfg: Dict[str, Any]) -> Dict[str, Any]:
     """A job configuration without :data:`DEVICE_OPTIONS` and ``train_steps`` (what a changed configuration is
-    judged on; ``train_steps`` may grow: the job resumes to them)."""
+    judged on; ``train_steps`` may grow: the job resumes to them), legacy names read as the new ones (a job
+    configured before the ``xl_`` prefix is the same job)."""
+    cfg = upgrade_config(cfg)
     return {k: v for k, v in cfg.items() if k not in DEVICE_OPTIONS + tuple(RUN_OPTIONS) + ("train_steps",)}
 
 
-def _per_attempt(log_text: str, option: str, pick) -> str:
-    """What ``pick`` (the attempt's last line naming ``option``, or None) says of each attempt of a training
-    log, in order, repeats merged ("bf16, then fp32"). An attempt runs from one "Starting training on" line
-    to the next."""
+def _per_attempt(log_text: str, options, pick) -> str:
+    """What ``pick`` (the attempt's last line naming one of ``options``, a string or a tuple of them, or None) says
+    of each attempt of a training log, in order, repeats merged ("bf16, then fp32"). An attempt runs from one
+    "Starting training on" line to the next. The line saying a legacy name was read (:func:`onmt_xl.names.note`)
+    names options without saying what they resolved to: it is left out."""
+    options = (options,) if isinstance(options, str) else tuple(options)
     attempts = log_text.split("Starting training on")[:-1] or [log_text]
     chosen: List[str] = []
     for attempt in attempts:
-        lines = [line for line in attempt.splitlines() if option in line]
+        lines = [line for line in attempt.splitlines()
+                 if any(option in line for option in options) and LEGACY_NOTE not in line]
         this = pick(lines[-1] if lines else None)
         if not chosen or chosen[-1] != this:
             chosen.append(this)
@@ -61,9 +69,11 @@ def _per_attempt(log_text: str, option: str, pick) -> str:
 
 
 def resolved_precision(log_text: str) -> str:
-    """What ``-cpu_precision`` resolved to in a training log: "bf16" or "fp32", or, for a job resumed on
-    machines that differ, each attempt's in order ("bf16, then fp32"). One without a bf16 line ran in fp32."""
-    return _per_attempt(log_text, "-cpu_precision", lambda line: "bf16" if line and "bf16 autocast" in line else "fp32")
+    """What ``-xl_cpu_precision`` resolved to in a training log: "bf16" or "fp32", or, for a job resumed on
+    machines that differ, each attempt's in order ("bf16, then fp32"). One without a bf16 line ran in fp32. Logs
+    written before the ``xl_`` prefix name it ``-cpu_precision``."""
+    return _per_attempt(log_text, ("-xl_cpu_precision", "-cpu_precision"),
+                        lambda line: "bf16" if line and "bf16 autocast" in line else "fp32")
 
 
 def resolved_dropout_mask(log_text: str) -> str:
@@ -105,7 +115,8 @@ class JobStages:
                      self.preset)
         cfg["save_model"] = str(self.path("jobs", job.name, "model"))
         cfg["save_data"] = str(self.path("jobs", job.name, "samples"))
-        cfg["cpu_precision"] = job.overrides.get("cpu_precision", "auto")  # auto: bf16 where the CPU computes it natively
+        # auto: bf16 where the CPU computes it natively
+        cfg["xl_cpu_precision"] = upgrade_config(job.overrides).get("xl_cpu_precision", "auto")
         cfg.update(RUN_OPTIONS)  # every system alike
         if job.preorder_pairs and "xl_preorderer" in cfg:
             cfg["xl_preorderer"] = str(self.preorderer_path(job.preorder_pairs))
@@ -186,7 +197,7 @@ class JobStages:
         ckpts = sorted(jd.glob("model_step_*.pt"), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
         resumed = ckpts[-1].name if ckpts else None
         if ckpts:
-            args += ["-train_from", ckpts[-1], "-exact_resume"]
+            args += ["-train_from", ckpts[-1], "-xl_exact_resume"]
             say(f"  resuming {job.name} from {resumed}")
         seconds = self._run(args, jd / "train.log", jd / "commands.sh", echo="Step",
                             tag=f"{job.name}: " if self.parallel > 1 else "")
@@ -251,7 +262,7 @@ class JobStages:
         model = self.alignment_model(job) if aligning else self.final_model(job)
         args = [stock("onmt_translate"), "-model", model, "-src", src, "-output", out,
                 "-beam_size", self.beam_size, "-batch_size", 64, "-batch_type", "sents", "-seed", job.seed,
-                "-cpu_precision", "auto", "-xl_cpu_kernels", RUN_OPTIONS["xl_cpu_kernels"]]
+                "-xl_cpu_precision", "auto", "-xl_cpu_kernels", RUN_OPTIONS["xl_cpu_kernels"]]
         if aligning:
             args += ["-tgt", data / ("gold.tgt" if variant == "gold_align" else "test.ref"), "-report_align", "-gold_align"]
         transform = SYSTEMS[job.system].translate_transform

@@ -94,7 +94,7 @@ def plan(experiments: Sequence[str], seeds: Sequence[int], heads: int) -> List[J
             for s in AER_SYSTEMS:
                 job(s, s, exp, ("gold_align", "test_align"))
         elif exp == "encoder_free":
-            job("encoder_free_none", "encoder_free", exp, overrides={"encoder_free_pe": "none"})
+            job("encoder_free_none", "encoder_free", exp, overrides={"xl_encoder_free_pe": "none"})
             job("encoder_free", "encoder_free", exp)
             job("encoder_free_inxl", "encoder_free_inxl", exp)
         elif exp == "robustness":

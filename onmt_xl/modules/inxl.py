@@ -43,7 +43,7 @@ class InXLPositionFusion(nn.Module):
         if start not in INXL_STARTS:
             raise ValueError(f"unknown InXL start {start!r}; choose one of {INXL_STARTS}")
         if fusion == "block" and kind != "SinusoidalInterleaved":
-            raise ValueError("inxl_fusion 'block' pairs (sin, cos) dimensions and needs SinusoidalInterleaved")
+            raise ValueError("xl_inxl_fusion 'block' pairs (sin, cos) dimensions and needs SinusoidalInterleaved")
         self.d_model, self.fusion, self.start = d_model, fusion, start
         shape = {"full": (d_model, d_model), "diagonal": (d_model,)}.get(fusion, (d_model // 2, 2, 2))
         # not named "weight": OpenNMT's -param_init_glorot (Xavier) must leave the start alone

@@ -23,7 +23,7 @@ from onmt_xl.seams.base import onmt_version
 #: seam modules, applied in this order. ``cpu_speed`` comes before ``loss``: the auxiliary loss is added around
 #: whichever path (fused or stock) computes the token loss.
 SEAMS: Tuple[str, ...] = (
-    "checkpoints", "messages", "options", "positions", "cpu_speed", "loss", "precision", "resume", "server",
+    "checkpoints", "messages", "options", "aliases", "positions", "cpu_speed", "loss", "precision", "resume", "server",
     "corpus", "output", "init",
 )
 

@@ -12,7 +12,8 @@ With ``fast``, on CPU tensors only:
   apply off the CPU (no relative positions, no attention weights asked for, no KV cache), in the encoder too.
 
 Each is the same function up to float rounding (dropout: the same distribution), so results differ from stock
-only as two random seeds do. The legacy ``-cpu_dropout_mask fast`` and ``-cpu_loss fused`` turn on one part each.
+only as two random seeds do. The legacy ``-xl_cpu_dropout_mask fast`` and ``-xl_cpu_loss fused`` (once
+``-cpu_dropout_mask``, ``-cpu_loss``) turn on one part each.
 
 Wraps (OpenNMT-py 3.5.1): ``LossCompute.from_opts``, ``LossCompute.forward``, ``Optimizer.from_opt``,
 ``Inference.from_opt``, ``MultiHeadedAttention.forward``. A model trained or translated without the option never
@@ -26,6 +27,7 @@ import weakref
 import torch
 
 from onmt_xl import cpu_training
+from onmt_xl.opts import add
 from onmt_xl.seams import options
 from onmt_xl.seams.base import log_once, wrapper
 
@@ -43,8 +45,8 @@ _sdpa: "weakref.WeakSet" = weakref.WeakSet()  # the MultiHeadedAttention modules
 
 def add_options(parser) -> None:
     group = parser.add_argument_group("CPU kernels (onmt_xl)")
-    group.add(
-        "--xl_cpu_kernels", "-xl_cpu_kernels", type=str, default=DEFAULT, choices=CHOICES,
+    add(
+        group, "xl_cpu_kernels", type=str, default=DEFAULT, choices=CHOICES,
         help="'fast': cheaper kernels on the CPU, each the same function up to float rounding: dropout masks "
         "from four draws per 64-bit random integer (another random stream than PyTorch's), the output layer and "
         "cross-entropy fused block by block, PyTorch's fused Adam, and scaled-dot-product attention in the "
@@ -54,17 +56,17 @@ def add_options(parser) -> None:
 
 def add_legacy_train_options(parser) -> None:
     group = parser.add_argument_group("CPU kernels (onmt_xl), legacy")
-    group.add("--cpu_dropout_mask", "-cpu_dropout_mask", type=str, default=None, choices=cpu_training.MASK_CHOICES,
-              help="Legacy: 'fast' is the dropout part of -xl_cpu_kernels fast.")
-    group.add("--cpu_loss", "-cpu_loss", type=str, default=None, choices=cpu_training.LOSS_CHOICES,
-              help="Legacy: 'fused' is the loss part of -xl_cpu_kernels fast.")
+    add(group, "xl_cpu_dropout_mask", type=str, default=None, choices=cpu_training.MASK_CHOICES,
+        help="Legacy: 'fast' is the dropout part of -xl_cpu_kernels fast.")
+    add(group, "xl_cpu_loss", type=str, default=None, choices=cpu_training.LOSS_CHOICES,
+        help="Legacy: 'fused' is the loss part of -xl_cpu_kernels fast.")
 
 
 def choices(opt) -> dict:
     """Which fast kernels ``opt`` asks for: ``{"dropout": bool, "loss": bool, "adam": bool, "sdpa": bool}``."""
     fast = getattr(opt, "xl_cpu_kernels", DEFAULT) == "fast"
-    dropout = getattr(opt, "cpu_dropout_mask", None)
-    loss = getattr(opt, "cpu_loss", None)
+    dropout = getattr(opt, "xl_cpu_dropout_mask", None)
+    loss = getattr(opt, "xl_cpu_loss", None)
     return {"dropout": dropout == "fast" if dropout else fast, "loss": loss == "fused" if loss else fast,
             "adam": fast, "sdpa": fast}
 

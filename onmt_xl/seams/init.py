@@ -5,7 +5,7 @@ when that module was imported before this seam applied). For a new model (``chec
 ``build_model`` draws every parameter uniform in ``±param_init`` (``-param_init`` != 0), or, with
 ``-param_init 0 -param_init_glorot``, Xavier-initialises every parameter named ``weight`` and zeroes every one
 named ``bias``, after the modules were built: with ``-param_init 0.1`` (OpenNMT's default) DiSAN's fusion gate
-would start at ``F ≈ 0.5`` instead of 0.95, and ``-inxl_init`` would have no effect. The wrapper then calls
+would start at ``F ≈ 0.5`` instead of 0.95, and ``-xl_inxl_init`` would have no effect. The wrapper then calls
 ``reset_start()`` on every module of ours that has one (:func:`reset_starts`), which puts the start of the
 paper/our tuning back. A model with no such module (every stock one) is untouched; a model whose weights come
 from a checkpoint (``-train_from``, ``-update_vocab`` included) keeps the checkpoint's.
@@ -18,7 +18,7 @@ import sys
 from onmt_xl.seams.base import wrapper
 
 LOST = ("with -param_init != 0, OpenNMT's initialisation overwrites the starting points of DiSAN's fusion gate and "
-        "InXL's U, V (-inxl_init)")
+        "InXL's U, V (-xl_inxl_init)")
 
 
 def reset_starts(model) -> int:

@@ -31,7 +31,7 @@ class AuxLossLog:
 
         self.total, self.words, self.batches = self.total + value, self.words + words, self.batches + 1
         if self.batches % self.every == 0:
-            logger.info("reordering loss (lambda * l_j, -reordering_loss) per source word, last %d batches: %.4f",
+            logger.info("reordering loss (lambda * l_j, -xl_reordering_loss) per source word, last %d batches: %.4f",
                         self.every, self.total / max(self.words, 1))
             self.total, self.words = 0.0, 0
 

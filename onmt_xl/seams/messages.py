@@ -7,7 +7,7 @@
 - Wraps ``ArgumentParser.parse_known_args`` (OpenNMT-py 3.5.1): ``onmt_train`` and ``onmt_build_vocab`` parse with
   it and drop what they do not know, so a mistyped option (``xl_haeds: 2`` in the YAML) trained the wrong model
   without a word. Each unknown option now gets one warning line with the closest known name; ``onmt_build_vocab``
-  skips those ``onmt_train`` knows (the two share a YAML). The parsed options are stock's.
+  skips those ``onmt_train`` knows (the two share a YAML), our legacy names included. The parsed options are stock's.
 """
 
 from __future__ import annotations
@@ -57,9 +57,11 @@ def apply() -> None:
             if prog == "onmt_build_vocab":
                 from onmt.opts import train_opts
 
+                from onmt_xl.names import LEGACY_OPTIONS
+
                 train = ArgumentParser(description="onmt_train options")
                 train_opts(train)
-                also_fine = set(_option_names(train))
+                also_fine = set(_option_names(train)) | set(LEGACY_OPTIONS)  # legacy: attached when onmt_train parses
             known = sorted(set(_option_names(self)) | set(also_fine))
             for line in unknown_option_warnings(prog, unknown, known, also_fine):
                 print(line, file=sys.stderr)

@@ -1,4 +1,4 @@
-"""CPU mixed precision (``-cpu_precision fp32|bf16|auto``, default fp32, an option of ``onmt_train`` and
+"""CPU mixed precision (``-xl_cpu_precision fp32|bf16|auto``, default fp32, an option of ``onmt_train`` and
 ``onmt_translate``; :mod:`onmt_xl.precision` decides what it resolves to on this CPU).
 
 Wraps (OpenNMT-py 3.5.1, which autocasts only on CUDA):
@@ -15,18 +15,19 @@ from __future__ import annotations
 import weakref
 
 from onmt_xl import precision
+from onmt_xl.opts import add
 from onmt_xl.seams import options
 from onmt_xl.seams.base import log_once, wrapper
 
-LOST = "-cpu_precision has no effect (everything runs in fp32)"
+LOST = "-xl_cpu_precision has no effect (everything runs in fp32)"
 
 _translators: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Inference -> its autocast dtype
 
 
 def add_options(parser) -> None:
     group = parser.add_argument_group("CPU precision (onmt_xl)")
-    group.add(
-        "--cpu_precision", "-cpu_precision", type=str, default=precision.DEFAULT, choices=precision.CHOICES,
+    add(
+        group, "xl_cpu_precision", type=str, default=precision.DEFAULT, choices=precision.CHOICES,
         help="Arithmetic of the forward pass and loss when running on the CPU. 'bf16': bf16 autocast "
         "(weights, gradients and optimizer state stay fp32), only where the CPU computes bf16 natively "
         "(AVX512-BF16, AMX or Arm BF16); elsewhere it says why and runs fp32, since emulated bf16 is "
@@ -36,14 +37,14 @@ def add_options(parser) -> None:
 
 
 def resolve_for(opt, model):
-    """The autocast dtype of ``-cpu_precision`` for ``model`` (None: fp32), logged once per process."""
+    """The autocast dtype of ``-xl_cpu_precision`` for ``model`` (None: fp32), logged once per process."""
     import torch
 
     param = next(model.parameters(), None)
     device = param.device.type if param is not None else "cpu"
     if param is not None and param.dtype != torch.float32:
         return None  # a half or quantised model: its own precision rules
-    dtype, message = precision.resolve(getattr(opt, "cpu_precision", precision.DEFAULT), device)
+    dtype, message = precision.resolve(getattr(opt, "xl_cpu_precision", precision.DEFAULT), device)
     log_once(message)
     return dtype
 

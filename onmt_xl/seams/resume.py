@@ -1,4 +1,4 @@
-"""Exact resume (``-exact_resume``, an option of ``onmt_train``; :mod:`onmt_xl.resume`).
+"""Exact resume (``-xl_exact_resume``, an option of ``onmt_train``; :mod:`onmt_xl.resume`).
 
 With the option, every checkpoint's ``optim`` entry also holds the RNG states (``optim["onmt_xl_rng"]``); and a
 run started with it and ``-train_from`` draws and drops the batches of the steps already trained, then restores
@@ -15,10 +15,11 @@ from __future__ import annotations
 import weakref
 
 from onmt_xl import resume
+from onmt_xl.opts import add
 from onmt_xl.seams import options
 from onmt_xl.seams.base import wrapper
 
-LOST = "-exact_resume has no effect (checkpoints carry no RNG states; -train_from restarts the corpus)"
+LOST = "-xl_exact_resume has no effect (checkpoints carry no RNG states; -train_from restarts the corpus)"
 
 #: Optimizer -> None (saves its RNG states) or ``(rng or None,)`` (and resumes from a checkpoint with those states)
 _optimizers: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -26,8 +27,8 @@ _optimizers: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def add_options(parser) -> None:
     group = parser.add_argument_group("Exact resume (onmt_xl)")
-    group.add(
-        "--exact_resume", "-exact_resume", action="store_true",
+    add(
+        group, "xl_exact_resume", action="store_true",
         help="Checkpoints also carry the RNG states; with -train_from, continue the data where the checkpoint "
         "stopped (the batches its steps trained on are drawn and skipped) and restore its RNG states, so the "
         "resumed run trains as an uninterrupted one would. Give it in the first run too (the same YAML). Without "
@@ -52,7 +53,7 @@ def apply() -> None:
 
     def from_opt(cls, model, opt, checkpoint=None):
         optim = stock_from_opt(cls, model, opt, checkpoint=checkpoint)
-        if getattr(opt, "exact_resume", False):
+        if getattr(opt, "xl_exact_resume", False):
             resuming = None
             if getattr(opt, "train_from", None) and checkpoint is not None:
                 saved = checkpoint.get("optim")
@@ -66,7 +67,7 @@ def apply() -> None:
             rng = resuming[0]
             step = self.optim.training_step
             skip = resume.batches_before(step, self.accum_count_l, self.accum_steps)
-            logger.info("-exact_resume: skipping the %d batches of steps 1-%d, then %s", skip, step - 1,
+            logger.info("-xl_exact_resume: skipping the %d batches of steps 1-%d, then %s", skip, step - 1,
                         "restoring the checkpoint's RNG states" if rng is not None
                         else "continuing without the RNG states (the checkpoint has none)")
             train_iter = resume.skip_then_restore(train_iter, skip, rng, log=logger.info)

@@ -14,7 +14,7 @@ INTRO = [
     "pr_j^N (Fig. 5's reference). With the paper's window D = 0.5 (ours too) at most one integer position lies in "
     "[b_j − D, b_j + D], so pr_j is a scaled pe_s and the cosine loss of Eq. 9 as written gives the position "
     "predictor no gradient (`test_literal_eq9_gives_the_predicted_positions_no_gradient`). `exgre` and `refsr` "
-    "therefore keep Eq. 5–8 in the forward pass but take the loss on a deviation (`-reordering_loss`, see "
+    "therefore keep Eq. 5–8 in the forward pass but take the loss on a deviation (`-xl_reordering_loss`, see "
     "`ExGREEncoder`), which reaches b_j; `exgre_literal` is trained with Eq. 9 as written, so its b_j learns "
     "from the translation loss alone.", "",
     "| system | Sim (pr) | Sim (PE) | words | BLEU | Δ BLEU | p (bootstrap) |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
