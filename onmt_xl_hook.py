@@ -30,6 +30,7 @@ class _Loader:
         return self._loader.create_module(spec)
 
     def exec_module(self, module):
+        _remove_hooks()  # onmt is being imported now: one-shot
         ok = _safely("silence OpenNMT's import-time warnings", _quiet)  # before OpenNMT's modules run: they warn then
         self._loader.exec_module(module)  # OpenNMT itself: its own errors are its own
         if ok:  # else onmt_xl cannot be imported: said once already
@@ -40,18 +41,29 @@ class _Loader:
 
 
 class OnmtImportHook:
-    """One-shot ``sys.meta_path`` finder for the top-level ``onmt`` package."""
+    """``sys.meta_path`` finder for the top-level ``onmt`` package, until ``onmt`` is imported. It stays in place
+    after a mere look-up (``importlib.util.find_spec("onmt")``, as a test's skip condition does), which imports
+    nothing; the loader it hands out removes it when ``onmt`` is really executed."""
+
+    _looking = False
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "onmt":
+        if fullname != "onmt" or self._looking:
             return None
-        sys.meta_path.remove(self)
         from importlib.util import find_spec
 
-        spec = find_spec("onmt")
+        self._looking = True  # the look-up below asks the finders again, this one included
+        try:
+            spec = find_spec("onmt")
+        finally:
+            self._looking = False
         if spec is not None and spec.loader is not None:
             spec.loader = _Loader(spec.loader)
         return spec
+
+
+def _remove_hooks() -> None:
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, OnmtImportHook)]
 
 
 def _quiet() -> None:

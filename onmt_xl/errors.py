@@ -191,7 +191,7 @@ def quiet_onmt_warnings() -> None:
                             r"is deprecated", category=FutureWarning, module=r"onmt(\.|$)")
 
 
-#: the example key under which the plug-in's corpus reader (:mod:`onmt_xl.plugin`) stores the corpus'
+#: the example key under which the plug-in's corpus reader (:mod:`onmt_xl.seams.corpus`) stores the corpus'
 #: files, ``{"src": path, "tgt": path, "align": path}`` (None for a side without a file, e.g. the server's lists)
 FILES_KEY = "cid_files"
 

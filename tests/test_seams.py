@@ -76,3 +76,14 @@ def test_import_onmt_survives_a_broken_onmt_xl(tmp_path):
     warned = [line for line in proc.stderr.splitlines() if line.startswith("onmt_xl: warning")]
     assert len(warned) == 1 and "simulated breakage" in warned[0] and "ONMT_XL_DISABLE=1" in warned[0]
 
+
+
+def test_a_look_up_of_onmt_before_its_import_keeps_the_hook():
+    """``importlib.util.find_spec("onmt")`` (e.g. a test module's skip condition) imports nothing: the hook must
+    still register at the real import that follows."""
+    code = ("import importlib.util, sys\n"
+            "assert importlib.util.find_spec('onmt') is not None and 'onmt' not in sys.modules\n"
+            "import onmt\nfrom onmt.encoders import str2enc\nprint('xl_combination' in str2enc)\n")
+    proc = _python(code)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "True"
