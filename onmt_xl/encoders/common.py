@@ -40,6 +40,12 @@ def feeding_xl_positions(pos_xl: Optional[torch.Tensor]) -> Iterator[None]:
         _fed.pos_xl = previous
 
 
+def fed_xl_positions() -> Optional[torch.Tensor]:
+    """The positions :func:`feeding_xl_positions` feeds now (``(batch, src_len)``), or None outside such a block.
+    Framework-free: the Eole adapter's encoders read the same channel (:mod:`onmt_xl.eole.encoders`)."""
+    return getattr(_fed, "pos_xl", None)
+
+
 def split_xl(encoder, src: torch.Tensor, missing: Optional[str] = None) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
     """(token ids ``(batch, src_len, 1 + n_feats)``, ``pos_XL`` ``(batch, src_len)`` or None) for ``encoder``.
 

@@ -1,0 +1,29 @@
+"""The Eole adapter of onmt_xl (issue 38): our transform and encoders for Eole 0.6.x, OpenNMT-py's successor.
+
+It sits beside the OpenNMT-py adapter (``onmt_xl.seams``, ``onmt_xl.encoders``, ``onmt_xl.transforms``,
+``onmt_xl.decoders``) and imports none of it but the framework-free helpers of :mod:`onmt_xl.encoders.common`
+(see ``reports/EOLE.md``, "what must move"); neither adapter imports the other (``pyproject.toml``,
+``[tool.importlinter]``). The shared portable core is :mod:`onmt_xl.positions`, :mod:`onmt_xl.modules`,
+:mod:`onmt_xl.reorder`, :mod:`onmt_xl.align` and :mod:`onmt_xl.segmentation`.
+
+Groundwork state (this slice): :mod:`onmt_xl.eole.transforms` (``xl_position``, preorderer source),
+:mod:`onmt_xl.eole.encoders` (``xl_inxl``, ``xl_headxl``, ``xl_combination``), the seams Eole needs
+(:mod:`onmt_xl.eole.seams`, applied by the import hook :mod:`onmt_xl.eole.hook`) and :mod:`onmt_xl.eole.weights`
+(OpenNMT-py -> Eole parameter names). ``python -m onmt_xl.eole build_vocab|train|predict ...`` runs Eole's CLI with
+them; a start-up (``.pth``) hook that installs them in every process, as ``onmt_xl_hook`` does for OpenNMT-py, is not
+wired yet. Not yet ported: ``xl_prereorder``, ``xl_relative`` and the baselines (``reports/EOLE.md``).
+"""
+
+from __future__ import annotations
+
+
+def register() -> None:
+    """Apply the Eole adapter's seams (:mod:`onmt_xl.eole.seams`) to the Eole modules already imported and hook the
+    others, so that our transform and encoders are in Eole's registries and config unions (idempotent).
+
+    Call it before ``eole.config`` is imported: ``eole.config.data`` freezes the transforms' configs and
+    ``eole.config.run`` the model-config union at import time. ``python -m onmt_xl.eole ...`` does.
+    """
+    from onmt_xl.eole.hook import install
+
+    install()

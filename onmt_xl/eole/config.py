@@ -1,0 +1,51 @@
+"""Eole config of the XL encoders: the class Eole's closed encoder union (``BaseModelConfig.encoder``, keyed on
+``encoder_type``) must list (:mod:`onmt_xl.eole.seams`). Imports only Eole's config models and pydantic, so the seam
+can run while ``eole.config`` is still being imported."""
+
+from __future__ import annotations
+
+from typing import Dict, Literal, Optional, Tuple
+
+from eole.config.models import TransformerEncoderConfig
+from pydantic import Field, model_validator
+
+from onmt_xl.modules.inxl import INXL_FUSIONS, INXL_STARTS
+
+#: encoder_type -> (uses InXL fusion, uses HeadXL split); same table as the OpenNMT-py adapter's ``XL_ENCODERS``
+XL_ENCODERS: Dict[str, Tuple[bool, bool]] = {
+    "xl_inxl": (True, False),
+    "xl_headxl": (False, True),
+    "xl_combination": (True, True),
+}
+
+
+class XLTransformerEncoderConfig(TransformerEncoderConfig):
+    """Eole encoder config of the XL encoders: a Transformer encoder config plus our three options."""
+
+    encoder_type: Literal["xl_inxl", "xl_headxl", "xl_combination"] = Field(default="xl_combination")
+    xl_heads: Optional[int] = Field(
+        default=None,
+        description="HeadXL (Eq. 9-11): first-layer heads that read X+PE_XL (0 <= xl_heads <= heads); None: heads // 2.",
+    )
+    xl_inxl_fusion: Literal[INXL_FUSIONS] = Field(  # type: ignore[valid-type]
+        default="block", description="InXL (Eq. 7) parameterisation of U and V: block, diagonal or full.")
+    xl_inxl_init: Literal[INXL_STARTS] = Field(  # type: ignore[valid-type]
+        default="identity", description="InXL (Eq. 7) starting point of (U, V): identity (I, I) or absolute (I, 0).")
+
+    @model_validator(mode="after")
+    def _validate_xl(self):
+        if self.position_encoding_type not in ("SinusoidalInterleaved", "SinusoidalConcat"):
+            raise ValueError(f"encoder_type {self.encoder_type} needs a sinusoidal position_encoding_type (PE_abs of "
+                             f"Eq. 1), got {self.position_encoding_type}")
+        if self.encoder_layer_style != "standard" or self.ffn_layernorm:
+            raise ValueError(f"encoder_type {self.encoder_type} supports pre-norm layers only "
+                             "(encoder_layer_style: standard, ffn_layernorm: false)")
+        if self.heads_kv not in (None, self.heads):
+            raise ValueError(f"encoder_type {self.encoder_type} needs heads_kv == heads (HeadXL splits Q, K and V alike)")
+        if self.xl_heads is not None and not 0 <= self.xl_heads <= self.heads:
+            raise ValueError(f"xl_heads must be in [0, heads={self.heads}], got {self.xl_heads}")
+        return self
+
+    @property
+    def resolved_xl_heads(self) -> int:
+        return self.heads // 2 if self.xl_heads is None else self.xl_heads

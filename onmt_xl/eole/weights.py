@@ -1,0 +1,55 @@
+"""OpenNMT-py 3.5.1 -> Eole 0.6 parameter names of a Transformer encoder (stock or XL), for the equivalence checks of
+issue 38 and for converting a trained OpenNMT-py XL model. Pure name mapping: no framework is imported."""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, Tuple
+
+#: OpenNMT-py encoder-layer parameter (after ``transformer.{i}.``) -> Eole's (after ``transformer_layers.{i}.``)
+LAYER_NAMES = {
+    "layer_norm.weight": "input_layernorm.weight",
+    "layer_norm.bias": "input_layernorm.bias",
+    "self_attn.linear_keys.weight": "self_attn.linear_keys.weight",
+    "self_attn.linear_keys.bias": "self_attn.linear_keys.bias",
+    "self_attn.linear_values.weight": "self_attn.linear_values.weight",
+    "self_attn.linear_values.bias": "self_attn.linear_values.bias",
+    "self_attn.linear_query.weight": "self_attn.linear_query.weight",
+    "self_attn.linear_query.bias": "self_attn.linear_query.bias",
+    "self_attn.final_linear.weight": "self_attn.final_linear.weight",
+    "self_attn.final_linear.bias": "self_attn.final_linear.bias",
+    "feed_forward.w_1.weight": "mlp.gate_up_proj.weight",
+    "feed_forward.w_1.bias": "mlp.gate_up_proj.bias",
+    "feed_forward.w_2.weight": "mlp.down_proj.weight",
+    "feed_forward.w_2.bias": "mlp.down_proj.bias",
+    "feed_forward.layer_norm.weight": "post_attention_layernorm.weight",
+    "feed_forward.layer_norm.bias": "post_attention_layernorm.bias",
+}
+#: encoder-level parameters kept under the same name (final layer norm, InXL's U and V)
+SAME = ("layer_norm.weight", "layer_norm.bias", "inxl.U", "inxl.V")
+#: OpenNMT-py's source word table (inside its encoder) and its Eole home (the model's ``src_emb``)
+ONMT_WORD_TABLE = "embeddings.make_embedding.emb_luts.0.weight"
+EOLE_WORD_TABLE = "embeddings.weight"
+_LAYER = re.compile(r"transformer\.(\d+)\.(.+)")
+
+
+def onmt_encoder_to_eole(state: Dict[str, object]) -> Tuple[Dict[str, object], Dict[str, object]]:
+    """``(encoder state, src_emb state)`` for Eole from an OpenNMT-py encoder's ``state_dict()``. OpenNMT's PE buffer
+    (``...pe.pe``) is dropped: Eole's ``src_emb`` computes the same table. Unknown names (features, other encoders'
+    parameters) raise ``KeyError`` naming them, rather than being lost."""
+    enc, emb, unknown = {}, {}, []
+    for name, value in state.items():
+        layer = _LAYER.fullmatch(name)
+        if name == ONMT_WORD_TABLE:
+            emb[EOLE_WORD_TABLE] = value
+        elif name.endswith("make_embedding.pe.pe"):
+            continue
+        elif name in SAME:
+            enc[name] = value
+        elif layer and layer.group(2) in LAYER_NAMES:
+            enc[f"transformer_layers.{layer.group(1)}.{LAYER_NAMES[layer.group(2)]}"] = value
+        else:
+            unknown.append(name)
+    if unknown:
+        raise KeyError(f"no Eole name for the OpenNMT-py encoder parameters {unknown}")
+    return enc, emb
