@@ -59,20 +59,36 @@ def absolute_pe(length: int, dim: int, kind: str = "SinusoidalInterleaved",
     return sinusoid_table(length, dim, kind, device)[:length]
 
 
-def _sinusoid(pos: torch.Tensor, dim: int, kind: str) -> torch.Tensor:
+_FREQUENCIES: Dict[Tuple[int, str, torch.device], torch.Tensor] = {}
+
+
+def _frequencies(pos: torch.Tensor, dim: int, kind: str) -> torch.Tensor:
+    """The sinusoid's ``dim/2`` angular frequencies for positions on ``pos.device``, computed once per ``(dim, kind,
+    device)`` (three operators, each a kernel on a GPU, fewer per call; the same values as computing them each
+    time)."""
     if dim % 2 != 0:
         raise ValueError(f"sinusoidal position encoding needs an even dimension, got {dim}")
-    half = dim // 2
-    if kind == "SinusoidalInterleaved":
-        div = torch.exp(
-            torch.arange(0, dim, 2, dtype=torch.float, device=pos.device) * -(math.log(10000.0) / dim)
-        )
-    elif kind == "SinusoidalConcat":
-        div = torch.exp(
-            torch.arange(half, dtype=torch.float, device=pos.device) * -(math.log(10000) / (half - 1))
-        )
-    else:
+    if kind not in SINUSOID_KINDS:
         raise ValueError(f"unknown position encoding type {kind!r}; choose one of {SINUSOID_KINDS}")
+    key = (dim, kind, pos.device)
+    div = _FREQUENCIES.get(key)
+    if div is None:
+        with torch.inference_mode(False), torch.no_grad():  # a plain tensor, whatever mode the first call ran in
+            if kind == "SinusoidalInterleaved":
+                div = torch.exp(
+                    torch.arange(0, dim, 2, dtype=torch.float, device=pos.device) * -(math.log(10000.0) / dim)
+                )
+            else:
+                half = dim // 2
+                div = torch.exp(
+                    torch.arange(half, dtype=torch.float, device=pos.device) * -(math.log(10000) / (half - 1))
+                )
+        _FREQUENCIES[key] = div
+    return div
+
+
+def _sinusoid(pos: torch.Tensor, dim: int, kind: str) -> torch.Tensor:
+    div = _frequencies(pos, dim, kind)
     angles = pos.float().unsqueeze(-1) * div  # (..., dim/2)
     if kind == "SinusoidalInterleaved":
         return torch.stack((torch.sin(angles), torch.cos(angles)), dim=-1).flatten(-2)
