@@ -42,6 +42,9 @@ CANDIDATES: Dict[str, Tuple[str, Dict]] = {
     "inxl_identity": ("inxl", {"xl_inxl_init": "identity"}),
     "combination_absolute": ("combination", {"xl_inxl_init": "absolute"}),
     "combination_identity": ("combination", {"xl_inxl_init": "identity"}),
+    # HeadXL's tau at the study's 4 heads: the paper's quarter of the heads, against the default heads // 2
+    "headxl_tau1": ("headxl", {"xl_heads": 1}),
+    "headxl_tau2": ("headxl", {"xl_heads": 2}),
     "exgre_soft": ("exgre", {"xl_reordering_loss": "soft"}),
     "exgre_position": ("exgre", {"xl_reordering_loss": "position"}),
     "exgre_literal": ("exgre", {"xl_reordering_loss": "literal"}),
