@@ -6,9 +6,15 @@ imports torch or anything of ours beyond this module. It is a top-level module, 
 ``onmt_xl`` package, so ``onmt_xl`` is resolved only then, on the process's full ``sys.path``: run from
 a checkout, the checkout's code registers, not an installed copy.
 
+The same goes for Eole (``onmt_xl.eole``, issue 38): a second finder waits for the first ``import eole`` and,
+just *before* Eole's package executes, installs :mod:`onmt_xl.eole.hook`, which applies each Eole seam right after
+its module (Eole's registries and config unions are read at import time). So plain ``eole train|predict|serve``
+know our transforms and encoders; a process that never imports ``eole`` imports nothing more of ours.
+
 ``ONMT_XL_DISABLE=1`` (or ``true``/``yes``, any case) in the environment switches the hook off: the process
-then runs stock OpenNMT-py, as if onmt_xl were not installed (nothing of ours is imported or registered). It is
-how the stock-equality checks (``tests/test_stock.py``, ``tools/peer_suite.py``) get their reference run.
+then runs stock OpenNMT-py (and stock Eole), as if onmt_xl were not installed (nothing of ours is imported or
+registered). It is how the stock-equality checks (``tests/test_stock.py``, ``tools/peer_suite.py``) get their
+reference run.
 """
 
 import os
@@ -62,6 +68,44 @@ class OnmtImportHook:
         return spec
 
 
+class _EoleLoader(_Loader):
+    def exec_module(self, module):
+        _remove_eole_hooks()  # eole is being imported now: one-shot
+        _safely("install onmt_xl's Eole adapter", _install_eole, "Eole")  # before Eole's modules run
+        self._loader.exec_module(module)
+
+
+class EoleStartHook:
+    """``sys.meta_path`` finder for the top-level ``eole`` package, until ``eole`` is imported (as
+    :class:`OnmtImportHook` for ``onmt``): its loader installs the Eole adapter's own import hook first."""
+
+    _looking = False
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "eole" or self._looking:
+            return None
+        from importlib.util import find_spec
+
+        self._looking = True
+        try:
+            spec = find_spec("eole")
+        finally:
+            self._looking = False
+        if spec is not None and spec.loader is not None:
+            spec.loader = _EoleLoader(spec.loader)
+        return spec
+
+
+def _remove_eole_hooks() -> None:
+    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, EoleStartHook)]
+
+
+def _install_eole() -> None:
+    from onmt_xl.eole.hook import install as install_eole
+
+    install_eole()
+
+
 def _remove_hooks() -> None:
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, OnmtImportHook)]
 
@@ -78,26 +122,32 @@ def _register() -> None:
     register()
 
 
-def _safely(what: str, step) -> bool:
-    """Run ``step``; if it fails (onmt_xl broken or missing, an unexpected OpenNMT-py), say so in one line and go on:
-    ``import onmt`` must never fail because of us. (Each seam is fail-safe on its own too: ``onmt_xl.seams``.)"""
+def _safely(what: str, step, framework: str = "OpenNMT-py") -> bool:
+    """Run ``step``; if it fails (onmt_xl broken or missing, an unexpected OpenNMT-py or Eole), say so in one line and
+    go on: ``import onmt`` (``import eole``) must never fail because of us. (Each seam is fail-safe on its own too:
+    ``onmt_xl.seams``, ``onmt_xl.eole.hook``.)"""
     try:
         step()
     except Exception as err:
-        print(f"onmt_xl: warning: could not {what} ({type(err).__name__}: {err}); OpenNMT-py runs without "
+        print(f"onmt_xl: warning: could not {what} ({type(err).__name__}: {err}); {framework} runs without "
               f"onmt_xl (set {DISABLE_ENV}=1 to silence this)", file=sys.stderr)
         return False
     return True
 
 
 def install() -> None:
-    """Register now if ``onmt`` is already imported, else wait for its import; nothing if :func:`disabled`."""
+    """Register now if ``onmt`` (``eole``) is already imported, else wait for its import; nothing if
+    :func:`disabled`."""
     if disabled():
         return
     if "onmt" in sys.modules:
         _safely("register onmt_xl with OpenNMT-py", _register)
     elif not any(isinstance(f, OnmtImportHook) for f in sys.meta_path):
         sys.meta_path.insert(0, OnmtImportHook())
+    if "eole" in sys.modules:
+        _safely("install onmt_xl's Eole adapter", _install_eole, "Eole")
+    elif not any(isinstance(f, EoleStartHook) for f in sys.meta_path):
+        sys.meta_path.insert(0, EoleStartHook())
 
 
 install()

@@ -27,3 +27,47 @@ def test_demo_runs_and_resumes(tmp_path):
     again = subprocess.run(cmd, capture_output=True, text=True, env=run_env())
     assert again.returncode == 0 and "onmt_train" not in again.stdout and "aligning" not in again.stdout
     assert "Step" not in again.stdout and "onmt_translate" not in again.stdout
+
+
+def test_demo_through_eole_runs_and_resumes(tmp_path):
+    """``onmt-xl demo --framework eole``: the same data stages, then Eole's build_vocab/train/predict (with the
+    adapter's seams) on the yaml_configs/eole/ configurations; the default demo stays OpenNMT-py's (above)."""
+    import pytest
+
+    pytest.importorskip("eole", reason="Eole is not installed (bash tools/install.sh eole)")
+    wd = tmp_path / "demo"
+    cmd = [sys.executable, "-m", "onmt_xl.experiments", "demo", "--framework", "eole", "--workdir", str(wd),
+           "--train-steps", "6", "--preorder-iterations", "2", "--beam-size", "1"]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=run_env())
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    result = json.loads((wd / "eole" / "results.json").read_text())
+    jobs = result["jobs"]
+    assert result["framework"] == "eole" and set(jobs) == {"baseline", "combination"}
+    assert result["preorderer"]["tau"] > result["preorderer"]["monotone_tau"]
+    assert jobs["combination"]["parameters"] - jobs["baseline"]["parameters"] == 4 * 128  # InXL block fusion, as above
+    assert "p_bootstrap" in jobs["combination"]["variants"]["test"]
+    model = wd / "eole" / "models" / "combination"
+    saved = json.loads((model / "config.json").read_text())
+    assert saved["model"]["encoder"]["encoder_type"] == "xl_combination"
+    assert (model / "preorderer.xlp").read_bytes() == (wd / "preorderer.xlp").read_bytes()  # the artifact
+    test_lines = len((wd / "data" / "test.src").read_text().splitlines())
+    assert len((wd / "eole" / "hyp" / "combination.test").read_text().splitlines()) == test_lines
+    assert not (wd / "jobs").exists()  # nothing of OpenNMT-py's
+    assert "Kendall tau" in out.stdout and "BLEU" in out.stdout and "vs baseline" in out.stdout
+    again = subprocess.run(cmd, capture_output=True, text=True, env=run_env())
+    assert again.returncode == 0 and "eole train" not in again.stdout and "eole predict" not in again.stdout
+    assert "aligning" not in again.stdout and "BLEU" in again.stdout
+
+
+def test_demo_through_eole_refuses_before_any_work(tmp_path):
+    """Without Eole, or with a system not ported to it, one error line and nothing written."""
+    import importlib.util
+
+    wd = tmp_path / "demo"
+    have_eole = importlib.util.find_spec("eole") is not None
+    systems = "baseline,dec_re" if have_eole else "baseline"
+    out = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", "demo", "--framework", "eole", "--workdir",
+                          str(wd), "--systems", systems], capture_output=True, text=True, env=run_env())
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    want = "--systems dec_re: not ported to Eole yet" if have_eole else "--framework eole needs Eole 0.6.4"
+    assert want in out.stderr and not wd.exists()

@@ -6,12 +6,13 @@ It sits beside the OpenNMT-py adapter (``onmt_xl.seams``, ``onmt_xl.encoders``, 
 ``[tool.importlinter]``). The shared portable core is :mod:`onmt_xl.positions`, :mod:`onmt_xl.modules`,
 :mod:`onmt_xl.reorder`, :mod:`onmt_xl.align` and :mod:`onmt_xl.segmentation`.
 
-Groundwork state (this slice): :mod:`onmt_xl.eole.transforms` (``xl_position``, preorderer source),
-:mod:`onmt_xl.eole.encoders` (``xl_inxl``, ``xl_headxl``, ``xl_combination``), the seams Eole needs
-(:mod:`onmt_xl.eole.seams`, applied by the import hook :mod:`onmt_xl.eole.hook`) and :mod:`onmt_xl.eole.weights`
-(OpenNMT-py -> Eole parameter names). ``python -m onmt_xl.eole build_vocab|train|predict ...`` runs Eole's CLI with
-them; a start-up (``.pth``) hook that installs them in every process, as ``onmt_xl_hook`` does for OpenNMT-py, is not
-wired yet. Not yet ported: ``xl_prereorder``, ``xl_relative`` and the baselines (``reports/EOLE.md``).
+What it registers: the ``xl_position`` and ``xl_prereorder`` transforms (:mod:`onmt_xl.eole.transforms`, the
+preorderer a model artifact), the encoders of Ding et al. (``xl_inxl``, ``xl_headxl``, ``xl_combination``,
+:mod:`onmt_xl.eole.encoders`), ``xl_relative`` and the baselines' encoders (:mod:`onmt_xl.eole.baselines`), through
+the seams Eole needs (:mod:`onmt_xl.eole.seams`, applied by the import hook :mod:`onmt_xl.eole.hook`, which the
+start-up hook ``onmt_xl_hook`` installs in every process that imports ``eole``); :mod:`onmt_xl.eole.weights` maps
+OpenNMT-py parameter names to Eole's. ``python -m onmt_xl.eole ...`` runs Eole's CLI with them installed first. Not
+ported: the reordering-embedding decoder (``dec_re``, ``both_re``; ``reports/EOLE.md``).
 """
 
 from __future__ import annotations

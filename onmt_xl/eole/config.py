@@ -9,6 +9,7 @@ from typing import Dict, Literal, Optional, Tuple
 from eole.config.models import TransformerEncoderConfig
 from pydantic import Field, model_validator
 
+from onmt_xl.eole import registry
 from onmt_xl.modules.inxl import INXL_FUSIONS, INXL_STARTS
 
 #: encoder_type -> (uses InXL fusion, uses HeadXL split); same table as the OpenNMT-py adapter's ``XL_ENCODERS``
@@ -49,3 +50,11 @@ class XLTransformerEncoderConfig(TransformerEncoderConfig):
     @property
     def resolved_xl_heads(self) -> int:
         return self.heads // 2 if self.xl_heads is None else self.xl_heads
+
+
+#: encoder_types whose model gets a look-up-only ``src_emb`` (:class:`~onmt_xl.eole.encoders.XLSourceEmbeddings`):
+#: the encoder adds ``√d``, its own positions (or none) and the dropout
+LOOKUP_SRC_EMB = frozenset((*XL_ENCODERS, "xl_relative", "xl_encoder_free"))
+
+
+registry.add(configs=(XLTransformerEncoderConfig,))  # completes the union seam if it ran while we imported Eole

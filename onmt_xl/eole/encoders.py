@@ -27,6 +27,7 @@ import torch.nn as nn
 from eole.encoders.transformer import TransformerEncoder
 from eole.modules.embeddings import Embeddings
 
+from onmt_xl.eole import registry
 from onmt_xl.encoders.common import MissingXLPositionsError, fed_xl_positions
 from onmt_xl.eole.config import XL_ENCODERS, XLTransformerEncoderConfig  # noqa: F401  (public here too)
 from onmt_xl.modules.headxl import HeadSplitLinear
@@ -152,3 +153,6 @@ class XLTransformerEncoder(TransformerEncoder):
 
 
 ENCODER_CLASSES = {name: XLTransformerEncoder for name in XL_ENCODERS}
+
+
+registry.add(encoders=ENCODER_CLASSES)  # completes the str2enc seam if it ran while we imported Eole

@@ -1,8 +1,9 @@
 """Import hook of the Eole adapter: applies each seam of :mod:`onmt_xl.eole.seams` right after its Eole module has
 executed (Eole has no plug-in entry points; its registries and its config unions are read at import time).
 
-:func:`install` is what a ``.pth`` start-up hook would call (not wired yet: ``onmt_xl_hook.py`` serves OpenNMT-py
-only); the tests and ``python -m onmt_xl.eole`` call it by hand. A seam that fails prints one line and Eole goes on.
+:func:`install` is called by the start-up hook ``onmt_xl_hook`` (through ``onmt_xl_hook.pth``) just before the
+``eole`` package itself executes, so plain ``eole train|predict|serve`` get the seams; ``python -m onmt_xl.eole``
+and the tests call it by hand (idempotent). A seam that fails prints one line and Eole goes on.
 """
 
 from __future__ import annotations
@@ -32,9 +33,18 @@ class EoleImportHook:
     _looking = False
 
     def find_spec(self, fullname, path=None, target=None):
-        from onmt_xl.eole.seams import AFTER
-
-        if fullname not in AFTER or fullname in _done or self._looking:
+        if not fullname.startswith("eole.") or fullname in _done or self._looking:
+            return None  # cheap for every other import: the seams (and torch) load with Eole's first submodule
+        loading = sys.modules.get("onmt_xl.eole.seams")
+        if loading is not None and not hasattr(loading, "AFTER"):
+            return None  # the seams module itself is importing an Eole module: let it
+        try:
+            from onmt_xl.eole.seams import AFTER
+        except Exception as err:  # never break an Eole import: say it once, then stand aside
+            _warn("load the Eole adapter's seams", err)
+            sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, EoleImportHook)]
+            return None
+        if fullname not in AFTER:
             return None
         self._looking = True
         try:
@@ -55,16 +65,20 @@ def apply(name: str) -> None:
     try:
         AFTER[name]()
     except Exception as err:  # Eole must still run
-        print(f"onmt_xl: warning: could not apply the Eole seam after {name} ({type(err).__name__}: {err})",
-              file=sys.stderr)
+        _warn(f"apply the Eole seam after {name}", err)
+
+
+def _warn(what: str, err: Exception) -> None:
+    print(f"onmt_xl: warning: could not {what} ({type(err).__name__}: {err})", file=sys.stderr)
 
 
 def install() -> None:
     """Apply the seams of the Eole modules already imported; hook the others."""
-    from onmt_xl.eole.seams import AFTER
+    if any(name.startswith("eole.") for name in list(sys.modules)):
+        from onmt_xl.eole.seams import AFTER
 
-    for name in AFTER:
-        if name in sys.modules:
-            apply(name)
+        for name in AFTER:
+            if name in sys.modules:
+                apply(name)
     if not any(isinstance(f, EoleImportHook) for f in sys.meta_path):
         sys.meta_path.insert(0, EoleImportHook())

@@ -5,17 +5,23 @@ nothing for a config that names none of our components: stock encoders, transfor
 
 * :func:`transforms` (after ``eole.transforms``): register ``xl_position``, *before* ``eole.config.data`` freezes
   ``NestedAllTransformsConfig`` from the registry (else ``transforms_configs.xl_position`` is an unknown key).
-* :func:`config_models` (after ``eole.config.models``): add :class:`~onmt_xl.eole.config.XLTransformerEncoderConfig`
-  to the closed encoder union ``BaseModelConfig.encoder`` (discriminator ``encoder_type``) and rebuild the model
-  configs; an XL encoder under ``architecture: transformer`` (whose validator silently resets ``encoder_type``) fails
-  with the fix (``architecture: custom``).
+* :func:`config_models` (after ``eole.config.models``): add our encoder configs
+  (as announced in :mod:`onmt_xl.eole.registry`: the XL encoders and the baselines) to the closed encoder union
+  ``BaseModelConfig.encoder`` (discriminator ``encoder_type``) and rebuild the model configs; an encoder of ours under
+  ``architecture: transformer`` (whose validator silently resets ``encoder_type``) fails with the fix
+  (``architecture: custom``). A seam that the hook applies while one of our modules imports Eole waits for that module
+  to announce its classes (:mod:`onmt_xl.eole.registry`). Our encoders take the embeddings' ``position_encoding_type`` as Eole's own transformer
+  encoder does (:func:`share_position_encoding`).
 * :func:`encoders` (after ``eole.encoders``): ``str2enc`` entries.
-* :func:`model` (after ``eole.models.model``): an XL model's ``src_emb`` is an
-  :class:`~onmt_xl.eole.encoders.XLSourceEmbeddings` (the look-up only; the encoder adds ``√d``, PE and dropout).
+* :func:`model` (after ``eole.models.model``): the ``src_emb`` of an XL, ``xl_relative`` or ``xl_encoder_free``
+  model is an :class:`~onmt_xl.eole.encoders.XLSourceEmbeddings` (the look-up only; the encoder adds ``√d``, its
+  positions and dropout); after Eole's ``init_weights`` our modules' starting points are put back
+  (:func:`reset_starts`).
 * :func:`batching` (after ``eole.inputters.dynamic_iterator``): ``tensorify`` has fixed keys; ours adds
   ``batch["xl_pos"]`` ``(batch, src_len)`` when the examples carry positions.
 * :func:`trainer`, :func:`translator`: the model's stock forward calls ``encoder(emb, pad_mask=...)`` only, so the
-  batch's positions are fed around the calls that encode a batch (:func:`onmt_xl.encoders.common.feeding_xl_positions`).
+  batch's positions are fed around the calls that encode a batch (:func:`onmt_xl.encoders.common.feeding_xl_positions`);
+  in training, the encoder's auxiliary loss (ExGRE/ReFSR) joins the loss (:func:`add_encoder_loss`).
 """
 
 from __future__ import annotations
@@ -30,9 +36,16 @@ XL_POS_KEY = "xl_pos"
 
 
 def _xl_encoder_types():
-    from onmt_xl.eole.config import XL_ENCODERS
+    """Every ``encoder_type`` of ours (XL encoders and baselines) announced so far."""
+    from onmt_xl.eole import registry
 
-    return XL_ENCODERS
+    return {name for cls in registry.CONFIGS for name in typing.get_args(cls.model_fields["encoder_type"].annotation)}
+
+
+def _lookup_src_emb_types():
+    from onmt_xl.eole.config import LOOKUP_SRC_EMB
+
+    return LOOKUP_SRC_EMB
 
 
 def transforms() -> None:
@@ -53,55 +66,129 @@ def _subclasses(cls):
 
 def config_models() -> None:
     import eole.config.models as models
-    from pydantic import TypeAdapter
 
-    from onmt_xl.eole.config import XLTransformerEncoderConfig
+    from onmt_xl.eole import registry
 
+    registry.listen(config_models)
+    try:  # they announce their classes; one being imported right now announces them when defined, calling this again
+        import onmt_xl.eole.baseline_config  # noqa: F401
+        import onmt_xl.eole.config  # noqa: F401
+    except ImportError:
+        pass
+
+    ours = tuple(registry.CONFIGS)
+    changed = False
     for cls in (models.BaseModelConfig, *_subclasses(models.BaseModelConfig)):
         field = cls.model_fields.get("encoder")
         if field is None:
             continue
         members = tuple(m for m in typing.get_args(field.annotation) if m is not type(None))
-        if XLTransformerEncoderConfig in members:
+        if all(config in members for config in ours):
             continue
-        field.annotation = Union[(*members, XLTransformerEncoderConfig)] | None
+        field.annotation = Union[(*members, *(c for c in ours if c not in members))] | None
         cls.model_rebuild(force=True)
-    stock_build = TypeAdapter(models.ModelConfig).validate_python
+        changed = True
+    if getattr(models.build_model_config, "_onmt_xl", False):
+        if changed:
+            models.build_model_config.rebuild()
+        return
+    stock_update = models.BaseModelConfig.update_model_opts
+
+    @functools.wraps(stock_update)
+    def update_model_opts(self):
+        stock_update(self)
+        share_position_encoding(self, tuple(registry.CONFIGS))
+
+    models.BaseModelConfig.update_model_opts = update_model_opts
+    models.build_model_config = _guarded_build(models)
+
+
+def _guarded_build(models):
+    """Eole's ``build_model_config`` (a ``TypeAdapter`` of the model-config union, rebuilt when our configs join it)
+    that refuses an encoder of ours under ``architecture: transformer``."""
+    from pydantic import TypeAdapter
+
+    stock = {}
+
+    def rebuild():
+        stock["build"] = TypeAdapter(models.ModelConfig).validate_python
 
     def build_model_config(data, *args, **kwargs):
         enc = (data.get("encoder") or {}).get("encoder_type") if isinstance(data, dict) else None
         if enc in _xl_encoder_types() and data.get("architecture", "transformer") == "transformer":
             raise ValueError(f"encoder_type {enc}: set the model's architecture to 'custom' (Eole's 'transformer' "
                              "architecture resets every encoder_type to 'transformer')")
-        return stock_build(data, *args, **kwargs)
+        return stock["build"](data, *args, **kwargs)
 
-    models.build_model_config = build_model_config
+    rebuild()
+    build_model_config._onmt_xl, build_model_config.rebuild = True, rebuild
+    return build_model_config
+
+
+def share_position_encoding(model_config, ours) -> None:
+    """What Eole's ``update_model_opts`` does for ``encoder_type: transformer`` only: an encoder of ours whose config
+    does not set ``position_encoding_type`` takes the embeddings' (the decoder's PE_abs), re-validated."""
+    enc, emb = model_config.encoder, model_config.embeddings
+    if type(enc) not in ours or emb is None or "position_encoding_type" in enc.model_fields_set:
+        return
+    kind = emb.position_encoding_type
+    if enc.position_encoding_type != kind:
+        type(enc).model_validate({**enc.model_dump(exclude={"dim_per_head"}), "position_encoding_type": kind})
+        enc.update(position_encoding_type=kind)
 
 
 def encoders() -> None:
     from eole.encoders import str2enc
 
-    from onmt_xl.eole.encoders import ENCODER_CLASSES
+    from onmt_xl.eole import registry
 
-    for name, cls in ENCODER_CLASSES.items():
-        str2enc.setdefault(name, cls)
+    registry.listen(encoders)
+    try:  # they announce their classes; one being imported right now announces them when defined, calling this again
+        import onmt_xl.eole.baselines  # noqa: F401
+        import onmt_xl.eole.encoders  # noqa: F401
+    except ImportError:
+        pass
+
+    for enc, cls in registry.ENCODERS.items():
+        str2enc.setdefault(enc, cls)
 
 
 def model() -> None:
     import eole.models.model as model_module
 
     stock = model_module.build_src_emb
+    stock_init = model_module.BaseModel.init_weights
 
     @functools.wraps(stock)
     def build_src_emb(model_config, vocabs, running_config=None):
         emb = stock(model_config, vocabs, running_config=running_config)
-        if getattr(model_config.encoder, "encoder_type", None) in _xl_encoder_types():
+        if getattr(model_config.encoder, "encoder_type", None) in _lookup_src_emb_types():
             from onmt_xl.eole.encoders import XLSourceEmbeddings
 
             XLSourceEmbeddings.adopt(emb)
         return emb
 
+    @functools.wraps(stock_init)
+    def init_weights(self, running_config):
+        stock_init(self, running_config)
+        reset_starts(self)
+
     model_module.build_src_emb = build_src_emb
+    model_module.BaseModel.init_weights = init_weights
+
+
+def reset_starts(model) -> int:
+    """After Eole's initialisation of a new model (``param_init_method``, which draws *every* parameter), put back
+    the starting points of our modules that have one (``reset_start()``: DiSAN's fusion gate at F = 0.95, InXL's
+    U, V of ``xl_inxl_init``), as the OpenNMT-py adapter's ``init`` seam does. A stock model has none. Returns how
+    many were reset."""
+    n = 0
+    for module in model.modules():
+        reset = getattr(module, "reset_start", None)
+        if callable(reset) and type(module).__module__.startswith("onmt_xl."):
+            reset()
+            n += 1
+    return n
 
 
 def tensorify_with_xl(stock, vocabs, minibatch, device, left_pad=False):
@@ -140,9 +227,10 @@ def trainer() -> None:
     stock_loss, stock_validate = BatchProcessor._compute_loss, Trainer.validate
 
     @functools.wraps(stock_loss)
-    def _compute_loss(self, src, tgt, src_len, batch, *args, **kwargs):
+    def _compute_loss(self, src, tgt, src_len, batch, normalization, *args, **kwargs):
         with feeding_xl_positions(batch.get(XL_POS_KEY)):
-            return stock_loss(self, src, tgt, src_len, batch, *args, **kwargs)
+            loss, stats = stock_loss(self, src, tgt, src_len, batch, normalization, *args, **kwargs)
+        return add_encoder_loss(self.model, loss, normalization), stats
 
     def fed(items):
         for batch, bucket_idx in items:
@@ -158,6 +246,16 @@ def trainer() -> None:
             items.close()
 
     BatchProcessor._compute_loss, Trainer.validate = _compute_loss, validate
+
+
+def add_encoder_loss(model, loss, normalization):
+    """Eole's normalised training loss plus the encoder's auxiliary loss (ExGRE/ReFSR's ``λ · Σ_j ℓ_j``, a sum over
+    source words), normalised alike (as the OpenNMT-py adapter adds it to the summed token loss). Unchanged for a
+    model whose encoder has no ``reordering_loss`` (every stock one)."""
+    aux = getattr(getattr(model, "encoder", None), "reordering_loss", None)
+    if aux is None or loss is None:
+        return loss
+    return loss + aux / normalization
 
 
 def translator() -> None:

@@ -1,125 +1,115 @@
-"""Eole's ``xl_position`` transform: attach ``pos_XL`` (paper Eq. 6) to every example, from the trained BTG
-preorderer (the portable :class:`onmt_xl.reorder.preorderer.Preorderer`).
+"""Eole's ``xl_position`` and ``xl_prereorder`` transforms: the Eole half of :mod:`onmt_xl.position_source`, which
+holds everything they compute (the preorderer or the BTG oracle, the per-process caches, the noise, the segmentation
+content check) and is shared unchanged with the OpenNMT-py adapter.
 
-Configured in Eole's YAML under ``transforms_configs: {xl_position: {xl_preorderer: FILE, ...}}``. The preorderer file
-is a transform *artifact*: Eole copies it into the model directory at save time and rewrites the path to
-``${MODEL_PATH}/FILE``, so ``eole predict`` and ``eole serve`` find it with the model.
+* ``xl_position`` attaches ``example["xl_pos"]`` (``pos_XL``, paper Eq. 6; one index per source token) for the XL
+  encoders; ``xl_noise`` swaps pairs of them at training time (§4.5).
+* ``xl_prereorder`` is the pre-reordering baseline (Du and Way 2017; Chen et al. 2019, Tab. 3): the source tokens
+  themselves are put in the preorderer's (or the oracle's) order, for a stock Transformer.
 
-Groundwork state (``reports/EOLE.md``): the preorderer source, the per-process cache and the segmentation content
-check work. ``xl_source: align`` and ``xl_noise > 0`` are rejected for now: their logic (``swap_noise``, the oracle
-read of ``path_align``/``xl_align_path``) lives in the OpenNMT-py adapter's :mod:`onmt_xl.transforms.xl_position`,
-which imports OpenNMT at module level, and must first move to a framework-free module to be shared.
+Configured under ``transforms_configs: {xl_position: {xl_preorderer: FILE, ...}}`` (or ``xl_prereorder``; pydantic
+models below). The preorderer file is a transform *artifact*: Eole copies it into the model directory at save time
+and rewrites the path to ``${MODEL_PATH}/FILE``, so ``eole predict`` and ``eole serve`` find it with the model.
+``xl_source: align`` reads the corpus' ``path_align`` (or ``xl_align_path``, e.g. test-side alignments: an oracle
+upper bound for analysis only). Either transform must be the last one that changes the source tokens.
+
+Not ported: the pipeline half of the segmentation guard (OpenNMT-py's ``pipeline_segmentations`` reads its tokenizer
+options; Eole's are ``transforms_configs.{sentencepiece,bpe,onmt_tokenize}``): only the content check runs here.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Literal, Optional, Tuple
+import random
+from typing import Literal, Optional
 
 from eole.transforms.transform import Transform, TransformConfig
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from onmt_xl.segmentation import MarkerCounts, content_mismatch
-
-#: example key of the positions, the same as the OpenNMT-py adapter's ``onmt_xl.transforms.XL_POS_KEY``
-XL_POS_KEY = "xl_pos"
+from onmt_xl.position_source import DEFAULT_SEED, XL_POS_KEY, XLPositionSource  # noqa: F401  (XL_POS_KEY public)
 
 
-class XLPositionConfig(TransformConfig):
+class XLPreReorderConfig(TransformConfig):
+    """Options of ``xl_prereorder``; ``xl_position`` has these and ``xl_noise``."""
+
     xl_source: Literal["preorderer", "align"] = Field(
-        default="preorderer", description="Where pos_XL comes from: 'preorderer' (a trained BTG preorderer) or 'align'.")
+        default="preorderer",
+        description="Where pos_XL comes from: 'preorderer' (a trained BTG preorderer, xl_preorderer; works at "
+                    "inference) or 'align' (BTG oracle on the corpus' path_align alignments; training/analysis only).")
     xl_preorderer: Optional[str] = Field(
-        default=None, description="Preorderer file written by `onmt-xl preorder-train` (a model artifact).")
-    xl_align_path: Optional[str] = Field(default=None, description="xl_source align: Pharaoh alignments (not yet).")
+        default=None, description="Preorderer file written by `onmt-xl preorder-train` (a model artifact: copied "
+                                   "into the model directory).")
+    xl_align_path: Optional[str] = Field(
+        default=None, description="xl_source align without path_align (e.g. at prediction): Pharaoh alignments of "
+                                  "the corpus being transformed, one line per source line (test-side information: "
+                                  "an oracle upper bound, for analysis only).")
     xl_cache_size: int = Field(default=1_000_000, ge=0,
-                               description="Cache the positions of up to this many distinct sources per process.")
+                               description="Cache the preorderer's positions for up to this many distinct source "
+                                           "sentences per process (0 disables).")
+
+
+class XLPositionConfig(XLPreReorderConfig):
     xl_noise: float = Field(default=0.0, ge=0.0, le=1.0,
-                            description="Training only: ratio of each sentence's XL indices moved (not yet).")
-
-    @model_validator(mode="after")
-    def _not_yet(self):
-        if self.xl_source != "preorderer":
-            raise ValueError("xl_position in Eole supports xl_source: preorderer only so far (reports/EOLE.md)")
-        if self.xl_noise > 0:
-            raise ValueError("xl_position in Eole does not support xl_noise yet (reports/EOLE.md)")
-        return self
+                            description="Training only: ratio in [0, 1] of each sentence's XL indices moved by "
+                                        "random pair swaps (noise attack, paper §4.5).")
 
 
-_LOADED: Dict[Tuple[str, int, int], object] = {}
-
-
-def load_preorderer(path: Optional[str]):
-    """The preorderer in ``path``, read once per process per file version (``Preorderer.load`` names the file in its
-    errors). The OpenNMT-py adapter has its own copy of this cache (``_load_preorderer``): one of the pieces to move."""
-    from onmt_xl.reorder.preorderer import Preorderer
-
-    if not path:
-        raise ValueError("xl_position needs transforms_configs.xl_position.xl_preorderer (a file from "
-                         "`onmt-xl preorder-train`)")
-    path = os.path.expandvars(path)
-    try:
-        st = os.stat(path)
-        key = (os.path.abspath(path), st.st_mtime_ns, st.st_size)
-    except OSError:
-        return Preorderer.load(path)  # raises the error naming the file
-    if key not in _LOADED:
-        _LOADED[key] = Preorderer.load(path)
-    return _LOADED[key]
-
-
-class XLPositionTransform(Transform):
-    """Attach cross-lingual positions ``example["xl_pos"]`` (one per source token) for the XL encoders."""
-
-    name = "xl_position"
-    config_model = XLPositionConfig
+class _XLSourceTransform(XLPositionSource, Transform):
+    """Eole's options onto :class:`~onmt_xl.position_source.XLPositionSource`."""
 
     def _parse_config(self):
-        self.xl_preorderer = self.config.xl_preorderer  # an artifact: Eole copies it into the model directory
+        cfg = self.config
+        self.xl_preorderer = cfg.xl_preorderer  # an artifact: Eole copies it into the model directory
         self.artifacts = ["xl_preorderer"]
-        self.cache_size = self.config.xl_cache_size
-        self.cache: Dict[str, Tuple[int, ...]] = {}
+        path = os.path.expandvars(cfg.xl_preorderer) if cfg.xl_preorderer else None  # ${MODEL_PATH}/... at inference
+        self._set_source(cfg.xl_source, path, cfg.xl_align_path, cfg.xl_cache_size, getattr(cfg, "xl_noise", 0.0))
         self.preorderer = None
-        self._seg_sample = None
+
+    def _option(self, name: str) -> str:
+        return f"transforms_configs.{self.xl_name}.{name}"
+
+    def _set_seed(self, seed):
+        self.rng = random.Random(seed)
 
     def warm_up(self, vocabs=None):
+        self.rng = random.Random(DEFAULT_SEED)
         super().warm_up(vocabs)
-        self.preorderer = load_preorderer(self.xl_preorderer)
-        self._seg_sample = MarkerCounts([self.preorderer.segmentation.marker or "none"])
+        if self.source == "preorderer" and not self.preorderer_path:
+            raise ValueError(f"{self.xl_name} needs {self._option('xl_preorderer')} (a file from "
+                             "`onmt-xl preorder-train`)")
+        self._load_source()
 
-    def _check_sample(self, src: List[str]) -> None:
-        """The segmentation content check of :mod:`onmt_xl.segmentation` on the first source tokens of the process."""
-        self._seg_sample.add(src)
-        seen = content_mismatch(self.preorderer.segmentation, self._seg_sample)
-        if seen is None:
-            if self._seg_sample.full:
-                self._seg_sample = None
-            return
-        raise ValueError(f"{self.xl_preorderer}: segmentation mismatch: this preorderer was trained on "
-                         f"{self.preorderer.segmentation.describe()}, but the source tokens reaching xl_position "
-                         f"are {seen}")
+    @staticmethod
+    def _tokens(src):
+        """Eole's source is raw text until a tokenizing transform (``clean_example`` splits it on spaces later)."""
+        return src.split(" ") if isinstance(src, str) else src
 
-    def positions(self, src: List[str]) -> Tuple[int, ...]:
-        if self.preorderer is None:
-            self.warm_up()
-        if self._seg_sample is not None:
-            self._check_sample(src)
-        key = " ".join(src)
-        pos = self.cache.get(key)
-        if pos is None:
-            pos = tuple(self.preorderer.pos_xl(src))
-            if len(self.cache) < self.cache_size:
-                self.cache[key] = pos
-        return pos
+    def _repr_args(self):
+        return f"xl_source={self.source!r}, xl_preorderer={self.xl_preorderer!r}, xl_noise={self.noise}"
+
+
+class XLPositionTransform(_XLSourceTransform):
+    """Attach cross-lingual positions ``example["xl_pos"]`` (one per source token) for the XL encoders."""
+
+    name = xl_name = "xl_position"
+    config_model = XLPositionConfig
+
+    def apply(self, example, is_train=False, stats=None, **kwargs):
+        example[XL_POS_KEY] = self.xl_positions(self._tokens(example["src"]), example, is_train)
+        return example
+
+
+class XLPreReorderTransform(_XLSourceTransform):
+    """Pre-reordering baseline: the source tokens in the preorderer's (or the oracle's) order."""
+
+    name = xl_name = "xl_prereorder"
+    config_model = XLPreReorderConfig
 
     def apply(self, example, is_train=False, stats=None, **kwargs):
         src = example["src"]
-        if isinstance(src, str):  # no tokenizing transform before: Eole splits on spaces later (clean_example)
-            src = src.split(" ")
-        example[XL_POS_KEY] = list(self.positions(src))
+        reordered = self.prereordered(self._tokens(src), example)
+        example["src"] = " ".join(reordered) if isinstance(src, str) else reordered
         return example
 
-    def _repr_args(self):
-        return f"xl_preorderer={self.xl_preorderer!r}"
 
-
-TRANSFORM_CLASSES = {"xl_position": XLPositionTransform}
+TRANSFORM_CLASSES = {"xl_position": XLPositionTransform, "xl_prereorder": XLPreReorderTransform}

@@ -1,4 +1,4 @@
-"""OpenNMT-py 3.5.1 -> Eole 0.6 parameter names of a Transformer encoder (stock or XL), for the equivalence checks of
+"""OpenNMT-py 3.5.1 -> Eole 0.6 parameter names of a Transformer encoder (stock, XL or baseline), for the equivalence checks of
 issue 38 and for converting a trained OpenNMT-py XL model. Pure name mapping: no framework is imported."""
 
 from __future__ import annotations
@@ -24,9 +24,14 @@ LAYER_NAMES = {
     "feed_forward.w_2.bias": "mlp.down_proj.bias",
     "feed_forward.layer_norm.weight": "post_attention_layernorm.weight",
     "feed_forward.layer_norm.bias": "post_attention_layernorm.bias",
+    # xl_relative (Shaw et al. 2018): the table of a^K = a^V, one per layer
+    "self_attn.relative_positions_embeddings.weight": "self_attn.relative_positions_embeddings.weight",
 }
 #: encoder-level parameters kept under the same name (final layer norm, InXL's U and V)
 SAME = ("layer_norm.weight", "layer_norm.bias", "inxl.U", "inxl.V")
+#: encoder-level modules of the baselines, kept under the same names: DiSAN's fusion gates, the positional
+#: penalties of reordering embeddings, ExGRE's position predictors and ReFSR's fusion gate
+SAME_MODULES = re.compile(r"(gates|penalties|predictors)\.\d+\.[\w.]+|gate\.[\w.]+")
 #: OpenNMT-py's source word table (inside its encoder) and its Eole home (the model's ``src_emb``)
 ONMT_WORD_TABLE = "embeddings.make_embedding.emb_luts.0.weight"
 EOLE_WORD_TABLE = "embeddings.weight"
@@ -44,7 +49,7 @@ def onmt_encoder_to_eole(state: Dict[str, object]) -> Tuple[Dict[str, object], D
             emb[EOLE_WORD_TABLE] = value
         elif name.endswith("make_embedding.pe.pe"):
             continue
-        elif name in SAME:
+        elif name in SAME or SAME_MODULES.fullmatch(name):
             enc[name] = value
         elif layer and layer.group(2) in LAYER_NAMES:
             enc[f"transformer_layers.{layer.group(1)}.{LAYER_NAMES[layer.group(2)]}"] = value

@@ -4,7 +4,8 @@ and ``onmt-xl write-configs``.
 ``demo`` and ``pipeline`` run the same chain of stages as ``onmt-xl experiments``
 (:class:`onmt_xl.experiments.runner.Runner`) with one job per ``--systems`` entry, translated on the test
 set, and print a short summary: the preorderer's Kendall tau, then per system BLEU, chrF, parameters and
-the paired-bootstrap p-value against the baseline.
+the paired-bootstrap p-value against the baseline. ``demo --framework eole`` runs the same data stages, then Eole
+(:mod:`onmt_xl.experiments.eole_demo`).
 """
 
 from __future__ import annotations
@@ -73,6 +74,11 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
 
 
 def run_demo(args) -> int:
+    if args.framework == "eole":
+        from onmt_xl.experiments.eole_demo import check_eole, run_eole_demo
+
+        check_eole(args.systems)  # before any work
+        return run_eole_demo(make_demo_data(Path(args.workdir)), args, summary)
     return run_systems(make_demo_data(Path(args.workdir)), args, "demo")
 
 
@@ -84,8 +90,12 @@ def run_pipeline(args) -> int:
 
 
 def run_write_configs(args) -> int:
+    from onmt_xl.experiments.eole_configs import write_eole_configs
+
     for system, path in write_configs(args.out, args.workdir).items():
         print(f"{system}: {path}")
+    for system, path in write_eole_configs(str(Path(args.out) / "eole"), args.workdir).items():
+        print(f"{system} (Eole): {path}")
     return 0
 
 
@@ -116,8 +126,12 @@ def add_subcommands(sub) -> None:
                        "pairs, fixed seeds) under --workdir, then align it, train the preorderer and each of --systems "
                        "and score them on the test set: the preorderer's Kendall tau, then per system BLEU, chrF, "
                        "parameters and the paired-bootstrap p-value against the baseline. Started again, it resumes "
-                       "where it stopped.")
+                       "where it stopped. --framework eole does the same through Eole 0.6.4 (its build_vocab, train "
+                       "and predict, with the configurations of yaml_configs/eole/; outputs under WORKDIR/eole/) for the "
+                       "systems the Eole adapter has.")
     _common(p)
+    p.add_argument("--framework", choices=("opennmt", "eole"), default="opennmt",
+                   help="train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (`bash tools/install.sh eole`)")
     p.set_defaults(func=run_demo)
 
     p = sub.add_parser("pipeline", help="align, preorder, train and score the systems on your tokenized data",
@@ -137,7 +151,8 @@ def add_subcommands(sub) -> None:
     p = sub.add_parser("write-configs", help="write the YAML configurations for a work directory",
                        description="Write one onmt_train YAML configuration per system (baseline, XL PE variants, "
                        "the reordering baselines) whose data, vocabulary and model paths point into --workdir, to "
-                       "train a system by hand with the stock onmt_build_vocab / onmt_train.")
+                       "train a system by hand with the stock onmt_build_vocab / onmt_train; and in OUT/eole/ one Eole "
+                       "configuration per system the Eole adapter has (eole build_vocab / eole train).")
     p.add_argument("--out", default="yaml_configs", help="folder the YAML files go to, made if missing (default yaml_configs)")
     p.add_argument("--workdir", default=DEMO_WORKDIR, help=f"the work directory the configurations point into (default {DEMO_WORKDIR})")
     p.set_defaults(func=run_write_configs, output_dirs=("out",))

@@ -24,23 +24,30 @@ segmentations. No such transform says nothing (the files may be segmented alread
 tokens that reach the transform (:data:`~onmt_xl.segmentation.SAMPLE_TOKENS` per process) also go through
 the content check of :mod:`onmt_xl.segmentation`: a preorderer trained on words fails on pieces carrying
 joiner, spacer or ``@@`` markers, one trained on marked pieces fails on unmarked words.
+
+The positions, the cache, the noise and the content check are framework-free and shared with the Eole adapter
+(:mod:`onmt_xl.position_source`); this module is OpenNMT-py's half: the options and the pipeline check.
 """
 
 from __future__ import annotations
 
 import ast
 import random
-from typing import Dict, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
 from onmt.transforms import register_transform
 from onmt.transforms.transform import Transform
 
-from onmt_xl.errors import XLInputError, XLUsageError, example_location
+from onmt_xl.errors import XLInputError, XLUsageError
 from onmt_xl.opts import Option, add_all
+from onmt_xl.position_source import (  # noqa: F401  (swap_noise, XL_SOURCES: public here too)
+    DEFAULT_SEED, XL_SOURCES, XLPositionSource, load_preorderer, swap_noise,
+)
 from onmt_xl.transforms import XL_POS_KEY
-from onmt_xl.segmentation import MarkerCounts, SegmentationScheme, content_mismatch, marker
+from onmt_xl.segmentation import SegmentationScheme, marker
 
-XL_SOURCES = ("preorderer", "align")
+#: the preorderer cache of :mod:`onmt_xl.position_source` (one per process, shared with the Eole adapter)
+_load_preorderer = load_preorderer
 
 
 def transform_segmentation(name: str, opts) -> Optional[SegmentationScheme]:
@@ -97,19 +104,6 @@ def pipeline_segmentations(opts, name: str) -> List[Tuple[str, SegmentationSchem
     return out
 
 
-def swap_noise(pos_xl: List[int], ratio: float, rng: random.Random) -> List[int]:
-    """Swap ``round(ratio·n/2)`` random pairs of positions, so about ``ratio·n`` indices change place."""
-    n = len(pos_xl)
-    n_swaps = int(round(ratio * n / 2))
-    if n < 2 or n_swaps == 0:
-        return pos_xl
-    noisy = list(pos_xl)
-    chosen = rng.sample(range(n), min(n, 2 * n_swaps))
-    for a, b in zip(chosen[0::2], chosen[1::2]):
-        noisy[a], noisy[b] = noisy[b], noisy[a]
-    return noisy
-
-
 OPTIONS = (
     Option("xl_source", str, "preorderer",
         "Where pos_XL comes from: 'preorderer' (a trained BTG preorderer, -xl_preorderer; works "
@@ -131,8 +125,10 @@ OPTIONS = (
 
 
 @register_transform(name="xl_position")
-class XLPositionTransform(Transform):
-    """Attach cross-lingual positions ``pos_XL`` to each example (read by onmt_xl's XL encoders)."""
+class XLPositionTransform(XLPositionSource, Transform):
+    """Attach cross-lingual positions ``pos_XL`` to each example (read by onmt_xl's XL encoders). The positions
+    themselves, the cache, the noise and the content check are :class:`onmt_xl.position_source.XLPositionSource`'s;
+    this class maps OpenNMT's options onto it and adds the pipeline half of the segmentation guard."""
 
     xl_name = "xl_position"
 
@@ -157,32 +153,18 @@ class XLPositionTransform(Transform):
             _load_preorderer(opts.xl_preorderer)  # fail at start-up, not inside a data worker
 
     def _parse_opts(self):
-        self.source = self.opts.xl_source
-        self.noise = self.opts.xl_noise
-        self.preorderer_path = self.opts.xl_preorderer
-        self.cache_size = getattr(self.opts, "xl_cache_size", 1_000_000)
-        self.align_path = getattr(self.opts, "xl_align_path", None)
-        self.cache = {}
-        self._seg_sample = None  # marker counts of the first source tokens, until the content check is done
+        self._set_source(self.opts.xl_source, self.opts.xl_preorderer, getattr(self.opts, "xl_align_path", None),
+                         getattr(self.opts, "xl_cache_size", 1_000_000), self.opts.xl_noise)
 
     def _set_seed(self, seed):
         self.rng = random.Random(seed)
 
     def warm_up(self, vocabs=None):
-        self.rng = random.Random(1234)
+        self.rng = random.Random(DEFAULT_SEED)
         super().warm_up(vocabs)
-        if self.source == "preorderer" and self.preorderer is None:
-            self.preorderer = _load_preorderer(self.preorderer_path)
+        self._load_source()
         if self.source == "preorderer":
             self._check_pipeline_segmentation()
-            self._seg_sample = MarkerCounts([self.preorderer.segmentation.marker or "none"])
-        self.align_lines = None
-        if self.source == "align" and self.align_path:
-            try:
-                with open(self.align_path, encoding="utf-8") as f:
-                    self.align_lines = f.read().splitlines()
-            except OSError as err:
-                raise XLInputError(self.align_path, None, f"cannot read the alignments: {err.strerror}") from None
 
     def _check_pipeline_segmentation(self) -> None:
         trained = self.preorderer.segmentation
@@ -203,108 +185,26 @@ class XLPositionTransform(Transform):
                 f"{self.xl_name} {scheme.describe()}; {hint}",
             )
 
-    def _check_sample(self, src: List[str], example) -> None:
-        """The content check on the first source tokens this process sees (see the module docstring)."""
-        sample = self._seg_sample
-        sample.add(src)
-        seen = content_mismatch(self.preorderer.segmentation, sample)
-        if seen is None:
-            if sample.full:
-                self._seg_sample = None
-            return
-        trained = self.preorderer.segmentation
-        path, line = example_location(example)
-        where = path or "the input"
-        if line is not None:
-            where += f" (up to line {line})"
-        hint = ("retrain the preorderer on text segmented like this (onmt-xl preorder-train --src-subword-model ...)"
-                if trained.kind == "words" else
-                "segment the source the way the preorderer's training source was (a sub-word transform before "
-                f"{self.xl_name}, or pre-segmented files)")
-        raise XLInputError(
-            self.preorderer_path, None,
-            f"segmentation mismatch: this preorderer was trained on {trained.describe()}, but the source tokens "
-            f"of {where} reaching {self.xl_name} are {seen}; {hint}",
-        )
-
     def __getstate__(self):
         state = super().__getstate__()
         state["preorderer"] = self.preorderer  # ship the loaded model to data workers
         return state
 
     def __setstate__(self, state):
+        # a spawned data worker (-num_workers, always "spawn" in OpenNMT-py 3.5.1) unpickles this first: without the
+        # import hook there (onmt_xl registered by hand in the parent), batching would drop pos_XL; idempotent
+        from onmt_xl import register
+
+        register()
         self.preorderer = state.get("preorderer")
         super().__setstate__(state)
 
     def apply(self, example, is_train=False, stats=None, **kwargs):
-        src = example["src"]
-        pos = self._positions(src, example)
-        if is_train and self.noise > 0:
-            pos = swap_noise(pos, self.noise, self.rng)
-        example[XL_POS_KEY] = list(pos)
+        example[XL_POS_KEY] = self.xl_positions(example["src"], example, is_train)
         return example
-
-    def _positions(self, src: List[str], example) -> List[int]:
-        """``pos_XL`` of ``src`` from the source the options chose (the preorderer, or the alignments)."""
-        if self.source == "preorderer":
-            return self._preordered_positions(src, example)
-        return self._oracle_positions(example, len(src))
-
-    def _preordered_positions(self, src: List[str], example=None) -> List[int]:
-        if self._seg_sample is not None:
-            self._check_sample(src, example or {})
-        key = " ".join(src)
-        pos = self.cache.get(key)
-        if pos is None:
-            pos = tuple(self.preorderer.pos_xl(src))
-            if len(self.cache) < self.cache_size:
-                self.cache[key] = pos
-        return pos
-
-    def _oracle_positions(self, example, src_len: int) -> List[int]:
-        from onmt_xl.align.pharaoh import parse_pharaoh_line
-        from onmt_xl.reorder.oracle import btg_oracle
-
-        src_path, line = example_location(example)
-        align_path, _ = example_location(example, "align")
-        align = example.get("align")
-        source = align_path if align_path != example.get("cid") else f"{align_path} (path_align)"
-        if align is None and self.align_lines is not None:
-            if line is None or line > len(self.align_lines):
-                raise XLInputError(self.align_path, line, f"no alignment line for source line {line}")
-            align, source = self.align_lines[line - 1], self.align_path
-        if align is None:
-            raise XLInputError(
-                src_path, line,
-                "-xl_source align needs word alignments: set path_align for this corpus (or -xl_align_path)",
-            )
-        align = " ".join(align) if isinstance(align, list) else align
-        tgt = example.get("tgt")
-        links = parse_pharaoh_line(align, src_len, len(tgt) if tgt is not None else None, path=source, lineno=line)
-        return btg_oracle(src_len, links).pos_xl
 
     def _repr_args(self):
         return f"xl_source={self.source!r}, xl_preorderer={self.preorderer_path!r}, xl_noise={self.noise}"
-
-
-_LOADED: Dict[Tuple[str, int, int], object] = {}
-
-
-def _load_preorderer(path: Optional[str]):
-    """The preorderer in ``path``, read once per process (option validation and ``warm_up`` both ask
-    for it); a file rewritten since (other size or modification time) is read again."""
-    import os
-
-    from onmt_xl.reorder.preorderer import Preorderer
-
-    try:
-        st = os.stat(path)
-        key = (os.path.abspath(path), st.st_mtime_ns, st.st_size)
-    except (OSError, TypeError):
-        return Preorderer.load(path)  # raises the error naming the file
-    if key not in _LOADED:
-        _LOADED[key] = Preorderer.load(path)
-    return _LOADED[key]
 
 
 @register_transform(name="xl_prereorder")
@@ -321,10 +221,5 @@ class XLPreReorderTransform(XLPositionTransform):
         """Options are those of ``xl_position`` (``-xl_source``, ``-xl_preorderer``, ``-xl_cache_size``)."""
 
     def apply(self, example, is_train=False, stats=None, **kwargs):
-        src = example["src"]
-        pos = self._positions(src, example)
-        reordered = [None] * len(src)
-        for token, p in zip(src, pos):
-            reordered[p] = token
-        example["src"] = reordered
+        example["src"] = self.prereordered(example["src"], example)
         return example

@@ -1,0 +1,122 @@
+"""Eole configs of the baseline encoders (Ding et al. 2020, Tab. 1-2 and 4), the classes
+:mod:`onmt_xl.eole.seams` adds to Eole's closed encoder union (``BaseModelConfig.encoder``, keyed on
+``encoder_type``). Option names, defaults and checks are those of the OpenNMT-py adapter (``onmt_xl/encoders/``).
+Imports only Eole's config models, pydantic and framework-free constants, so the seam can run while
+``eole.config`` is still being imported."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from eole.config.models import EncoderConfig, TransformerEncoderConfig
+from eole.constants import PositionEncodingType
+from pydantic import Field, model_validator
+
+from onmt_xl.eole import registry
+from onmt_xl.modules.explicit_reordering import REORDERING_LOSSES
+from onmt_xl.modules.inxl import INXL_FUSIONS, INXL_STARTS
+
+SINUSOIDS = ("SinusoidalInterleaved", "SinusoidalConcat")
+
+
+def pe_name(value) -> str:
+    """An Eole position_encoding_type (enum or str) as :mod:`onmt_xl.positions` names it."""
+    return str(getattr(value, "value", value))
+
+
+class PreNormEncoderConfig(TransformerEncoderConfig):
+    """A Transformer encoder config whose system rewires Eole's sequential pre-norm layer (all baselines but
+    ``xl_relative``, which keeps the stock layer)."""
+
+    @model_validator(mode="after")
+    def _validate_pre_norm(self):
+        if self.encoder_layer_style != "standard" or self.ffn_layernorm or self.parallel_residual:
+            raise ValueError(f"encoder_type {self.encoder_type} builds on Eole's sequential pre-norm layer "
+                             "(encoder_layer_style: standard, ffn_layernorm: false, parallel_residual: false)")
+        return self
+
+
+class SinusoidEncoderConfig(PreNormEncoderConfig):
+    """An encoder that adds the sinusoid ``PE`` itself, in its layers (reordering embeddings, ExGRE/ReFSR)."""
+
+    @model_validator(mode="after")
+    def _validate_sinusoid(self):
+        if pe_name(self.position_encoding_type) not in SINUSOIDS:
+            raise ValueError(f"encoder_type {self.encoder_type} needs a sinusoidal position_encoding_type, got "
+                             f"{pe_name(self.position_encoding_type)}")
+        return self
+
+
+class RelativeEncoderConfig(TransformerEncoderConfig):
+    """``xl_relative``: encoder-only relative position representations (Shaw et al. 2018), no absolute PE in the
+    encoder; the decoder keeps the embeddings' absolute PE."""
+
+    encoder_type: Literal["xl_relative"] = Field(default="xl_relative")
+    xl_enc_max_relative_positions: int = Field(
+        default=16, gt=0, description="xl_relative: clipping distance k of encoder-only relative position "
+        "representations (Shaw et al. 2018). The decoder keeps its absolute position encoding.")
+
+
+class DiSANEncoderConfig(PreNormEncoderConfig):
+    """``xl_disan``: directional self-attention with DiSAN's fusion gate (Shen et al. 2018)."""
+
+    encoder_type: Literal["xl_disan"] = Field(default="xl_disan")
+    xl_disan_fusion: Literal["gate", "none"] = Field(
+        default="gate", description="xl_disan: 'gate' = x + Dropout(F*s + (1-F)*LN(x)), F starting at 0.95; "
+        "'none' = x + Dropout(s), a stock layer with directional heads.")
+
+    @model_validator(mode="after")
+    def _validate_heads(self):
+        if self.heads_kv not in (None, self.heads):
+            raise ValueError("encoder_type xl_disan needs heads_kv == heads (one direction per head)")
+        return self
+
+
+class ReorderingEmbeddingEncoderConfig(SinusoidEncoderConfig):
+    """``xl_reordering_embedding`` (encoder REs, Chen et al. 2019, Eq. 6-9) and ``xl_additional_pe`` (their
+    control: the plain PE in every layer)."""
+
+    encoder_type: Literal["xl_reordering_embedding", "xl_additional_pe"] = Field(default="xl_reordering_embedding")
+
+
+class ExplicitReorderingEncoderConfig(SinusoidEncoderConfig):
+    """``xl_exgre`` / ``xl_refsr`` (Chen et al. 2020, Eq. 5-11)."""
+
+    encoder_type: Literal["xl_exgre", "xl_refsr"] = Field(default="xl_exgre")
+    xl_reordering_loss_weight: float = Field(
+        default=0.6, ge=0, description="xl_exgre/xl_refsr: weight λ of the reordering loss (Chen et al. 2020, Eq. 9).")
+    xl_reordering_loss: Literal[REORDERING_LOSSES] = Field(  # type: ignore[valid-type]
+        default="position", description="xl_exgre/xl_refsr: what the reordering loss compares with r_j: position, "
+        "soft or literal (Eq. 9 as written).")
+    xl_exgre_window: float = Field(
+        default=0.5, gt=0, description="xl_exgre/xl_refsr: half-width D of the Gaussian window (Eq. 6, σ = D/2).")
+
+
+class EncoderFreeConfig(EncoderConfig):
+    """``xl_encoder_free`` (Tang et al. 2019): no encoder layers; the source embeddings (+ position information) go
+    straight to the decoder."""
+
+    encoder_type: Literal["xl_encoder_free"] = Field(default="xl_encoder_free")
+    position_encoding_type: PositionEncodingType | None = Field(
+        default=PositionEncodingType.SinusoidalInterleaved, description="Kind of the sinusoid PE_abs (Eq. 1).")
+    xl_encoder_free_pe: Literal["none", "absolute", "inxl"] = Field(
+        default="absolute", description="xl_encoder_free: position information added to the source embeddings: "
+        "none, absolute PE, or InXL PE (Eq. 7-8; needs the xl_position transform).")
+    xl_inxl_fusion: Literal[INXL_FUSIONS] = Field(  # type: ignore[valid-type]
+        default="block", description="InXL (Eq. 7) parameterisation of U and V (xl_encoder_free_pe: inxl).")
+    xl_inxl_init: Literal[INXL_STARTS] = Field(  # type: ignore[valid-type]
+        default="identity", description="InXL (Eq. 7) starting point of (U, V) (xl_encoder_free_pe: inxl).")
+
+    @model_validator(mode="after")
+    def _validate_pe(self):
+        if self.xl_encoder_free_pe != "none" and pe_name(self.position_encoding_type) not in SINUSOIDS:
+            raise ValueError(f"xl_encoder_free_pe {self.xl_encoder_free_pe} needs a sinusoidal position_encoding_type, "
+                             f"got {pe_name(self.position_encoding_type)}")
+        return self
+
+
+BASELINE_CONFIGS = (RelativeEncoderConfig, DiSANEncoderConfig, ReorderingEmbeddingEncoderConfig,
+                    ExplicitReorderingEncoderConfig, EncoderFreeConfig)
+
+
+registry.add(configs=BASELINE_CONFIGS)  # completes the union seam if it ran while we imported Eole

@@ -1,0 +1,195 @@
+"""Where ``pos_XL`` (paper Eq. 6) comes from, for any framework's transform: the framework-free half of the
+``xl_position`` and ``xl_prereorder`` transforms, shared unchanged by the OpenNMT-py adapter
+(:mod:`onmt_xl.transforms.xl_position`) and the Eole adapter (:mod:`onmt_xl.eole.transforms`).
+
+``pos_xl[j]`` is the index of source token ``j`` in the source reordered into target order. It comes from the trained
+BTG preorderer (``xl_source: preorderer``; read once per process, :func:`load_preorderer`; its outputs cached per
+distinct source sentence, since the frameworks re-apply transforms on every pass over the corpus) or from the
+corpus' word alignments through the BTG oracle (``xl_source: align``; training and analysis only: with test-side
+alignments it is the oracle upper bound of Chen et al. 2020, Sec. 3). At training time a noise ratio ``R`` swaps
+``round(R·n/2)`` random pairs of an n-token sentence's indices (:func:`swap_noise`, the noise attack of §4.5,
+footnote 4). The first source tokens of a process go through the segmentation content check of
+:mod:`onmt_xl.segmentation` (a preorderer only means something on the segmentation it was trained on).
+
+:class:`XLPositionSource` is a mixin: an adapter's ``Transform`` subclass inherits from it and the framework's
+``Transform``, maps its options onto :meth:`~XLPositionSource._set_source` and calls
+:meth:`~XLPositionSource._load_source` in its ``warm_up``. Imports no framework (``pyproject.toml``, contract
+``portable-core``).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from onmt_xl.errors import XLInputError, example_location
+from onmt_xl.segmentation import MarkerCounts, content_mismatch
+
+XL_SOURCES = ("preorderer", "align")
+
+#: the example key under which ``xl_position`` stores pos_XL (one index per source token), in both frameworks
+XL_POS_KEY = "xl_pos"
+
+#: seed of the noise before the framework's own seed (if any) is applied
+DEFAULT_SEED = 1234
+
+
+def swap_noise(pos_xl: List[int], ratio: float, rng: random.Random) -> List[int]:
+    """Swap ``round(ratio·n/2)`` random pairs of positions, so about ``ratio·n`` indices change place."""
+    n = len(pos_xl)
+    n_swaps = int(round(ratio * n / 2))
+    if n < 2 or n_swaps == 0:
+        return pos_xl
+    noisy = list(pos_xl)
+    chosen = rng.sample(range(n), min(n, 2 * n_swaps))
+    for a, b in zip(chosen[0::2], chosen[1::2]):
+        noisy[a], noisy[b] = noisy[b], noisy[a]
+    return noisy
+
+
+def reorder_tokens(src: Sequence[str], pos_xl: Sequence[int]) -> List[str]:
+    """The source tokens in target order: token ``j`` goes to place ``pos_xl[j]`` (the pre-reordering baseline)."""
+    reordered = [None] * len(src)
+    for token, p in zip(src, pos_xl):
+        reordered[p] = token
+    return reordered
+
+
+_LOADED: Dict[Tuple[str, int, int], object] = {}
+
+
+def load_preorderer(path: Optional[str]):
+    """The preorderer in ``path``, read once per process (option validation and ``warm_up`` both ask for it); a
+    file rewritten since (other size or modification time) is read again. ``Preorderer.load`` names the file in
+    its errors."""
+    from onmt_xl.reorder.preorderer import Preorderer
+
+    try:
+        st = os.stat(path)
+        key = (os.path.abspath(path), st.st_mtime_ns, st.st_size)
+    except (OSError, TypeError):
+        return Preorderer.load(path)  # raises the error naming the file
+    if key not in _LOADED:
+        _LOADED[key] = Preorderer.load(path)
+    return _LOADED[key]
+
+
+class XLPositionSource:
+    """The positions of one transform instance. Attributes (set by :meth:`_set_source`, :meth:`_load_source`):
+    ``source`` ('preorderer' | 'align'), ``preorderer_path``, ``align_path``, ``cache_size``, ``noise``, ``cache``
+    (source sentence -> positions), ``preorderer``, ``align_lines``, ``rng`` and ``_seg_sample`` (marker counts of
+    the first source tokens, until the content check is done). ``xl_name`` names the transform in messages."""
+
+    xl_name = "xl_position"
+
+    def _set_source(self, source: str, preorderer_path: Optional[str], align_path: Optional[str] = None,
+                    cache_size: int = 1_000_000, noise: float = 0.0) -> None:
+        """Options only (no file is read): called when the transform is built or unpickled."""
+        self.source = source
+        self.noise = noise
+        self.preorderer_path = preorderer_path
+        self.cache_size = cache_size
+        self.align_path = align_path
+        self.cache = {}
+        self._seg_sample = None
+
+    def _load_source(self) -> None:
+        """Read the preorderer (or the alignment file of ``align_path``) and start the content check."""
+        if self.source == "preorderer":
+            if getattr(self, "preorderer", None) is None:
+                self.preorderer = load_preorderer(self.preorderer_path)
+            self._seg_sample = MarkerCounts([self.preorderer.segmentation.marker or "none"])
+        self.align_lines = None
+        if self.source == "align" and self.align_path:
+            try:
+                with open(self.align_path, encoding="utf-8") as f:
+                    self.align_lines = f.read().splitlines()
+            except OSError as err:
+                raise XLInputError(self.align_path, None, f"cannot read the alignments: {err.strerror}") from None
+
+    def _option(self, name: str) -> str:
+        """How the user spells option ``name`` in messages (OpenNMT-py's command-line form by default)."""
+        return f"-{name}"
+
+    def xl_positions(self, src: List[str], example, is_train: bool = False) -> List[int]:
+        """``pos_xl`` of the tokens ``src`` of ``example`` (a dict: ``tgt``, ``align``, corpus id and line for the
+        oracle and the messages), with the noise at training time."""
+        pos = self._positions(src, example)
+        if is_train and self.noise > 0:
+            pos = swap_noise(pos, self.noise, self.rng)
+        return list(pos)
+
+    def prereordered(self, src: List[str], example) -> List[str]:
+        """The tokens ``src`` in the predicted (or oracle) target order, for the pre-reordering baseline."""
+        return reorder_tokens(src, self._positions(src, example))
+
+    def _positions(self, src: List[str], example) -> Sequence[int]:
+        """``pos_XL`` of ``src`` from the source the options chose (the preorderer, or the alignments)."""
+        if self.source == "preorderer":
+            return self._preordered_positions(src, example)
+        return self._oracle_positions(example, len(src))
+
+    def _preordered_positions(self, src: List[str], example=None) -> Sequence[int]:
+        if self._seg_sample is not None:
+            self._check_sample(src, example or {})
+        key = " ".join(src)
+        pos = self.cache.get(key)
+        if pos is None:
+            pos = tuple(self.preorderer.pos_xl(src))
+            if len(self.cache) < self.cache_size:
+                self.cache[key] = pos
+        return pos
+
+    def _check_sample(self, src: List[str], example) -> None:
+        """The content check of :mod:`onmt_xl.segmentation` on the first source tokens this process sees: a
+        preorderer trained on words fails on pieces carrying joiner, spacer or ``@@`` markers, one trained on
+        marked pieces fails on unmarked words."""
+        sample = self._seg_sample
+        sample.add(src)
+        seen = content_mismatch(self.preorderer.segmentation, sample)
+        if seen is None:
+            if sample.full:
+                self._seg_sample = None
+            return
+        trained = self.preorderer.segmentation
+        path, line = example_location(example)
+        where = path or "the input"
+        if line is not None:
+            where += f" (up to line {line})"
+        hint = ("retrain the preorderer on text segmented like this (onmt-xl preorder-train --src-subword-model ...)"
+                if trained.kind == "words" else
+                "segment the source the way the preorderer's training source was (a sub-word transform before "
+                f"{self.xl_name}, or pre-segmented files)")
+        raise XLInputError(
+            self.preorderer_path, None,
+            f"segmentation mismatch: this preorderer was trained on {trained.describe()}, but the source tokens "
+            f"of {where} reaching {self.xl_name} are {seen}; {hint}",
+        )
+
+    def _oracle_positions(self, example, src_len: int) -> List[int]:
+        """The BTG oracle's ``pos_xl`` from the example's alignment (``align``: Pharaoh links, a string or a list of
+        ``i-j`` tokens), else line ``cid_line_number + 1`` of ``align_path``."""
+        from onmt_xl.align.pharaoh import parse_pharaoh_line
+        from onmt_xl.reorder.oracle import btg_oracle
+
+        src_path, line = example_location(example)
+        align_path, _ = example_location(example, "align")
+        align = example.get("align")
+        source = align_path if align_path != example.get("cid") else f"{align_path} (path_align)"
+        if align is None and self.align_lines is not None:
+            if line is None or line > len(self.align_lines):
+                raise XLInputError(self.align_path, line, f"no alignment line for source line {line}")
+            align, source = self.align_lines[line - 1], self.align_path
+        if align is None:
+            raise XLInputError(
+                src_path, line,
+                f"{self._option('xl_source')} align needs word alignments: set path_align for this corpus "
+                f"(or {self._option('xl_align_path')})",
+            )
+        align = " ".join(align) if isinstance(align, list) else align
+        tgt = example.get("tgt")
+        if isinstance(tgt, str):  # Eole: raw text until a tokenizing transform
+            tgt = tgt.split(" ")
+        links = parse_pharaoh_line(align, src_len, len(tgt) if tgt is not None else None, path=source, lineno=line)
+        return btg_oracle(src_len, links).pos_xl

@@ -1,0 +1,215 @@
+"""Eole's ``xl_position`` and ``xl_prereorder`` (issue 38): the same shared logic (:mod:`onmt_xl.position_source`)
+gives Eole what it gives OpenNMT-py, the preorderer travels with the model, and the start-up hook (``onmt_xl_hook``)
+makes the plain ``eole`` command know them, unless ``ONMT_XL_DISABLE=1``.
+
+Skipped where Eole is not installed (see tests/test_eole.py's docstring for the venv).
+"""
+
+import sys
+from argparse import Namespace
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+pytest.importorskip("eole", reason="Eole is not installed (pip install eole==0.6.4 in a venv; see tests/test_eole.py)")
+pytest.importorskip("onmt", reason="the transforms are compared with the OpenNMT-py adapter's")
+
+import onmt_xl  # noqa: E402
+import onmt_xl.eole  # noqa: E402
+from onmt_xl.errors import XLInputError  # noqa: E402
+from tests.test_eole import E2E_CONFIG, e2e_files, run_eole  # noqa: E402
+
+onmt_xl.register()
+onmt_xl.eole.register()
+from onmt_xl.eole.transforms import (  # noqa: E402
+    XLPositionConfig, XLPositionTransform, XLPreReorderConfig, XLPreReorderTransform,
+)
+from onmt_xl.transforms import xl_position as onmt_side  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    from tests.helpers import tiny_corpus, tiny_preorderer
+
+    out = tmp_path_factory.mktemp("eole_tr")
+    corpus = tiny_corpus(out, n=120)
+    return corpus, tiny_preorderer(out, corpus)
+
+
+def eole_transform(cls, seed=-1, **config):
+    cfg = (XLPositionConfig if cls is XLPositionTransform else XLPreReorderConfig)(**config)
+    full = SimpleNamespace(transforms_configs=SimpleNamespace(**{cls.name: cfg}), seed=seed)
+    transform = cls(full)
+    transform.warm_up()
+    return transform
+
+
+def onmt_transform(cls, seed=-1, **options):
+    opts = Namespace(**{**dict(xl_source="preorderer", xl_preorderer=None, xl_noise=0.0, seed=seed), **options})
+    cls._validate_options(opts)
+    transform = cls(opts)
+    transform.warm_up()
+    return transform
+
+
+def test_prereorder_gives_the_opennmt_tokens(trained):
+    corpus, path = trained
+    eole_t = eole_transform(XLPreReorderTransform, xl_preorderer=str(path))
+    onmt_t = onmt_transform(onmt_side.XLPreReorderTransform, xl_preorderer=str(path))
+    changed = 0
+    for src in corpus.src[:40]:
+        want = onmt_t.apply({"src": list(src), "tgt": None})["src"]
+        assert eole_t.apply({"src": list(src), "tgt": None})["src"] == want  # tokenised source
+        assert eole_t.apply({"src": " ".join(src), "tgt": None})["src"] == " ".join(want)  # raw text stays text
+        assert sorted(want) == sorted(src)
+        changed += want != list(src)
+    assert changed > 0  # the preorderer reorders some of them: the comparison is not of identities
+
+
+def test_positions_and_noise_are_the_opennmts(trained):
+    """Same preorderer, same seed: the same positions, noisy ones included (the noise is drawn by the shared code)."""
+    corpus, path = trained
+    eole_t = eole_transform(XLPositionTransform, seed=7, xl_preorderer=str(path), xl_noise=0.5)
+    onmt_t = onmt_transform(onmt_side.XLPositionTransform, seed=7, xl_preorderer=str(path), xl_noise=0.5)
+    moved = 0
+    for src in corpus.src[:30]:
+        clean = onmt_t.apply({"src": list(src), "tgt": None})["xl_pos"]
+        assert eole_t.apply({"src": " ".join(src), "tgt": None})["xl_pos"] == clean
+        noisy = onmt_t.apply({"src": list(src), "tgt": None}, is_train=True)["xl_pos"]
+        assert eole_t.apply({"src": " ".join(src), "tgt": None}, is_train=True)["xl_pos"] == noisy
+        assert sorted(noisy) == sorted(clean)
+        moved += noisy != clean
+    assert moved > 0
+
+
+def test_oracle_positions_from_eole_alignments():
+    """``xl_source: align``: Eole's example carries ``align`` as a list of links and raw target text."""
+    ex = {"src": "a b c d", "tgt": "w x y z", "align": ["0-3", "1-2", "2-0", "3-1"], "cid": "train",
+          "cid_line_number": 0}
+    want = onmt_transform(onmt_side.XLPositionTransform, xl_source="align").apply(
+        {**ex, "src": ex["src"].split(), "tgt": ex["tgt"].split()})["xl_pos"]
+    assert eole_transform(XLPositionTransform, xl_source="align").apply(dict(ex))["xl_pos"] == want == [3, 2, 0, 1]
+    assert eole_transform(XLPreReorderTransform, xl_source="align").apply(dict(ex))["src"] == "c d b a"
+    with pytest.raises(XLInputError, match=r"set path_align for this corpus \(or "
+                                           r"transforms_configs.xl_position.xl_align_path\)"):
+        eole_transform(XLPositionTransform, xl_source="align").apply({"src": "a", "tgt": "x", "cid": "train",
+                                                                     "cid_line_number": 4})
+
+
+def test_prereorder_artifact_is_copied_with_the_model(trained, tmp_path):
+    _, path = trained
+    saved, artifacts = eole_transform(XLPreReorderTransform, xl_preorderer=str(path))._save_artifacts(str(tmp_path))
+    assert artifacts == [path.name] and (tmp_path / path.name).read_bytes() == path.read_bytes()
+    assert saved.xl_preorderer == "${MODEL_PATH}/" + path.name
+
+
+def test_configuration_errors():
+    from pydantic import ValidationError
+
+    assert XLPositionConfig(xl_preorderer="p.xlp", xl_noise=0.1).xl_noise == 0.1
+    with pytest.raises(ValidationError, match="xl_noise"):
+        XLPositionConfig(xl_noise=1.5)
+    with pytest.raises(ValidationError, match="xl_noise"):  # no noise for the pre-reordering baseline
+        XLPreReorderConfig(xl_preorderer="p.xlp", xl_noise=0.1)
+    with pytest.raises(ValidationError, match="xl_cache_size"):
+        XLPreReorderConfig(xl_cache_size=-1)
+    with pytest.raises(ValueError, match="xl_prereorder needs transforms_configs.xl_prereorder.xl_preorderer"):
+        eole_transform(XLPreReorderTransform)
+
+
+def test_content_check_names_the_transform(trained):
+    _, path = trained
+    t = eole_transform(XLPreReorderTransform, xl_preorderer=str(path))
+    with pytest.raises(XLInputError, match="trained on words, but the source tokens of corpus_1 .up to line 1. "
+                                           "reaching xl_prereorder are sub-words"):
+        t.apply({"src": "lo@@ ng wo@@ rd@@ s a@@ re he@@ re", "tgt": None, "cid": "corpus_1", "cid_line_number": 0})
+
+
+# --- the plain ``eole`` command (start-up hook) ----------------------------------------------------------------------
+
+EOLE = Path(sys.executable).with_name("eole")
+needs_plain_eole = pytest.mark.skipif(
+    not EOLE.exists() or "onmt_xl_hook" not in sys.modules,
+    reason="needs Eole's `eole` script beside this interpreter and onmt_xl installed in its environment "
+           "(onmt_xl_hook.pth)")
+
+#: tests.test_eole.E2E_CONFIG made a pre-reordering baseline: xl_prereorder, a stock Transformer
+PREREORDER_CONFIG = (E2E_CONFIG.replace("xl_position", "xl_prereorder").replace("architecture: custom",
+                                                                                 "architecture: transformer")
+                     .replace("  encoder: {{encoder_type: xl_combination, xl_heads: 1}}\n", "")
+                     .replace("  decoder: {{decoder_type: transformer}}\n", "")
+                     .replace("train_steps: 6", "train_steps: 4").replace("_steps: 6", "_steps: 4"))
+
+
+@needs_plain_eole
+def test_plain_eole_trains_and_predicts_with_xl_prereorder(tmp_path):
+    import json
+    import os
+
+    assert "xl_prereorder" in PREREORDER_CONFIG and "xl_combination" not in PREREORDER_CONFIG
+    pre = e2e_files(tmp_path, PREREORDER_CONFIG)
+    run_eole([EOLE], "build_vocab", "-config", tmp_path / "vocab.yaml", cwd=tmp_path)
+    run_eole([EOLE], "train", "-config", tmp_path / "train.yaml", cwd=tmp_path)
+    model = tmp_path / "model"
+    config = json.loads((model / "config.json").read_text())
+    assert config["transforms_configs"]["xl_prereorder"]["xl_preorderer"] == "${MODEL_PATH}/" + pre.name
+    assert config["model"]["encoder"]["encoder_type"] == "transformer"
+    assert (model / pre.name).read_bytes() == pre.read_bytes()
+    os.remove(pre)  # predict must use the model's own copy
+    run_eole([EOLE], "predict", "-model_path", model, "-src", tmp_path / "test.src", "-output", tmp_path / "hyp.txt",
+             "-beam_size", "2", cwd=tmp_path)
+    assert len((tmp_path / "hyp.txt").read_text().splitlines()) == 6
+    # switched off, the same command is stock Eole, which knows no xl_prereorder
+    off = run_eole([EOLE], "train", "-config", tmp_path / "train.yaml", cwd=tmp_path, env={"ONMT_XL_DISABLE": "1"},
+                   ok=False)
+    assert off.returncode != 0 and "xl_prereorder" in off.stdout + off.stderr
+
+
+REGISTRY = """
+import json, sys
+from eole.transforms import AVAILABLE_TRANSFORMS
+from eole.encoders import str2enc
+from eole.config.data import NestedAllTransformsConfig
+print(json.dumps({"transforms": sorted(AVAILABLE_TRANSFORMS), "encoders": sorted(str2enc),
+                  "configs": sorted(NestedAllTransformsConfig.model_fields),
+                  "ours": sorted(m for m in sys.modules if m.split(".")[0] == "onmt_xl")}))
+"""
+
+
+@needs_plain_eole
+def test_the_start_up_hook_registers_with_eole_unless_disabled(tmp_path):
+    import json
+
+    runs = {}
+    for flag in ("0", "1"):
+        proc = run_eole([sys.executable, "-c", REGISTRY], cwd=tmp_path, env={"ONMT_XL_DISABLE": flag})
+        runs[flag] = json.loads(proc.stdout.strip().splitlines()[-1])
+    on, off = runs["0"], runs["1"]
+    ours = {"transforms": {"xl_position", "xl_prereorder"}, "encoders": {"xl_inxl", "xl_headxl", "xl_combination"},
+            "configs": {"xl_position", "xl_prereorder"}}
+    for key, names in ours.items():
+        assert names <= set(on[key]) and not any(name.startswith("xl_") for name in off[key])
+        assert {name for name in on[key] if not name.startswith("xl_")} == set(off[key])  # nothing stock changed
+    assert off["ours"] == [] and "onmt_xl.eole.seams" in on["ours"] and "onmt_xl.seams" not in on["ours"]
+
+
+def test_a_broken_onmt_xl_never_breaks_import_eole(tmp_path):
+    """The start-up hook with an onmt_xl that cannot be imported: one warning line, Eole imports and runs stock."""
+    import shutil
+    import subprocess
+
+    from tests.conftest import REPO, run_env
+
+    shutil.copy(REPO / "onmt_xl_hook.py", tmp_path / "onmt_xl_hook.py")
+    (tmp_path / "onmt_xl").mkdir()
+    (tmp_path / "onmt_xl" / "__init__.py").write_text("raise ImportError('simulated breakage')\n")
+    code = ("import onmt_xl_hook; onmt_xl_hook.install()\n"  # as the .pth does (idempotent where it ran already)
+            "from eole.transforms import AVAILABLE_TRANSFORMS\nprint('xl_position' in AVAILABLE_TRANSFORMS)\n")
+    env = {**run_env(), "PYTHONPATH": str(tmp_path), "ONMT_XL_DISABLE": "0"}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "False"
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("onmt_xl: warning")]
+    assert len(warnings) == 1 and "simulated breakage" in warnings[0] and "Eole runs without onmt_xl" in warnings[0]
