@@ -1,6 +1,7 @@
 """The Eole adapter's baselines (issue 38): for each system, an OpenNMT-py encoder built by OpenNMT's own
 ``build_base_model`` and the Eole encoder loaded with its weights (``onmt_xl.eole.weights``) give the same output on
-a batch, and the system-specific part changes that output (the check is not vacuous).
+a batch, and the system-specific part changes that output (the check is not vacuous). The reordering-embedding
+decoder (``dec_re``, ``both_re``) likewise, teacher-forced and step by step with Eole's cache.
 
 Skipped where Eole is not installed (see tests/test_eole.py and reports/EOLE.md).
 """
@@ -208,7 +209,7 @@ def test_config_checks(config, options, message):
         config(**options)
 
 
-def model_config(encoder, architecture="custom", embeddings=None):
+def model_config(encoder, architecture="custom", embeddings=None, decoder=None):
     import onmt_xl.eole
 
     onmt_xl.eole.register()
@@ -216,7 +217,8 @@ def model_config(encoder, architecture="custom", embeddings=None):
 
     return models.build_model_config({
         "architecture": architecture, "hidden_size": 16, "heads": 2, "layers": 1, "transformer_ff": 32,
-        "embeddings": embeddings or {"word_vec_size": 16}, "encoder": encoder, "decoder": {"decoder_type": "transformer"}})
+        "embeddings": embeddings or {"word_vec_size": 16}, "encoder": encoder,
+        "decoder": decoder or {"decoder_type": "transformer"}})
 
 
 def test_eoles_model_config_takes_the_baselines_and_checks_them():
@@ -303,3 +305,215 @@ def test_eole_train_and_predict_with_a_baseline(tmp_path, encoder, transform):
     eole("predict", "-model_path", str(wd / "model"), "-src", str(wd / "test.src"), "-output", str(wd / "hyp.txt"),
          "-beam_size", "2")
     assert len((wd / "hyp.txt").read_text().splitlines()) == 6
+
+
+# --- the reordering-embedding decoder (Chen et al. 2019, "Decoder REs" / "Both REs"): systems dec_re, both_re ---
+
+TGT = torch.tensor([[2, 5, 6, 7, 9], [2, 8, 9, 1, 1]])  # teacher forcing: the second target padded
+STEPS = torch.tensor([[2, 5, 6, 7, 9], [2, 8, 9, 10, 11]])  # decoding: no padding inside a hypothesis
+DEC_SIZES = dict(layers=2, hidden_size=16, tgt_word_vec_size=16, heads=4, transformer_ff=32, norm_eps=1e-6,
+                 with_cross_attn=True)  # EncoderDecoderModel sets with_cross_attn before build_decoder
+
+
+def eole_decoder(decoder_class=None, config_class=None):
+    """An Eole decoder (ours by default) and its ``tgt_emb`` (stock: ``X·√d + PE_abs``), sized like the OpenNMT-py
+    model of :func:`onmt_decoder` (two decoder layers)."""
+    from eole.config.models import TransformerDecoderConfig
+    from eole.decoders.transformer import TransformerDecoder
+
+    from onmt_xl.eole.baseline_config import ReorderingEmbeddingDecoderConfig
+    from onmt_xl.eole.reordering_decoder import ReorderingEmbeddingDecoder
+
+    decoder_class = decoder_class or ReorderingEmbeddingDecoder
+    config_class = config_class or (ReorderingEmbeddingDecoderConfig if decoder_class is ReorderingEmbeddingDecoder
+                                    else TransformerDecoderConfig)
+    decoder = decoder_class(config_class(**DEC_SIZES)).eval()
+    assert decoder_class is TransformerDecoder or type(decoder.transformer_layers[1]).__name__.startswith("Reordering")
+    emb = Embeddings(word_vec_size=16, position_encoding_type="SinusoidalInterleaved", dropout=0.0,
+                     word_padding_idx=PAD, word_vocab_size=24)
+    return decoder, emb.eval()
+
+
+def onmt_decoder(encoder_type):
+    """An OpenNMT-py model with decoder REs (``dec_re``: stock encoder; ``both_re``: encoder REs too), built by
+    OpenNMT's ``build_base_model``, every parameter ~ N(0, 0.2)."""
+    return build(encoder_type, decoder_type="xl_reordering_embedding", dec_layers=2)
+
+
+def load_decoder(onmt_model, decoder, emb):
+    from onmt_xl.eole.weights import EOLE_ONLY_DECODER, onmt_decoder_to_eole
+
+    dec_state, emb_state = onmt_decoder_to_eole(onmt_model.decoder.state_dict())
+    missing, unexpected = decoder.load_state_dict(dec_state, strict=False)
+    assert unexpected == [] and missing == [f"transformer_layers.{i}.{EOLE_ONLY_DECODER}" for i in range(2)], missing
+    missing, unexpected = emb.load_state_dict(emb_state, strict=False)
+    assert unexpected == [] and missing == ["pe.pe"], (missing, unexpected)
+
+
+def onmt_decode(onmt_model, enc_out, tgt, steps=False):
+    """OpenNMT-py's decoder output ``(batch, tgt_len, d)``: teacher-forced, or one step at a time (``step=t``, its
+    cache; what its beam search runs)."""
+    src, src_len = batch()
+    decoder = onmt_model.decoder
+    with torch.no_grad():
+        decoder.init_state(src, enc_out, None)
+        if not steps:
+            return decoder(tgt[:, :, None], enc_out, src_len=src_len)[0]
+        return torch.cat([decoder(tgt[:, t:t + 1, None], enc_out, step=t, src_len=src_len)[0]
+                          for t in range(tgt.size(1))], dim=1)
+
+
+def eole_decode(decoder, emb, enc_out, tgt, steps=False):
+    """Eole's decoder output: teacher-forced as ``EncoderDecoderModel.forward`` calls it, or one step at a time as
+    ``Translator``/``Inference._decode_and_generate`` do (``tgt_emb(.., step=t)``, ``_init_cache`` at step 0, the
+    decoder's KV cache, ``_extend_cache`` after each step)."""
+    src_pad_mask = batch()[0][:, :, 0].eq(PAD).unsqueeze(1)
+    with torch.no_grad():
+        if not steps:
+            return decoder(emb(tgt), enc_out=enc_out, src_pad_mask=src_pad_mask,
+                           tgt_pad_mask=tgt.eq(PAD).unsqueeze(1))[0]
+        outs = []
+        for t in range(tgt.size(1)):
+            dec_in = tgt[:, t:t + 1]
+            step_emb, tgt_pad_mask = emb(dec_in, step=t), dec_in.eq(PAD).unsqueeze(1)
+            if t == 0:
+                decoder._init_cache(step_emb, tgt_pad_mask, enc_out=enc_out)
+            else:
+                tgt_pad_mask = torch.zeros_like(tgt_pad_mask)
+            outs.append(decoder(step_emb, enc_out=enc_out, step=t, src_pad_mask=src_pad_mask,
+                                tgt_pad_mask=tgt_pad_mask)[0])
+            decoder._extend_cache()
+        decoder._disable_cache()
+        return torch.cat(outs, dim=1)
+
+
+@pytest.mark.parametrize("encoder_type", ["transformer", "xl_reordering_embedding"], ids=["dec_re", "both_re"])
+def test_reordering_decoder_same_weights_same_model_output(encoder_type):
+    """The whole model on the same weights: Eole's encoder (stock for ``dec_re``, encoder REs for ``both_re``) and our
+    decoder give OpenNMT-py's decoder output, teacher-forced and step by step with the cache."""
+    onmt_model = onmt_decoder(encoder_type)
+    with torch.no_grad():
+        onmt_memory, _, _ = onmt_model.encoder(*batch())
+    if encoder_type == "transformer":
+        from eole.config.models import TransformerEncoderConfig
+
+        encoder = TransformerEncoder(TransformerEncoderConfig(**SIZES)).eval()
+        src_emb = Embeddings(word_vec_size=16, position_encoding_type="SinusoidalInterleaved", dropout=0.0,
+                             word_padding_idx=PAD, word_vocab_size=24).eval()
+    else:
+        encoder, src_emb = eole_encoder(encoder_type)
+    enc_state, emb_state = onmt_encoder_to_eole(onmt_model.encoder.state_dict())
+    encoder.load_state_dict(enc_state, strict=True)
+    src_emb.load_state_dict(emb_state, strict=False)
+    memory = run_eole(encoder, src_emb)
+    decoder, emb = eole_decoder()
+    load_decoder(onmt_model, decoder, emb)
+    for tgt, steps in ((TGT, False), (STEPS, True)):
+        want = onmt_decode(onmt_model, onmt_memory, tgt, steps)
+        got = eole_decode(decoder, emb, memory, tgt, steps)
+        assert got.shape == want.shape == (2, 5, 16)
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-5)
+
+
+def test_reordering_decoder_step_by_step_is_the_training_time_decoder_and_not_vacuous():
+    """On a unit-scale memory (where cross-attention, which reads the REs, moves the output): the same output as
+    OpenNMT-py teacher-forced, step by step with the cache, and with Eole's fused K/V/Q projections (``eole
+    predict``). Not vacuous: Eole's stock decoder on the same weights differs, and so does our decoder if a step used
+    the cache-less positions 0.. (what a layer that misses the cache position would do)."""
+    from eole.decoders.transformer import TransformerDecoder
+
+    from onmt_xl.eole.reordering_decoder import ReorderingEmbeddingDecoderLayer
+
+    onmt_model = onmt_decoder("transformer")
+    memory = torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(1))
+    decoder, emb = eole_decoder()
+    load_decoder(onmt_model, decoder, emb)
+    want = {steps: onmt_decode(onmt_model, memory, tgt, steps) for tgt, steps in ((TGT, False), (STEPS, True))}
+    torch.testing.assert_close(want[True][0], want[False][0], rtol=0, atol=1e-5)  # row 0: the same target
+    for steps, tgt in ((False, TGT), (True, STEPS)):
+        torch.testing.assert_close(eole_decode(decoder, emb, memory, tgt, steps), want[steps], rtol=0, atol=1e-5)
+    stock, stock_emb = eole_decoder(TransformerDecoder)
+    stock.load_state_dict({k: v for k, v in decoder.state_dict().items() if "penalty" not in k}, strict=True)
+    stock_emb.load_state_dict(emb.state_dict())
+    for steps, tgt in ((False, TGT), (True, STEPS)):
+        assert (eole_decode(stock, stock_emb, memory, tgt, steps) - want[steps]).abs().max() > 1e-3
+    stepwise_pe = ReorderingEmbeddingDecoderLayer.step_pe
+    try:
+        ReorderingEmbeddingDecoderLayer.step_pe = lambda self, layer_in, _: stepwise_pe(self, layer_in, None)
+        assert (eole_decode(decoder, emb, memory, STEPS, True) - want[True]).abs().max() > 1e-3
+    finally:
+        ReorderingEmbeddingDecoderLayer.step_pe = stepwise_pe
+    for layer in decoder.transformer_layers:
+        layer.self_attn._fuse_KVQ()
+    assert decoder.transformer_layers[0].self_attn.fused_kvq
+    torch.testing.assert_close(eole_decode(decoder, emb, memory, STEPS, True), want[True], rtol=0, atol=1e-5)
+
+
+def test_reordering_decoder_positions_follow_the_cache_per_row():
+    """``PE`` at a step is each row's own cache length onward (``cache_seqlens`` ``(batch,)``), and without a cache
+    ``0 .. S-1``."""
+    from onmt_xl.positions import absolute_pe
+
+    decoder, _ = eole_decoder()
+    layer = decoder.transformer_layers[0]
+    x = torch.zeros(2, 3, 16)
+    torch.testing.assert_close(layer.step_pe(x, None), absolute_pe(3, 16), rtol=0, atol=0)
+    pe = layer.step_pe(x, torch.tensor([4, 7], dtype=torch.int32))
+    table = absolute_pe(10, 16)
+    torch.testing.assert_close(pe, torch.stack((table[4:7], table[7:10])), rtol=0, atol=0)
+
+
+def test_eoles_model_config_takes_the_reordering_decoder_and_checks_it():
+    from eole.decoders import str2dec
+    from eole.decoders.transformer import TransformerDecoder
+
+    from onmt_xl.eole.baseline_config import ReorderingEmbeddingDecoderConfig
+    from onmt_xl.eole.baselines import DECODER_CLASSES
+
+    for encoder in ({"encoder_type": "transformer"}, {"encoder_type": "xl_reordering_embedding"}):
+        cfg = model_config(encoder, decoder={"decoder_type": "xl_reordering_embedding"})
+        assert type(cfg.decoder) is ReorderingEmbeddingDecoderConfig
+    assert {name: str2dec[name] for name in DECODER_CLASSES} == DECODER_CLASSES
+    assert str2dec["transformer"] is TransformerDecoder
+    with pytest.raises(ValueError, match="decoder_type xl_reordering_embedding: set the model's architecture"):
+        model_config({"encoder_type": "transformer"}, architecture="transformer",
+                     decoder={"decoder_type": "xl_reordering_embedding"})
+    with pytest.raises(ValidationError, match="xl_no_such_decoder"):
+        model_config({"encoder_type": "transformer"}, decoder={"decoder_type": "xl_no_such_decoder"})
+    # the embeddings' PE kind reaches the decoder (Eole copies it for decoder_type: transformer only), re-checked
+    cfg = model_config({"encoder_type": "transformer"}, decoder={"decoder_type": "xl_reordering_embedding"},
+                       embeddings={"word_vec_size": 16, "position_encoding_type": "SinusoidalConcat"})
+    assert cfg.decoder.position_encoding_type == "SinusoidalConcat"
+    with pytest.raises(ValidationError, match="sinusoidal"):
+        model_config({"encoder_type": "transformer"}, decoder={"decoder_type": "xl_reordering_embedding"},
+                     embeddings={"word_vec_size": 16, "position_encoding_type": "Rotary", "n_positions": 8})
+    with pytest.raises(ValueError, match="sequential pre-norm"):
+        ReorderingEmbeddingDecoderConfig(parallel_residual=True)
+
+
+def test_eole_train_and_predict_with_both_reordering_embeddings(tmp_path):
+    """``both_re`` (encoder and decoder REs) through ``python -m onmt_xl.eole``: build_vocab, train (6 steps,
+    validation) and predict with beam search (the decoder's step-by-step path)."""
+    import json
+    import sys
+
+    from tests.test_eole import E2E_CONFIG, e2e_files
+    from tests.test_eole import run_eole as run_command
+
+    config = E2E_CONFIG.replace("{{encoder_type: xl_combination, xl_heads: 1}}",
+                                "{{encoder_type: xl_reordering_embedding}}")
+    config = config.replace("{{decoder_type: transformer}}", "{{decoder_type: xl_reordering_embedding}}")
+    config = config.replace(", transforms: [xl_position]", "")
+    assert "xl_reordering_embedding}}" in config and "xl_position]" not in config
+    e2e_files(tmp_path, config)
+
+    def eole(*args):
+        return run_command([sys.executable, "-m", "onmt_xl.eole"], *args, cwd=tmp_path)
+
+    eole("build_vocab", "-config", tmp_path / "vocab.yaml")
+    eole("train", "-config", tmp_path / "train.yaml")
+    saved = json.loads((tmp_path / "model" / "config.json").read_text())["model"]
+    assert saved["encoder"]["encoder_type"] == saved["decoder"]["decoder_type"] == "xl_reordering_embedding"
+    eole("predict", "-model_path", tmp_path / "model", "-src", tmp_path / "test.src", "-output", tmp_path / "hyp.txt",
+         "-beam_size", "2")
+    assert len((tmp_path / "hyp.txt").read_text().splitlines()) == 6

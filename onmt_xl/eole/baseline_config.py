@@ -1,6 +1,7 @@
-"""Eole configs of the baseline encoders (Ding et al. 2020, Tab. 1-2 and 4), the classes
-:mod:`onmt_xl.eole.seams` adds to Eole's closed encoder union (``BaseModelConfig.encoder``, keyed on
-``encoder_type``). Option names, defaults and checks are those of the OpenNMT-py adapter (``onmt_xl/encoders/``).
+"""Eole configs of the baseline encoders and of the reordering-embedding decoder (Ding et al. 2020, Tab. 1-2 and 4),
+the classes :mod:`onmt_xl.eole.seams` adds to Eole's closed encoder and decoder unions (``BaseModelConfig.encoder``,
+keyed on ``encoder_type``; ``BaseModelConfig.decoder``, keyed on ``decoder_type``). Option names, defaults and checks
+are those of the OpenNMT-py adapter (``onmt_xl/encoders/``, ``onmt_xl/decoders/``).
 Imports only Eole's config models, pydantic and framework-free constants, so the seam can run while
 ``eole.config`` is still being imported."""
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from eole.config.models import EncoderConfig, TransformerEncoderConfig
+from eole.config.models import EncoderConfig, TransformerDecoderConfig, TransformerEncoderConfig
 from eole.constants import PositionEncodingType
 from pydantic import Field, model_validator
 
@@ -115,8 +116,27 @@ class EncoderFreeConfig(EncoderConfig):
         return self
 
 
+class ReorderingEmbeddingDecoderConfig(TransformerDecoderConfig):
+    """``decoder_type: xl_reordering_embedding``: decoder reordering embeddings (Chen et al. 2019, "Decoder REs";
+    with the encoder's, "Both REs"), on Eole's sequential pre-norm encoder-decoder layer."""
+
+    decoder_type: Literal["xl_reordering_embedding"] = Field(default="xl_reordering_embedding")
+
+    @model_validator(mode="after")
+    def _validate_reordering_decoder(self):
+        if self.parallel_residual or self.ffn_layernorm or self.layer_types is not None or self.num_experts > 0:
+            raise ValueError(f"decoder_type {self.decoder_type} builds on Eole's sequential pre-norm layer "
+                             "(parallel_residual: false, ffn_layernorm: false, no layer_types, num_experts: 0)")
+        if pe_name(self.position_encoding_type) not in SINUSOIDS:
+            raise ValueError(f"decoder_type {self.decoder_type} needs a sinusoidal position_encoding_type, got "
+                             f"{pe_name(self.position_encoding_type)}")
+        return self
+
+
 BASELINE_CONFIGS = (RelativeEncoderConfig, DiSANEncoderConfig, ReorderingEmbeddingEncoderConfig,
                     ExplicitReorderingEncoderConfig, EncoderFreeConfig)
+DECODER_CONFIGS = (ReorderingEmbeddingDecoderConfig,)
 
 
-registry.add(configs=BASELINE_CONFIGS)  # completes the union seam if it ran while we imported Eole
+# completes the union seams if they ran while we imported Eole
+registry.add(configs=BASELINE_CONFIGS, decoder_configs=DECODER_CONFIGS)

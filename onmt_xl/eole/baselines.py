@@ -1,5 +1,6 @@
 """The baseline encoders of the Eole adapter, by ``encoder_type`` (what :func:`onmt_xl.eole.seams.encoders` adds to
-Eole's ``str2enc``); one module per system family, each with its OpenNMT-py twin in ``onmt_xl/encoders/``. Their
+Eole's ``str2enc``), and the baseline decoder, by ``decoder_type`` (:func:`onmt_xl.eole.seams.decoders`, ``str2dec``);
+one module per system family, each with its OpenNMT-py twin in ``onmt_xl/encoders/`` or ``onmt_xl/decoders/``. Their
 configs are :mod:`onmt_xl.eole.baseline_config`."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from onmt_xl.eole.disan import DiSANEncoder
 from onmt_xl.eole.encoder_free import EncoderFreeEncoder
 from onmt_xl.eole.explicit_reordering import ExplicitReorderingEncoder
 from onmt_xl.eole.relative import RelativeEncoder
+from onmt_xl.eole.reordering_decoder import ReorderingEmbeddingDecoder
 from onmt_xl.eole.reordering_embedding import ReorderingEmbeddingEncoder
 
 ENCODER_CLASSES = {
@@ -21,5 +23,10 @@ ENCODER_CLASSES = {
     "xl_refsr": ExplicitReorderingEncoder,
 }
 
+DECODER_CLASSES = {
+    "xl_reordering_embedding": ReorderingEmbeddingDecoder,
+}
 
-registry.add(encoders=ENCODER_CLASSES)  # completes the str2enc seam if it ran while we imported Eole
+
+# completes the str2enc and str2dec seams if they ran while we imported Eole
+registry.add(encoders=ENCODER_CLASSES, decoders=DECODER_CLASSES)

@@ -7,12 +7,14 @@ nothing for a config that names none of our components: stock encoders, transfor
   ``NestedAllTransformsConfig`` from the registry (else ``transforms_configs.xl_position`` is an unknown key).
 * :func:`config_models` (after ``eole.config.models``): add our encoder configs
   (as announced in :mod:`onmt_xl.eole.registry`: the XL encoders and the baselines) to the closed encoder union
-  ``BaseModelConfig.encoder`` (discriminator ``encoder_type``) and rebuild the model configs; an encoder of ours under
-  ``architecture: transformer`` (whose validator silently resets ``encoder_type``) fails with the fix
-  (``architecture: custom``). A seam that the hook applies while one of our modules imports Eole waits for that module
-  to announce its classes (:mod:`onmt_xl.eole.registry`). Our encoders take the embeddings' ``position_encoding_type`` as Eole's own transformer
-  encoder does (:func:`share_position_encoding`).
-* :func:`encoders` (after ``eole.encoders``): ``str2enc`` entries.
+  ``BaseModelConfig.encoder`` (discriminator ``encoder_type``), our decoder configs (the reordering-embedding
+  decoder) to the decoder union ``BaseModelConfig.decoder`` (``decoder_type``), and rebuild the model configs; an
+  encoder or decoder of ours under ``architecture: transformer`` (whose validator silently resets both types) fails
+  with the fix (``architecture: custom``). A seam that the hook applies while one of our modules imports Eole waits
+  for that module to announce its classes (:mod:`onmt_xl.eole.registry`). Our encoders and decoders take the embeddings'
+  ``position_encoding_type`` as Eole's own transformer encoder and decoder do (:func:`share_position_encoding`).
+* :func:`encoders` (after ``eole.encoders``): ``str2enc`` entries; :func:`decoders` (after ``eole.decoders``):
+  ``str2dec`` entries.
 * :func:`model` (after ``eole.models.model``): the ``src_emb`` of an XL, ``xl_relative`` or ``xl_encoder_free``
   model is an :class:`~onmt_xl.eole.encoders.XLSourceEmbeddings` (the look-up only; the encoder adds ``√d``, its
   positions and dropout); after Eole's ``init_weights`` our modules' starting points are put back
@@ -35,11 +37,22 @@ from onmt_xl.encoders.common import feeding_xl_positions
 XL_POS_KEY = "xl_pos"
 
 
+def _types(configs, field):
+    return {name for cls in configs for name in typing.get_args(cls.model_fields[field].annotation)}
+
+
 def _xl_encoder_types():
     """Every ``encoder_type`` of ours (XL encoders and baselines) announced so far."""
     from onmt_xl.eole import registry
 
-    return {name for cls in registry.CONFIGS for name in typing.get_args(cls.model_fields["encoder_type"].annotation)}
+    return _types(registry.CONFIGS, "encoder_type")
+
+
+def _xl_decoder_types():
+    """Every ``decoder_type`` of ours (the reordering-embedding decoder) announced so far."""
+    from onmt_xl.eole import registry
+
+    return _types(registry.DECODER_CONFIGS, "decoder_type")
 
 
 def _lookup_src_emb_types():
@@ -76,18 +89,21 @@ def config_models() -> None:
     except ImportError:
         pass
 
-    ours = tuple(registry.CONFIGS)
     changed = False
     for cls in (models.BaseModelConfig, *_subclasses(models.BaseModelConfig)):
-        field = cls.model_fields.get("encoder")
-        if field is None:
-            continue
-        members = tuple(m for m in typing.get_args(field.annotation) if m is not type(None))
-        if all(config in members for config in ours):
-            continue
-        field.annotation = Union[(*members, *(c for c in ours if c not in members))] | None
-        cls.model_rebuild(force=True)
-        changed = True
+        rebuild = False
+        for name, ours in (("encoder", tuple(registry.CONFIGS)), ("decoder", tuple(registry.DECODER_CONFIGS))):
+            field = cls.model_fields.get(name)
+            if field is None or not ours:
+                continue
+            members = tuple(m for m in typing.get_args(field.annotation) if m is not type(None))
+            if all(config in members for config in ours):
+                continue
+            field.annotation = Union[(*members, *(c for c in ours if c not in members))] | None
+            rebuild = True
+        if rebuild:
+            cls.model_rebuild(force=True)
+            changed = True
     if getattr(models.build_model_config, "_onmt_xl", False):
         if changed:
             models.build_model_config.rebuild()
@@ -97,7 +113,7 @@ def config_models() -> None:
     @functools.wraps(stock_update)
     def update_model_opts(self):
         stock_update(self)
-        share_position_encoding(self, tuple(registry.CONFIGS))
+        share_position_encoding(self, tuple(registry.CONFIGS), tuple(registry.DECODER_CONFIGS))
 
     models.BaseModelConfig.update_model_opts = update_model_opts
     models.build_model_config = _guarded_build(models)
@@ -105,7 +121,7 @@ def config_models() -> None:
 
 def _guarded_build(models):
     """Eole's ``build_model_config`` (a ``TypeAdapter`` of the model-config union, rebuilt when our configs join it)
-    that refuses an encoder of ours under ``architecture: transformer``."""
+    that refuses an encoder or decoder of ours under ``architecture: transformer``."""
     from pydantic import TypeAdapter
 
     stock = {}
@@ -114,10 +130,11 @@ def _guarded_build(models):
         stock["build"] = TypeAdapter(models.ModelConfig).validate_python
 
     def build_model_config(data, *args, **kwargs):
-        enc = (data.get("encoder") or {}).get("encoder_type") if isinstance(data, dict) else None
-        if enc in _xl_encoder_types() and data.get("architecture", "transformer") == "transformer":
-            raise ValueError(f"encoder_type {enc}: set the model's architecture to 'custom' (Eole's 'transformer' "
-                             "architecture resets every encoder_type to 'transformer')")
+        for part, ours in (("encoder", _xl_encoder_types), ("decoder", _xl_decoder_types)):
+            kind = _section(data, part).get(f"{part}_type")
+            if kind in ours() and data.get("architecture", "transformer") == "transformer":
+                raise ValueError(f"{part}_type {kind}: set the model's architecture to 'custom' (Eole's 'transformer' "
+                                 f"architecture resets every {part}_type to 'transformer')")
         return stock["build"](data, *args, **kwargs)
 
     rebuild()
@@ -125,16 +142,24 @@ def _guarded_build(models):
     return build_model_config
 
 
-def share_position_encoding(model_config, ours) -> None:
-    """What Eole's ``update_model_opts`` does for ``encoder_type: transformer`` only: an encoder of ours whose config
-    does not set ``position_encoding_type`` takes the embeddings' (the decoder's PE_abs), re-validated."""
-    enc, emb = model_config.encoder, model_config.embeddings
-    if type(enc) not in ours or emb is None or "position_encoding_type" in enc.model_fields_set:
-        return
-    kind = emb.position_encoding_type
-    if enc.position_encoding_type != kind:
-        type(enc).model_validate({**enc.model_dump(exclude={"dim_per_head"}), "position_encoding_type": kind})
-        enc.update(position_encoding_type=kind)
+def _section(data, part):
+    """``data[part]`` of a model config's raw data when it is a dict (Eole also accepts a string there), else {}."""
+    section = data.get(part) if isinstance(data, dict) else None
+    return section if isinstance(section, dict) else {}
+
+
+def share_position_encoding(model_config, ours, our_decoders=()) -> None:
+    """What Eole's ``update_model_opts`` does for ``encoder_type``/``decoder_type: transformer`` only: an encoder or
+    decoder of ours whose config does not set ``position_encoding_type`` takes the embeddings' (the decoder's PE_abs),
+    re-validated."""
+    emb = model_config.embeddings
+    for part, configs in ((model_config.encoder, ours), (model_config.decoder, our_decoders)):
+        if type(part) not in configs or emb is None or "position_encoding_type" in part.model_fields_set:
+            continue
+        kind = emb.position_encoding_type
+        if part.position_encoding_type != kind:
+            type(part).model_validate({**part.model_dump(exclude={"dim_per_head"}), "position_encoding_type": kind})
+            part.update(position_encoding_type=kind)
 
 
 def encoders() -> None:
@@ -151,6 +176,21 @@ def encoders() -> None:
 
     for enc, cls in registry.ENCODERS.items():
         str2enc.setdefault(enc, cls)
+
+
+def decoders() -> None:
+    from eole.decoders import str2dec
+
+    from onmt_xl.eole import registry
+
+    registry.listen(decoders)
+    try:  # they announce their classes; one being imported right now announces them when defined, calling this again
+        import onmt_xl.eole.baselines  # noqa: F401
+    except ImportError:
+        pass
+
+    for dec, cls in registry.DECODERS.items():
+        str2dec.setdefault(dec, cls)
 
 
 def model() -> None:
@@ -276,6 +316,7 @@ AFTER = {
     "eole.config.models": config_models,
     "eole.transforms": transforms,
     "eole.encoders": encoders,
+    "eole.decoders": decoders,
     "eole.models.model": model,
     "eole.inputters.dynamic_iterator": batching,
     "eole.trainer": trainer,

@@ -1,5 +1,6 @@
-"""OpenNMT-py 3.5.1 -> Eole 0.6 parameter names of a Transformer encoder (stock, XL or baseline), for the equivalence checks of
-issue 38 and for converting a trained OpenNMT-py XL model. Pure name mapping: no framework is imported."""
+"""OpenNMT-py 3.5.1 -> Eole 0.6 parameter names of a Transformer encoder (stock, XL or baseline) and decoder (stock or
+reordering embeddings), for the equivalence checks of issue 38 and for converting a trained OpenNMT-py model. Pure name
+mapping: no framework is imported."""
 
 from __future__ import annotations
 
@@ -58,3 +59,45 @@ def onmt_encoder_to_eole(state: Dict[str, object]) -> Tuple[Dict[str, object], D
     if unknown:
         raise KeyError(f"no Eole name for the OpenNMT-py encoder parameters {unknown}")
     return enc, emb
+
+
+#: OpenNMT-py decoder-layer parameter (after ``transformer_layers.{i}.``) -> Eole's (after ``transformer_layers.{i}.``)
+DECODER_LAYER_NAMES = {
+    "layer_norm_1.weight": "input_layernorm.weight",
+    "layer_norm_1.bias": "input_layernorm.bias",
+    "layer_norm_2.weight": "precontext_layernorm.weight",
+    "layer_norm_2.bias": "precontext_layernorm.bias",
+    **{f"{attn}.{proj}.{p}": f"{attn}.{proj}.{p}" for attn in ("self_attn", "context_attn")
+       for proj in ("linear_keys", "linear_values", "linear_query", "final_linear") for p in ("weight", "bias")},
+    **{k: v for k, v in LAYER_NAMES.items() if k.startswith("feed_forward.")},
+    # decoder reordering embeddings (Chen et al. 2019, Eq. 6): the positional penalty PP^n of each layer
+    "penalty.W.weight": "penalty.W.weight",
+    "penalty.W_tilde.weight": "penalty.W_tilde.weight",
+    "penalty.V.weight": "penalty.V.weight",
+}
+#: Eole decoder-layer buffer with no OpenNMT-py counterpart: Gemma 4's per-layer scalar, 1 for every other model (left
+#: at Eole's initial value when an OpenNMT-py decoder is loaded)
+EOLE_ONLY_DECODER = "layer_scalar"
+_DECODER_LAYER = re.compile(r"transformer_layers\.(\d+)\.(.+)")
+
+
+def onmt_decoder_to_eole(state: Dict[str, object]) -> Tuple[Dict[str, object], Dict[str, object]]:
+    """``(decoder state, tgt_emb state)`` for Eole from an OpenNMT-py decoder's ``state_dict()``. OpenNMT's PE buffer
+    is dropped (Eole's ``tgt_emb`` computes the same table); Eole's ``transformer_layers.{i}.layer_scalar`` buffers have
+    no source (:data:`EOLE_ONLY_DECODER`). Unknown names raise ``KeyError`` naming them."""
+    dec, emb, unknown = {}, {}, []
+    for name, value in state.items():
+        layer = _DECODER_LAYER.fullmatch(name)
+        if name == ONMT_WORD_TABLE:
+            emb[EOLE_WORD_TABLE] = value
+        elif name.endswith("make_embedding.pe.pe"):
+            continue
+        elif name in ("layer_norm.weight", "layer_norm.bias"):
+            dec[name] = value
+        elif layer and layer.group(2) in DECODER_LAYER_NAMES:
+            dec[f"transformer_layers.{layer.group(1)}.{DECODER_LAYER_NAMES[layer.group(2)]}"] = value
+        else:
+            unknown.append(name)
+    if unknown:
+        raise KeyError(f"no Eole name for the OpenNMT-py decoder parameters {unknown}")
+    return dec, emb

@@ -25,8 +25,8 @@ from onmt_xl.experiments.systems import system as system_named
 
 #: The systems the Eole adapter supports (``onmt_xl/eole/``), in ``SYSTEMS`` order.
 EOLE_SYSTEMS: Tuple[str, ...] = (
-    "baseline", "relative_pe", "inxl", "headxl", "combination", "disan", "disan_nogate", "enc_re", "additional_pe",
-    "exgre", "refsr", "exgre_literal", "encoder_free", "encoder_free_inxl", "prereorder")
+    "baseline", "relative_pe", "inxl", "headxl", "combination", "disan", "disan_nogate", "enc_re", "dec_re", "both_re",
+    "additional_pe", "exgre", "refsr", "exgre_literal", "encoder_free", "encoder_free_inxl", "prereorder")
 
 #: Options of OpenNMT-py's flat config and where they go in Eole's nested one (``None``: handled apart below).
 PLACES: Dict[str, Optional[Tuple[str, ...]]] = {
