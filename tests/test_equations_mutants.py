@@ -1,5 +1,5 @@
-"""Exact checks of the equation modules that the rest of the suite left loose (found by tools/mutation_check.py
-and mutmut, see reports/mutation.md). Every expected value is computed by hand or by an independent reference
+"""Exact checks of the equation modules that the rest of the suite left loose (found by tools/mutation_check.py,
+reports/mutation.md, and by mutmut: ``git show 82e0317:reports/mutation.md``). Every expected value is computed by hand or by an independent reference
 written here, never by the code under test. One class per module: the mutation tool selects them by class."""
 
 import itertools
@@ -622,7 +622,8 @@ class TestReorderingEmbedding:
         assert pp(torch.tensor([h_prev]), torch.tensor([h_tilde]))[0].tolist() == pytest.approx(want, abs=1e-5)
 
 
-# --- mutmut survivors in the rewritten modules (reports/mutation.md, "mutmut on the rewritten modules"). Every
+# --- mutmut survivors in the rewritten modules (``git show 82e0317:reports/mutation.md``, "mutmut on the rewritten
+# modules"; the baseline encoders' forward code then lived in encoders/baselines.py, now encoders/*.py). Every
 # InXL module here is built with an explicit start: the default start may change, these checks must not. ---------
 
 
@@ -892,3 +893,51 @@ class TestBaselineEncodersSurvivors:
             enc(*batch())
         enc.update_dropout(0.3, 0.1)
         assert enc.embeddings.dropout.p == 0.3
+
+
+# --- tools/mutation_check.py stays in sync with the code (a stale entry tests nothing; issue 40: X6 went stale) ---
+
+
+def _mutation_check():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "mutation_check.py"
+    spec = importlib.util.spec_from_file_location("mutation_check", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
+
+
+def test_every_hand_listed_bug_applies_and_names_existing_tests():
+    import shlex
+
+    mc = _mutation_check()
+    assert len({m.id for m in mc.MUTATIONS}) == len(mc.MUTATIONS)
+    stale = {m.id: why for m in mc.MUTATIONS if (why := mc.stale_reason(m))}
+    assert stale == {}, f"tools/mutation_check.py: snippets no longer in the source: {stale}"
+    for m in mc.MUTATIONS:
+        assert m.old != m.new, m.id
+        args = shlex.split(m.tests)
+        for arg in args:
+            if arg.startswith("tests/"):
+                file, _, cls = arg.partition("::")
+                text = (mc.REPO / file).read_text(encoding="utf-8")
+                assert not cls or f"\nclass {cls}" in text, f"{m.id}: {arg} names no class"
+    # the two equations of issue 40 are in the list, with the tests that pin them
+    by_id = {m.id: m for m in mc.MUTATIONS}
+    assert "test_pinned_equations.py::TestRelativePE" in by_id["X7"].tests
+    assert "test_pinned_equations.py::TestDecoderReorderingEmbedding" in by_id["R3"].tests
+
+
+def test_mutation_check_drops_a_test_file_from_a_selection():
+    mc = _mutation_check()
+    tests = "tests/a.py tests/b.py::TestX -k 'x or y'"
+    assert mc.drop_tests(tests, "tests/b.py") == "tests/a.py -k 'x or y'"
+    assert mc.drop_tests(tests, "tests/a.py") == "tests/b.py::TestX -k 'x or y'"
+    assert mc.drop_tests(tests, "tests/b") == "tests/a.py tests/b.py::TestX -k 'x or y'"  # whole names only

@@ -23,8 +23,11 @@ Usage::
 
     python3 tools/mutation_check.py                      # every entry, markdown table on stdout
     python3 tools/mutation_check.py --only P1 O2 --jobs 2
-    python3 tools/mutation_check.py --block rewritten    # only disan, inxl, explicit_reordering, reordering_embedding
+    python3 tools/mutation_check.py --block rewritten    # disan, inxl, explicit_reordering, reordering embeddings
     python3 tools/mutation_check.py --list               # the list, with stale entries marked, nothing run
+    # reports/mutation.md: every entry, and each also without the files of the tests written for the list
+    nice -n 10 python3 tools/mutation_check.py --jobs 2 --without tests/test_equations_mutants.py \
+        --without tests/test_pinned_equations.py --report reports/mutation.md
 
 Exit status: 0 when every run entry was caught, 1 otherwise (missed, stale or error).
 """
@@ -79,6 +82,10 @@ T_DISAN = f"tests/test_baselines.py {EQ}::TestDiSAN -k 'DiSAN or disan or direct
 T_EXGRE = (f"tests/test_baselines.py {EQ}::TestExplicitReordering -k "
            "'ExplicitReordering or reordered_position or gaussian or reordering_fusion or reordering_similarity or exgre or eq9'")
 T_RE = f"tests/test_baselines.py {EQ}::TestReorderingEmbedding -k 'ReorderingEmbedding or penalty or reordering_embedding'"
+# tests/test_pinned_equations.py: the two equations of issue 40 against hand-written references
+PIN = "tests/test_pinned_equations.py"
+T_REL = f"tests/test_encoders.py {PIN}::TestRelativePE -k 'relative or Relative'"
+T_DEC_RE = f"tests/test_baselines.py {PIN}::TestDecoderReorderingEmbedding -k 'decoder_res or DecoderReorderingEmbedding'"
 
 # --- stable equation modules ---------------------------------------------------------------------------------
 
@@ -159,9 +166,14 @@ MUTATIONS: List[Mutation] = [
       "headxl_layer_forward(next(layers), drop(x + pe_xl), drop(x + pe_abs), mask)",
       "Eq. 9: Z_abs and Z_XL swapped", T_ENC),
     M("X6", "onmt_xl/encoders/xl_transformer.py",
-      "abs_pos = torch.arange(pos_xl.size(1), device=pos_xl.device).expand_as(pos_xl)",
-      "abs_pos = torch.arange(1, pos_xl.size(1) + 1, device=pos_xl.device).expand_as(pos_xl)",
+      "pe_abs = absolute_pe(pos_xl.size(1), d_model, self.pe_type, pos_xl.device).expand(",
+      "pe_abs = absolute_pe(pos_xl.size(1) + 1, d_model, self.pe_type, pos_xl.device)[1:].expand(",
       "Eq. 1: absolute positions 1-based", T_ENC),
+    # the Relative PE baseline (Shaw et al. 2018): the encoder reads the word embeddings alone (issue 40)
+    M("X7", "onmt_xl/encoders/xl_transformer.py",
+      "enc_out = self.embeddings.dropout(embed_words(self.embeddings, src))",
+      "enc_out = self.embeddings(src)",
+      "xl_relative: the stock embeddings' absolute PE (Eq. 1) added to the encoder's input", T_REL),
     # BTG oracle (Neubig et al. 2012 criterion)
     M("O1", "onmt_xl/reorder/oracle.py",
       "if cl < best_l or (cl == best_l and base_i < best_i):",
@@ -405,6 +417,10 @@ MUTATIONS += [
       "return torch.sigmoid(self.V(torch.tanh(inner)))",
       "return torch.sigmoid(self.V(torch.sigmoid(inner)))",
       "Eq. 6: inner tanh replaced by sigmoid", T_RE, "rewritten"),
+    M("R3", "onmt_xl/decoders/reordering_embedding.py",
+      "c = h_tilde + pe * self.penalty(layer_in, h_tilde)  # Eq. 6-8",
+      "c = h_tilde  # Eq. 6-8",
+      "decoder REs: the reordering embedding dropped from the query (Eq. 8: C = H~)", T_DEC_RE, "rewritten"),
 ]
 
 
@@ -499,8 +515,9 @@ class Result:
     detail: str = ""
 
 
-def run_one(base: Path, work: Path, m: Mutation, baseline: Dict[str, Tuple[int, float, str]], nice: int) -> Result:
-    root = work / m.id
+def run_one(base: Path, work: Path, m: Mutation, baseline: Dict[str, Tuple[int, float, str]], nice: int,
+            tag: str = "") -> Result:
+    root = work / f"{m.id}{tag}"
     shutil.copytree(base, root)
     try:
         why = apply(root, m)
@@ -523,15 +540,35 @@ def run_one(base: Path, work: Path, m: Mutation, baseline: Dict[str, Tuple[int, 
     return Result(m, "ERROR", secs, f"pytest rc {rc}: {last}")
 
 
-def table(results: Sequence[Result]) -> str:
-    lines = ["| id | file | bug | tests | result | s |", "| --- | --- | --- | --- | --- | --- |"]
+def drop_tests(tests: str, path: str) -> str:
+    """The selection ``tests`` without the arguments naming test file ``path`` (``path`` or ``path::Class``)."""
+    kept = [a for a in shlex.split(tests) if not (a == path or a.startswith(path + "::"))]
+    return " ".join(shlex.quote(a) for a in kept)
+
+
+def _status(r: Optional[Result]) -> str:
+    if r is None:
+        return "(same selection)"
+    status = r.status if r.status in ("caught", "timeout") else f"**{r.status}**"
+    return status + (f" ({r.detail})" if r.status in ("STALE", "ERROR") else "")
+
+
+def table(results: Sequence[Result], without: Dict[str, Dict[str, Optional[Result]]] = None,
+          tests_column: bool = True) -> str:
+    """Markdown table of ``results``; ``without[path][id]``: the same bug with ``path`` dropped from its selection
+    (None where the selection does not name ``path``), one column per path."""
+    without = without or {}
+    head = ["id", "module", "deliberate bug"] + (["tests"] if tests_column else []) + ["whole selection"]
+    head += [f"without `{Path(w).name}`" for w in without] + ["s"]
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for r in results:
-        tests = r.m.tests.replace("|", "\\|")
-        status = r.status if r.status in ("caught", "timeout") else f"**{r.status}**"
-        detail = f" ({r.detail})" if r.status in ("STALE", "ERROR") else ""
-        bug = r.m.description.replace("|", "\\|")
-        lines.append(f"| {r.m.id} | `{r.m.file.replace('onmt_xl/', '')}` | {bug} | `{tests}` | "
-                     f"{status}{detail} | {r.seconds:.1f} |")
+        row = [r.m.id, f"`{r.m.file.replace('onmt_xl/', '')}`", r.m.description.replace("|", "\\|")]
+        if tests_column:
+            row.append("`" + r.m.tests.replace("|", "\\|") + "`")
+        row.append(_status(r))
+        row += [_status(col.get(r.m.id)) for col in without.values()]
+        row.append(f"{r.seconds:.1f}")
+        lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
@@ -540,23 +577,105 @@ def summary(results: Sequence[Result]) -> str:
     caught = count["caught"] + count["timeout"]
     ran = caught + count["MISSED"]
     score = f"{100 * caught / ran:.1f} %" if ran else "n/a"
-    return (f"**{len(results)} mutations: {caught} caught ({count['timeout']} by timeout), {count['MISSED']} missed, "
-            f"{count['STALE']} stale, {count['ERROR']} errors; mutation score {caught}/{ran} = {score}**")
+    return (f"{len(results)} mutation{'s' if len(results) != 1 else ''}: {caught} caught ({count['timeout']} by timeout), {count['MISSED']} missed, "
+            f"{count['STALE']} stale, {count['ERROR']} errors; mutation score {caught}/{ran} = {score}")
+
+
+BLOCKS = (
+    ("main", "Stable equation modules"),
+    ("rewritten", "Modules rewritten during issue 17, and the decoder's reordering embeddings (separate block: "
+                  "re-sync when they change)"),
+)
+
+REPORT_HEAD = """# Mutation testing of the equation modules (hand-listed bugs)
+
+Generated by `tools/mutation_check.py --report`; do not edit by hand, rerun the command below.
+Each entry is a deliberate bug (an exact snippet of the source replaced by a wrong one) applied alone to a copy of
+`onmt_xl/ tests/ tools/ pyproject.toml`, with the entry's test selection run there (`pytest -x -q`):
+*caught* = the tests failed (a timeout counts as caught), **MISSED** = they passed with the bug in place,
+**STALE** = the snippet is not in the source exactly once (the list is out of sync; counts as a failure),
+**ERROR** = the selection could not run or already fails unmutated. A "without" column runs the same bug with that
+test file dropped from the selection (only where the selection names it): what the rest of the suite catches.
+Test selections are in the tool. Before any bug runs, the tool proves the copy is what the tests import: after
+`import onmt` (the `onmt_xl_hook.pth` hook; an installed `onmt_xl` sits in site-packages) a probe must print the
+copy's files, and a canary copy whose `positions.py` raises at import must make `tests/test_positions.py` fail.
+"""
+
+REPORT_HISTORY = """## Earlier measurements (not regenerated here)
+
+mutmut 3.8.1 scores of the pure equation modules, the survivors classified as equivalent, and the weak
+assertions replaced during issue 17 were measured on older trees (up to `8018c05`, when DiSAN, RE, ExGRE/ReFSR
+and the encoder-free forward code still lived in `encoders/baselines.py`); they are kept in the history:
+`git show 82e0317:reports/mutation.md`. The mutmut command is in `pyproject.toml` (`[tool.mutmut]`).
+"""
+
+
+def _git(*args: str) -> str:
+    proc = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def report(results: Sequence[Result], without: Dict[str, Dict[str, Optional[Result]]], baseline, *, command: str,
+           started: str, finished: str, seconds: float, rev: Optional[str], jobs: int, nice: int) -> str:
+    if rev:
+        source = f"git revision `{_git('rev-parse', '--short', rev) or rev}`"
+    else:
+        status = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", *COPIED],
+                                capture_output=True, text=True).stdout
+        dirty = [line[3:] for line in status.splitlines() if line.strip()]
+        named = ", ".join(f"`{d}`" for d in dirty[:8]) + (f" and {len(dirty) - 8} more" if len(dirty) > 8 else "")
+        source = f"the working tree at `{_git('rev-parse', '--short', 'HEAD')}`" + (
+            f", with uncommitted changes in {named}" if dirty else " (clean)")
+    import torch  # noqa: PLC0415 - only for the record of versions
+
+    parts = [REPORT_HEAD, "## Run\n",
+             f"{started} to {finished} ({seconds / 60:.1f} min), copy of {source}; Python "
+             f"{sys.version.split()[0]}, torch {torch.__version__}, {os.cpu_count()} CPUs, `--jobs {jobs}`, "
+             f"pytest at nice {nice}.\n\n```sh\n{command}\n```\n",
+             "Isolation check: passed (the copy's `onmt_xl` is imported; the canary copy fails "
+             "`tests/test_positions.py`).\n",
+             "Every selection unmutated (it must pass):\n",
+             "| selection | result | s |\n| --- | --- | --- |"]
+    for t, (rc, secs, _) in sorted(baseline.items()):
+        sel, result = t.replace("|", "\\|"), "passes" if rc == 0 else f"**fails (rc {rc})**"
+        parts[-1] += f"\n| `{sel}` | {result} | {secs:.1f} |"
+    parts[-1] += "\n"
+    parts.append("## Results\n")
+    for block, title in BLOCKS:
+        rs = [r for r in results if r.m.block == block]
+        if not rs:
+            continue
+        parts.append(f"### {title}\n\n{table(rs, without, tests_column=False)}\n\n{block}: {summary(rs)}.")
+        for path, col in without.items():
+            ws = [col[r.m.id] if col.get(r.m.id) is not None else r for r in rs]
+            parts[-1] += f" Without `{path}`: {summary(ws)}."
+        parts[-1] += "\n"
+    parts.append(f"**All: {summary(results)}.**" + "".join(
+        f" Without `{path}`: {summary([col[r.m.id] if col.get(r.m.id) is not None else r for r in results])}."
+        for path, col in without.items()) + "\n")
+    parts.append(REPORT_HISTORY)
+    return "\n".join(parts)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="+", metavar="ID", help="run only these entries")
     ap.add_argument("--block", choices=("main", "rewritten", "all"), default="all",
-                    help="main: the stable equation modules; rewritten: disan, inxl, explicit_reordering, reordering_embedding")
+                    help="main: the stable equation modules; rewritten: disan, inxl, explicit_reordering, "
+                         "reordering_embedding (encoder and decoder)")
     ap.add_argument("--jobs", type=int, default=1, help="mutations run in parallel (default 1)")
     ap.add_argument("--nice", type=int, default=10, help="niceness of the pytest processes (default 10; 0 = none)")
     ap.add_argument("--rev", default=None, help="copy this git revision instead of the working tree")
     ap.add_argument("--exclude", default=None, metavar="PATH",
                     help="drop this test file from every selection (e.g. to measure the suite without "
                          "tests/test_equations_mutants.py)")
+    ap.add_argument("--without", action="append", default=[], metavar="PATH",
+                    help="also run each bug whose selection names this test file without it (one column each; "
+                         "repeatable)")
     ap.add_argument("--list", action="store_true", help="print the list (stale entries marked) and exit")
     ap.add_argument("--out", default=None, help="also write the markdown table to this file")
+    ap.add_argument("--report", default=None, metavar="PATH",
+                    help="write the full markdown report (reports/mutation.md) to this file")
     args = ap.parse_args(argv)
 
     ids = [m.id for m in MUTATIONS]
@@ -570,17 +689,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             ap.error(f"unknown ids: {sorted(unknown)}")
         chosen = [m for m in chosen if m.id in args.only]
     if args.exclude:
-        def drop(tests: str) -> str:
-            kept = [a for a in shlex.split(tests) if not a.startswith(args.exclude)]
-            return " ".join(shlex.quote(a) for a in kept)
-
-        chosen = [Mutation(m.id, m.file, m.old, m.new, m.description, drop(m.tests), m.block) for m in chosen]
+        chosen = [Mutation(m.id, m.file, m.old, m.new, m.description, drop_tests(m.tests, args.exclude), m.block)
+                  for m in chosen]
     if args.list:
         for m in chosen:
             why = stale_reason(m)
             print(f"{m.id:4s} {m.block:9s} {m.file:42s} {m.description}" + (f"  [STALE: {why}]" if why else ""))
         return 0
+    # (column, mutation) pairs to run: "" is the whole selection, a path the selection without that file
+    runs: List[Tuple[str, Mutation]] = [("", m) for m in chosen]
+    for path in args.without:
+        for m in chosen:
+            reduced = drop_tests(m.tests, path)
+            if reduced != " ".join(shlex.quote(a) for a in shlex.split(m.tests)):
+                runs.append((path, Mutation(m.id, m.file, m.old, m.new, m.description, reduced, m.block)))
 
+    started_at = time.time()
     started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     with tempfile.TemporaryDirectory(prefix="mutation_check_") as tmp:
         tmp_path = Path(tmp)
@@ -592,37 +716,54 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 print(f"isolation check failed: {p}", file=sys.stderr)
             return 2
         print("isolation check passed: the copy's onmt_xl is imported, a broken copy fails the tests", file=sys.stderr)
-        selections = sorted({m.tests for m in chosen})
+        selections = sorted({m.tests for _, m in runs})
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
             outs = list(pool.map(lambda t: _pytest(base, t, 1200, args.nice), selections))
         baseline = dict(zip(selections, outs))
         for t, (rc, secs, out) in baseline.items():
-            print(f"baseline {'ok  ' if rc == 0 else f'FAILS (rc {rc})'} {secs:6.1f} s  {t}", file=sys.stderr)
+            print(f"baseline {'ok  ' if rc == 0 else f'FAILS (rc {rc})'} {secs:6.1f} s  {t}", file=sys.stderr, flush=True)
             if rc != 0:
                 print(out[-1500:], file=sys.stderr)
         work = tmp_path / "work"
         work.mkdir()
+        done = [0]
 
-        def one(m: Mutation) -> Result:
-            r = run_one(base, work, m, baseline, args.nice)
-            print(f"{m.id:4s} {r.status:7s} {r.seconds:6.1f} s  {m.description}", file=sys.stderr, flush=True)
+        def one(job: Tuple[int, Tuple[str, Mutation]]) -> Result:
+            k, (col, m) = job
+            r = run_one(base, work, m, baseline, args.nice, tag=f"_{k}")
+            done[0] += 1
+            where = f" [without {col}]" if col else ""
+            print(f"[{done[0]}/{len(runs)}] {m.id:4s} {r.status:7s} {r.seconds:6.1f} s  {m.description}{where}",
+                  file=sys.stderr, flush=True)
             return r
 
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-            results = list(pool.map(one, chosen))
+            outcomes = list(pool.map(one, enumerate(runs)))
 
+    results = [r for (col, _), r in zip(runs, outcomes) if not col]
+    without: Dict[str, Dict[str, Optional[Result]]] = {path: {} for path in args.without}
+    for (col, m), r in zip(runs, outcomes):
+        if col:
+            without[col][m.id] = r
+    command = "nice -n 10 python3 tools/mutation_check.py " + " ".join(
+        shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     source = f"git revision {args.rev}" if args.rev else "the working tree"
     blocks = []
-    for block, title in (("main", "Stable equation modules"), ("rewritten", "Modules rewritten after the first mutation run (separate block: re-sync when they change)")):
+    for block, title in BLOCKS:
         rs = [r for r in results if r.m.block == block]
         if rs:
-            blocks.append(f"### {title}\n\n{table(rs)}\n\n{summary(rs)}")
-    text = (f"Hand-listed mutations, {started}, copy of {source}; command: "
-            f"`python3 tools/mutation_check.py {' '.join(argv if argv is not None else sys.argv[1:])}`\n\n"
-            + "\n\n".join(blocks) + f"\n\nAll: {summary(results)}\n")
+            blocks.append(f"### {title}\n\n{table(rs, without)}\n\n**{summary(rs)}**")
+    text = (f"Hand-listed mutations, {started}, copy of {source}; command: `{command}`\n\n"
+            + "\n\n".join(blocks) + f"\n\nAll: **{summary(results)}**\n")
     print(text)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
+    if args.report:
+        finished = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        Path(args.report).write_text(
+            report(results, without, baseline, command=command, started=started, finished=finished,
+                   seconds=time.time() - started_at, rev=args.rev, jobs=args.jobs, nice=args.nice),
+            encoding="utf-8")
     return 0 if all(r.status in ("caught", "timeout") for r in results) else 1
 
 

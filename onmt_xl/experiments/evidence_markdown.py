@@ -30,7 +30,7 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str = "-
 
 
 def _systems_section(report: Dict[str, Any]) -> List[str]:
-    n_test, n_novel = report["test_sentences"], report["novel_sentences"]
+    n_test, n_novel, n_seen = report["test_sentences"], report["novel_sentences"], report["seen_source_sentences"]
     rows = []
     for system, row in report["systems"].items():
         params = f"{row['params']:,} ({row['buffers'] or 0:,})" if row["params"] is not None else "–"
@@ -39,7 +39,9 @@ def _systems_section(report: Dict[str, Any]) -> List[str]:
                      _fmt(row["oracle_bleu"]), params])
     return [f"## {report['workdir']}: test BLEU at convergence", "",
             f"Mean ± sd over seeds; {n_test} test pairs, of which {n_novel} have a reference that is not a training "
-            f"target (novel); {report['valid_sentences']} validation pairs. Parameters: trainable (buffers apart). "
+            f"target (novel) and {n_seen} have a source that is a training source verbatim (whitespace-normalised; "
+            "novelty is by the reference only, so such a pair can count as novel); "
+            f"{report['valid_sentences']} validation pairs. Parameters: trainable (buffers apart). "
             "Training precision: what `-xl_cpu_precision auto` chose on the machines each run trained on (bf16 only "
             "where the CPU computes it natively; weights fp32 throughout) and the dropout masks it drew "
             "(`-xl_cpu_kernels`: fast or PyTorch's stock stream), each in order for a run resumed on another machine "

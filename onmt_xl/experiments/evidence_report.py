@@ -1,7 +1,8 @@
 """The convergence study's verdict, from the work directory of ``onmt-xl evidence --stage main``.
 
 Per system: test and validation BLEU and chrF as mean ± sd over its seed runs, trainable parameters (buffers
-apart), and BLEU on the *novel* test pairs (those whose reference is not a training target). Per comparison
+apart), and BLEU on the *novel* test pairs (those whose reference is not a training target); the number of test
+pairs whose *source* is a training source verbatim is stated beside it (novelty is by the reference). Per comparison
 with the baseline: Δ test BLEU with the 95 % interval of the seed-pooled paired bootstrap
 (:func:`onmt_xl.experiments.stats.seed_pooled_bootstrap`, seed recorded), its p-value and the Holm-corrected
 p-value within its family of comparisons (fixed in advance by the caller; the oracle rows, each sweep and the
@@ -67,6 +68,13 @@ def novel_indices(refs: Sequence[str], train_targets: Sequence[str]) -> List[int
     """Indices of the references that do not occur verbatim (whitespace-normalised) among the training targets."""
     seen = {" ".join(t.split()) for t in train_targets}
     return [i for i, r in enumerate(refs) if " ".join(r.split()) not in seen]
+
+
+def seen_source_indices(test_sources: Sequence[str], train_sources: Sequence[str]) -> List[int]:
+    """Indices of the test sources that occur verbatim (whitespace-normalised) among the training sources: pairs
+    whose input the models saw in training, although their reference may be novel (:func:`novel_indices`)."""
+    seen = {" ".join(t.split()) for t in train_sources}
+    return [i for i, s in enumerate(test_sources) if " ".join(s.split()) in seen]
 
 
 def read_run(jd: Path, system: str, seed: int, needs: Sequence[str] = SPLITS) -> Optional[Run]:
@@ -297,6 +305,8 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
     ``oracle_systems``: systems also trained on oracle indices; ``sweeps``: single-seed sweeps of a setting."""
     refs = references(workdir)
     novel = novel_indices(refs["test"], read_lines(workdir / "data" / "train.tgt"))
+    seen_sources = seen_source_indices(read_lines(workdir / "data" / "test.src"),
+                                       read_lines(workdir / "data" / "train.src"))
     runs = collect_runs(workdir, systems, seeds)
     kept = {s: [r for r in rs if r.resumed_exactly] for s, rs in runs.items()}
     left_out = resumed_otherwise(workdir)
@@ -341,6 +351,7 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
             "by_reordering": by_reordering(workdir, kept, baseline, refs["test"], n_samples, seed, alpha),
             "families": [name for name, _ in families],
             "left_out": left_out, "test_sentences": len(refs["test"]), "novel_sentences": len(novel),
+            "seen_source_sentences": len(seen_sources),
             "valid_sentences": len(refs["valid"]), "bootstrap": {"samples": n_samples, "seed": seed},
             "alpha": alpha}
 
