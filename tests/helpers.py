@@ -26,8 +26,8 @@ def tiny_preorderer(out: Path, corpus) -> Path:
     return path
 
 
-def tiny_model_workdir(wd: Path, cli, **overrides) -> Path:
-    """A 1+1-layer baseline of width 16 on 200 synthetic pairs (the first 20 also validate) in ``wd``: writes
+def tiny_model_workdir(wd: Path, cli, system: str = "baseline", **overrides) -> Path:
+    """A 1+1-layer ``system`` (default: the baseline) of width 16 on 200 synthetic pairs (the first 20 also validate) in ``wd``: writes
     ``wd/data``, ``wd/cfg.yaml`` (``overrides`` on top) and the vocabularies, built with ``cli``
     (``cli(name, *args)`` runs a stock command). Returns the config's path."""
     import yaml
@@ -39,10 +39,10 @@ def tiny_model_workdir(wd: Path, cli, **overrides) -> Path:
     for ext in ("src", "tgt"):
         lines = (wd / "data" / f"train.{ext}").read_text().splitlines()
         (wd / "data" / f"valid.{ext}").write_text("\n".join(lines[:20]) + "\n")
-    cfg = config("baseline", str(wd), dict(
+    cfg = config(system, str(wd), {**dict(
         enc_layers=1, dec_layers=1, heads=2, hidden_size=16, word_vec_size=16, transformer_ff=32,
-        report_every=2, batch_size=256, valid_batch_size=256, bucket_size=256, warmup_steps=2, **overrides,
-    ))
+        report_every=2, batch_size=256, valid_batch_size=256, bucket_size=256, warmup_steps=2), **overrides,
+    })
     (wd / "cfg.yaml").write_text(yaml.safe_dump(cfg))
     cli("onmt_build_vocab", "-config", str(wd / "cfg.yaml"), "-n_sample", "-1")
     return wd / "cfg.yaml"

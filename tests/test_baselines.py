@@ -173,6 +173,54 @@ def test_encoder_free_variants():
         enc(*batch())
 
 
+def _relative_by_hand(x, table, heads, k, length):
+    """Shaw et al. (2018) Eq. 3-4 with W = I, one loop per (head, i, j), plus the residual (encoder_free.py)."""
+    d_head = x.size(-1) // heads
+    out = x.clone()
+    for h in range(heads):
+        xs = x[:, h * d_head:(h + 1) * d_head]
+        for i in range(length):
+            a = [table[min(max(j - i, -k), k) + k] for j in range(length)]
+            e = torch.stack([xs[i] @ (xs[j] + a[j]) for j in range(length)]) / math.sqrt(d_head)
+            alpha = torch.softmax(e, dim=0)
+            out[i, h * d_head:(h + 1) * d_head] += sum(alpha[j] * (xs[j] + a[j]) for j in range(length))
+    return out
+
+
+def test_encoder_free_relative_pe_is_shaw_eq_3_4_over_the_embeddings_by_hand():
+    enc = build("xl_encoder_free", xl_encoder_free_pe="relative", xl_enc_max_relative_positions=2).encoder
+    table = enc.relative.relative_positions_embeddings.weight
+    assert table.shape == (2 * 2 + 1, 16 // 4)  # 2k + 1 rows of d_model / heads
+    src, src_len = batch()
+    out, _, _ = enc(src, src_len)
+    x = embed_words(enc.embeddings, src)
+    with torch.no_grad():
+        for b, n in enumerate(src_len.tolist()):  # sentence 2: its padded keys masked
+            assert torch.allclose(out[b, :n], _relative_by_hand(x[b, :n], table, 4, 2, n), atol=1e-5)
+            # non-vacuous: without the relative term (a = 0) the same attention gives another output
+            assert not torch.allclose(out[b, :n], _relative_by_hand(x[b, :n], torch.zeros_like(table), 4, 2, n), atol=1e-3)
+
+
+def test_encoder_free_relative_pe_tells_word_orders_apart_where_none_cannot():
+    """Reversing a sentence reverses the output of a bag of words (``none``); relative PE sees the order."""
+    src = torch.tensor([[5, 6, 7, 8, 9]])[:, :, None]
+    rev, src_len = src.flip(1), torch.tensor([5])
+    for pe, invariant in (("none", True), ("relative", False)):
+        enc = build("xl_encoder_free", xl_encoder_free_pe=pe).encoder
+        with torch.no_grad():
+            same = torch.allclose(enc(src, src_len)[0].flip(1), enc(rev, src_len)[0], atol=1e-5)
+        assert same is invariant, pe
+
+
+def test_encoder_free_relative_pe_checks_its_options():
+    from tests.test_encoders import model_opt
+    from onmt_xl.encoders import encoder_free
+
+    with pytest.raises(ValueError, match="xl_enc_max_relative_positions must be > 0"):
+        encoder_free.validate(model_opt(encoder_type="xl_encoder_free", xl_encoder_free_pe="relative",
+                                        xl_enc_max_relative_positions=0))
+
+
 def test_baseline_parameter_counts():
     def count(model):
         return sum(p.numel() for p in model.parameters())
@@ -185,6 +233,8 @@ def test_baseline_parameter_counts():
     layers = sum(p.numel() for p in build("transformer").encoder.transformer.parameters()) + 2 * 16
     assert count(build("xl_encoder_free", xl_encoder_free_pe="absolute")) == base - layers
     assert count(build("xl_encoder_free", xl_encoder_free_pe="inxl")) == base - layers + 4 * 16
+    # relative PE: one table of 2k + 1 rows of d_model / heads (k = 16 by default, 4 heads), no projection
+    assert count(build("xl_encoder_free", xl_encoder_free_pe="relative")) == base - layers + 33 * 4
 
 
 def test_decoder_res_step_by_step_equals_full_sequence():
@@ -383,3 +433,35 @@ def test_encoder_loss_is_added_in_training_only():
     assert loss.item() == 11.5 and stats == "stats"
     encoder.training = False
     assert add_encoder_loss(stock, lc, None, None, None)[0].item() == 10.0
+
+
+@pytest.mark.parametrize("system", ["lstm", "encoder_free_relative"])
+def test_tab4_systems_train_and_translate_through_the_stock_commands(tmp_path, system):
+    """A few CPU steps of ``onmt_train`` on the system's generated config, then ``onmt_translate``: the LSTM's config
+    (which keeps the Transformer-only lines, heads and transformer_ff) and relative PE work end to end."""
+    import subprocess
+
+    from tests.conftest import run_env
+    from tests.helpers import stock_cli, tiny_model_workdir
+
+    def cli(name, *args):
+        proc = subprocess.run([stock_cli(name), *map(str, args)], capture_output=True, text=True, env=run_env())
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc
+
+    cfg = tiny_model_workdir(tmp_path, cli, system, enc_layers=2, dec_layers=2, train_steps=3, valid_steps=3,
+                             save_checkpoint_steps=3)
+    log = cli("onmt_train", "-config", cfg)
+    model = tmp_path / "models" / f"{system}_step_3.pt"
+    checkpoint = torch.load(model, map_location="cpu", weights_only=False)
+    names = list(checkpoint["model"])
+    if system == "lstm":
+        assert any("rnn.layers.1.weight_hh" in n for n in names) and not any("self_attn" in n for n in names)
+    else:
+        assert "encoder.relative.relative_positions_embeddings.weight" in names
+    ppl = [float(line.split("ppl:")[1].split(";")[0]) for line in (log.stdout + log.stderr).splitlines() if "ppl:" in line]
+    assert ppl and all(math.isfinite(p) for p in ppl)
+    out = tmp_path / "hyp.txt"
+    cli("onmt_translate", "-model", model, "-src", tmp_path / "data" / "valid.src", "-output", out,
+        "-beam_size", "2", "-max_length", "8")
+    assert len(out.read_text().splitlines()) == 20

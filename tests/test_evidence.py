@@ -171,6 +171,10 @@ def _fake_study(wd, rng_seed=0):
     (wd / "data" / "test.ref").write_text("\n".join(refs) + "\n")
     (wd / "data" / "valid.tgt").write_text("\n".join(refs[:20]) + "\n")
     (wd / "data" / "train.tgt").write_text("\n".join(refs[:15] + ["unrelated line"]) + "\n")  # 45 novel
+    # the sources of test pairs 40-54 are training sources (one with other spacing): 15 seen, all of them novel
+    sources = [f"src {k} x" for k in range(60)]
+    (wd / "data" / "test.src").write_text("\n".join(sources) + "\n")
+    (wd / "data" / "train.src").write_text("\n".join(["src  40 x"] + sources[41:55] + ["unrelated source"]) + "\n")
     (wd / "preorderer.json").write_text(json.dumps({"tau": 0.86, "oracle_tau": 0.997, "tune": {"tau": 0.85}}))
     (wd / "preorderer_10.json").write_text(json.dumps({"tau": 0.80, "tune": {"tau": 0.79}}))
     (wd / "jobs" / "baseline_s1").mkdir(parents=True)
@@ -208,14 +212,16 @@ def test_report_statistics_and_verdicts(tmp_path):
 
     from onmt_xl.experiments import stats
     from onmt_xl.experiments.evidence_markdown import markdown
-    from onmt_xl.experiments.evidence_report import build_report, novel_indices
+    from onmt_xl.experiments.evidence_report import build_report, novel_indices, seen_source_indices
 
     refs = _fake_study(tmp_path)
     assert novel_indices(refs, refs[:15]) == [i for i, r in enumerate(refs) if r not in refs[:15]]
+    assert seen_source_indices(["a b", "c  d", "e"], ["c d", "a", "x"]) == [1]
     rep = build_report(tmp_path, ["baseline", "combination", "inxl", "headxl"], [1, 2, 3], n_samples=200, seed=7,
                        preorder_pairs=[10])
     assert rep["left_out"] == ["combination_noise20_s1", "inxl_s3"] and rep["systems"]["inxl"]["seeds"] == [1, 2]
     assert rep["novel_sentences"] == len(novel_indices(refs, refs[:15])) and rep["test_sentences"] == 60
+    assert rep["seen_source_sentences"] == 15  # test pairs 40-54 (_fake_study)
     base = rep["systems"]["baseline"]
     by_hand = [sacrebleu.corpus_bleu((tmp_path / "jobs" / f"baseline_s{s}" / "hyp.test").read_text().splitlines(),
                                      [refs]).score for s in (1, 2, 3)]
@@ -233,6 +239,8 @@ def test_report_statistics_and_verdicts(tmp_path):
     assert again == rep  # the recorded seed reproduces every p-value
     md = markdown(rep)
     assert "| combination | 1,2,3 |" in md and "seed 7" in md and "Left out" in md and "inxl_s3" in md
+    assert ("60 test pairs, of which 45 have a reference that is not a training target (novel) and 15 have a source "
+            "that is a training source verbatim") in md
     verdict = "helps as " + " and ".join(n for k, n in (("inxl", "InXL"), ("headxl", "HeadXL"), ("combination", "Combination"))
                                          if comps[k]["verdict"] == "helps")
     assert f"XL PE {verdict}" in md and f"Combination {comps['combination']['delta']:+.2f} (95 % interval" in md

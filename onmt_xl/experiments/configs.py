@@ -82,8 +82,9 @@ def config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[st
            preset: str = "demo") -> Dict[str, Any]:
     """The full ``onmt_train`` configuration of ``system`` reading data from ``workdir/data``.
 
-    Precedence: MODEL/TRAINING < the system's options < ``PRESETS[preset]`` < ``overrides`` (whose legacy
-    option names, e.g. ``inxl_init``, read as the new ones, :func:`onmt_xl.names.upgrade_config`).
+    Precedence: MODEL/TRAINING < the system's options < ``PRESETS[preset]`` < the system's ``over_preset`` <
+    ``overrides`` (whose legacy option names, e.g. ``inxl_init``, read as the new ones,
+    :func:`onmt_xl.names.upgrade_config`).
     """
     spec = system_named(system)
     if preset not in PRESETS:
@@ -112,6 +113,7 @@ def config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[st
     cfg.update(options)
     cfg.update(TRAINING)
     cfg.update(PRESETS[preset])
+    cfg.update(spec.over_preset)
     cfg.update(upgrade_config(overrides or {}))
     if cfg["encoder_type"] in XL_HEAD_ENCODERS and "xl_heads" not in cfg:
         cfg["xl_heads"] = default_xl_heads(cfg["heads"])

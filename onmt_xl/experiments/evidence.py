@@ -57,6 +57,9 @@ TIERS = {
     "e": (("baseline", "combination"), (1, 2, 3, 4, 5)),
     "f": (("headxl",), (1, 2, 3, 4, 5)),
     "g": (("inxl",), (1, 2, 3, 4, 5)),
+    # Ding et al. 2020 Tab. 4 beside tier c's encoder_free (absolute PE): no PE, relative PE, InXL PE, and the stock
+    # LSTM of 6 layers (issue 40); ja->en, both seeds
+    "h": (("encoder_free_none", "encoder_free_relative", "encoder_free_inxl", "lstm"), (1, 2)),
 }
 TAU_SWEEP = (0, 1, 3, 4)  # HeadXL's xl_heads besides the default 2 of tier a (heads 4 in the enja preset)
 ORACLE_SYSTEMS = ("combination", "prereorder")  # tier c: also trained on oracle indices (upper bound)
@@ -435,13 +438,14 @@ def add_evidence(sub) -> None:
     p.add_argument("--seed", type=int, default=1, help="training seed of the learning-curve jobs (default 1)")
     p.add_argument("--steps", type=int, help="--stage main: steps of every model (where the validation BLEU of "
                    "the learning curve stops rising)")
-    p.add_argument("--tier", type=tiers_option, default="a", metavar="{a,b,c,d,e,f,g}[,...]",
+    p.add_argument("--tier", type=tiers_option, default="a", metavar="{a,b,c,d,e,f,g,h}[,...]",
                    help="--stage main/status (and report with --systems or --seeds): a = baseline, Relative PE, "
                         "InXL, HeadXL, Combination, seeds 1-3; b = baseline and Combination, seeds 1-3 (run it on "
                         "the reversed corpus); c = encoder-free, DiSAN, REs, ExGRE, ReFSR, pre-reordering, seeds "
                         "1-2, and Combination and pre-reordering trained on oracle indices; d = the tau sweep of "
                         "HeadXL and the noise attack on Combination, seed 1; e, f, g = the decisive design "
-                        "(reports/PREREG_decisive.md): baseline and Combination, then HeadXL, then InXL, seeds 1-5. "
+                        "(reports/PREREG_decisive.md): baseline and Combination, then HeadXL, then InXL, seeds 1-5; h = the rest "
+                        "of Tab. 4: encoder-free with no, relative and InXL PE, and the LSTM, seeds 1-2. "
                         "Several tiers joined by commas (a,c,d) "
                         "run in one call, tier after tier, so no job slot idles at a tier's end")
     p.add_argument("--systems", help="--stage main/report: comma-separated systems (default: the tier's; "

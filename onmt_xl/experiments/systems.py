@@ -20,12 +20,15 @@ XL, PREREORDER, ALIGNED_R = "xl_position", "xl_prereorder", "aligned_r"
 @dataclass(frozen=True)
 class System:
     """One named system: ``options`` override the shared model settings; ``transform`` is one of
-    ``XL``, ``PREREORDER``, ``ALIGNED_R`` or None; ``reproduces`` names the paper result it stands for."""
+    ``XL``, ``PREREORDER``, ``ALIGNED_R`` or None; ``reproduces`` names the paper result it stands for;
+    ``over_preset``: options that also win over the preset's sizes (a model of another family, e.g. the LSTM's
+    layer count; :func:`onmt_xl.experiments.configs.config`)."""
 
     name: str
     options: Mapping[str, Any] = field(default_factory=dict)
     transform: Optional[str] = None
     reproduces: str = ""
+    over_preset: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def translate_transform(self) -> Optional[str]:
@@ -65,8 +68,19 @@ SYSTEMS: Dict[str, System] = _systems(
            ALIGNED_R, "Chen et al. 2020 Eq. 9 as written (ours, for the Sim metric)"),
     System("encoder_free", {"encoder_type": "xl_encoder_free", "xl_encoder_free_pe": "absolute"}, None,
            "Tang et al. 2019; Ding et al. 2020 Tab. 4 (absolute PE)"),
+    System("encoder_free_none", {"encoder_type": "xl_encoder_free", "xl_encoder_free_pe": "none"}, None,
+           "Ding et al. 2020 Tab. 4 (BIG-noEnc-noPos: no source position information)"),
+    # relative PE without encoder self-attention: Shaw et al.'s Eq. 3-4 once over the embeddings (encoder_free.py)
+    System("encoder_free_relative", {"encoder_type": "xl_encoder_free", "xl_encoder_free_pe": "relative",
+                                     "xl_enc_max_relative_positions": 16}, None, "Ding et al. 2020 Tab. 4 (Relative PE)"),
     System("encoder_free_inxl", {"encoder_type": "xl_encoder_free", "xl_encoder_free_pe": "inxl", "xl_inxl_fusion": "block"}, XL,
            "Ding et al. 2020 Tab. 4 (InXL PE)"),
+    # OpenNMT-py's stock attentional LSTM (Luong et al. 2015): a bidirectional encoder, an input-feeding decoder;
+    # hidden size the preset's d_model (the paper: hidden 1024 beside BIG), 6 layers as the paper's, which puts its
+    # parameters near the Transformer's at the enja preset (tools/count_params.py --preset enja; reports/RESULTS.md)
+    System("lstm", {"encoder_type": "brnn", "decoder_type": "rnn", "rnn_type": "LSTM", "global_attention": "general",
+                    "position_encoding": False}, None, "Ding et al. 2020 Tab. 4 (LSTM, 6 layers)",
+           over_preset={"enc_layers": 6, "dec_layers": 6}),
     System("prereorder", {}, PREREORDER, "pre-reordering: the source itself reordered by the preorderer (a baseline of Ding et al. 2020)"),
 )
 
