@@ -144,10 +144,12 @@ def test_relative_attention_keeps_shaws_scale():
     assert (eole_own - want).abs().max() > 1e-3
 
 
-@pytest.mark.parametrize("pe", ["absolute", "inxl"])
-def test_encoder_free_same_weights_same_output(pe):
-    """``xl_encoder_free``: the source embeddings (+ PE) themselves; non-vacuous: ``none`` differs."""
-    options = dict(xl_encoder_free_pe=pe, xl_inxl_fusion="block")
+@pytest.mark.parametrize("pe,k", [("absolute", 16), ("inxl", 16), ("relative", 2), ("relative", 16)])
+def test_encoder_free_same_weights_same_output(pe, k):
+    """``xl_encoder_free``: the source embeddings (+ PE) themselves; for ``relative``, Shaw et al.'s Eq. 3-4 once over
+    them (clipping distance k; the table ``a`` loaded under its OpenNMT-py name). Non-vacuous: ``none`` differs; the
+    XL positions (``inxl``) and the relative table (``relative``) matter."""
+    options = dict(xl_encoder_free_pe=pe, xl_inxl_fusion="block", xl_enc_max_relative_positions=k)
     want, got, encoder, emb, _ = both("xl_encoder_free", options, options, REVERSED if pe == "inxl" else None)
     torch.testing.assert_close(got, want, rtol=0, atol=1e-5)
     bare, _ = eole_encoder("xl_encoder_free", xl_encoder_free_pe="none")
@@ -155,6 +157,11 @@ def test_encoder_free_same_weights_same_output(pe):
     if pe == "inxl":  # the XL positions matter
         monotone = torch.tensor([[0, 1, 2, 3, 4], [0, 1, 2, 0, 0]])
         assert (run_eole(encoder, emb, monotone) - want).abs().max() > 1e-3
+    if pe == "relative":  # the relative table a matters, and the padded keys are masked
+        assert encoder.relative.relative_positions_embeddings.weight.shape == (2 * k + 1, 16 // 4)
+        with torch.no_grad():
+            encoder.relative.relative_positions_embeddings.weight.zero_()
+        assert (run_eole(encoder, emb) - want).abs().max() > 1e-3
 
 
 def test_encoder_free_inxl_without_positions_says_how_to_fix_it():
@@ -202,7 +209,9 @@ def test_eoles_initialisation_keeps_our_starting_points():
     (ReorderingEmbeddingEncoderConfig, dict(position_encoding_type="Rotary"), "sinusoidal"),
     (ExplicitReorderingEncoderConfig, dict(xl_reordering_loss="cosine"), "'position', 'soft' or 'literal'"),
     (ExplicitReorderingEncoderConfig, dict(xl_exgre_window=0), "greater than 0"),
-    (EncoderFreeConfig, dict(xl_encoder_free_pe="learned"), "'none', 'absolute' or 'inxl'"),
+    (EncoderFreeConfig, dict(xl_encoder_free_pe="learned"), "'none', 'absolute', 'relative' or 'inxl'"),
+    (EncoderFreeConfig, dict(xl_encoder_free_pe="relative", xl_enc_max_relative_positions=0), "greater than 0"),
+    (EncoderFreeConfig, dict(xl_encoder_free_pe="relative", hidden_size=18, heads=4), "multiple"),
 ])
 def test_config_checks(config, options, message):
     with pytest.raises(ValueError, match=message):
@@ -517,3 +526,27 @@ def test_eole_train_and_predict_with_both_reordering_embeddings(tmp_path):
     eole("predict", "-model_path", tmp_path / "model", "-src", tmp_path / "test.src", "-output", tmp_path / "hyp.txt",
          "-beam_size", "2")
     assert len((tmp_path / "hyp.txt").read_text().splitlines()) == 6
+
+
+def test_eoles_lstm_encoder_is_opennmts_on_full_length_rows_only():
+    """System ``lstm`` runs Eole's own RNN encoder (``encoder_type: brnn``). On OpenNMT-py's weights it gives OpenNMT-py's
+    output for a row without padding; a padded row differs, because Eole 0.6.4's ``RNNEncoder`` does not pack the
+    batch (OpenNMT-py's ``pack_padded_sequence``): the backward direction starts on the padding, and the final state
+    the decoder starts from has read it (reports/EOLE.md). Fails, and should be revisited, once Eole packs."""
+    from eole.config.models import RnnEncoderConfig
+    from eole.encoders.rnn_encoder import RNNEncoder
+
+    onmt_model = build("brnn", decoder_type="rnn", rnn_type="LSTM", global_attention="general",
+                       position_encoding=False)
+    src, src_len = batch()
+    with torch.no_grad():
+        want, (h_want, _), _ = onmt_model.encoder(src, src_len)
+    encoder = RNNEncoder(RnnEncoderConfig(encoder_type="brnn", layers=2, hidden_size=16, src_word_vec_size=16)).eval()
+    encoder.rnn.load_state_dict({k[len("rnn."):]: v for k, v in onmt_model.encoder.state_dict().items()
+                                 if k.startswith("rnn.")}, strict=True)
+    with torch.no_grad():  # no PE and no √d: OpenNMT-py's position_encoding false, Eole's position_encoding_type null
+        got, (h_got, _) = encoder(onmt_model.encoder.embeddings(src))
+    assert src_len.tolist() == [5, 3]
+    torch.testing.assert_close(got[0], want[0], rtol=0, atol=1e-5)
+    torch.testing.assert_close(h_got[:, 0], h_want[:, 0], rtol=0, atol=1e-5)
+    assert (got[1, :3] - want[1, :3]).abs().max() > 1e-3 and (h_got[:, 1] - h_want[:, 1]).abs().max() > 1e-3

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from onmt_xl.experiments.eole_configs import EOLE_NOT_PORTED, EOLE_SYSTEMS, missing_systems, render
+from onmt_xl.experiments.eole_configs import (
+    EOLE_NOT_PORTED,
+    EOLE_SYSTEMS,
+    RNN_OPTIONS,
+    RNN_TYPES,
+    missing_systems,
+    render,
+)
 from onmt_xl.experiments.systems import SYSTEMS
 from tests.conftest import run_env
 
@@ -40,11 +47,18 @@ def test_each_eole_config_trains_the_opennmt_configs_model(system):
     encoder with the same options."""
     onmt, eole = _load(REPO / "yaml_configs" / f"{system}.yaml"), _load(EOLE_DIR / f"{system}.yaml")
     model, training = eole["model"], eole["training"]
+    rnn = onmt["encoder_type"] in RNN_TYPES
     for key in ("heads", "hidden_size", "transformer_ff"):
-        assert model[key] == onmt[key], key
+        if rnn and key != "hidden_size":  # Transformer sizes, which an RNN does not read, are left out
+            assert key not in model, key
+        else:
+            assert model[key] == onmt[key], key
     assert model["layers"] == onmt["enc_layers"] == onmt["dec_layers"]
     assert model["embeddings"]["word_vec_size"] == onmt["word_vec_size"]
-    assert model["embeddings"]["position_encoding_type"] == "SinusoidalInterleaved" and onmt["position_encoding"]
+    if rnn:  # no PE (and so no √d scaling in Eole), as OpenNMT-py's position_encoding: false
+        assert model["embeddings"]["position_encoding_type"] is None and not onmt["position_encoding"]
+    else:
+        assert model["embeddings"]["position_encoding_type"] == "SinusoidalInterleaved" and onmt["position_encoding"]
     for key in ("train_steps", "valid_steps", "save_checkpoint_steps", "batch_size", "batch_type", "optim",
                 "learning_rate", "warmup_steps", "decay_method", "adam_beta2", "label_smoothing", "dropout",
                 "attention_dropout", "max_grad_norm", "bucket_size", "valid_batch_size"):
@@ -59,8 +73,12 @@ def test_each_eole_config_trains_the_opennmt_configs_model(system):
         assert model["architecture"] == "custom"
         encoder = dict(model["encoder"])
         assert encoder.pop("encoder_type") == onmt["encoder_type"]
-        assert encoder == {k: v for k, v in onmt.items() if k.startswith("xl_") and k not in ("xl_source", "xl_preorderer")}
-        assert model["decoder"] == {"decoder_type": onmt["decoder_type"]}
+        rnn_options = {part: {k: onmt[k] for k, parts in RNN_OPTIONS.items() if k in onmt and part in parts}
+                       for part in ("encoder", "decoder")}
+        assert encoder == {**{k: v for k, v in onmt.items() if k.startswith("xl_") and k not in ("xl_source",
+                                                                                                 "xl_preorderer")},
+                           **rnn_options["encoder"]}
+        assert model["decoder"] == {"decoder_type": onmt["decoder_type"], **rnn_options["decoder"]}
     transform = {t for d in onmt["data"].values() for t in d["transforms"]}
     assert set(eole.get("transforms_configs", {})) == transform
     for name in transform:
@@ -82,9 +100,17 @@ for path in sys.argv[1:]:
     except Exception as err:  # reported per file
         out[path] = {"error": str(err)[:500]}
         continue
+    pe = c.model.embeddings.position_encoding_type
     out[path] = {"model": type(c.model).__name__, "encoder": type(c.model.encoder).__name__,
                  "encoder_type": c.model.encoder.encoder_type, "decoder_type": c.model.decoder.decoder_type,
-                 "xl_heads": getattr(c.model.encoder, "xl_heads", None), "norm_eps": c.model.decoder.norm_eps,
+                 "xl_heads": getattr(c.model.encoder, "xl_heads", None),
+                 "norm_eps": getattr(c.model.decoder, "norm_eps", None),
+                 "pe": getattr(pe, "value", pe),
+                 "layers": [c.model.encoder.layers, c.model.decoder.layers],
+                 "hidden_size": [c.model.encoder.hidden_size, c.model.decoder.hidden_size],
+                 "rnn": {k: getattr(c.model.decoder, k, None) for k in (
+                     "rnn_type", "global_attention", "bidirectional_encoder")} | {
+                     "encoder_rnn_type": getattr(c.model.encoder, "rnn_type", None), "input_feed": c.model.input_feed},
                  "transforms": {k: v.transforms for k, v in c.data.items()}}
 print(json.dumps(out))
 """
@@ -110,7 +136,15 @@ def test_eole_validates_each_config(tmp_path):
         got, onmt = out[str(EOLE_DIR / f"{system}.yaml")], _load(REPO / "yaml_configs" / f"{system}.yaml")
         assert "error" not in got, (system, got)
         assert got["encoder_type"] == onmt["encoder_type"] and got["decoder_type"] == onmt["decoder_type"]
-        assert got["norm_eps"] == 1e-6
+        assert got["layers"] == [onmt["enc_layers"], onmt["dec_layers"]]
+        assert got["hidden_size"] == [onmt["hidden_size"]] * 2
+        if onmt["encoder_type"] in RNN_TYPES:  # Eole's RNNs: OpenNMT-py's bidirectional encoder, input feeding, no PE
+            assert got["norm_eps"] is None and got["pe"] is None
+            assert got["rnn"] == {"rnn_type": onmt["rnn_type"], "global_attention": onmt["global_attention"],
+                                  "bidirectional_encoder": onmt["encoder_type"] == "brnn",
+                                  "encoder_rnn_type": onmt["rnn_type"], "input_feed": 1}
+        else:
+            assert got["norm_eps"] == 1e-6 and got["pe"] == "SinusoidalInterleaved"
         stock = onmt["encoder_type"] == "transformer" and onmt["decoder_type"] == "transformer"
         assert got["model"] == ("TransformerModelConfig" if stock else "CustomModelConfig")
         assert (got["encoder"] == "TransformerEncoderConfig") == (onmt["encoder_type"] == "transformer")

@@ -100,9 +100,15 @@ class EncoderFreeConfig(EncoderConfig):
     encoder_type: Literal["xl_encoder_free"] = Field(default="xl_encoder_free")
     position_encoding_type: PositionEncodingType | None = Field(
         default=PositionEncodingType.SinusoidalInterleaved, description="Kind of the sinusoid PE_abs (Eq. 1).")
-    xl_encoder_free_pe: Literal["none", "absolute", "inxl"] = Field(
+    xl_encoder_free_pe: Literal["none", "absolute", "relative", "inxl"] = Field(
         default="absolute", description="xl_encoder_free: position information added to the source embeddings: "
-        "none, absolute PE, or InXL PE (Eq. 7-8; needs the xl_position transform).")
+        "none, absolute PE, relative PE (Shaw et al. 2018 Eq. 3-4 once over the embeddings, no projections, clipping "
+        "distance xl_enc_max_relative_positions; see onmt_xl/encoders/encoder_free.py), or InXL PE (Eq. 7-8; needs "
+        "the xl_position transform).")
+    heads: int = Field(default=8, gt=0, description="xl_encoder_free_pe relative: heads of the relative attention "
+                       "(the model's heads; one table of hidden_size / heads columns, shared by the heads).")
+    xl_enc_max_relative_positions: int = Field(
+        default=16, gt=0, description="xl_encoder_free_pe relative: clipping distance k (Shaw et al. 2018).")
     xl_inxl_fusion: Literal[INXL_FUSIONS] = Field(  # type: ignore[valid-type]
         default="block", description="InXL (Eq. 7) parameterisation of U and V (xl_encoder_free_pe: inxl).")
     xl_inxl_init: Literal[INXL_STARTS] = Field(  # type: ignore[valid-type]
@@ -110,9 +116,12 @@ class EncoderFreeConfig(EncoderConfig):
 
     @model_validator(mode="after")
     def _validate_pe(self):
-        if self.xl_encoder_free_pe != "none" and pe_name(self.position_encoding_type) not in SINUSOIDS:
+        if self.xl_encoder_free_pe in ("absolute", "inxl") and pe_name(self.position_encoding_type) not in SINUSOIDS:
             raise ValueError(f"xl_encoder_free_pe {self.xl_encoder_free_pe} needs a sinusoidal position_encoding_type, "
                              f"got {pe_name(self.position_encoding_type)}")
+        if self.xl_encoder_free_pe == "relative" and self.hidden_size % self.heads:
+            raise ValueError(f"xl_encoder_free_pe relative splits hidden_size {self.hidden_size} into heads "
+                             f"{self.heads}: make it a multiple")
         return self
 
 

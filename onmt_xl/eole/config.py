@@ -43,9 +43,19 @@ class XLTransformerEncoderConfig(TransformerEncoderConfig):
                              "(encoder_layer_style: standard, ffn_layernorm: false)")
         if self.heads_kv not in (None, self.heads):
             raise ValueError(f"encoder_type {self.encoder_type} needs heads_kv == heads (HeadXL splits Q, K and V alike)")
+        self._check_xl_heads()
+        return self
+
+    def _check_xl_heads(self) -> None:
         if self.xl_heads is not None and not 0 <= self.xl_heads <= self.heads:
             raise ValueError(f"xl_heads must be in [0, heads={self.heads}], got {self.xl_heads}")
-        return self
+
+    def update(self, **kwargs):
+        """Eole's ``update`` (no validation): the model-level ``heads`` reaches the encoder config through it after
+        this config was validated, so τ ≤ heads is checked again here."""
+        super().update(**kwargs)
+        if "heads" in kwargs or "xl_heads" in kwargs:
+            self._check_xl_heads()
 
     @property
     def resolved_xl_heads(self) -> int:

@@ -73,7 +73,14 @@ def _warn(what: str, err: Exception) -> None:
 
 
 def install() -> None:
-    """Apply the seams of the Eole modules already imported; hook the others."""
+    """Apply the seams of the Eole modules already imported; hook the others; short messages for mistakes with our
+    components (:mod:`onmt_xl.eole.messages`)."""
+    try:
+        from onmt_xl.eole.messages import install as install_messages
+
+        install_messages()
+    except Exception as err:  # never break Eole
+        _warn("install the Eole adapter's error messages", err)
     if any(name.startswith("eole.") for name in list(sys.modules)):
         from onmt_xl.eole.seams import AFTER
 

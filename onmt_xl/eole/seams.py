@@ -28,6 +28,7 @@ nothing for a config that names none of our components: stock encoders, transfor
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import typing
 from typing import Union
@@ -64,9 +65,14 @@ def _lookup_src_emb_types():
 def transforms() -> None:
     from eole.transforms import AVAILABLE_TRANSFORMS, register_transform
 
-    from onmt_xl.eole.transforms import TRANSFORM_CLASSES
+    from onmt_xl.eole import registry
 
-    for name, cls in TRANSFORM_CLASSES.items():
+    registry.listen(transforms)
+    # our transforms module announces its classes when defined; if it is the one importing eole.transforms right now
+    # (partly initialised), its announcement calls this again, still before eole.config.data reads the registry
+    import onmt_xl.eole.transforms  # noqa: F401
+
+    for name, cls in registry.TRANSFORMS.items():
         if name not in AVAILABLE_TRANSFORMS:
             register_transform(name)(cls)
 
@@ -90,6 +96,7 @@ def config_models() -> None:
         pass
 
     changed = False
+    guarded = _guard_transformer_architecture(models)
     for cls in (models.BaseModelConfig, *_subclasses(models.BaseModelConfig)):
         rebuild = False
         for name, ours in (("encoder", tuple(registry.CONFIGS)), ("decoder", tuple(registry.DECODER_CONFIGS))):
@@ -101,7 +108,7 @@ def config_models() -> None:
                 continue
             field.annotation = Union[(*members, *(c for c in ours if c not in members))] | None
             rebuild = True
-        if rebuild:
+        if rebuild or (guarded and issubclass(cls, models.TransformerModelConfig)):
             cls.model_rebuild(force=True)
             changed = True
     if getattr(models.build_model_config, "_onmt_xl", False):
@@ -119,6 +126,35 @@ def config_models() -> None:
     models.build_model_config = _guarded_build(models)
 
 
+def _refuse_ours_under_transformer(data) -> None:
+    """The ValueError for an encoder or decoder of ours in a model config of ``architecture: transformer``."""
+    for part, ours in (("encoder", _xl_encoder_types), ("decoder", _xl_decoder_types)):
+        kind = _section(data, part).get(f"{part}_type")
+        if kind in ours() and data.get("architecture", "transformer") == "transformer":
+            raise ValueError(f"{part}_type {kind}: set the model's architecture to 'custom' (Eole's 'transformer' "
+                             f"architecture resets every {part}_type to 'transformer')")
+
+
+def _guard_transformer_architecture(models) -> bool:
+    """Make ``TransformerModelConfig``'s before-validator, which overwrites ``encoder_type``/``decoder_type`` with
+    ``transformer``, refuse ours first (the path of ``eole train``'s ``TrainConfig``, which validates the model field
+    itself, not through ``build_model_config``); True if it was changed now (the class needs a rebuild)."""
+    validators = models.TransformerModelConfig.__pydantic_decorators__.model_validators
+    decorator = validators.get("encoder_decoder_type")
+    if decorator is None or getattr(decorator.func, "_onmt_xl", False):
+        return False
+    stock = decorator.func
+
+    def encoder_decoder_type(data):
+        if isinstance(data, dict):
+            _refuse_ours_under_transformer(data)
+        return stock(data)
+
+    encoder_decoder_type._onmt_xl = True
+    validators["encoder_decoder_type"] = dataclasses.replace(decorator, func=encoder_decoder_type)
+    return True
+
+
 def _guarded_build(models):
     """Eole's ``build_model_config`` (a ``TypeAdapter`` of the model-config union, rebuilt when our configs join it)
     that refuses an encoder or decoder of ours under ``architecture: transformer``."""
@@ -130,11 +166,7 @@ def _guarded_build(models):
         stock["build"] = TypeAdapter(models.ModelConfig).validate_python
 
     def build_model_config(data, *args, **kwargs):
-        for part, ours in (("encoder", _xl_encoder_types), ("decoder", _xl_decoder_types)):
-            kind = _section(data, part).get(f"{part}_type")
-            if kind in ours() and data.get("architecture", "transformer") == "transformer":
-                raise ValueError(f"{part}_type {kind}: set the model's architecture to 'custom' (Eole's 'transformer' "
-                                 f"architecture resets every {part}_type to 'transformer')")
+        _refuse_ours_under_transformer(data)
         return stock["build"](data, *args, **kwargs)
 
     rebuild()

@@ -26,6 +26,8 @@ from typing import Literal, Optional
 from eole.transforms.transform import Transform, TransformConfig
 from pydantic import Field
 
+from onmt_xl.eole import registry
+from onmt_xl.errors import XLUsageError
 from onmt_xl.position_source import DEFAULT_SEED, XL_POS_KEY, XLPositionSource  # noqa: F401  (XL_POS_KEY public)
 
 
@@ -75,8 +77,8 @@ class _XLSourceTransform(XLPositionSource, Transform):
         self.rng = random.Random(DEFAULT_SEED)
         super().warm_up(vocabs)
         if self.source == "preorderer" and not self.preorderer_path:
-            raise ValueError(f"{self.xl_name} needs {self._option('xl_preorderer')} (a file from "
-                             "`onmt-xl preorder-train`)")
+            raise XLUsageError(None, None, f"{self.xl_name} needs {self._option('xl_preorderer')} (a file from "
+                                           "`onmt-xl preorder-train`)")
         self._load_source()
 
     @staticmethod
@@ -113,3 +115,4 @@ class XLPreReorderTransform(_XLSourceTransform):
 
 
 TRANSFORM_CLASSES = {"xl_position": XLPositionTransform, "xl_prereorder": XLPreReorderTransform}
+registry.add(transforms=TRANSFORM_CLASSES)

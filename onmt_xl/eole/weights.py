@@ -28,8 +28,9 @@ LAYER_NAMES = {
     # xl_relative (Shaw et al. 2018): the table of a^K = a^V, one per layer
     "self_attn.relative_positions_embeddings.weight": "self_attn.relative_positions_embeddings.weight",
 }
-#: encoder-level parameters kept under the same name (final layer norm, InXL's U and V)
-SAME = ("layer_norm.weight", "layer_norm.bias", "inxl.U", "inxl.V")
+#: encoder-level parameters kept under the same name (final layer norm, InXL's U and V, the encoder-free relative
+#: PE's table ``a``)
+SAME = ("layer_norm.weight", "layer_norm.bias", "inxl.U", "inxl.V", "relative.relative_positions_embeddings.weight")
 #: encoder-level modules of the baselines, kept under the same names: DiSAN's fusion gates, the positional
 #: penalties of reordering embeddings, ExGRE's position predictors and ReFSR's fusion gate
 SAME_MODULES = re.compile(r"(gates|penalties|predictors)\.\d+\.[\w.]+|gate\.[\w.]+")

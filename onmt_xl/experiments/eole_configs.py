@@ -9,7 +9,9 @@ OpenNMT-py demo's (``WORKDIR/data``, ``WORKDIR/preorderer.xlp``). ``tests/test_e
 files are what this module renders and, where Eole is installed, that Eole's config machinery accepts them.
 
 Only the systems the Eole adapter has ported are written (:data:`EOLE_SYSTEMS`): add a system there once its
-components are in ``onmt_xl/eole/``.
+components are in ``onmt_xl/eole/``. An RNN system (``lstm``) becomes Eole's own RNN encoder and decoder
+(``architecture: custom``: Eole's ``architecture: rnn`` rewrites every ``encoder_type`` to ``rnn``, so a ``brnn``
+would silently lose its backward direction).
 """
 
 from __future__ import annotations
@@ -26,15 +28,17 @@ from onmt_xl.experiments.systems import system as system_named
 #: The systems the Eole adapter supports (``onmt_xl/eole/``), in ``SYSTEMS`` order.
 EOLE_SYSTEMS: Tuple[str, ...] = (
     "baseline", "relative_pe", "inxl", "headxl", "combination", "disan", "disan_nogate", "enc_re", "dec_re", "both_re",
-    "additional_pe", "exgre", "refsr", "exgre_literal", "encoder_free", "encoder_free_none", "encoder_free_inxl",
-    "prereorder")
+    "additional_pe", "exgre", "refsr", "exgre_literal", "encoder_free", "encoder_free_none", "encoder_free_relative",
+    "encoder_free_inxl", "lstm", "prereorder")
 
 #: Systems whose encoder and decoder types Eole registers but which it cannot build as configured, and why
 #: (``tests/test_eole_configs.py`` otherwise asks every such system into :data:`EOLE_SYSTEMS`).
-EOLE_NOT_PORTED: Dict[str, str] = {
-    "encoder_free_relative": "xl_encoder_free_pe relative is in the OpenNMT-py adapter only (onmt_xl/encoders/encoder_free.py)",
-    "lstm": "an RNN model: eole_config translates Transformer configurations only",
-}
+EOLE_NOT_PORTED: Dict[str, str] = {}
+
+#: OpenNMT-py's RNN encoder types, which Eole 0.6.4 has under the same names (``eole/encoders/rnn_encoder.py``; decoder
+#: ``rnn``, ``eole/decoders/rnn_decoder.py``), and the RNN options: where each goes in ``model``
+RNN_TYPES = ("rnn", "brnn")
+RNN_OPTIONS: Dict[str, Tuple[str, ...]] = {"rnn_type": ("encoder", "decoder"), "global_attention": ("decoder",)}
 
 #: Options of OpenNMT-py's flat config and where they go in Eole's nested one (``None``: handled apart below).
 PLACES: Dict[str, Optional[Tuple[str, ...]]] = {
@@ -47,7 +51,7 @@ PLACES: Dict[str, Optional[Tuple[str, ...]]] = {
         "warmup_steps", "max_grad_norm", "label_smoothing", "dropout", "attention_dropout", "gpu_ranks", "world_size")},
     **{k: None for k in ("save_data", "src_vocab", "tgt_vocab", "data", "save_model", "encoder_type", "decoder_type",
                          "position_encoding", "enc_layers", "dec_layers", "param_init", "param_init_glorot",
-                         "xl_source", "xl_preorderer")},
+                         "xl_source", "xl_preorderer", *RNN_OPTIONS)},
 }
 
 
@@ -99,22 +103,37 @@ def eole_config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Di
     elif spec.transform is not None:
         raise ValueError(f"system {system}: transform {spec.transform} has no Eole translation")
     stock = onmt["encoder_type"] == "transformer" and onmt["decoder_type"] == "transformer"
+    rnn = onmt["encoder_type"] in RNN_TYPES
+    if rnn != (onmt["decoder_type"] == "rnn"):
+        raise ValueError(f"system {system}: an RNN encoder with a non-RNN decoder (or the reverse) has no Eole "
+                         "translation")
     model: Dict[str, Any] = {"architecture": "transformer" if stock else "custom"}
     if onmt["enc_layers"] != onmt["dec_layers"]:
         raise ValueError(f"system {system}: Eole's model-level 'layers' needs enc_layers == dec_layers")
     model["layers"] = onmt["enc_layers"]
-    model["norm_eps"] = ONMT_NORM_EPS
-    if not onmt["position_encoding"]:
-        raise ValueError(f"system {system}: a Transformer without position encoding has no Eole translation here")
-    model["embeddings"] = {"position_encoding_type": "SinusoidalInterleaved"}  # OpenNMT-py's sinusoid (PE_abs, Eq. 1)
+    if rnn:  # no PE and no √d (Eole scales inside its PositionalEncoding), no layer norm
+        if onmt["position_encoding"]:
+            raise ValueError(f"system {system}: an RNN with position encoding has no Eole translation here")
+        model["embeddings"] = {"position_encoding_type": None}
+    else:
+        model["norm_eps"] = ONMT_NORM_EPS
+        if not onmt["position_encoding"]:
+            raise ValueError(f"system {system}: a Transformer without position encoding has no Eole translation here")
+        model["embeddings"] = {"position_encoding_type": "SinusoidalInterleaved"}  # OpenNMT-py's sinusoid (Eq. 1)
     cfg["model"] = model
     cfg["training"] = {"model_path": paths["model_path"]}
     for key, value in onmt.items():
-        if PLACES.get(key):
+        if PLACES.get(key) and not (rnn and key in ("heads", "transformer_ff")):  # Transformer sizes: unused by an RNN
             _put(cfg, PLACES[key], key, value)
     if not stock:
         model["encoder"] = {"encoder_type": onmt["encoder_type"], **{k: v for k, v in onmt.items() if is_encoder_option(k)}}
         model["decoder"] = {"decoder_type": onmt["decoder_type"]}
+    for key, parts in RNN_OPTIONS.items():
+        if key in onmt:
+            if not rnn:
+                raise ValueError(f"system {system}: {key} is an RNN option, but the model is a Transformer")
+            for part in parts:
+                model[part][key] = onmt[key]
     if onmt["param_init_glorot"]:
         cfg["training"]["param_init_method"] = "xavier_uniform"  # weights only; biases 0, as OpenNMT-py's glorot
     else:
