@@ -35,11 +35,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peer_suite import counts, make_env  # noqa: E402  (the same environments and tallies)
+from peer_suite import counts, make_env, print_differences, print_fail_both  # noqa: E402  (the same environments, tallies and verdict)
 from peer_suite import outcomes as junit_outcomes  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -162,27 +161,8 @@ def main(argv=None) -> int:
     print(f"  stock   (ONMT_XL_DISABLE=1): {counts(stock)} in {t_stock:.1f} s   [pytest: {last_stock}]")
     print(f"  onmt_xl (hook on)          : {counts(xl)} in {t_xl:.1f} s   [pytest: {last_xl}]")
 
-    bad = ("failed", "error")
-    both = sorted(t for t in stock if stock[t][0] in bad and xl.get(t, ("",))[0] in bad)
-    if both:
-        print(f"\nFail both ways ({len(both)}):")
-        by_reason = defaultdict(list)
-        for t in both:
-            by_reason[why(stock[t][1])].append(t)
-        for reason, names in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
-            print(f"  {len(names)} x {reason}")
-            for t in names:
-                print(f"      {t}")
-
-    differ = sorted(t for t in set(stock) | set(xl) if stock.get(t, ("absent",))[0] != xl.get(t, ("absent",))[0])
-    if not differ:
-        print(f"\nSame outcome for all {len(stock)} tests with and without onmt_xl.")
-        return 0
-    print(f"\nOutcome differs ({len(differ)}):")
-    for t in differ:
-        (o_s, m_s), (o_x, m_x) = stock.get(t, ("absent", "")), xl.get(t, ("absent", ""))
-        print(f"  {t}\n      stock: {o_s}{': ' + m_s if m_s else ''}\n      onmt_xl: {o_x}{': ' + m_x if m_x else ''}")
-    return 1
+    print_fail_both(stock, xl, why)
+    return print_differences(stock, xl)
 
 
 if __name__ == "__main__":

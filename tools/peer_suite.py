@@ -169,6 +169,34 @@ def why(message: str) -> str:
     return message
 
 
+def print_fail_both(stock: dict, xl: dict, why) -> None:
+    """The tests that fail (or error) both ways, grouped by ``why(message)``."""
+    bad = ("failed", "error")
+    both = sorted(t for t in stock if stock[t][0] in bad and xl.get(t, ("",))[0] in bad)
+    if both:
+        print(f"\nFail both ways ({len(both)}):")
+        by_reason = defaultdict(list)
+        for t in both:
+            by_reason[why(stock[t][1])].append(t)
+        for reason, tests in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
+            print(f"  {len(tests)} x {reason}")
+            for t in tests:
+                print(f"      {t}")
+
+
+def print_differences(stock: dict, xl: dict) -> int:
+    """Every test whose outcome differs with and without onmt_xl; 0 if none, else 1 (the exit status)."""
+    differ = sorted(t for t in set(stock) | set(xl) if stock.get(t, ("absent",))[0] != xl.get(t, ("absent",))[0])
+    if not differ:
+        print(f"\nSame outcome for all {len(stock)} tests with and without onmt_xl.")
+        return 0
+    print(f"\nOutcome differs ({len(differ)}):")
+    for t in differ:
+        (o_s, m_s), (o_x, m_x) = stock.get(t, ("absent", "")), xl.get(t, ("absent", ""))
+        print(f"  {t}\n      stock: {o_s}{': ' + m_s if m_s else ''}\n      onmt_xl: {o_x}{': ' + m_x if m_x else ''}")
+    return 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--peer", type=Path, default=DEFAULT_PEER,
@@ -206,31 +234,13 @@ def main(argv=None) -> int:
     print(f"  stock   (ONMT_XL_DISABLE=1): {counts(stock)} in {t_stock:.1f} s   [pytest: {last_stock}]")
     print(f"  onmt_xl (hook on)          : {counts(xl)} in {t_xl:.1f} s   [pytest: {last_xl}]")
 
-    bad = ("failed", "error")
-    both = sorted(t for t in stock if stock[t][0] in bad and xl.get(t, ("",))[0] in bad)
-    if both:
-        print(f"\nFail both ways ({len(both)}):")
-        by_reason = defaultdict(list)
-        for t in both:
-            by_reason[why(stock[t][1])].append(t)
-        for reason, tests in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
-            print(f"  {len(tests)} x {reason}")
-            for t in tests:
-                print(f"      {t}")
+    print_fail_both(stock, xl, why)
     missing = [f for f in FIXTURES if not (Path(onmt_dir) / "tests" / f).exists()
                and not (peer / "onmt" / "tests" / f).exists()]
     if missing:
         print(f"  fixtures absent from both the installed onmt/tests and the peer folder: {', '.join(missing)}")
 
-    differ = sorted(t for t in set(stock) | set(xl) if stock.get(t, ("absent",))[0] != xl.get(t, ("absent",))[0])
-    if not differ:
-        print(f"\nSame outcome for all {len(stock)} tests with and without onmt_xl.")
-        return 0
-    print(f"\nOutcome differs ({len(differ)}):")
-    for t in differ:
-        (o_s, m_s), (o_x, m_x) = stock.get(t, ("absent", "")), xl.get(t, ("absent", ""))
-        print(f"  {t}\n      stock: {o_s}{': ' + m_s if m_s else ''}\n      onmt_xl: {o_x}{': ' + m_x if m_x else ''}")
-    return 1
+    return print_differences(stock, xl)
 
 
 if __name__ == "__main__":

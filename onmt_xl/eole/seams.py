@@ -34,6 +34,7 @@ import typing
 from typing import Union
 
 from onmt_xl.encoders.common import feeding_xl_positions
+from onmt_xl.modules.starts import reset_starts  # noqa: F401  (public here too)
 
 XL_POS_KEY = "xl_pos"
 
@@ -247,20 +248,6 @@ def model() -> None:
 
     model_module.build_src_emb = build_src_emb
     model_module.BaseModel.init_weights = init_weights
-
-
-def reset_starts(model) -> int:
-    """After Eole's initialisation of a new model (``param_init_method``, which draws *every* parameter), put back
-    the starting points of our modules that have one (``reset_start()``: DiSAN's fusion gate at F = 0.95, InXL's
-    U, V of ``xl_inxl_init``), as the OpenNMT-py adapter's ``init`` seam does. A stock model has none. Returns how
-    many were reset."""
-    n = 0
-    for module in model.modules():
-        reset = getattr(module, "reset_start", None)
-        if callable(reset) and type(module).__module__.startswith("onmt_xl."):
-            reset()
-            n += 1
-    return n
 
 
 def tensorify_with_xl(stock, vocabs, minibatch, device, left_pad=False):

@@ -51,11 +51,11 @@ def build_model(system: str, preset: str = "demo", overrides: Optional[Dict[str,
 def initialise_as_onmt_train(model, opt) -> None:
     """The initialisation of ``onmt.model_builder.build_model`` for a new model (OpenNMT-py 3.5.1): uniform in
     ``±param_init``, or Glorot-uniform weight matrices and zero biases with ``param_init_glorot``; then, as the
-    ``init`` seam does, our modules' starting points (:func:`onmt_xl.seams.init.reset_starts`)."""
+    ``init`` seam does, our modules' starting points (:func:`onmt_xl.modules.starts.reset_starts`)."""
     import torch
     from torch.nn.init import uniform_, xavier_uniform_, zeros_
 
-    from onmt_xl.seams.init import reset_starts
+    from onmt_xl.modules.starts import reset_starts
 
     with torch.no_grad():
         if opt.param_init != 0.0:

@@ -15,22 +15,11 @@ from __future__ import annotations
 
 import sys
 
+from onmt_xl.modules.starts import reset_starts  # noqa: F401  (public here too)
 from onmt_xl.seams.base import wrapper
 
 LOST = ("with -param_init != 0, OpenNMT's initialisation overwrites the starting points of DiSAN's fusion gate and "
         "InXL's U, V (-xl_inxl_init)")
-
-
-def reset_starts(model) -> int:
-    """Call ``reset_start()`` on every module of ``model`` (a ``torch.nn.Module``) that is one of ours
-    (defined in ``onmt_xl``) and has one, in ``model.modules()`` order. Returns how many were reset."""
-    n = 0
-    for module in model.modules():
-        reset = getattr(module, "reset_start", None)
-        if callable(reset) and type(module).__module__.startswith("onmt_xl."):
-            reset()
-            n += 1
-    return n
 
 
 def build_new_or_loaded(stock_build, model_opt, opt, vocabs, checkpoint, device_id):
