@@ -165,7 +165,7 @@ def test_encoder_free_same_weights_same_output(pe, k):
 
 
 def test_encoder_free_inxl_without_positions_says_how_to_fix_it():
-    from onmt_xl.encoders.common import MissingXLPositionsError
+    from onmt_xl.channel import MissingXLPositionsError
 
     encoder, emb = eole_encoder("xl_encoder_free", xl_encoder_free_pe="inxl")
     with pytest.raises(MissingXLPositionsError, match="xl_position"):

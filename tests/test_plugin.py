@@ -373,7 +373,7 @@ def test_fed_positions_must_match_the_source_and_are_not_left_behind():
     with common.feeding_xl_positions(torch.tensor([[0, 1]])):
         with pytest.raises(ValueError, match=r"XL positions of shape \(1, 2\) for a source batch of shape \(1, 3\)"):
             model.encoder(src, src_len)
-    assert getattr(common._fed, "pos_xl", None) is None
+    assert common.fed_xl_positions() is None
 
     from onmt.trainer import build_trainer
     from onmt.utils.optimizers import Optimizer
@@ -384,4 +384,4 @@ def test_fed_positions_must_match_the_source_and_are_not_left_behind():
     broken["tgt"] = None  # the stock loop fails on this batch, with its positions fed
     with pytest.raises(AttributeError):
         trainer._gradient_accumulation([broken], 1, Statistics(), Statistics())
-    assert getattr(common._fed, "pos_xl", None) is None
+    assert common.fed_xl_positions() is None

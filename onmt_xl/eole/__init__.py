@@ -1,8 +1,8 @@
 """The Eole adapter of onmt_xl (issue 38): our transform and encoders for Eole 0.6.x, OpenNMT-py's successor.
 
 It sits beside the OpenNMT-py adapter (``onmt_xl.seams``, ``onmt_xl.encoders``, ``onmt_xl.transforms``,
-``onmt_xl.decoders``) and imports none of it but the framework-free helpers of :mod:`onmt_xl.encoders.common`
-(see ``reports/EOLE.md``, "what must move"); neither adapter imports the other (``pyproject.toml``,
+``onmt_xl.decoders``) and imports none of it; both read the batch's positions through the portable
+:mod:`onmt_xl.channel`; neither adapter imports the other (``pyproject.toml``,
 ``[tool.importlinter]``). The shared portable core is :mod:`onmt_xl.positions`, :mod:`onmt_xl.modules`,
 :mod:`onmt_xl.reorder`, :mod:`onmt_xl.align` and :mod:`onmt_xl.segmentation`.
 

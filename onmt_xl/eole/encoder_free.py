@@ -6,7 +6,7 @@ straight to the decoder (Tang et al. 2019; Ding et al. 2020, Tab. 4). The OpenNM
 Contract with the model: ``emb`` is the raw look-up (the model's ``src_emb`` is an
 :class:`~onmt_xl.eole.encoders.XLSourceEmbeddings`); this encoder adds ``√d``, the PE and the dropout. With
 ``xl_encoder_free_pe: inxl`` it reads ``pos_XL`` ``(batch, src_len)`` as the XL encoders do (keyword ``xl_pos`` or
-the channel of :func:`~onmt_xl.encoders.common.feeding_xl_positions`).
+the channel of :func:`~onmt_xl.channel.feeding_xl_positions`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import torch.nn as nn
 from eole.encoders.encoder import EncoderBase
 from eole.modules.relative_position_bias import gen_relative_positions, relative_matmul
 
-from onmt_xl.encoders.common import MissingXLPositionsError, fed_xl_positions
+from onmt_xl.channel import MissingXLPositionsError, fed_xl_positions
 from onmt_xl.eole.baseline_config import pe_name
 from onmt_xl.modules.inxl import InXLPositionFusion
 from onmt_xl.positions import absolute_pe, sinusoid

@@ -14,7 +14,7 @@ Contract with the model (kept by :mod:`onmt_xl.eole.seams`, ``reports/EOLE.md``)
   buffers, so its checkpoints keep stock names), and the encoder adds ``√d``, the positions and the dropout.
 * ``pad_mask``: Eole's ``(batch, 1, src_len)``, True on padding.
 * ``pos_xl``: ``(batch, src_len)`` long, as the keyword ``xl_pos`` or, when the model's stock forward calls us,
-  fed by :func:`onmt_xl.encoders.common.feeding_xl_positions` around the call (the same channel as in OpenNMT-py).
+  fed by :func:`onmt_xl.channel.feeding_xl_positions` around the call (the same channel as in OpenNMT-py).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from eole.encoders.transformer import TransformerEncoder
 from eole.modules.embeddings import Embeddings
 
 from onmt_xl.eole import registry
-from onmt_xl.encoders.common import MissingXLPositionsError, fed_xl_positions
+from onmt_xl.channel import MissingXLPositionsError, fed_xl_positions
 from onmt_xl.eole.config import XL_ENCODERS, XLTransformerEncoderConfig  # noqa: F401  (public here too)
 from onmt_xl.modules.headxl import HeadSplitLinear
 from onmt_xl.modules.inxl import InXLPositionFusion

@@ -5,7 +5,7 @@ its documented deviation from Eq. 9) is ``onmt_xl/encoders/explicit_reordering.p
 Contract with the model: ``emb`` is the stock ``src_emb`` output (``X·√d + PE_abs``, dropout), ``pad_mask``
 ``(batch, 1, src_len)`` True on padding (right padding: ``J`` of Eq. 5 is each row's count of non-padding tokens).
 The reordered positions ``r_j`` ``(batch, src_len)``, where the batch has them (``xl_position`` with alignments, in
-training), come as the keyword ``xl_pos`` or through :func:`~onmt_xl.encoders.common.feeding_xl_positions`; then the
+training), come as the keyword ``xl_pos`` or through :func:`~onmt_xl.channel.feeding_xl_positions`; then the
 encoder keeps ``λ · Σ_j ℓ_j`` in ``reordering_loss`` and ``(Σ_j Sim, words)`` in ``similarity`` (Eq. 9, 12).
 """
 
@@ -17,7 +17,7 @@ import torch
 import torch.nn as nn
 from eole.encoders.transformer import TransformerEncoder
 
-from onmt_xl.encoders.common import fed_xl_positions
+from onmt_xl.channel import fed_xl_positions
 from onmt_xl.eole.baseline_config import pe_name
 from onmt_xl.modules.explicit_reordering import (
     ReorderedPositionPredictor,

@@ -22,7 +22,7 @@ nothing for a config that names none of our components: stock encoders, transfor
 * :func:`batching` (after ``eole.inputters.dynamic_iterator``): ``tensorify`` has fixed keys; ours adds
   ``batch["xl_pos"]`` ``(batch, src_len)`` when the examples carry positions.
 * :func:`trainer`, :func:`translator`: the model's stock forward calls ``encoder(emb, pad_mask=...)`` only, so the
-  batch's positions are fed around the calls that encode a batch (:func:`onmt_xl.encoders.common.feeding_xl_positions`);
+  batch's positions are fed around the calls that encode a batch (:func:`onmt_xl.channel.feeding_xl_positions`);
   in training, the encoder's auxiliary loss (ExGRE/ReFSR) joins the loss (:func:`add_encoder_loss`).
 """
 
@@ -33,7 +33,7 @@ import functools
 import typing
 from typing import Union
 
-from onmt_xl.encoders.common import feeding_xl_positions
+from onmt_xl.channel import feeding_xl_positions
 from onmt_xl.modules.starts import reset_starts  # noqa: F401  (public here too)
 
 XL_POS_KEY = "xl_pos"
