@@ -34,11 +34,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peer_suite import counts, make_env, print_differences, print_fail_both  # noqa: E402  (the same environments, tallies and verdict)
+from peer_suite import counts, make_env, print_differences, print_fail_both, run_pytest  # noqa: E402  (the same environments, tallies and verdict)
 from peer_suite import outcomes as junit_outcomes  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -97,21 +96,7 @@ def run_suite(tests: Path, data: Path, env: dict, timeout: float, keep: Path | N
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--import-mode=append",
                "--continue-on-collection-errors", f"--junitxml={junit}",
                *(f"--ignore={tests / name}" for name in NOT_TESTS), str(tests)]
-        start = time.monotonic()
-        try:
-            proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            die(f"the {label} run took over {timeout:.0f} s; stopped")
-        secs = time.monotonic() - start
-        if not junit.is_file():
-            sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
-            die(f"pytest wrote no report in the {label} run (exit {proc.returncode})")
-        if keep:
-            keep.mkdir(parents=True, exist_ok=True)
-            shutil.copy(junit, keep / f"junit_{label}.xml")
-            (keep / f"pytest_{label}.txt").write_text(proc.stdout + proc.stderr)
-        last = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.strip()), "")
-        return outcomes(junit), secs, last.strip("= ")
+        return run_pytest(cmd, work, env, junit, timeout, keep, label, die, read=outcomes)
 
 
 def why(message: str) -> str:

@@ -113,6 +113,28 @@ def outcomes(junit: Path) -> dict[str, tuple[str, str]]:
     return result
 
 
+def run_pytest(cmd: list, cwd: Path, env: dict, junit: Path, timeout: float, keep: Path | None, label: str, die,
+               read=None):
+    """Run ``cmd`` (a pytest command writing ``junit``) in ``cwd``; (outcomes per test as ``read(junit)`` gives them,
+    :func:`outcomes` by default; seconds; pytest's last line). ``die(message)`` ends the tool where the run times out
+    or writes no report; ``keep`` gets the report and the output, named after ``label``."""
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        die(f"the {label} run took over {timeout:.0f} s; stopped")
+    secs = time.monotonic() - start
+    if not junit.is_file():
+        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
+        die(f"pytest wrote no report in the {label} run (exit {proc.returncode})")
+    if keep:
+        keep.mkdir(parents=True, exist_ok=True)
+        shutil.copy(junit, keep / f"junit_{label}.xml")
+        (keep / f"pytest_{label}.txt").write_text(proc.stdout + proc.stderr)
+    last = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.strip()), "")
+    return (read or outcomes)(junit), secs, last.strip("= ")
+
+
 def run_suite(peer: Path, env: dict, installed_tests: Path | None, timeout: float, keep: Path | None, label: str):
     """One run on a fresh copy: (outcomes, seconds, test files, pytest's last line). ``installed_tests``: the
     installed onmt's ``tests/``, or None to run the copy's."""
@@ -134,21 +156,8 @@ def run_suite(peer: Path, env: dict, installed_tests: Path | None, timeout: floa
             cmd[4:4] = ["--import-mode=append"]  # not prepend: site-packages first would shadow PYTHONPATH
         else:
             cmd[4:4] = ["--import-mode=importlib", f"--rootdir={copy}"]
-        start = time.monotonic()
-        try:
-            proc = subprocess.run(cmd, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            die(f"the {label} run took over {timeout:.0f} s; stopped")
-        secs = time.monotonic() - start
-        if not junit.is_file():
-            sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
-            die(f"pytest wrote no report in the {label} run (exit {proc.returncode})")
-        if keep:
-            keep.mkdir(parents=True, exist_ok=True)
-            shutil.copy(junit, keep / f"junit_{label}.xml")
-            (keep / f"pytest_{label}.txt").write_text(proc.stdout + proc.stderr)
-        last = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.strip()), "")
-        return outcomes(junit), secs, target, last.strip("= ")
+        res, secs, last = run_pytest(cmd, copy, env, junit, timeout, keep, label, die)
+        return res, secs, target, last
 
 
 def counts(res: dict) -> str:

@@ -14,6 +14,7 @@ import torch
 import torch.nn as nn
 from eole.encoders.transformer import TransformerEncoder
 
+from onmt_xl.eole.output import encoder_output
 from onmt_xl.modules.disan import FusionGate, directional_masks
 
 
@@ -52,8 +53,4 @@ class DiSANEncoder(TransformerEncoder):
                 x = x + layer.mlp(layer.post_attention_layernorm(x))
             if hidden_states is not None:
                 hidden_states.append(x)
-        output = self.layer_norm(x) if self.layer_norm is not None else x
-        if hidden_states is not None:
-            hidden_states[-1] = output
-            return output, None, hidden_states
-        return output, None
+        return encoder_output(self, x, hidden_states)

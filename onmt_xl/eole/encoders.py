@@ -27,9 +27,10 @@ import torch.nn as nn
 from eole.encoders.transformer import TransformerEncoder
 from eole.modules.embeddings import Embeddings
 
-from onmt_xl.eole import registry
 from onmt_xl.channel import MissingXLPositionsError, fed_xl_positions
+from onmt_xl.eole import registry
 from onmt_xl.eole.config import XL_ENCODERS, XLTransformerEncoderConfig  # noqa: F401  (public here too)
+from onmt_xl.eole.output import encoder_output
 from onmt_xl.modules.headxl import HeadSplitLinear
 from onmt_xl.modules.inxl import InXLPositionFusion
 from onmt_xl.positions import absolute_pe, sinusoid
@@ -140,12 +141,7 @@ class XLTransformerEncoder(TransformerEncoder):
             out = layer(out, attn_mask, position_embeddings=None)
             if hidden_states is not None:
                 hidden_states.append(out)
-        output = self.layer_norm(out) if self.layer_norm is not None else out
-        if hidden_states is not None:
-            if hidden_states:
-                hidden_states[-1] = output
-            return output, None, hidden_states
-        return output, None
+        return encoder_output(self, out, hidden_states)
 
     def update_dropout(self, dropout: float, attention_dropout: float) -> None:
         super().update_dropout(dropout, attention_dropout)

@@ -16,6 +16,7 @@ import torch.nn as nn
 from eole.encoders.transformer import TransformerEncoder
 
 from onmt_xl.eole.baseline_config import pe_name
+from onmt_xl.eole.output import encoder_output
 from onmt_xl.modules.reordering_embedding import PositionalPenalty
 from onmt_xl.positions import absolute_pe
 
@@ -45,8 +46,4 @@ class ReorderingEmbeddingEncoder(TransformerEncoder):
             x = h_tilde + layer.mlp(layer.post_attention_layernorm(h_tilde + re))  # Eq. 8-9
             if hidden_states is not None:
                 hidden_states.append(x)
-        output = self.layer_norm(x) if self.layer_norm is not None else x
-        if hidden_states is not None:
-            hidden_states[-1] = output
-            return output, None, hidden_states
-        return output, None
+        return encoder_output(self, x, hidden_states)
