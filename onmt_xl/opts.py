@@ -1,4 +1,5 @@
-"""Our OpenNMT options declared as data: one :class:`Option` per flag, added to a parser group by :func:`add_all`.
+"""Our OpenNMT options, added to a parser group by :func:`add_all` from the framework-free tables of
+:mod:`onmt_xl.options_table` (one :class:`~onmt_xl.options_table.Option` per flag, shared with the Eole adapter).
 
 Every option is added by :func:`add`, which spells it as OpenNMT spells its own (``--NAME``, ``-NAME``) and marks
 the action with its legacy option strings (:data:`LEGACY_ATTR`, from :data:`onmt_xl.names.LEGACY_OPTIONS`), which
@@ -7,24 +8,13 @@ the action with its legacy option strings (:data:`LEGACY_ATTR`, from :data:`onmt
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Sequence
 
 from onmt_xl.names import legacy_option
+from onmt_xl.options_table import Option  # noqa: F401  (public here too)
 
 #: set on an action of ours that has a legacy name: ``("--old", "-old")``
 LEGACY_ATTR = "_onmt_xl_legacy"
-
-
-@dataclass(frozen=True)
-class Option:
-    """``--NAME``/``-NAME`` of ``type`` with ``default`` (and ``choices``), as OpenNMT spells its own options."""
-
-    name: str
-    type: type
-    default: Any
-    help: str
-    choices: Optional[Sequence[str]] = None
 
 
 def add(group, name: str, **kwargs):
@@ -37,6 +27,6 @@ def add(group, name: str, **kwargs):
 
 
 def add_all(group, options: Sequence[Option]) -> None:
-    """Add ``options`` to a configargparse group of OpenNMT's parser."""
+    """Add ``options`` to a configargparse group of OpenNMT's parser, as OpenNMT spells its own options."""
     for o in options:
-        add(group, o.name, type=o.type, default=o.default, choices=o.choices, help=o.help)
+        add(group, o.name, type=o.type, default=o.default, choices=o.choices, help=o.help_for("onmt"))

@@ -11,20 +11,15 @@ from onmt.encoders import register_encoder
 from onmt.encoders.transformer import TransformerEncoder
 
 from onmt_xl.encoders.common import padding_mask
-from onmt_xl.opts import add
+from onmt_xl import options_table
+from onmt_xl.opts import add_all
 from onmt_xl.modules.disan import FusionGate, directional_masks
 
 ENCODERS = ("xl_disan",)
-DISAN_FUSIONS = ("gate", "none")
 
 
 def add_options(group) -> None:
-    add(
-        group, "xl_disan_fusion", type=str, default="gate", choices=DISAN_FUSIONS,
-        help="xl_disan: 'gate' = DiSAN's fusion gate mixes the directional heads' output with the layer's normalised "
-        "input inside the residual block, x + Dropout(F*s + (1-F)*LN(x)), F starting at 0.95; 'none' = x + "
-        "Dropout(s), a stock layer with directional heads.",
-    )
+    add_all(group, options_table.DISAN)
 
 
 def validate(opt) -> None:

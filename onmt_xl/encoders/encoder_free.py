@@ -30,29 +30,22 @@ from onmt.encoders.encoder import EncoderBase
 from onmt.modules.multi_headed_attn import gen_relative_positions, relative_matmul
 
 from onmt_xl.encoders.common import embed_words, split_xl
-from onmt_xl.encoders.options import require_xl_position
+from onmt_xl.encoders.options import check_bounds, require_xl_position
 from onmt_xl.modules.inxl import InXLPositionFusion
-from onmt_xl.opts import add
+from onmt_xl import options_table
+from onmt_xl.opts import add_all
 from onmt_xl.positions import absolute_pe, sinusoid
 
 ENCODERS = ("xl_encoder_free",)
-ENCODER_FREE_PES = ("none", "absolute", "relative", "inxl")
 
 
 def add_options(group) -> None:
-    add(
-        group, "xl_encoder_free_pe", type=str, default="absolute", choices=ENCODER_FREE_PES,
-        help="xl_encoder_free (Tang et al. 2019): position information added to the source embeddings: none, "
-        "absolute PE, relative PE (Shaw et al. 2018 Eq. 3-4 once over the embeddings, no projections, clipping "
-        "distance -xl_enc_max_relative_positions; see onmt_xl/encoders/encoder_free.py), or InXL PE (Eq. 7-8; needs "
-        "the xl_position transform).",
-    )
+    add_all(group, options_table.ENCODER_FREE)
 
 
 def validate(opt) -> None:
     if getattr(opt, "xl_encoder_free_pe", None) == "relative":
-        if opt.xl_enc_max_relative_positions <= 0:
-            raise ValueError(f"-xl_enc_max_relative_positions must be > 0, got {opt.xl_enc_max_relative_positions}")
+        check_bounds(opt, "xl_enc_max_relative_positions")
         if opt.hidden_size % opt.heads:
             raise ValueError(f"-xl_encoder_free_pe relative splits hidden_size {opt.hidden_size} into heads {opt.heads}: "
                              "make it a multiple")

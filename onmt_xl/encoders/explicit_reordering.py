@@ -11,11 +11,11 @@ import torch.nn as nn
 from onmt.encoders import register_encoder
 from onmt.encoders.transformer import TransformerEncoder
 
-from onmt_xl.opts import Option, add_all
+from onmt_xl import options_table
+from onmt_xl.opts import add_all
 from onmt_xl.encoders.common import padding_mask, split_xl
-from onmt_xl.encoders.options import require_xl_position
+from onmt_xl.encoders.options import check_bounds, require_xl_position
 from onmt_xl.modules.explicit_reordering import (
-    REORDERING_LOSSES,
     ReorderedPositionPredictor,
     ReorderingFusionGate,
     gaussian_window_pe,
@@ -28,17 +28,7 @@ from onmt_xl.positions import absolute_pe
 ENCODERS = ("xl_exgre", "xl_refsr")
 
 
-OPTIONS = (
-    Option("xl_reordering_loss_weight", float, 0.6,
-        "xl_exgre/xl_refsr: weight λ of the reordering loss (Chen et al. 2020, Eq. 9; see -xl_reordering_loss)."),
-    Option("xl_reordering_loss", str, "position",
-        "xl_exgre/xl_refsr: what the reordering loss compares with r_j. 'position' = ((b_j - r_j) / (J - 1))^2; 'soft' = "
-        "Eq. 9's cosine on a soft selection of the PEs of all positions with Eq. 6's Gaussian weights; 'literal' = "
-        "Eq. 9 on Eq. 6's windowed PE, which with the paper's D = 0.5 gives the predicted positions no gradient.",
-        choices=REORDERING_LOSSES),
-    Option("xl_exgre_window", float, 0.5,
-        "xl_exgre/xl_refsr: half-width D of the Gaussian window around the predicted position (Eq. 6, σ = D/2)."),
-)
+OPTIONS = options_table.EXPLICIT_REORDERING
 
 
 def add_options(group) -> None:
@@ -46,10 +36,7 @@ def add_options(group) -> None:
 
 
 def validate(opt) -> None:
-    if opt.xl_reordering_loss_weight < 0:
-        raise ValueError(f"-xl_reordering_loss_weight must be >= 0, got {opt.xl_reordering_loss_weight}")
-    if opt.xl_exgre_window <= 0:
-        raise ValueError(f"-xl_exgre_window must be > 0, got {opt.xl_exgre_window}")
+    check_bounds(opt, "xl_reordering_loss_weight", "xl_exgre_window")
     require_xl_position(opt, (
         f"-encoder_type {opt.encoder_type} learns from reordered positions r_j, but training corpus '{{name}}' does "
         "not list the xl_position transform (with -xl_source align for alignment-derived r_j)"

@@ -1,12 +1,15 @@
 """Model options of onmt_xl's encoders (added to ``onmt_train -h`` by :mod:`onmt_xl.seams.options`).
 
-Each encoder family declares its own options and checks beside its code, as module-level ``ENCODERS``
-(its registered ``-encoder_type`` names), ``add_options(group)`` and ``validate(opt)``; this module
+Each encoder family adds its options (its table in :mod:`onmt_xl.options_table`, shared with the Eole adapter) and
+keeps its checks beside its code, as module-level ``ENCODERS`` (its registered ``-encoder_type`` names),
+``add_options(group)`` and ``validate(opt)``; this module
 creates the shared option group, runs the checks common to all our encoders and loops over the families
 (:data:`onmt_xl.encoders.families.FAMILIES`). It imports no family, so families may import it.
 """
 
 from __future__ import annotations
+
+from onmt_xl.options_table import option
 
 GROUP_TITLE = "Model-Encoder-XL"
 GROUP_HELP = (
@@ -59,6 +62,14 @@ def require_xl_position(opt, message: str, skip=()) -> None:
     for name, corpus in (corpora(opt) or {}).items():
         if name not in skip and "xl_position" not in corpus["transforms"]:
             raise ValueError(message.format(name=name))
+
+
+def check_bounds(opt, *names: str) -> None:
+    """Raise ``ValueError`` for the first option of ``names`` whose value in ``opt`` is out of its table's bounds."""
+    for name in names:
+        error = option(name).bound_error(getattr(opt, name))
+        if error:
+            raise ValueError(error)
 
 
 def validate_shared(opt, enc: str) -> None:

@@ -22,11 +22,12 @@ import torch
 from onmt.encoders import register_encoder
 from onmt.encoders.transformer import TransformerEncoder, TransformerEncoderLayer
 
-from onmt_xl.opts import Option, add_all
+from onmt_xl import options_table
+from onmt_xl.opts import add_all
 from onmt_xl.encoders.common import embed_words, padding_mask, split_xl
-from onmt_xl.encoders.options import default_xl_heads, require_xl_position
+from onmt_xl.encoders.options import check_bounds, default_xl_heads, require_xl_position
 from onmt_xl.modules.headxl import make_headxl_attention
-from onmt_xl.modules.inxl import INXL_FUSIONS, INXL_STARTS, InXLPositionFusion
+from onmt_xl.modules.inxl import InXLPositionFusion
 from onmt_xl.positions import absolute_pe, sinusoid
 
 #: encoder_type -> (uses InXL fusion, uses HeadXL split, reads XL positions)
@@ -39,25 +40,7 @@ RELATIVE_ENCODER = "xl_relative"
 ENCODERS = tuple(XL_ENCODERS) + (RELATIVE_ENCODER,)
 
 
-OPTIONS = (
-    Option("xl_heads", int, None,
-        "HeadXL (Eq. 9-11): number τ of first-layer self-attention heads that read X+PE_XL; the "
-        "other heads-τ read X+PE_abs. 0 <= τ <= heads; 0 is the stock encoder, heads puts XL on all heads; "
-        "unset (None): half the heads, heads // 2."),
-    Option("xl_inxl_fusion", str, "block",
-        "InXL (Eq. 7) parameterisation of U and V: 'block' = one 2x2 matrix per sinusoid "
-        "frequency (4*d_model parameters), 'diagonal' = element-wise (2*d_model), 'full' = d_model x "
-        "d_model matrices (2*d_model^2).",
-        choices=INXL_FUSIONS),
-    Option("xl_inxl_init", str, "identity",
-        "InXL (Eq. 7) starting point of U and V: 'identity' = (I, I), tanh(PE_abs + PE_XL), whose "
-        "frequencies partly cancel wherever pos_XL differs from the position; 'absolute' = (I, 0), so PE_IN-XL "
-        "starts as tanh(PE_abs), the stock encoder's order information without the XL positions.",
-        choices=INXL_STARTS),
-    Option("xl_enc_max_relative_positions", int, 16,
-        "xl_relative: clipping distance k of encoder-only relative position representations "
-        "(Shaw et al. 2018). The decoder keeps its absolute position encoding."),
-)
+OPTIONS = options_table.XL_TRANSFORMER
 
 
 def add_options(group) -> None:
@@ -81,8 +64,8 @@ def validate(opt) -> None:
             opt.xl_heads = resolve_xl_heads(opt)
             if not 0 <= opt.xl_heads <= opt.heads:
                 raise ValueError(f"-xl_heads must be in [0, heads={opt.heads}], got {opt.xl_heads}")
-    if enc == RELATIVE_ENCODER and opt.xl_enc_max_relative_positions <= 0:
-        raise ValueError(f"-xl_enc_max_relative_positions must be > 0, got {opt.xl_enc_max_relative_positions}")
+    if enc == RELATIVE_ENCODER:
+        check_bounds(opt, "xl_enc_max_relative_positions")
 
 
 def headxl_layer_forward(

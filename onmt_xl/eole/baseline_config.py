@@ -1,9 +1,9 @@
 """Eole configs of the baseline encoders and of the reordering-embedding decoder (Ding et al. 2020, Tab. 1-2 and 4),
 the classes :mod:`onmt_xl.eole.seams` adds to Eole's closed encoder and decoder unions (``BaseModelConfig.encoder``,
-keyed on ``encoder_type``; ``BaseModelConfig.decoder``, keyed on ``decoder_type``). Option names, defaults and checks
-are those of the OpenNMT-py adapter (``onmt_xl/encoders/``, ``onmt_xl/decoders/``).
-Imports only Eole's config models, pydantic and framework-free constants, so the seam can run while
-``eole.config`` is still being imported."""
+keyed on ``encoder_type``; ``BaseModelConfig.decoder``, keyed on ``decoder_type``). Our options come from the tables
+the OpenNMT-py adapter declares too (:mod:`onmt_xl.options_table`); the other checks are those of ``onmt_xl/encoders/``
+and ``onmt_xl/decoders/``. Imports only Eole's config models, pydantic and framework-free tables, so the seam can run
+while ``eole.config`` is still being imported."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ from eole.constants import PositionEncodingType
 from pydantic import Field, model_validator
 
 from onmt_xl.eole import registry
-from onmt_xl.modules.explicit_reordering import REORDERING_LOSSES
-from onmt_xl.modules.inxl import INXL_FUSIONS, INXL_STARTS
+from onmt_xl.eole.fields import annotation, field
 
 SINUSOIDS = ("SinusoidalInterleaved", "SinusoidalConcat")
 
@@ -53,18 +52,14 @@ class RelativeEncoderConfig(TransformerEncoderConfig):
     encoder; the decoder keeps the embeddings' absolute PE."""
 
     encoder_type: Literal["xl_relative"] = Field(default="xl_relative")
-    xl_enc_max_relative_positions: int = Field(
-        default=16, gt=0, description="xl_relative: clipping distance k of encoder-only relative position "
-        "representations (Shaw et al. 2018). The decoder keeps its absolute position encoding.")
+    xl_enc_max_relative_positions: annotation("xl_enc_max_relative_positions") = field("xl_enc_max_relative_positions")
 
 
 class DiSANEncoderConfig(PreNormEncoderConfig):
     """``xl_disan``: directional self-attention with DiSAN's fusion gate (Shen et al. 2018)."""
 
     encoder_type: Literal["xl_disan"] = Field(default="xl_disan")
-    xl_disan_fusion: Literal["gate", "none"] = Field(
-        default="gate", description="xl_disan: 'gate' = x + Dropout(F*s + (1-F)*LN(x)), F starting at 0.95; "
-        "'none' = x + Dropout(s), a stock layer with directional heads.")
+    xl_disan_fusion: annotation("xl_disan_fusion") = field("xl_disan_fusion")
 
     @model_validator(mode="after")
     def _validate_heads(self):
@@ -84,13 +79,9 @@ class ExplicitReorderingEncoderConfig(SinusoidEncoderConfig):
     """``xl_exgre`` / ``xl_refsr`` (Chen et al. 2020, Eq. 5-11)."""
 
     encoder_type: Literal["xl_exgre", "xl_refsr"] = Field(default="xl_exgre")
-    xl_reordering_loss_weight: float = Field(
-        default=0.6, ge=0, description="xl_exgre/xl_refsr: weight λ of the reordering loss (Chen et al. 2020, Eq. 9).")
-    xl_reordering_loss: Literal[REORDERING_LOSSES] = Field(  # type: ignore[valid-type]
-        default="position", description="xl_exgre/xl_refsr: what the reordering loss compares with r_j: position, "
-        "soft or literal (Eq. 9 as written).")
-    xl_exgre_window: float = Field(
-        default=0.5, gt=0, description="xl_exgre/xl_refsr: half-width D of the Gaussian window (Eq. 6, σ = D/2).")
+    xl_reordering_loss_weight: annotation("xl_reordering_loss_weight") = field("xl_reordering_loss_weight")
+    xl_reordering_loss: annotation("xl_reordering_loss") = field("xl_reordering_loss")
+    xl_exgre_window: annotation("xl_exgre_window") = field("xl_exgre_window")
 
 
 class EncoderFreeConfig(EncoderConfig):
@@ -100,19 +91,12 @@ class EncoderFreeConfig(EncoderConfig):
     encoder_type: Literal["xl_encoder_free"] = Field(default="xl_encoder_free")
     position_encoding_type: PositionEncodingType | None = Field(
         default=PositionEncodingType.SinusoidalInterleaved, description="Kind of the sinusoid PE_abs (Eq. 1).")
-    xl_encoder_free_pe: Literal["none", "absolute", "relative", "inxl"] = Field(
-        default="absolute", description="xl_encoder_free: position information added to the source embeddings: "
-        "none, absolute PE, relative PE (Shaw et al. 2018 Eq. 3-4 once over the embeddings, no projections, clipping "
-        "distance xl_enc_max_relative_positions; see onmt_xl/encoders/encoder_free.py), or InXL PE (Eq. 7-8; needs "
-        "the xl_position transform).")
+    xl_encoder_free_pe: annotation("xl_encoder_free_pe") = field("xl_encoder_free_pe")
     heads: int = Field(default=8, gt=0, description="xl_encoder_free_pe relative: heads of the relative attention "
                        "(the model's heads; one table of hidden_size / heads columns, shared by the heads).")
-    xl_enc_max_relative_positions: int = Field(
-        default=16, gt=0, description="xl_encoder_free_pe relative: clipping distance k (Shaw et al. 2018).")
-    xl_inxl_fusion: Literal[INXL_FUSIONS] = Field(  # type: ignore[valid-type]
-        default="block", description="InXL (Eq. 7) parameterisation of U and V (xl_encoder_free_pe: inxl).")
-    xl_inxl_init: Literal[INXL_STARTS] = Field(  # type: ignore[valid-type]
-        default="identity", description="InXL (Eq. 7) starting point of (U, V) (xl_encoder_free_pe: inxl).")
+    xl_enc_max_relative_positions: annotation("xl_enc_max_relative_positions") = field("xl_enc_max_relative_positions")
+    xl_inxl_fusion: annotation("xl_inxl_fusion") = field("xl_inxl_fusion")
+    xl_inxl_init: annotation("xl_inxl_init") = field("xl_inxl_init")
 
     @model_validator(mode="after")
     def _validate_pe(self):

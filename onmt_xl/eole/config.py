@@ -4,13 +4,13 @@ can run while ``eole.config`` is still being imported."""
 
 from __future__ import annotations
 
-from typing import Dict, Literal, Optional, Tuple
+from typing import Dict, Literal, Tuple
 
 from eole.config.models import TransformerEncoderConfig
 from pydantic import Field, model_validator
 
 from onmt_xl.eole import registry
-from onmt_xl.modules.inxl import INXL_FUSIONS, INXL_STARTS
+from onmt_xl.eole.fields import annotation, field
 
 #: encoder_type -> (uses InXL fusion, uses HeadXL split); same table as the OpenNMT-py adapter's ``XL_ENCODERS``
 XL_ENCODERS: Dict[str, Tuple[bool, bool]] = {
@@ -24,14 +24,9 @@ class XLTransformerEncoderConfig(TransformerEncoderConfig):
     """Eole encoder config of the XL encoders: a Transformer encoder config plus our three options."""
 
     encoder_type: Literal["xl_inxl", "xl_headxl", "xl_combination"] = Field(default="xl_combination")
-    xl_heads: Optional[int] = Field(
-        default=None,
-        description="HeadXL (Eq. 9-11): first-layer heads that read X+PE_XL (0 <= xl_heads <= heads); None: heads // 2.",
-    )
-    xl_inxl_fusion: Literal[INXL_FUSIONS] = Field(  # type: ignore[valid-type]
-        default="block", description="InXL (Eq. 7) parameterisation of U and V: block, diagonal or full.")
-    xl_inxl_init: Literal[INXL_STARTS] = Field(  # type: ignore[valid-type]
-        default="identity", description="InXL (Eq. 7) starting point of (U, V): identity (I, I) or absolute (I, 0).")
+    xl_heads: annotation("xl_heads") = field("xl_heads")
+    xl_inxl_fusion: annotation("xl_inxl_fusion") = field("xl_inxl_fusion")
+    xl_inxl_init: annotation("xl_inxl_init") = field("xl_inxl_init")
 
     @model_validator(mode="after")
     def _validate_xl(self):

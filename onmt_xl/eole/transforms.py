@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import os
 import random
-from typing import Literal, Optional
 
 from eole.transforms.transform import Transform, TransformConfig
-from pydantic import Field
 
 from onmt_xl.eole import registry
+from onmt_xl.eole.fields import annotation, field
 from onmt_xl.errors import XLUsageError
 from onmt_xl.position_source import DEFAULT_SEED, XL_POS_KEY, XLPositionSource  # noqa: F401  (XL_POS_KEY public)
 
@@ -34,26 +33,15 @@ from onmt_xl.position_source import DEFAULT_SEED, XL_POS_KEY, XLPositionSource  
 class XLPreReorderConfig(TransformConfig):
     """Options of ``xl_prereorder``; ``xl_position`` has these and ``xl_noise``."""
 
-    xl_source: Literal["preorderer", "align"] = Field(
-        default="preorderer",
-        description="Where pos_XL comes from: 'preorderer' (a trained BTG preorderer, xl_preorderer; works at "
-                    "inference) or 'align' (BTG oracle on the corpus' path_align alignments; training/analysis only).")
-    xl_preorderer: Optional[str] = Field(
-        default=None, description="Preorderer file written by `onmt-xl preorder-train` (a model artifact: copied "
-                                   "into the model directory).")
-    xl_align_path: Optional[str] = Field(
-        default=None, description="xl_source align without path_align (e.g. at prediction): Pharaoh alignments of "
-                                  "the corpus being transformed, one line per source line (test-side information: "
-                                  "an oracle upper bound, for analysis only).")
-    xl_cache_size: int = Field(default=1_000_000, ge=0,
-                               description="Cache the preorderer's positions for up to this many distinct source "
-                                           "sentences per process (0 disables).")
+    xl_source: annotation("xl_source") = field("xl_source")
+    xl_preorderer: annotation("xl_preorderer") = field(
+        "xl_preorderer", note="A model artifact: Eole copies it into the model directory.")
+    xl_align_path: annotation("xl_align_path") = field("xl_align_path")
+    xl_cache_size: annotation("xl_cache_size") = field("xl_cache_size")
 
 
 class XLPositionConfig(XLPreReorderConfig):
-    xl_noise: float = Field(default=0.0, ge=0.0, le=1.0,
-                            description="Training only: ratio in [0, 1] of each sentence's XL indices moved by "
-                                        "random pair swaps (noise attack, paper §4.5).")
+    xl_noise: annotation("xl_noise") = field("xl_noise")
 
 
 class _XLSourceTransform(XLPositionSource, Transform):

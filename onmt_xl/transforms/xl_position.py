@@ -39,7 +39,8 @@ from onmt.transforms import register_transform
 from onmt.transforms.transform import Transform
 
 from onmt_xl.errors import XLInputError, XLUsageError
-from onmt_xl.opts import Option, add_all
+from onmt_xl import options_table
+from onmt_xl.opts import add_all
 from onmt_xl.position_source import (  # noqa: F401  (swap_noise, XL_SOURCES: public here too)
     DEFAULT_SEED, XL_SOURCES, XLPositionSource, load_preorderer, swap_noise,
 )
@@ -104,24 +105,7 @@ def pipeline_segmentations(opts, name: str) -> List[Tuple[str, SegmentationSchem
     return out
 
 
-OPTIONS = (
-    Option("xl_source", str, "preorderer",
-        "Where pos_XL comes from: 'preorderer' (a trained BTG preorderer, -xl_preorderer; works "
-        "at inference) or 'align' (BTG oracle on the corpus' path_align alignments; training/analysis only).",
-        choices=XL_SOURCES),
-    Option("xl_preorderer", str, None,
-        "Preorderer file written by `onmt-xl preorder-train` (needed with -xl_source preorderer)."),
-    Option("xl_align_path", str, None,
-        "-xl_source align without path_align (e.g. in onmt_translate): Pharaoh alignments of the "
-        "corpus being transformed, one line per source line. At translation time this uses test-side "
-        "information: an oracle upper bound, for analysis only."),
-    Option("xl_cache_size", int, 1_000_000,
-        "Cache the preorderer's positions for up to this many distinct source sentences per process "
-        "(0 disables)."),
-    Option("xl_noise", float, 0.0,
-        "Training only: ratio in [0, 1] of each sentence's XL indices moved by random pair swaps "
-        "(noise attack, paper §4.5)."),
-)
+OPTIONS = options_table.XL_POSITION
 
 
 @register_transform(name="xl_position")
@@ -143,10 +127,10 @@ class XLPositionTransform(XLPositionSource, Transform):
 
     @classmethod
     def _validate_options(cls, opts):
-        if getattr(opts, "xl_cache_size", 0) < 0:
-            raise XLUsageError(None, None, f"-xl_cache_size must be >= 0, got {opts.xl_cache_size}")
-        if not 0.0 <= opts.xl_noise <= 1.0:
-            raise XLUsageError(None, None, f"-xl_noise must be in [0, 1], got {opts.xl_noise}")
+        for name in ("xl_cache_size", "xl_noise"):
+            error = options_table.option(name).bound_error(getattr(opts, name, 0))
+            if error:
+                raise XLUsageError(None, None, error)
         if opts.xl_source == "preorderer":
             if not opts.xl_preorderer:
                 raise XLUsageError(None, None, "-xl_source preorderer needs -xl_preorderer PATH (a file from `onmt-xl preorder-train`)")
