@@ -12,6 +12,9 @@
             validation pairs, and the test pairs once; the curve jobs' checkpoints serve for their models
     status  where each main job stands (done, translating, trained part of the way, waiting) and the hours
             its remaining training takes at the measured speed; read beside the training, nothing scored
+    aer     Ding et al. 2020 Tab. 3 on the finished main jobs: each one's averaged model translates the gold
+            alignment set (``data/gold.*``) with ``onmt_translate -report_align -gold_align``, the reference as
+            ``-tgt`` (``jobs/NAME/hyp.gold_align``); its attention AER goes to the report
     report  mean ± sd per system, each comparison with the baseline with its interval and Holm-corrected
             p-value, and a verdict (:mod:`onmt_xl.experiments.evidence_report`), to ``--report``
 
@@ -174,6 +177,54 @@ def status_stage(args, runner, jobs: List[Job]) -> int:
     return 0
 
 
+def aer_skip_reason(runner, job: Job) -> Optional[str]:
+    """Why ``--stage aer`` leaves ``job`` alone (None: it translates its gold set, or has): not finished (no
+    ``done.json``: its directory is another process's), its variants not all translated yet (the main stage is at
+    it), or no model left to translate with (restored from an archive, or pruned)."""
+    jd = runner.path("jobs", job.name)
+    if not (jd / "done.json").exists():
+        return "not finished"
+    if runner.outputs_missing(job):
+        return f"finished, but {', '.join(runner.outputs_missing(job))} not translated yet"
+    if not runner.variant_output(job, "gold_align").exists() and not runner.has_final_model(job):
+        return f"no checkpoint ({runner.final_model_path(job).name} and its checkpoints are gone)"
+    return None
+
+
+def aer_stage(runner, jobs: List[Job]) -> int:
+    """``--stage aer``: each finished job of ``jobs`` with its model translates the gold set with the alignments of
+    its averaged model's cross-attention (:meth:`onmt_xl.experiments.jobs.JobStages.alignment_model`), one torch
+    thread, and says its AER, precision and recall; the others are listed as skipped. Resumable (a job with
+    ``hyp.gold_align`` is only scored); no lock on the work directory, so it runs beside the main stage, writing
+    into finished jobs only; with ``--archive`` each job's translation is kept there too."""
+    from onmt_xl.experiments.archive import save_job
+    from onmt_xl.experiments.scoring import attention_aer, gold_reference
+
+    gold = gold_reference(runner.workdir)
+    if gold is None or not runner.path("data", "gold.src").exists():
+        raise XLUsageError(str(runner.workdir), None, "holds no gold alignment set (data/gold.src, gold.align, "
+                           "gold.keep): --stage prepare stages it from --gold-text and --gold-align")
+    runner.threads = 1  # beside the training: one core per translation
+    for job in jobs:
+        reason = aer_skip_reason(runner, job)
+        if reason:
+            say(f"  {job.name}: skipped ({reason})")
+            continue
+        hyp = runner.variant_output(job, "gold_align")
+        seconds = None
+        if not hyp.exists():
+            start = time.perf_counter()
+            runner.translate(job, "gold_align")
+            seconds = time.perf_counter() - start
+        scores = attention_aer(read_lines(hyp), *gold)
+        say(f"  {job.name}: AER {100 * scores.aer:.2f} %, P {100 * scores.precision:.2f} %, R "
+            f"{100 * scores.recall:.2f} % ({scores.n_sentences} gold pairs; "
+            + (f"{seconds:.0f} s)" if seconds is not None else "translated before)"))
+        if runner.archive is not None:
+            save_job(runner.workdir, runner.archive, job.name, runner.corpus_dir())
+    return 0
+
+
 def started_first(runner, jobs: List[Job]) -> List[Job]:
     """``jobs`` with those trained part of the way (a checkpoint, no ``done.json``) moved to the front, in order:
     they resume before new ones start, so a lost work directory loses as little training as can be."""
@@ -277,13 +328,17 @@ def run_evidence(args) -> int:
                     parallel=args.parallel, tune_size=args.tune_size, archive=args.archive,
                     preorder_options=json.loads(args.preorder_options) if args.preorder_options else None,
                     test_from_train=args.test_from_train)
-    if args.stage in ("main", "status"):
+    if args.stage in ("main", "status", "aer"):
         if not args.steps:
             raise XLUsageError(None, None, f"--stage {args.stage} needs --steps (chosen from the learning curve on "
                                "the validation pairs)")
         runner.jobs = jobs = tier_jobs(args)
         if args.stage == "status":
             return status_stage(args, runner, jobs)
+        if args.stage == "aer":
+            if not runner.workdir.is_dir():
+                raise XLUsageError(str(runner.workdir), None, "no such work directory (see --workdir)")
+            return aer_stage(runner, jobs)
         runner.jobs = started_first(runner, jobs)
         runner.after_job = functools.partial(prune_checkpoints, runner)  # each job's disk freed as it finishes
         runner.run(sys.argv[1:])
@@ -429,17 +484,20 @@ def add_evidence(sub) -> None:
                         "lowest salted SHA-256; every other training pair with a test source removed); every stage "
                         "of the work directory must give the same N (default 0: none)")
     p.add_argument("--workdir", default="runs/evidence_jaen", help="where everything is written (resumable)")
-    p.add_argument("--stage", choices=("prepare", "curve", "curve-score", "main", "status", "report"), default="curve",
+    p.add_argument("--stage", choices=("prepare", "curve", "curve-score", "main", "status", "aer", "report"),
+                   default="curve",
                    help="prepare: only the splits, alignments, preorderer and vocabularies; curve: train the "
                         "learning-curve jobs; curve-score: score their kept checkpoints; main: every system and seed "
                         "at --steps, averaged, translated (validation and test); status: where each of main's "
-                        "jobs stands and the hours left, read beside the training (nothing trained or scored); report: the "
-                        "statistics and verdicts of the finished main runs")
+                        "jobs stands and the hours left, read beside the training (nothing trained or scored); aer: "
+                        "the attention AER of Ding et al. 2020 Tab. 3: each finished main job (with its checkpoints) "
+                        "translates the gold alignment set with -report_align -gold_align, one thread, beside the "
+                        "training; report: the statistics and verdicts of the finished main runs")
     p.add_argument("--seed", type=int, default=1, help="training seed of the learning-curve jobs (default 1)")
-    p.add_argument("--steps", type=int, help="--stage main: steps of every model (where the validation BLEU of "
-                   "the learning curve stops rising)")
+    p.add_argument("--steps", type=int, help="--stage main/status/aer: steps of every model (where the validation "
+                   "BLEU of the learning curve stops rising)")
     p.add_argument("--tier", type=tiers_option, default="a", metavar="{a,b,c,d,e,f,g,h}[,...]",
-                   help="--stage main/status (and report with --systems or --seeds): a = baseline, Relative PE, "
+                   help="--stage main/status/aer (and report with --systems or --seeds): a = baseline, Relative PE, "
                         "InXL, HeadXL, Combination, seeds 1-3; b = baseline and Combination, seeds 1-3 (run it on "
                         "the reversed corpus); c = encoder-free, DiSAN, REs, ExGRE, ReFSR, pre-reordering, seeds "
                         "1-2, and Combination and pre-reordering trained on oracle indices; d = the tau sweep of "
@@ -448,9 +506,9 @@ def add_evidence(sub) -> None:
                         "of Tab. 4: encoder-free with no, relative and InXL PE, and the LSTM, seeds 1-2. "
                         "Several tiers joined by commas (a,c,d) "
                         "run in one call, tier after tier, so no job slot idles at a tier's end")
-    p.add_argument("--systems", help="--stage main/report: comma-separated systems (default: the tier's; "
+    p.add_argument("--systems", help="--stage main/aer/report: comma-separated systems (default: the tier's; "
                                      "for the report, every finished system of tiers a-c and tier d's sweeps)")
-    p.add_argument("--seeds", help="--stage main/report: comma-separated seeds (default: the tier's; for the "
+    p.add_argument("--seeds", help="--stage main/aer/report: comma-separated seeds (default: the tier's; for the "
                                    "report, every tier's)")
     p.add_argument("--preorder-pairs", default="",
                    help="--stage main: also Combination with preorderers trained on the first N training pairs, for "
@@ -488,7 +546,8 @@ def add_evidence(sub) -> None:
     p.add_argument("--archive", help="directory (e.g. reports/evidence_jaen, small enough for git) that keeps the "
                    "alignment links, the finished jobs' results and the scored curve points, without checkpoints; a "
                    "fresh --workdir restores links and finished jobs from it first, so the same preorderer is "
-                   "retrained and finished jobs are not (onmt_xl.experiments.archive)")
+                   "retrained and finished jobs are not (onmt_xl.experiments.archive); --stage aer keeps each "
+                   "job's gold translation there too")
     p.add_argument("--preset", default="enja", choices=sorted(PRESETS), help="model size (default enja)")
     p.add_argument("--beam-size", type=int, default=5, help="beam size of the scoring translations (default 5)")
     p.add_argument("--time-budget", type=float, help="minutes: start no new training after this")

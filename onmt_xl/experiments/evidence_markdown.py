@@ -1,7 +1,7 @@
 """The convergence study's report as Markdown, rendered from :func:`onmt_xl.experiments.evidence_report.build_report`'s
 data: the main table, the learning curves, each family of comparisons, what a better preorderer buys, the
-oracle rows, the sweeps, the aligner's spread and what was left out. Rendering only: every number is computed
-there."""
+oracle rows, the sweeps, the aligner's spread, the attention AER (Ding et al. 2020 Tab. 3) and what was left out.
+Rendering only: every number is computed there."""
 
 from __future__ import annotations
 
@@ -207,6 +207,61 @@ def _reordering_section(report: Dict[str, Any]) -> List[str]:
                      "p (Holm)", "verdict"], rows)]
 
 
+#: Ding et al. 2020 Tab. 3 (En-De, their gold set): AER, P, R in %
+DING_TAB3 = (("Transformer BIG", 29.7, 69.9, 72.7), ("+ InXL", 27.5, 72.2, 74.1), ("+ HeadXL", 26.9, 75.4, 73.9),
+             ("+ Combination", 24.7, 75.0, 77.6))
+
+
+def _pct(cell: Optional[Dict[str, Any]]) -> str:
+    """A mean ± sd cell of fractions, in %."""
+    return _fmt({"mean": 100 * cell["mean"], "sd": None if cell["sd"] is None else 100 * cell["sd"]}) if cell else "–"
+
+
+def _aer_section(report: Dict[str, Any]) -> List[str]:
+    """Ding et al. 2020 Tab. 3 on the gold set: AER, P, R per system and chance, Δ AER against the baseline."""
+    aer = report.get("attention_aer")
+    if not aer:
+        return []
+    oov = aer.get("unknown_tokens") or {}
+    unknown = " and ".join(f"{100 * oov[side]:.1f} % of the {label} tokens" for side, label in (("src", "source"),
+                                                                                              ("tgt", "target"))
+                           if oov.get(side) is not None)
+    rows = [[system, _seeds(row["seeds"]), _pct(row["aer"]), _pct(row["precision"]), _pct(row["recall"])]
+            for system, row in aer["systems"].items()]
+    rows += [[f"*chance: {name}*", "–", *(f"{100 * c[k]:.2f}" for k in ("aer", "precision", "recall"))]
+             for name, c in aer.get("chance", {}).items()]
+    paper = ", ".join(f"{name} {a}" for name, a, _, _ in DING_TAB3)
+    lines = ["", "## Attention alignment (Ding et al. 2020 Tab. 3)", "",
+             "Alignments read from the decoder's cross-attention of the model each run translates with (the "
+             "average of its last checkpoints; penultimate layer, averaged over heads; `onmt_translate "
+             "-report_align -gold_align` with the reference as `-tgt`, "
+             "`onmt-xl evidence --stage aer`): each target word is linked to its most attended source word, scored "
+             f"against the {aer['sentences']} gold pairs of KFTT (Kyoto Wikipedia: another domain than the "
+             "training data" + (f"; {unknown} are outside the vocabularies" if unknown else "") + "). AER, "
+             "precision and recall (Och & Ney 2003) in %, mean ± sd over seeds; the chance rows are links with no "
+             "model, one per target word, to a uniformly random source word (seeded) or to the diagonal one. "
+             f"The paper's claim, lower AER with XL PE (Tab. 3, En-De, AER %): {paper}.", "",
+             *_table(["system", "seeds", "AER %", "P %", "R %"], rows)]
+    diagonal = (aer.get("chance") or {}).get("diagonal")
+    if diagonal:
+        worse = [system for system, row in aer["systems"].items() if row["aer"]["mean"] >= diagonal["aer"]]
+        if worse:
+            lines += ["", f"No better than the diagonal links (mean AER at or above their {100 * diagonal['aer']:.2f} "
+                      f"%, links that need no model): {', '.join(worse)}."]
+    comps = aer.get("comparisons") or {}
+    if comps:
+        boot = report["bootstrap"]
+        lines += ["", f"Against {report['baseline']} (Δ AER in percentage points, below 0: better alignments; paired "
+                  "bootstrap over the gold sentences with the seed runs resampled, AER recomputed from each sample's "
+                  f"summed link counts, {boot['samples']} samples, seed {boot['seed']}; "
+                  + (f"Holm over these {len(comps)} comparisons" if len(comps) > 1 else "one comparison")
+                  + f", a family of their own; α = {report['alpha']}):", "",
+                  *_table(["system", "Δ AER [95 % CI]", "p", "p (Holm)", "verdict"],
+                          [[s, f"{100 * c['delta']:+.2f} [{100 * c['low']:+.2f}, {100 * c['high']:+.2f}]",
+                            f"{c['p']:.3f}", f"{c['p_holm']:.3f}", c["verdict"]] for s, c in comps.items()])]
+    return lines
+
+
 def _spread_section(report: Dict[str, Any]) -> List[str]:
     spread = report.get("preorder_spread") or {}
     if not spread:
@@ -223,7 +278,7 @@ def markdown(report: Dict[str, Any]) -> str:
     what was left out."""
     lines = [*_systems_section(report), *_curve_section(report), *_comparisons_section(report),
              *_reordering_section(report), *_lever_section(report), *_oracle_section(report),
-             *_sweeps_section(report), *_spread_section(report)]
+             *_sweeps_section(report), *_spread_section(report), *_aer_section(report)]
     if report["left_out"]:
         lines += ["", "Left out (resumed with another data order): " + ", ".join(report["left_out"])]
     return "\n".join(lines) + "\n"

@@ -12,7 +12,8 @@ corrected p-value is below ``alpha``. A run whose training was resumed other tha
 What a better preorderer buys: Combination trained with preorderers of other quality, and translated with
 oracle indices, each against Combination with the study's preorderer (:func:`preorder_quality`). Where the gain
 would be, if anywhere: each XL variant against the baseline on the more and the less reordered half of the test
-pairs (:func:`by_reordering`).
+pairs (:func:`by_reordering`). Ding et al. 2020 Tab. 3: the attention AER on the gold alignment set of the runs
+``--stage aer`` translated it with, Δ AER against the baseline with its own bootstrap (:func:`attention_alignment`).
 
 The test split is read once per finished model here; every choice (steps, options) was made before, on the
 validation and tuning splits.
@@ -274,6 +275,58 @@ def oracle_rows(workdir: Path, systems: Sequence[str], seeds: Sequence[int], kep
     return rows
 
 
+def _aer_verdict(delta: float, p_holm: float, alpha: float) -> str:
+    if p_holm < alpha:
+        return "lower AER" if delta < 0 else "higher AER"
+    return "no evidence either way"
+
+
+def attention_alignment(workdir: Path, systems: Sequence[str], seeds: Sequence[int], baseline: str, n_samples: int,
+                        seed: int, alpha: float) -> Optional[Dict[str, Any]]:
+    """Ding et al. 2020 Tab. 3 on the gold set (``--stage aer``'s ``jobs/SYSTEM_sSEED/hyp.gold_align``): per system
+    AER, precision and recall (fractions) as mean ± sd over its seed runs; the chance rows and the share of unknown
+    tokens (:func:`onmt_xl.experiments.scoring.aer_references`); per system Δ AER against ``baseline`` with the
+    seed-pooled paired bootstrap over the gold sentences (:func:`onmt_xl.experiments.scoring.aer_bootstrap`, the
+    report's samples and seed), Holm over these comparisons as a family of their own. None without such a run.
+    Runs resumed other than exactly are left out, as everywhere in the report."""
+    from onmt_xl.experiments.scoring import aer_bootstrap, aer_counts, aer_from_counts, aer_references, gold_reference
+
+    gold = gold_reference(workdir)
+    if gold is None:
+        return None
+    counts: Dict[str, List[Tuple[int, Any]]] = {}
+    for system in systems:
+        for s in seeds:
+            jd = workdir / "jobs" / f"{system}_s{s}"
+            if not ((jd / "done.json").exists() and (jd / "hyp.gold_align").exists()):
+                continue
+            if json.loads((jd / "done.json").read_text(encoding="utf-8")).get("resumed_exactly", True) is False:
+                continue
+            counts.setdefault(system, []).append((s, aer_counts(read_lines(jd / "hyp.gold_align"), *gold)))
+    if not counts:
+        return None
+    table = {}
+    for system, runs in counts.items():
+        aer, precision, recall = (list(map(float, x)) for x in zip(*(aer_from_counts(c.sum(axis=0)) for _, c in runs)))
+        table[system] = {"aer": _mean_sd(aer), "precision": _mean_sd(precision), "recall": _mean_sd(recall),
+                         "seeds": [s for s, _ in runs]}
+    family: Dict[str, Dict[str, Any]] = {}
+    if baseline in counts:
+        for system, runs in counts.items():
+            if system == baseline:
+                continue
+            cmp = aer_bootstrap([c for _, c in runs], [c for _, c in counts[baseline]], n_samples, seed)
+            family[system] = {"delta": cmp.delta, "low": cmp.low, "high": cmp.high, "p": cmp.p_value,
+                              "system_runs": cmp.system_runs, "baseline_runs": cmp.baseline_runs}
+        for name, p_holm in stats.holm({k: c["p"] for k, c in family.items()}).items():
+            family[name].update(p_holm=p_holm, verdict=_aer_verdict(family[name]["delta"], p_holm, alpha))
+    refs = aer_references(workdir, ("gold_align",)).get("gold_align", {})
+    return {"systems": table, "comparisons": family,
+            "chance": {name: refs[name] for name in ("random", "diagonal") if name in refs},
+            "sentences": len(gold[0]), "unknown_tokens": {side: refs.get(f"{side}_oov") for side in ("src", "tgt")},
+            "src_words_per_sentence": refs.get("src_words_per_sentence")}
+
+
 def sweep_rows(workdir: Path, sweep: Sweep, refs: Dict[str, List[str]], n_samples: int, seed: int,
                alpha: float) -> Dict[str, Any]:
     """A sweep's finished points: validation and test BLEU, and Δ test BLEU against the default setting's run
@@ -349,6 +402,7 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
                                       alpha),
             "sweeps": [sweep_rows(workdir, sw, refs, n_samples, seed, alpha) for sw in sweeps],
             "by_reordering": by_reordering(workdir, kept, baseline, refs["test"], n_samples, seed, alpha),
+            "attention_aer": attention_alignment(workdir, systems, seeds, baseline, n_samples, seed, alpha),
             "families": [name for name, _ in families],
             "left_out": left_out, "test_sentences": len(refs["test"]), "novel_sentences": len(novel),
             "seen_source_sentences": len(seen_sources),

@@ -142,19 +142,33 @@ class JobStages:
     def model_path(self, job: Job) -> Path:
         return self.path("jobs", job.name, f"model_step_{self.steps(job)}.pt")
 
+    def final_model_path(self, job: Job) -> Path:
+        """Where :meth:`final_model` is, made or not: ``model_step_STEP.pt``, or ``averageN_step_STEP.pt``."""
+        step = job.final_step or self.steps(job)
+        name = f"model_step_{step}.pt" if job.average <= 1 else f"average{job.average}_step_{step}.pt"
+        return self.path("jobs", job.name, name)
+
+    def averaged_checkpoints(self, job: Job) -> List[Path]:
+        """The checkpoints :meth:`final_model` averages: ``final_step`` and the ``average`` - 1 kept before it,
+        every ``save_checkpoint_steps`` (just the one without averaging)."""
+        step = job.final_step or self.steps(job)
+        every = self.job_config(job)["save_checkpoint_steps"] if job.average > 1 else 0
+        return [self.path("jobs", job.name, f"model_step_{step - every * i}.pt")
+                for i in range(max(job.average, 1))][::-1]
+
+    def has_final_model(self, job: Job) -> bool:
+        """Whether :meth:`final_model` exists or can be made from the job's checkpoints (a job restored from an
+        archive, or pruned, may have neither)."""
+        return self.final_model_path(job).exists() or all(c.exists() for c in self.averaged_checkpoints(job))
+
     def final_model(self, job: Job) -> Path:
         """The model ``job``'s variants are translated with: its checkpoint at ``final_step`` (default: the
         last), or with ``average`` > 1 the average of that and the kept checkpoints before it, every
         ``save_checkpoint_steps`` (``onmt_average_models``, as Vaswani et al. 2017 and Ding et al. 2020 do),
         made once."""
-        step = job.final_step or self.steps(job)
-        if job.average <= 1:
-            return self.path("jobs", job.name, f"model_step_{step}.pt")
-        every = self.job_config(job)["save_checkpoint_steps"]
-        steps = [step - every * i for i in range(job.average)][::-1]
-        out = self.path("jobs", job.name, f"average{job.average}_step_{step}.pt")
-        if not out.exists():
-            ckpts = [self.path("jobs", job.name, f"model_step_{s}.pt") for s in steps]
+        out = self.final_model_path(job)
+        if job.average > 1 and not out.exists():
+            ckpts = self.averaged_checkpoints(job)
             missing = [str(c) for c in ckpts if not c.exists()]
             if missing:
                 raise FileNotFoundError(f"job {job.name}: averaging needs {', '.join(missing)}")
@@ -279,21 +293,25 @@ class JobStages:
         return args
 
     def alignment_model(self, job: Job) -> Path:
-        """The job's checkpoint with its decoder set to report the cross-attention of the penultimate
-        layer averaged over all heads (Ding et al. 2020 Sec. 4.3, after Garg et al. 2019).
+        """The model the job is translated with (:meth:`final_model`: its last checkpoint, or the average of its
+        last ones) with its decoder set to report the cross-attention of the penultimate layer averaged over all
+        heads (Ding et al. 2020 Sec. 4.3, after Garg et al. 2019).
 
         OpenNMT reads ``alignment_layer``/``alignment_heads`` from the checkpoint's options; they select
         what ``-report_align`` reads and do not change training (``lambda_align`` is 0), so they are set
-        on a copy (without optimizer state) instead of in every training configuration.
+        on a copy (without optimizer state) instead of in every training configuration: ``model_align.pt``
+        for a job translated with its last checkpoint, ``averageN_step_STEP_align.pt`` for an averaged one.
         """
-        out = self.path("jobs", job.name, "model_align.pt")
+        model = self.final_model(job)
+        name = "model_align.pt" if model == self.model_path(job) else f"{model.stem}_align.pt"
+        out = self.path("jobs", job.name, name)
         if not out.exists():
             import torch
 
             import onmt_xl
 
             onmt_xl.register()
-            ckpt = torch.load(str(self.model_path(job)), map_location="cpu", weights_only=False)  # our own file
+            ckpt = torch.load(str(model), map_location="cpu", weights_only=False)  # our own file
             opt = ckpt["opt"]
             opt.alignment_layer = max(opt.dec_layers - 2, 0)
             opt.alignment_heads = 0

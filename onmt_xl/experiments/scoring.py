@@ -101,15 +101,92 @@ def _hyp(workdir: Path, job: Job, variant: str) -> Optional[List[str]]:
     return _lines(path) if path.exists() else None
 
 
-def attention_aer(hyp_lines: Sequence[str], sure, possible):
-    """AER of the alignments ``onmt_translate -report_align -gold_align`` appends after `` ||| ``."""
-    from onmt_xl.align.aer import score_alignments
-
+def attention_links(hyp_lines: Sequence[str]) -> List[set]:
+    """The links ``onmt_translate -report_align`` appends after `` ||| `` (0-based, source first), per line."""
     links = []
     for line in hyp_lines:
         _, _, text = line.partition(" ||| ")
         links.append({(int(a), int(b)) for a, b in (tok.split("-") for tok in text.split())})
-    return score_alignments(links, sure, possible)
+    return links
+
+
+def attention_aer(hyp_lines: Sequence[str], sure, possible):
+    """AER of the alignments ``onmt_translate -report_align -gold_align`` appends after `` ||| ``."""
+    from onmt_xl.align.aer import score_alignments
+
+    return score_alignments(attention_links(hyp_lines), sure, possible)
+
+
+#: per-sentence link counts of Och & Ney's AER (:class:`onmt_xl.align.aer.AERScores`), in this order:
+#: |A|, |S|, |A & S|, |A & P|
+AER_COUNTS = ("n_hyp", "n_sure", "n_hyp_sure", "n_hyp_possible")
+
+
+def aer_counts(hyp_lines: Sequence[str], sure, possible):
+    """Per sentence the link counts :data:`AER_COUNTS` of the attention links against the gold ones, ``(sentences,
+    4)`` int64: summed over any sample of sentences they give that sample's corpus AER (:func:`aer_from_counts`)."""
+    import numpy as np
+
+    from onmt_xl.align.aer import score_alignments
+
+    links = attention_links(hyp_lines)
+    if not (len(links) == len(sure) == len(possible)):
+        raise ValueError(f"sentence counts differ: {len(links)} hypothesis, {len(sure)} sure, {len(possible)} possible")
+    rows = []
+    for a, s, p in zip(links, sure, possible):
+        sc = score_alignments([a], [s], [p])
+        rows.append([getattr(sc, name) for name in AER_COUNTS])
+    return np.asarray(rows, dtype=np.int64).reshape(len(links), len(AER_COUNTS))
+
+
+def aer_from_counts(counts):
+    """``(aer, precision, recall)`` of summed :data:`AER_COUNTS`, ``(..., 4)``; each ``(...)`` (nan where a
+    denominator is 0): AER = 1 - (|A & S| + |A & P|) / (|A| + |S|), P = |A & P| / |A|, R = |A & S| / |S|."""
+    import numpy as np
+
+    c = np.asarray(counts, dtype=float)
+    a, s, a_s, a_p = c[..., 0], c[..., 1], c[..., 2], c[..., 3]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return 1.0 - (a_s + a_p) / (a + s), a_p / a, a_s / s
+
+
+def aer_bootstrap(system: Sequence[Any], baseline: Sequence[Any], n_samples: int = 1000, seed: int = 12345,
+                  confidence: float = 0.95):
+    """Δ AER of ``system`` against ``baseline`` (each a list of per-sentence counts :func:`aer_counts`,
+    ``(sentences, 4)``, one per seed run, the same gold sentences), both averaged over their runs, with the
+    seed-pooled paired bootstrap of :func:`onmt_xl.experiments.stats.seed_pooled_bootstrap` (the same draws
+    from the same ``seed``: per replicate the sentences, shared by both sides, then each side's runs with
+    replacement). AER is a ratio of link counts: each replicate sums the counts of its sentences and
+    recomputes it. Returns :class:`onmt_xl.experiments.stats.Comparison` (Δ < 0: the system aligns better)."""
+    import numpy as np
+
+    from onmt_xl.experiments.stats import Comparison
+
+    if not system or not baseline:
+        raise ValueError("each side needs at least one seed run")
+    sys_c, base_c = np.stack(system).astype(np.int64), np.stack(baseline).astype(np.int64)  # (runs, sentences, 4)
+    n = sys_c.shape[1]
+    if base_c.shape[1] != n:
+        raise ValueError(f"{n} sentences against the baseline's {base_c.shape[1]}")
+
+    def mean_aer(counts, runs, weights) -> float:
+        return float(np.mean(aer_from_counts(np.einsum("s,rsk->rk", weights, counts))[0][runs]))
+
+    ones = np.ones(n, dtype=np.int64)
+    delta = mean_aer(sys_c, np.arange(len(system)), ones) - mean_aer(base_c, np.arange(len(baseline)), ones)
+    rng = np.random.Generator(np.random.PCG64(seed))
+    draws = []
+    for _ in range(n_samples):
+        weights = np.bincount(rng.integers(0, n, n), minlength=n)
+        sys_runs = rng.integers(0, len(system), len(system))
+        base_runs = rng.integers(0, len(baseline), len(baseline))
+        draws.append(mean_aer(sys_c, sys_runs, weights) - mean_aer(base_c, base_runs, weights))
+    d = np.asarray(draws)
+    tail = (1 - confidence) / 2
+    low, high = np.quantile(d, [tail, 1 - tail])
+    extreme = int(np.sum(np.abs(d - d.mean()) >= abs(delta) - 1e-12))
+    p = min(1.0, (extreme + 1) / (n_samples + 1))
+    return Comparison(delta, float(low), float(high), p, len(system), len(baseline), n, n_samples, seed)
 
 
 def collect(workdir: Path, jobs: Sequence[Job]) -> Dict[str, Any]:
@@ -210,15 +287,27 @@ def reference_alignments(src_lens: Sequence[int], tgt_lens: Sequence[int], seed:
     return out
 
 
-def aer_references(workdir: Path) -> Dict[str, Any]:
-    """Per AER variant whose data exists: the AER of chance-level links (:func:`reference_alignments`), and the
-    share of source/target tokens outside the trained vocabularies (what attention has to align)."""
+def gold_reference(workdir: Path):
+    """The gold set's links ``(sure, possible)``, per sentence of ``data/gold.src`` (the 0-based kept lines of
+    ``data/gold.align``); None when the work directory has no gold set."""
+    data = Path(workdir) / "data"
+    if not ((data / "gold.align").exists() and (data / "gold.keep").exists()):
+        return None
+    return _aer_reference(Path(workdir), "gold_align")
+
+
+def aer_references(workdir: Path, variants: Sequence[str] = tuple(AER_TEXTS)) -> Dict[str, Any]:
+    """Per AER variant of ``variants`` (default: all) whose data exists: the AER of chance-level links
+    (:func:`reference_alignments`), and the share of source/target tokens outside the trained vocabularies
+    (what attention has to align)."""
     from onmt_xl.align.aer import score_alignments
 
     workdir, out = Path(workdir), {}
     vocabs = {side: workdir / f"vocab.{side}" for side in ("src", "tgt")}
     known = {side: {l.split("\t")[0].split(" ")[0] for l in _lines(p)} for side, p in vocabs.items() if p.exists()}
     for variant, (src_name, tgt_name) in AER_TEXTS.items():
+        if variant not in variants:
+            continue
         src_path, tgt_path = workdir / "data" / src_name, workdir / "data" / tgt_name
         if not (src_path.exists() and tgt_path.exists()) or (variant == "test_align" and not (workdir / "align" / "test.gdfa").exists()):
             continue
