@@ -2,6 +2,7 @@
 counts, the seed-pooled bootstrap of Δ AER, the stage's choice of jobs and model, the report section."""
 
 import json
+from pathlib import Path
 from argparse import Namespace
 
 import pytest
@@ -94,7 +95,8 @@ def _workdir(tmp_path):
     def fake_run(args, log, commands, echo="", tag=""):
         calls.append([str(a) for a in args])
         out = args[args.index("-output") + 1]
-        n = len((data / "gold.src").read_text().splitlines())
+        src = args[args.index("-src") + 1]
+        n = len(Path(src).read_text().splitlines())
         out.write_text("w ||| 0-0\n" * n)
         return 1.0
 
@@ -149,7 +151,8 @@ def test_the_stage_translates_finished_jobs_only_and_resumes(tmp_path, capsys):
     job_dir("combination_s1", models=[("average2_step_20.pt", 1.5)])  # its oracle translation not done yet
     assert aer_stage(runner, jobs) == 0
     out = capsys.readouterr().out
-    assert "baseline_s1: AER " in out and "baseline_s2: skipped (not finished)" in out
+    assert "baseline_s1 [gold_align]: AER " in out and "baseline_s2: skipped (not finished)" in out
+    assert "test_align" not in out  # no eflomal links of the test pairs in this work directory
     assert "baseline_s3: skipped (no checkpoint" in out and "combination_s1: skipped (finished, but oracle" in out
     assert "baseline_s4: skipped (not finished)" in out and not (tmp_path / "jobs" / "baseline_s4").exists()
     assert {p.name: p.stat().st_mtime_ns for p in training.iterdir()} == before
@@ -239,3 +242,21 @@ def test_report_section_and_json(tmp_path):
     worse = [k for k, r in aer["systems"].items() if r["aer"]["mean"] >= aer["chance"]["diagonal"]["aer"]]
     assert ("No better than the diagonal links" in section) == bool(worse)
     assert all(name in section.split("No better than the diagonal links")[1] for name in worse)
+
+
+def test_the_stage_also_scores_the_test_pairs_eflomal_links(tmp_path, capsys):
+    from onmt_xl.experiments.evidence import aer_stage
+
+    runner, jobs, calls, job_dir = _workdir(tmp_path)
+    (tmp_path / "data" / "test.src").write_text("a b\nc\n")
+    (tmp_path / "data" / "test.ref").write_text("x\ny z\n")
+    (tmp_path / "align").mkdir()
+    (tmp_path / "align" / "test.gdfa").write_text("0-0 1-0\n0-1\n")
+    job_dir("baseline_s1", models=[("average2_step_20.pt", 1.5)])
+    assert aer_stage(runner, jobs[:1]) == 0
+    gold, test = calls
+    assert test[test.index("-src") + 1].endswith("data/test.src") and test[test.index("-tgt") + 1].endswith("data/test.ref")
+    assert "-report_align" in test and "-gold_align" in test
+    # every link 0-0 against 0-0, 1-0 | 0-1: one sure hit of |A| 2 and |S| 3: AER 1 - 2/5
+    assert f"baseline_s1 [test_align]: AER {100 * (1 - 2 / 5):.2f} %" in capsys.readouterr().out
+    assert (tmp_path / "jobs" / "baseline_s1" / "hyp.test_align").exists()

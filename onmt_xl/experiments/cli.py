@@ -1,5 +1,5 @@
 """The ``onmt-xl`` command: the plug-in's subcommands (:mod:`onmt_xl.cli`) plus the workbench's
-(``demo``, ``pipeline``, ``write-configs``, ``experiments``, ``sim``)."""
+(``demo``, ``pipeline``, ``write-configs``, ``experiments``, ``evidence``, ``papers``, ``sim``)."""
 
 from __future__ import annotations
 
@@ -116,8 +116,9 @@ def workbench_subcommands():
     from onmt_xl.experiments.demo import add_subcommands as add_demo
 
     from onmt_xl.experiments.evidence import add_evidence
+    from onmt_xl.experiments.papers import add_papers
 
-    return [add_demo, add_analysis, add_experiments, add_evidence]
+    return [add_demo, add_analysis, add_experiments, add_evidence, add_papers]
 
 
 #: one example per workbench subcommand (shown by ``onmt-xl COMMAND -h``)
@@ -135,6 +136,8 @@ EXAMPLES = {
                 "onmt-xl evidence --stage main --steps 8000 --tier a --preorder-pairs 10000,25000\n"
                 "onmt-xl evidence --stage main --steps 8000 --tier c\n"
                 "onmt-xl evidence --stage report --report reports/EVIDENCE_jaen.md",
+    "papers": "onmt-xl papers --report reports/PAPERS.md\n"
+              "onmt-xl papers --study jaen=reports/EVIDENCE_jaen.json --study decisive=reports/DECISIVE_jaen.json",
 }
 
 

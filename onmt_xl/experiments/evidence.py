@@ -12,9 +12,10 @@
             validation pairs, and the test pairs once; the curve jobs' checkpoints serve for their models
     status  where each main job stands (done, translating, trained part of the way, waiting) and the hours
             its remaining training takes at the measured speed; read beside the training, nothing scored
-    aer     Ding et al. 2020 Tab. 3 on the finished main jobs: each one's averaged model translates the gold
-            alignment set (``data/gold.*``) with ``onmt_translate -report_align -gold_align``, the reference as
-            ``-tgt`` (``jobs/NAME/hyp.gold_align``); its attention AER goes to the report
+    aer     Ding et al. 2020 Tab. 3 on the finished main jobs: each one's averaged model forces the gold alignment
+            set (``data/gold.*``) and the test pairs through ``onmt_translate -report_align -gold_align``, the
+            reference as ``-tgt`` (``jobs/NAME/hyp.gold_align``, ``hyp.test_align``); their attention AER against
+            the gold links and the test pairs' eflomal links goes to the report
     report  mean ± sd per system, each comparison with the baseline with its interval and Holm-corrected
             p-value, and a verdict (:mod:`onmt_xl.experiments.evidence_report`), to ``--report``
 
@@ -65,6 +66,15 @@ TIERS = {
     "h": (("encoder_free_none", "encoder_free_relative", "encoder_free_inxl", "lstm"), (1, 2)),
 }
 TAU_SWEEP = (0, 1, 3, 4)  # HeadXL's xl_heads besides the default 2 of tier a (heads 4 in the enja preset)
+#: the orderings among systems the papers claim, "A scores above B" (Ding et al. 2020 Tab. 2 and 4, Chen et al.
+#: 2019a Tab. 3, Chen et al. 2020 Tab. 1 and Fig. 2; onmt_xl.experiments.papers quotes their figures), each measured
+#: by the report where both sides have finished runs; ``SYSTEM_oracle``: trained and tested on oracle indices
+ORDERINGS = (
+    ("combination", "inxl"), ("combination", "headxl"),
+    ("encoder_free", "encoder_free_none"), ("encoder_free_relative", "encoder_free"),
+    ("encoder_free_inxl", "encoder_free"), ("encoder_free_inxl", "lstm"),
+    ("both_re", "enc_re"), ("refsr", "exgre"), ("prereorder_oracle", "baseline"),
+)
 ORACLE_SYSTEMS = ("combination", "prereorder")  # tier c: also trained on oracle indices (upper bound)
 #: chosen on the Japanese-English tuning split by tools/tune_preorderer.py (reports/TUNING.md)
 PREORDER_OPTIONS = {"tiebreak_null": "none"}
@@ -177,31 +187,37 @@ def status_stage(args, runner, jobs: List[Job]) -> int:
     return 0
 
 
+#: the reference links ``--stage aer`` scores attention against: the gold set, then the test pairs' eflomal links
+AER_VARIANTS = ("gold_align", "test_align")
+
+
 def aer_skip_reason(runner, job: Job) -> Optional[str]:
-    """Why ``--stage aer`` leaves ``job`` alone (None: it translates its gold set, or has): not finished (no
-    ``done.json``: its directory is another process's), its variants not all translated yet (the main stage is at
-    it), or no model left to translate with (restored from an archive, or pruned)."""
+    """Why ``--stage aer`` leaves ``job`` alone (None: it translates its alignment variants, or has): not finished
+    (no ``done.json``: its directory is another process's), its variants not all translated yet (the main stage is
+    at it), or no model left to translate with (restored from an archive, or pruned)."""
     jd = runner.path("jobs", job.name)
     if not (jd / "done.json").exists():
         return "not finished"
     if runner.outputs_missing(job):
         return f"finished, but {', '.join(runner.outputs_missing(job))} not translated yet"
-    if not runner.variant_output(job, "gold_align").exists() and not runner.has_final_model(job):
+    done = all(runner.variant_output(job, v).exists() for v in AER_VARIANTS)
+    if not done and not runner.has_final_model(job):
         return f"no checkpoint ({runner.final_model_path(job).name} and its checkpoints are gone)"
     return None
 
 
 def aer_stage(runner, jobs: List[Job]) -> int:
-    """``--stage aer``: each finished job of ``jobs`` with its model translates the gold set with the alignments of
-    its averaged model's cross-attention (:meth:`onmt_xl.experiments.jobs.JobStages.alignment_model`), one torch
-    thread, and says its AER, precision and recall; the others are listed as skipped. Resumable (a job with
-    ``hyp.gold_align`` is only scored); no lock on the work directory, so it runs beside the main stage, writing
-    into finished jobs only; with ``--archive`` each job's translation is kept there too."""
+    """``--stage aer``: each finished job of ``jobs`` with its model forces the references of the gold set and of the
+    test pairs through its averaged model and reports the cross-attention's alignments
+    (:meth:`onmt_xl.experiments.jobs.JobStages.alignment_model`), one torch thread, and says their AER, precision
+    and recall (gold links; the test pairs' eflomal links); the others are listed as skipped. Resumable (a job
+    with ``hyp.gold_align`` and ``hyp.test_align`` is only scored); no lock on the work directory, so it runs beside
+    the main stage, writing into finished jobs only; with ``--archive`` each job's translations are kept there too."""
     from onmt_xl.experiments.archive import save_job
-    from onmt_xl.experiments.scoring import attention_aer, gold_reference
+    from onmt_xl.experiments.scoring import attention_aer, link_reference
 
-    gold = gold_reference(runner.workdir)
-    if gold is None or not runner.path("data", "gold.src").exists():
+    references = {v: link_reference(runner.workdir, v) for v in AER_VARIANTS}
+    if references["gold_align"] is None or not runner.path("data", "gold.src").exists():
         raise XLUsageError(str(runner.workdir), None, "holds no gold alignment set (data/gold.src, gold.align, "
                            "gold.keep): --stage prepare stages it from --gold-text and --gold-align")
     runner.threads = 1  # beside the training: one core per translation
@@ -210,16 +226,19 @@ def aer_stage(runner, jobs: List[Job]) -> int:
         if reason:
             say(f"  {job.name}: skipped ({reason})")
             continue
-        hyp = runner.variant_output(job, "gold_align")
-        seconds = None
-        if not hyp.exists():
-            start = time.perf_counter()
-            runner.translate(job, "gold_align")
-            seconds = time.perf_counter() - start
-        scores = attention_aer(read_lines(hyp), *gold)
-        say(f"  {job.name}: AER {100 * scores.aer:.2f} %, P {100 * scores.precision:.2f} %, R "
-            f"{100 * scores.recall:.2f} % ({scores.n_sentences} gold pairs; "
-            + (f"{seconds:.0f} s)" if seconds is not None else "translated before)"))
+        for variant, reference in references.items():
+            if reference is None:
+                continue
+            hyp = runner.variant_output(job, variant)
+            seconds = None
+            if not hyp.exists():
+                start = time.perf_counter()
+                runner.translate(job, variant)
+                seconds = time.perf_counter() - start
+            scores = attention_aer(read_lines(hyp), *reference)
+            say(f"  {job.name} [{variant}]: AER {100 * scores.aer:.2f} %, P {100 * scores.precision:.2f} %, R "
+                f"{100 * scores.recall:.2f} % ({scores.n_sentences} pairs; "
+                + (f"{seconds:.0f} s)" if seconds is not None else "translated before)"))
         if runner.archive is not None:
             save_job(runner.workdir, runner.archive, job.name, runner.corpus_dir())
     return 0
@@ -375,8 +394,9 @@ def run_evidence(args) -> int:
 
 
 #: the report's families of comparisons with the baseline, each Holm-corrected apart: the question of the study
-#: (tiers a and b), then the other baselines (tier c)
-FAMILIES = (("XL PE and Relative PE", MAIN_SYSTEMS), ("the other baselines", TIERS["c"][0]))
+#: (tiers a and b), then the other baselines (tier c), then the rest of Ding et al. Tab. 4 (tier h)
+FAMILIES = (("XL PE and Relative PE", MAIN_SYSTEMS), ("the other baselines", TIERS["c"][0]),
+            ("Tab. 4: encoder-free variants and the LSTM", TIERS["h"][0]))
 
 
 def report_families(systems: Sequence[str], families: Sequence[Tuple[str, Sequence[str]]] = FAMILIES
@@ -421,11 +441,11 @@ def report_sweeps(preset: str, seed: int) -> List[Sweep]:
 
 
 def _report_systems_seeds(args) -> Tuple[List[str], List[int]]:
-    """``--systems`` and ``--seeds`` where given, else every system and seed of tiers a to c."""
+    """``--systems`` and ``--seeds`` where given, else every system and seed of tiers a to c and h."""
     if args.systems or args.seeds:
         return _tier_systems_seeds(args)
-    systems = list(dict.fromkeys(s for tier in "abc" for s in TIERS[tier][0]))
-    seeds = sorted({seed for tier in "abc" for seed in TIERS[tier][1]})
+    systems = list(dict.fromkeys(s for tier in "abch" for s in TIERS[tier][0]))
+    seeds = sorted({seed for tier in "abch" for seed in TIERS[tier][1]})
     return systems, seeds
 
 
@@ -462,7 +482,7 @@ def report_stage(args) -> int:
     report = write_report(workdir, out, systems=systems, seeds=seeds, n_samples=args.samples,
                           seed=args.bootstrap_seed, preorder_pairs=_ints(args.preorder_pairs),
                           families=report_families(systems, args.families or FAMILIES), oracle_systems=ORACLE_SYSTEMS,
-                          sweeps=report_sweeps(args.preset, TIERS["d"][1][0]))
+                          sweeps=report_sweeps(args.preset, TIERS["d"][1][0]), orderings=ORDERINGS)
     if not report["systems"]:
         say(f"no finished run of {','.join(systems)} with seeds {','.join(map(str, seeds))} in {workdir / 'jobs'} yet")
     print(out.read_text(encoding="utf-8"))
@@ -491,8 +511,8 @@ def add_evidence(sub) -> None:
                         "at --steps, averaged, translated (validation and test); status: where each of main's "
                         "jobs stands and the hours left, read beside the training (nothing trained or scored); aer: "
                         "the attention AER of Ding et al. 2020 Tab. 3: each finished main job (with its checkpoints) "
-                        "translates the gold alignment set with -report_align -gold_align, one thread, beside the "
-                        "training; report: the statistics and verdicts of the finished main runs")
+                        "forces the gold alignment set and the test pairs through -report_align -gold_align, one "
+                        "thread, beside the training; report: the statistics and verdicts of the finished main runs")
     p.add_argument("--seed", type=int, default=1, help="training seed of the learning-curve jobs (default 1)")
     p.add_argument("--steps", type=int, help="--stage main/status/aer: steps of every model (where the validation "
                    "BLEU of the learning curve stops rising)")
@@ -507,7 +527,7 @@ def add_evidence(sub) -> None:
                         "Several tiers joined by commas (a,c,d) "
                         "run in one call, tier after tier, so no job slot idles at a tier's end")
     p.add_argument("--systems", help="--stage main/aer/report: comma-separated systems (default: the tier's; "
-                                     "for the report, every finished system of tiers a-c and tier d's sweeps)")
+                                     "for the report, every finished system of tiers a-c and h, and tier d's sweeps)")
     p.add_argument("--seeds", help="--stage main/aer/report: comma-separated seeds (default: the tier's; for the "
                                    "report, every tier's)")
     p.add_argument("--preorder-pairs", default="",

@@ -282,27 +282,28 @@ def _aer_verdict(delta: float, p_holm: float, alpha: float) -> str:
 
 
 def attention_alignment(workdir: Path, systems: Sequence[str], seeds: Sequence[int], baseline: str, n_samples: int,
-                        seed: int, alpha: float) -> Optional[Dict[str, Any]]:
-    """Ding et al. 2020 Tab. 3 on the gold set (``--stage aer``'s ``jobs/SYSTEM_sSEED/hyp.gold_align``): per system
-    AER, precision and recall (fractions) as mean ± sd over its seed runs; the chance rows and the share of unknown
-    tokens (:func:`onmt_xl.experiments.scoring.aer_references`); per system Δ AER against ``baseline`` with the
-    seed-pooled paired bootstrap over the gold sentences (:func:`onmt_xl.experiments.scoring.aer_bootstrap`, the
-    report's samples and seed), Holm over these comparisons as a family of their own. None without such a run.
-    Runs resumed other than exactly are left out, as everywhere in the report."""
-    from onmt_xl.experiments.scoring import aer_bootstrap, aer_counts, aer_from_counts, aer_references, gold_reference
+                        seed: int, alpha: float, variant: str = "gold_align") -> Optional[Dict[str, Any]]:
+    """Ding et al. 2020 Tab. 3 (``--stage aer``'s ``jobs/SYSTEM_sSEED/hyp.VARIANT``): ``gold_align`` against the gold
+    set, ``test_align`` against the test pairs' eflomal links. Per system AER, precision and recall (fractions) as
+    mean ± sd over its seed runs; the chance rows and the share of unknown tokens
+    (:func:`onmt_xl.experiments.scoring.aer_references`); per system Δ AER against ``baseline`` with the seed-pooled
+    paired bootstrap over the sentences (:func:`onmt_xl.experiments.scoring.aer_bootstrap`, the report's samples and
+    seed), Holm over these comparisons as a family of their own. None without such a run. Runs resumed other than
+    exactly are left out, as everywhere in the report."""
+    from onmt_xl.experiments.scoring import aer_bootstrap, aer_counts, aer_from_counts, aer_references, link_reference
 
-    gold = gold_reference(workdir)
-    if gold is None:
+    reference = link_reference(workdir, variant)
+    if reference is None:
         return None
     counts: Dict[str, List[Tuple[int, Any]]] = {}
     for system in systems:
         for s in seeds:
             jd = workdir / "jobs" / f"{system}_s{s}"
-            if not ((jd / "done.json").exists() and (jd / "hyp.gold_align").exists()):
+            if not ((jd / "done.json").exists() and (jd / f"hyp.{variant}").exists()):
                 continue
             if json.loads((jd / "done.json").read_text(encoding="utf-8")).get("resumed_exactly", True) is False:
                 continue
-            counts.setdefault(system, []).append((s, aer_counts(read_lines(jd / "hyp.gold_align"), *gold)))
+            counts.setdefault(system, []).append((s, aer_counts(read_lines(jd / f"hyp.{variant}"), *reference)))
     if not counts:
         return None
     table = {}
@@ -320,11 +321,48 @@ def attention_alignment(workdir: Path, systems: Sequence[str], seeds: Sequence[i
                               "system_runs": cmp.system_runs, "baseline_runs": cmp.baseline_runs}
         for name, p_holm in stats.holm({k: c["p"] for k, c in family.items()}).items():
             family[name].update(p_holm=p_holm, verdict=_aer_verdict(family[name]["delta"], p_holm, alpha))
-    refs = aer_references(workdir, ("gold_align",)).get("gold_align", {})
-    return {"systems": table, "comparisons": family,
+    refs = aer_references(workdir, (variant,)).get(variant, {})
+    return {"reference": variant, "systems": table, "comparisons": family,
             "chance": {name: refs[name] for name in ("random", "diagonal") if name in refs},
-            "sentences": len(gold[0]), "unknown_tokens": {side: refs.get(f"{side}_oov") for side in ("src", "tgt")},
+            "sentences": len(reference[0]), "unknown_tokens": {side: refs.get(f"{side}_oov") for side in ("src", "tgt")},
             "src_words_per_sentence": refs.get("src_words_per_sentence")}
+
+
+#: the family of :func:`pair_rows`, Holm-corrected apart
+ORDERINGS_FAMILY = "orderings among systems"
+
+
+def pair_name(a: str, b: str) -> str:
+    """The key of the ordering "``a`` scores above ``b``" in the report's ``pairs``."""
+    return f"{a} > {b}"
+
+
+def side_runs(workdir: Path, side: str, seeds: Sequence[int]) -> List[List[str]]:
+    """The test translations of ``side``'s finished, exactly resumed runs, one list per seed; ``SYSTEM_oracle`` is
+    that system trained and translated on oracle XL indices (``jobs/SYSTEM_oracle_sSEED``, its ``oracle``
+    translation: test-side information)."""
+    oracle = side.endswith("_oracle")
+    split = "oracle" if oracle else "test"
+    out = []
+    for s in seeds:
+        run = read_run(workdir / "jobs" / f"{side}_s{s}", side[: -len("_oracle")] if oracle else side, s, (split,))
+        if run is not None and run.resumed_exactly:
+            out.append(run.hyps[split])
+    return out
+
+
+def pair_rows(workdir: Path, pairs: Sequence[Tuple[str, str]], seeds: Sequence[int], refs: List[str], n_samples: int,
+              seed: int, alpha: float) -> Dict[str, Dict[str, Any]]:
+    """The orderings the papers claim, "A scores above B" for each ``(A, B)`` of ``pairs`` whose two sides have
+    finished runs: Δ test BLEU = A − B with the seed-pooled bootstrap (:func:`compare`), Holm over the orderings
+    found, a family of their own."""
+    family: Dict[str, Dict[str, Any]] = {}
+    for a, b in pairs:
+        ra, rb = side_runs(workdir, a, seeds), side_runs(workdir, b, seeds)
+        if ra and rb:
+            family[pair_name(a, b)] = {"a": a, "b": b, "family": ORDERINGS_FAMILY, **compare(ra, rb, refs, n_samples, seed)}
+    correct(family, alpha)
+    return family
 
 
 def sweep_rows(workdir: Path, sweep: Sweep, refs: Dict[str, List[str]], n_samples: int, seed: int,
@@ -352,10 +390,12 @@ def sweep_rows(workdir: Path, sweep: Sweep, refs: Dict[str, List[str]], n_sample
 def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], baseline: str = "baseline",
                  n_samples: int = 1000, seed: int = stats.DEFAULT_SEED, alpha: float = 0.05,
                  preorder_pairs: Sequence[int] = (), families: Optional[Sequence[Tuple[str, Sequence[str]]]] = None,
-                 oracle_systems: Sequence[str] = (), sweeps: Sequence[Sweep] = ()) -> Dict[str, Any]:
+                 oracle_systems: Sequence[str] = (), sweeps: Sequence[Sweep] = (),
+                 orderings: Sequence[Tuple[str, str]] = ()) -> Dict[str, Any]:
     """Everything the report says, as JSON-able data (see the module docstring). ``families``: the families of
     comparisons with the baseline, ``(name, systems)``, each corrected apart (default: one of every system);
-    ``oracle_systems``: systems also trained on oracle indices; ``sweeps``: single-seed sweeps of a setting."""
+    ``oracle_systems``: systems also trained on oracle indices; ``sweeps``: single-seed sweeps of a setting;
+    ``orderings``: the pairs ``(A, B)`` whose "A above B" is measured (:func:`pair_rows`)."""
     refs = references(workdir)
     novel = novel_indices(refs["test"], read_lines(workdir / "data" / "train.tgt"))
     seen_sources = seen_source_indices(read_lines(workdir / "data" / "test.src"),
@@ -402,7 +442,10 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
                                       alpha),
             "sweeps": [sweep_rows(workdir, sw, refs, n_samples, seed, alpha) for sw in sweeps],
             "by_reordering": by_reordering(workdir, kept, baseline, refs["test"], n_samples, seed, alpha),
+            "pairs": pair_rows(workdir, orderings, seeds, refs["test"], n_samples, seed, alpha),
             "attention_aer": attention_alignment(workdir, systems, seeds, baseline, n_samples, seed, alpha),
+            "attention_aer_test": attention_alignment(workdir, systems, seeds, baseline, n_samples, seed, alpha,
+                                                      "test_align"),
             "families": [name for name, _ in families],
             "left_out": left_out, "test_sentences": len(refs["test"]), "novel_sentences": len(novel),
             "seen_source_sentences": len(seen_sources),

@@ -154,39 +154,17 @@ def aer_bootstrap(system: Sequence[Any], baseline: Sequence[Any], n_samples: int
                   confidence: float = 0.95):
     """Δ AER of ``system`` against ``baseline`` (each a list of per-sentence counts :func:`aer_counts`,
     ``(sentences, 4)``, one per seed run, the same gold sentences), both averaged over their runs, with the
-    seed-pooled paired bootstrap of :func:`onmt_xl.experiments.stats.seed_pooled_bootstrap` (the same draws
-    from the same ``seed``: per replicate the sentences, shared by both sides, then each side's runs with
-    replacement). AER is a ratio of link counts: each replicate sums the counts of its sentences and
-    recomputes it. Returns :class:`onmt_xl.experiments.stats.Comparison` (Δ < 0: the system aligns better)."""
+    seed-pooled paired bootstrap of :func:`onmt_xl.experiments.stats.pooled_bootstrap`; AER is a ratio of link
+    counts, so each replicate sums the counts of its sentences and recomputes it. Returns
+    :class:`onmt_xl.experiments.stats.Comparison` (Δ < 0: the system aligns better)."""
     import numpy as np
 
-    from onmt_xl.experiments.stats import Comparison
+    from onmt_xl.experiments.stats import pooled_bootstrap
 
     if not system or not baseline:
         raise ValueError("each side needs at least one seed run")
-    sys_c, base_c = np.stack(system).astype(np.int64), np.stack(baseline).astype(np.int64)  # (runs, sentences, 4)
-    n = sys_c.shape[1]
-    if base_c.shape[1] != n:
-        raise ValueError(f"{n} sentences against the baseline's {base_c.shape[1]}")
-
-    def mean_aer(counts, runs, weights) -> float:
-        return float(np.mean(aer_from_counts(np.einsum("s,rsk->rk", weights, counts))[0][runs]))
-
-    ones = np.ones(n, dtype=np.int64)
-    delta = mean_aer(sys_c, np.arange(len(system)), ones) - mean_aer(base_c, np.arange(len(baseline)), ones)
-    rng = np.random.Generator(np.random.PCG64(seed))
-    draws = []
-    for _ in range(n_samples):
-        weights = np.bincount(rng.integers(0, n, n), minlength=n)
-        sys_runs = rng.integers(0, len(system), len(system))
-        base_runs = rng.integers(0, len(baseline), len(baseline))
-        draws.append(mean_aer(sys_c, sys_runs, weights) - mean_aer(base_c, base_runs, weights))
-    d = np.asarray(draws)
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(d, [tail, 1 - tail])
-    extreme = int(np.sum(np.abs(d - d.mean()) >= abs(delta) - 1e-12))
-    p = min(1.0, (extreme + 1) / (n_samples + 1))
-    return Comparison(delta, float(low), float(high), p, len(system), len(baseline), n, n_samples, seed)
+    return pooled_bootstrap(np.stack(system).astype(np.int64), np.stack(baseline).astype(np.int64),
+                            lambda summed: aer_from_counts(summed)[0], n_samples, seed, confidence)
 
 
 def collect(workdir: Path, jobs: Sequence[Job]) -> Dict[str, Any]:
@@ -285,6 +263,16 @@ def reference_alignments(src_lens: Sequence[int], tgt_lens: Sequence[int], seed:
         out["random"].append({(rng.randrange(n), j) for j in range(m)} if n else set())
         out["diagonal"].append({(int((j + 0.5) * n / m), j) for j in range(m)} if n else set())
     return out
+
+
+def link_reference(workdir: Path, variant: str):
+    """The reference links ``(sure, possible)`` of an AER variant (``gold_align``: :func:`gold_reference`;
+    ``test_align``: the test pairs' eflomal links, sure = possible); None when the work directory lacks them."""
+    if variant == "gold_align":
+        return gold_reference(workdir)
+    if not (Path(workdir) / "align" / "test.gdfa").exists():
+        return None
+    return _aer_reference(Path(workdir), variant)
 
 
 def gold_reference(workdir: Path):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -74,37 +74,50 @@ class Comparison:
         return f"{self.delta:+.2f} [{self.low:+.2f}, {self.high:+.2f}]"
 
 
-def _mean_bleu(stats: np.ndarray, runs: np.ndarray, weights: np.ndarray) -> float:
-    """Mean corpus BLEU of the seed runs ``runs`` of ``stats`` ``(runs, sentences, 10)``, each sentence counted
+def _mean_metric(stats: np.ndarray, runs: np.ndarray, weights: np.ndarray, metric: Callable[[np.ndarray], float]) -> float:
+    """Mean corpus ``metric`` of the seed runs ``runs`` of ``stats`` ``(runs, sentences, k)``, each sentence counted
     ``weights`` times."""
-    return statistics.mean(bleu_from_statistics(weights @ stats[r]) for r in runs)
+    return statistics.mean(float(metric(weights @ stats[r])) for r in runs)
 
 
-def seed_pooled_bootstrap(system: Sequence[Sequence[str]], baseline: Sequence[Sequence[str]], refs: Sequence[str],
-                          n_samples: int = 1000, seed: int = DEFAULT_SEED, confidence: float = 0.95) -> Comparison:
-    """Paired bootstrap over sentences with seed runs resampled: ``system`` and ``baseline`` hold one hypothesis
-    list per seed run. Returns Δ (system mean − baseline mean), its percentile interval at ``confidence`` and
-    the two-sided p-value of Δ = 0 (share of replicates whose centred Δ is at least as far from 0 as Δ)."""
-    if not system or not baseline:
+def pooled_bootstrap(system: np.ndarray, baseline: np.ndarray, metric: Callable[[np.ndarray], float],
+                     n_samples: int = 1000, seed: int = DEFAULT_SEED, confidence: float = 0.95) -> Comparison:
+    """The seed-pooled paired bootstrap of any corpus metric computed from summed per-sentence statistics:
+    ``system`` and ``baseline`` are ``(runs, sentences, k)``, ``metric`` maps summed statistics ``(k,)`` to the
+    corpus score. Per replicate: the sentences (one draw for both sides), then each side's runs with replacement.
+    Returns Δ (system mean − baseline mean), its percentile interval at ``confidence`` and the two-sided p-value of
+    Δ = 0 (share of replicates whose centred Δ is at least as far from 0 as Δ)."""
+    if len(system) == 0 or len(baseline) == 0:
         raise ValueError("each side needs at least one seed run")
-    sys_stats = np.stack([bleu_statistics(h, refs) for h in system])
-    base_stats = np.stack([bleu_statistics(h, refs) for h in baseline])
-    n = len(refs)
+    n = system.shape[1]
+    if baseline.shape[1] != n:
+        raise ValueError(f"{n} sentences against the baseline's {baseline.shape[1]}")
     ones = np.ones(n, dtype=np.int64)
-    delta = _mean_bleu(sys_stats, np.arange(len(system)), ones) - _mean_bleu(base_stats, np.arange(len(baseline)), ones)
+    delta = (_mean_metric(system, np.arange(len(system)), ones, metric)
+             - _mean_metric(baseline, np.arange(len(baseline)), ones, metric))
     rng = np.random.Generator(np.random.PCG64(seed))
     draws: List[float] = []
     for _ in range(n_samples):
         weights = np.bincount(rng.integers(0, n, n), minlength=n)
         sys_runs = rng.integers(0, len(system), len(system))
         base_runs = rng.integers(0, len(baseline), len(baseline))
-        draws.append(_mean_bleu(sys_stats, sys_runs, weights) - _mean_bleu(base_stats, base_runs, weights))
+        draws.append(_mean_metric(system, sys_runs, weights, metric) - _mean_metric(baseline, base_runs, weights, metric))
     d = np.asarray(draws)
     tail = (1 - confidence) / 2
     low, high = np.quantile(d, [tail, 1 - tail])
     extreme = int(np.sum(np.abs(d - d.mean()) >= abs(delta) - 1e-12))
     p = min(1.0, (extreme + 1) / (n_samples + 1))
     return Comparison(delta, float(low), float(high), p, len(system), len(baseline), n, n_samples, seed)
+
+
+def seed_pooled_bootstrap(system: Sequence[Sequence[str]], baseline: Sequence[Sequence[str]], refs: Sequence[str],
+                          n_samples: int = 1000, seed: int = DEFAULT_SEED, confidence: float = 0.95) -> Comparison:
+    """:func:`pooled_bootstrap` of corpus BLEU: ``system`` and ``baseline`` hold one hypothesis list per seed run."""
+    if not system or not baseline:
+        raise ValueError("each side needs at least one seed run")
+    sys_stats = np.stack([bleu_statistics(h, refs) for h in system])
+    base_stats = np.stack([bleu_statistics(h, refs) for h in baseline])
+    return pooled_bootstrap(sys_stats, base_stats, bleu_from_statistics, n_samples, seed, confidence)
 
 
 def significance_stars(p: Optional[float]) -> str:

@@ -1,0 +1,157 @@
+"""``onmt-xl papers``: the per-paper verdict rule, the power figure, and the report from evidence reports' JSON."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from onmt_xl.experiments import papers
+from onmt_xl.experiments.papers import (NOT_MEASURABLE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, REVERSED,
+                                        smallest_detectable, verdict)
+
+
+@pytest.mark.parametrize("delta,low,high,p,m,effect,direction,expected", [
+    (0.9, 0.3, 1.5, 0.01, 4, 0.63, 1, REPRODUCED),       # significant, the paper's direction
+    (-0.9, -1.5, -0.3, 0.01, 4, 0.63, 1, REVERSED),      # significant, against it
+    (-0.3, -0.9, 0.4, 0.50, 4, 0.63, 1, NOT_REPRODUCED),  # the interval excludes +0.63
+    (-0.3, -2.0, 1.4, 0.70, 4, 0.63, 1, NOT_MEASURABLE),  # holds 0 and +0.63
+    (-1.0, -2.0, -0.1, 0.04, 1, -1.40, -1, REPRODUCED),  # a claimed drop, family of one, interval excludes 0
+    (-1.0, -2.0, 0.1, 0.04, 1, -1.40, -1, NOT_MEASURABLE),  # p < α but the interval (which decides) holds 0
+    (0.5, -0.4, 1.2, 0.30, 1, -1.40, -1, NOT_REPRODUCED),  # low −0.4 > −1.40: the paper's drop is excluded
+    (0.1, -0.5, 0.7, 0.80, 2, None, 1, NOT_MEASURABLE),   # no figure to exclude
+])
+def test_verdict_rule(delta, low, high, p, m, effect, direction, expected):
+    assert verdict(delta, low, high, p, m, effect, direction) == expected
+
+
+def test_smallest_detectable_is_the_normal_power_formula():
+    # 95 % interval ±0.98 → SE 0.5; one comparison: (1.95996 + 0.84162) · 0.5
+    assert smallest_detectable(-0.98, 0.98, 1) == pytest.approx(0.5 * 0.98 / 0.97998 * (1.959964 + 0.841621), rel=1e-4)
+    # a larger family asks for a smaller α, so a larger difference
+    assert smallest_detectable(-0.98, 0.98, 4) > smallest_detectable(-0.98, 0.98, 1)
+
+
+def _cmp(delta, low, high, p_holm, family="XL PE and Relative PE"):
+    return {"family": family, "delta": delta, "low": low, "high": high, "p": p_holm, "p_holm": p_holm,
+            "system_runs": 3, "baseline_runs": 3}
+
+
+def _study(**extra):
+    rep = {"workdir": "w", "test_sentences": 500, "novel_sentences": 425, "seen_source_sentences": 0,
+           "bootstrap": {"samples": 10, "seed": 1}, "comparisons": {}, "sweeps": [], "by_reordering": {}}
+    rep.update(extra)
+    return rep
+
+
+def _claim(report, text_start):
+    return next(c for c in report["claims"] if c["claim"].startswith(text_start))
+
+
+def test_the_decisive_study_answers_first_and_missing_systems_are_not_run():
+    jaen = _study(comparisons={"combination": _cmp(-0.31, -2.07, 1.46, 1.0), "inxl": _cmp(-0.99, -2.62, 0.6, 0.8)},
+                  pairs={"combination > inxl": {**_cmp(0.7, 0.1, 1.3, 0.02, "orderings among systems"),
+                                                "a": "combination", "b": "inxl"}})
+    decisive = _study(comparisons={"combination": _cmp(0.1, -0.3, 0.5, 0.6, "primary")})
+    rep = papers.build({"jaen": jaen, "decisive": decisive}, heads=4)
+    comb = _claim(rep, "Combination improves")
+    assert [m["study"] for m in comb["measured"]] == ["decisive", "jaen"]
+    assert comb["verdict"] == NOT_REPRODUCED  # the decisive row: [-0.3, +0.5] excludes +0.63
+    assert comb["measured"][1]["verdict"] == NOT_MEASURABLE
+    assert comb["measured"][1]["m"] == 2  # the family's members in that report
+    assert _claim(rep, "Combination beats InXL")["verdict"] == REPRODUCED  # one pair: m = 1, interval excludes 0
+    assert _claim(rep, "DiSAN")["verdict"] == NOT_RUN
+    assert rep["tally"][NOT_RUN] == len(papers.CLAIMS) - 3
+
+
+def test_aer_rows_are_in_points_and_the_claimed_direction_is_down():
+    aer = {"comparisons": {"combination": {"delta": -0.03, "low": -0.05, "high": -0.01, "p": 0.01, "p_holm": 0.01}}}
+    rep = papers.build({"decisive": _study(attention_aer=aer)}, heads=4)
+    row = _claim(rep, "Combination's attention")["measured"][0]
+    assert (row["delta"], row["low"], row["high"]) == pytest.approx((-3.0, -5.0, -1.0))
+    assert row["verdict"] == REPRODUCED
+
+
+def _sweep(setting, deltas):
+    points = [{"setting": s, "job": f"j{s}", "default": d is None, "test_bleu": 40.0 + (d or 0.0),
+               **({} if d is None else {"vs_default": {"delta": d, "p_holm": p}})} for s, (d, p) in deltas]
+    return {"title": "t", "setting": setting, "points": points}
+
+
+def test_tau_sweep_needs_both_ends_and_reads_their_significance():
+    both_below = _sweep("τ", [("0", (-2.0, 0.001)), ("1", (-0.2, 1.0)), ("2", (None, None)), ("4", (-1.5, 0.01))])
+    rep = papers.build({"jaen": _study(sweeps=[both_below])}, heads=4)
+    assert _claim(rep, "BLEU peaks")["verdict"] == REPRODUCED
+    one_end = _sweep("τ", [("0", (-2.0, 0.001)), ("2", (None, None))])
+    assert _claim(papers.build({"jaen": _study(sweeps=[one_end])}, heads=4), "BLEU peaks")["verdict"] == NOT_RUN
+    above = _sweep("τ", [("0", (-2.0, 0.001)), ("2", (None, None)), ("4", (+1.0, 0.01))])
+    assert _claim(papers.build({"jaen": _study(sweeps=[above])}, heads=4), "BLEU peaks")["verdict"] == REVERSED
+
+
+def test_noise_attack_reads_the_noisiest_point():
+    flat = _sweep("noise", [("0 %", (None, None)), ("5 %", (-0.3, 1.0)), ("20 %", (-0.4, 0.9))])
+    assert _claim(papers.build({"jaen": _study(sweeps=[flat])}, heads=4), "Noisier")["verdict"] == NOT_MEASURABLE
+    drop = _sweep("noise", [("0 %", (None, None)), ("5 %", (-0.3, 1.0)), ("20 %", (-2.4, 0.01))])
+    assert _claim(papers.build({"jaen": _study(sweeps=[drop])}, heads=4), "Noisier")["verdict"] == REPRODUCED
+
+
+def test_corrections_quote_the_reports():
+    enja = _study(seen_source_sentences=75, novel_sentences=500,
+                  by_reordering={"rows": [{"system": "combination", "more": {"p_holm": 1.0}, "less": {"p_holm": 0.65}}]})
+    text = "\n".join(papers.corrections({"enja": enja, "jaen": _study()}, heads=4))
+    assert "75 of the 500 test sources" in text and "combination less 0.650" in text and "2 of the preset's 4" in text
+
+
+def test_cli_writes_markdown_and_json(tmp_path):
+    jaen = tmp_path / "jaen.json"
+    jaen.write_text(json.dumps(_study(comparisons={"headxl": _cmp(-0.19, -1.76, 1.41, 1.0)})))
+    out = tmp_path / "PAPERS.md"
+    res = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", "papers", "--study", f"jaen={jaen}",
+                          "--report", str(out)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    md = out.read_text(encoding="utf-8")
+    assert "| Tab. 2 | HeadXL PE improves" in md and "-0.19 [-1.76, +1.41]" in md
+    assert json.loads(out.with_suffix(".json").read_text())["claims"][2]["verdict"] == NOT_MEASURABLE
+
+
+def test_cli_refuses_a_bad_study_in_one_line(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", "papers", "--study", "xx=a.json",
+                          "--report", str(tmp_path / "P.md")], capture_output=True, text=True)
+    assert res.returncode != 0 and "Traceback" not in res.stderr and "--study 'xx=a.json'" in res.stderr
+
+
+def test_orderings_compare_two_systems_runs_and_read_oracle_runs(tmp_path):
+    import sacrebleu
+
+    from onmt_xl.experiments.evidence_report import pair_rows
+
+    refs = ["the cat sat on the mat", "a dog ran in the park", "it rains today"]
+    good, bad = refs, ["the cat sat", "a dog in park", "it rains"]
+
+    def run(name, hyps, split="test"):
+        jd = tmp_path / "jobs" / name
+        jd.mkdir(parents=True)
+        (jd / "done.json").write_text(json.dumps({"resumed_exactly": True}))
+        (jd / f"hyp.{split}").write_text("\n".join(hyps) + "\n")
+
+    run("refsr_s1", good), run("exgre_s1", bad), run("prereorder_oracle_s1", good, "oracle"), run("baseline_s1", bad)
+    rows = pair_rows(tmp_path, [("refsr", "exgre"), ("prereorder_oracle", "baseline"), ("both_re", "enc_re")], [1, 2],
+                     refs, n_samples=20, seed=1, alpha=0.05)
+    assert set(rows) == {"refsr > exgre", "prereorder_oracle > baseline"}  # enc_re/both_re have no runs
+    expected = sacrebleu.corpus_bleu(good, [refs], force=True).score - sacrebleu.corpus_bleu(bad, [refs], force=True).score
+    assert rows["refsr > exgre"]["delta"] == pytest.approx(expected)
+    assert rows["prereorder_oracle > baseline"]["delta"] == pytest.approx(expected)  # its oracle translation
+    assert all(r["family"] == "orderings among systems" and "p_holm" in r for r in rows.values())
+
+
+def test_aer_at_chance_is_not_measurable_and_the_eflomal_row_follows():
+    chance = {"diagonal": {"aer": 0.889}}
+    gold = {"systems": {"baseline": {"aer": {"mean": 0.924}}, "combination": {"aer": {"mean": 0.928}}},
+            "chance": chance, "comparisons": {"combination": {"delta": 0.004, "low": -0.01, "high": 0.02, "p_holm": 0.6}}}
+    test = {"systems": {"baseline": {"aer": {"mean": 0.675}}, "combination": {"aer": {"mean": 0.652}}},
+            "chance": {"diagonal": {"aer": 0.74}},
+            "comparisons": {"combination": {"delta": -0.022, "low": -0.03, "high": -0.015, "p_holm": 0.001}}}
+    rep = papers.build({"decisive": _study(attention_aer=gold, attention_aer_test=test)}, heads=4)
+    claim = _claim(rep, "Combination's attention")
+    assert [m["study"] for m in claim["measured"]] == ["decisive, gold links", "decisive, eflomal test links"]
+    assert claim["verdict"] == papers.AT_CHANCE and claim["measured"][1]["verdict"] == REPRODUCED

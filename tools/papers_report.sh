@@ -1,0 +1,37 @@
+#!/bin/bash
+# The papers' report from the archives, in one command: each study's evidence report is regenerated in a fresh
+# work directory from its archive under reports/ (the commands of reports/EVIDENCE.md and
+# reports/PREREG_decisive.md), then `onmt-xl papers` reads their JSON and writes reports/PAPERS.md.
+#   bash tools/papers_report.sh              # every study whose archive exists
+#   DECISIVE_SEEDS=1,2,3,4,5,6,7,8 bash tools/papers_report.sh   # after the preregistered extension to 8 seeds
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WORK=${WORK:-$(mktemp -d -t onmt_xl_papers.XXXXXX)}
+DECISIVE_SEEDS=${DECISIVE_SEEDS:-1,2,3,4,5}
+echo "[papers_report] fresh work directories under $WORK" >&2
+
+onmt-xl evidence --workdir "$WORK/evidence_jaen" --stage report --archive reports/evidence_jaen \
+  --preorder-pairs 10000,25000 --report reports/EVIDENCE_jaen.md > /dev/null
+onmt-xl evidence --workdir "$WORK/evidence_enja" --src en --tgt ja --gold-text "" --gold-align "" --stage report \
+  --archive reports/evidence_enja --systems baseline,combination --seeds 1,2,3 --report reports/EVIDENCE_enja.md > /dev/null
+studies=(--study jaen=reports/EVIDENCE_jaen.json --study enja=reports/EVIDENCE_enja.json)
+# the preregistered design is analysed only once all its primary runs are finished (reports/PREREG_decisive.md)
+done_runs=0
+for s in ${DECISIVE_SEEDS//,/ }; do
+  for sys in baseline combination; do
+    [ -f "reports/decisive_jaen/jobs/${sys}_s$s/done.json" ] && [ -f "reports/decisive_jaen/jobs/${sys}_s$s/hyp.test.gz" ] \
+      && done_runs=$((done_runs + 1))
+  done
+done
+need=$(( 2 * $(echo "$DECISIVE_SEEDS" | tr ',' '\n' | wc -l) ))
+if [ "$done_runs" -lt "$need" ]; then
+  echo "[papers_report] decisive design: $done_runs of $need primary runs archived; not analysed before its end" >&2
+else
+  onmt-xl evidence --workdir "$WORK/decisive_jaen" --archive reports/decisive_jaen --test-from-train 5000 \
+    --stage report --systems baseline,combination,headxl,inxl --seeds "$DECISIVE_SEEDS" \
+    --families "primary=combination;secondary=headxl,inxl" --samples 10000 --bootstrap-seed 12345 \
+    --report reports/DECISIVE_jaen.md > /dev/null
+  studies+=(--study decisive=reports/DECISIVE_jaen.json)
+fi
+onmt-xl papers "${studies[@]}" --report reports/PAPERS.md > /dev/null
+echo "[papers_report] wrote reports/PAPERS.md (and .json)" >&2
