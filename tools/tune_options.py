@@ -45,6 +45,9 @@ CANDIDATES: Dict[str, Tuple[str, Dict]] = {
     # HeadXL's tau at the study's 4 heads: the paper's quarter of the heads, against the default heads // 2
     "headxl_tau1": ("headxl", {"xl_heads": 1}),
     "headxl_tau2": ("headxl", {"xl_heads": 2}),
+    # the LSTM of Tab. 4 (tier h): the study's shared Transformer recipe against the usual OpenNMT-py LSTM one
+    "lstm_noam": ("lstm", {}),
+    "lstm_adam": ("lstm", {"decay_method": "none", "learning_rate": 0.001, "max_grad_norm": 5.0}),
     "exgre_soft": ("exgre", {"xl_reordering_loss": "soft"}),
     "exgre_position": ("exgre", {"xl_reordering_loss": "position"}),
     "exgre_literal": ("exgre", {"xl_reordering_loss": "literal"}),
