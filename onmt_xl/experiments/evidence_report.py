@@ -218,6 +218,54 @@ def by_reordering(workdir: Path, kept: Dict[str, List[Run]], baseline: str, refs
             "rows": rows}
 
 
+#: Ding et al. 2020 Tab. 2, ja→en: each XL variant's gain over the Transformer, the sizes the decisive design resolves
+PAPER_GAINS = {"combination": 0.63, "headxl": 0.40, "inxl": 0.30}
+#: reports/PREREG_decisive.md: the half-width the design was sized for, and the primary comparison
+TARGET_HALF_WIDTH = 0.50
+PRIMARY = "combination"
+
+
+def decision(low: float, high: float, gain: float) -> List[str]:
+    """reports/PREREG_decisive.md's decision rule on a 95 % interval [``low``, ``high``] of Δ BLEU and the paper's
+    ``gain``: ``helps`` (low > 0; "by less than the paper reports" if high < gain as well), else ``hurts`` (high < 0),
+    with "an effect of the paper's size is excluded" wherever high < gain; ``inconclusive`` otherwise."""
+    if low > 0:
+        return ["helps" + (", by less than the paper reports" if high < gain else "")]
+    out = ["hurts"] if high < 0 else []
+    if high < gain:
+        out.append(f"an effect of the paper's size (+{gain:.2f} BLEU) is excluded")
+    return out or ["inconclusive"]
+
+
+def decisive_design(workdir: Path, kept: Dict[str, List[Run]], baseline: str, comparisons: Dict[str, Dict[str, Any]],
+                    refs: List[str], n_samples: int, seed: int) -> Optional[Dict[str, Any]]:
+    """The decisive design's reading (a work directory staged with ``--test-from-train``, ``data/carve.json``): per
+    XL variant compared with the baseline, the achieved half-width against :data:`TARGET_HALF_WIDTH` and the
+    preregistered decision (:func:`decision`; binding for :data:`PRIMARY`, exploratory for the others), and, as
+    description only, Δ on the corpus' own test pairs (the first lines) and on the carved ones apart."""
+    carve_file = workdir / "data" / "carve.json"
+    if not carve_file.exists() or baseline not in kept:
+        return None
+    carve = json.loads(carve_file.read_text(encoding="utf-8"))
+    given = int(carve["test_given"])
+    parts = {"given": list(range(given)), "carved": list(range(given, len(refs)))}
+
+    def on(idx: List[int], runs: List[Run]) -> List[List[str]]:
+        return [[r.hyps["test"][i] for i in idx] for r in runs]
+
+    rows = {}
+    for system, gain in PAPER_GAINS.items():
+        c = comparisons.get(system)
+        if c is None or not kept.get(system):
+            continue
+        half = (c["high"] - c["low"]) / 2
+        rows[system] = {"paper_gain": gain, "primary": system == PRIMARY, "half_width": half,
+                        "target_met": half <= TARGET_HALF_WIDTH, "decision": decision(c["low"], c["high"], gain),
+                        "parts": {name: compare(on(idx, kept[system]), on(idx, kept[baseline]), [refs[i] for i in idx],
+                                                n_samples, seed) for name, idx in parts.items() if idx}}
+    return {"carve": carve, "target_half_width": TARGET_HALF_WIDTH, "rows": rows}
+
+
 def resumed_otherwise(workdir: Path) -> List[str]:
     """The finished jobs whose training was resumed other than exactly (another data order): left out."""
     out = []
@@ -443,6 +491,7 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
             "sweeps": [sweep_rows(workdir, sw, refs, n_samples, seed, alpha) for sw in sweeps],
             "by_reordering": by_reordering(workdir, kept, baseline, refs["test"], n_samples, seed, alpha),
             "pairs": pair_rows(workdir, orderings, seeds, refs["test"], n_samples, seed, alpha),
+            "decisive": decisive_design(workdir, kept, baseline, comparisons, refs["test"], n_samples, seed),
             "attention_aer": attention_alignment(workdir, systems, seeds, baseline, n_samples, seed, alpha),
             "attention_aer_test": attention_alignment(workdir, systems, seeds, baseline, n_samples, seed, alpha,
                                                       "test_align"),

@@ -1,0 +1,47 @@
+"""The decisive design's reading in the evidence report: reports/PREREG_decisive.md's decision rule, the achieved
+half-width, and the corpus' own and the carved test pairs apart."""
+
+import json
+
+import pytest
+
+from onmt_xl.experiments.evidence_report import Run, decision, decisive_design
+
+
+@pytest.mark.parametrize("low,high,expected", [
+    (0.2, 1.0, ["helps"]),
+    (0.1, 0.5, ["helps, by less than the paper reports"]),
+    (-0.9, -0.1, ["hurts", "an effect of the paper's size (+0.63 BLEU) is excluded"]),
+    (-0.4, 0.4, ["an effect of the paper's size (+0.63 BLEU) is excluded"]),
+    (-0.2, 0.8, ["inconclusive"]),
+    (0.0, 0.63, ["inconclusive"]),  # L = 0 is not above 0, U = +0.63 not below it
+])
+def test_the_preregistered_decision_rule(low, high, expected):
+    assert decision(low, high, 0.63) == expected
+
+
+def _run(system, seed, hyps):
+    return Run(f"{system}_s{seed}", system, seed, {"test": hyps})
+
+
+def test_decisive_design_splits_given_and_carved_pairs(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "carve.json").write_text(json.dumps(
+        {"test_given": 2, "carved": 3, "train_before": 100, "train_after": 95}))
+    refs = ["the cat sat on the mat", "a dog ran in the park", "it rains today", "we eat rice", "he reads a book"]
+    worse = ["the cat sat", "a dog in park", "it rains", "we eat", "he reads"]
+    # Combination equals the baseline on the two given pairs and is perfect on the carved ones
+    kept = {"baseline": [_run("baseline", 1, worse)], "combination": [_run("combination", 1, worse[:2] + refs[2:])]}
+    comparisons = {"combination": {"delta": 5.0, "low": 0.2, "high": 1.3, "p": 0.01, "p_holm": 0.01,
+                                   "system_runs": 1, "baseline_runs": 1}}
+    d = decisive_design(tmp_path, kept, "baseline", comparisons, refs, n_samples=20, seed=1)
+    row = d["rows"]["combination"]
+    assert row["primary"] and row["decision"] == ["helps"] and row["half_width"] == pytest.approx(0.55)
+    assert not row["target_met"]
+    assert row["parts"]["given"]["delta"] == pytest.approx(0.0) and row["parts"]["carved"]["delta"] > 0
+    report = {"comparisons": comparisons, "decisive": d}
+    from onmt_xl.experiments.evidence_markdown import _decisive_section
+
+    text = "\n".join(_decisive_section(report))
+    assert "combination (primary)" in text and "0.55 (above the target)" in text and "8 seeds" in text
+    assert decisive_design(tmp_path / "nowhere", kept, "baseline", comparisons, refs, 20, 1) is None
