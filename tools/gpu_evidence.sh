@@ -16,7 +16,9 @@
 # The study's waves (WAVE), each comparison wholly on one device and in one work directory: 1 = tier d in
 # runs/evidence_jaen_gpu_d with its own default runs, HeadXL and Combination seed 1 (10), and the first 6 of tier c
 # in runs/evidence_jaen_gpu (its own baseline and Combination x 2 seeds, and the encoder-free Transformer x 2: the
-# sanity check that the models converged); 2 = the other 16 of tier c. (Tier b, en→ja, ran in wave 1 of 2026-11-26 and is merged.) Both work directories are
+# sanity check that the models converged); 2 = the other 16 of tier c; 3 = tier h (the rest of Tab. 4: encoder-free
+# with no, relative and InXL PE, and the LSTM, x 2 seeds) in runs/evidence_jaen_gpu beside wave 1's encoder-free runs,
+# once the LSTM's optimiser is chosen (reports/TUNING.md). (Tier b, en→ja, ran in wave 1 of 2026-11-26 and is merged.) Both work directories are
 # runs/evidence_jaen's splits, links and preorderers (FROM), without its runs; their archives are reports/NAME.
 # Without WAVE, one work directory: W (runs/evidence_enja), FROM (W), TIER (b), JOBS (comma-separated, required
 # to start), EVIDENCE (more `onmt-xl evidence` options, one string); its archive is reports/NAME of W (merge: A).
@@ -30,6 +32,7 @@ cd "$(dirname "$0")/.." || exit 1
 S=${S:-8000} WAIT=${WAIT:-530} ROOT=${STATE:-${TMPDIR:-/tmp}/onmt_xl_gpu_evidence}  # ROOT: one folder per work directory
 ENJA="--src en --tgt ja --gold-text '' --gold-align '' --max-steps $S"
 TIER_C="--max-steps $S --systems baseline,combination,disan,enc_re,both_re,exgre,refsr,prereorder,encoder_free --seeds 1,2"
+TIER_H="--max-steps $S --systems encoder_free_none,encoder_free_relative,encoder_free_inxl,lstm --seeds 1,2"
 # each line: W FROM TIER JOBS EVIDENCE
 case ${WAVE:-} in
   "") EXTRA_DEFAULT=$([ "${W:-runs/evidence_enja}" = runs/evidence_enja ] && echo "$ENJA" || echo "--max-steps $S")
@@ -37,7 +40,8 @@ case ${WAVE:-} in
   1) WAVES="runs/evidence_jaen_gpu_d runs/evidence_jaen d combination_s1,headxl_s1,headxl_tau0_s1,headxl_tau1_s1,headxl_tau3_s1,headxl_tau4_s1,combination_noise5_s1,combination_noise10_s1,combination_noise15_s1,combination_noise20_s1 --max-steps $S --systems headxl,combination --seeds 1
 runs/evidence_jaen_gpu runs/evidence_jaen c baseline_s1,baseline_s2,combination_s1,combination_s2,encoder_free_s1,encoder_free_s2 $TIER_C" ;;
   2) WAVES="runs/evidence_jaen_gpu runs/evidence_jaen c disan_s1,disan_s2,enc_re_s1,enc_re_s2,both_re_s1,both_re_s2,exgre_s1,exgre_s2,refsr_s1,refsr_s2,prereorder_s1,prereorder_s2,combination_oracle_s1,combination_oracle_s2,prereorder_oracle_s1,prereorder_oracle_s2 $TIER_C" ;;
-  *) echo "gpu_evidence: WAVE=$WAVE: 1 or 2" >&2; exit 2 ;;
+  3) WAVES="runs/evidence_jaen_gpu runs/evidence_jaen h encoder_free_none_s1,encoder_free_none_s2,encoder_free_relative_s1,encoder_free_relative_s2,encoder_free_inxl_s1,encoder_free_inxl_s2,lstm_s1,lstm_s2 $TIER_H" ;;
+  *) echo "gpu_evidence: WAVE=$WAVE: 1, 2 or 3" >&2; exit 2 ;;
 esac
 die() { echo "gpu_evidence: $*" >&2; exit 2; }
 seed() {  # FROM DEST: what a work directory's jobs read (splits, links, vocabularies, preorderers), no history
