@@ -10,6 +10,10 @@ used with another) gives a valid permutation that means nothing, and nothing fai
   for sub-words the same marker convention and, when both sides know it, the same model file (sha256 of
   its bytes; the file name and tokenizer are shown, not compared, since the same model gives the same
   pieces through ``onmt_tokenize`` or :mod:`onmt_xl.align.subword`);
+* **the pipeline check** (:func:`tokenizer_segmentation`, :func:`schemes_reaching`, :func:`pipeline_mismatch`):
+  before any data is read, the segmentation a framework's sub-word transforms (``sentencepiece``, ``bpe``,
+  ``onmt_tokenize``; the same names and options in OpenNMT-py and Eole, read by each adapter) give the source
+  on its way to a transform of ours, compared with the preorderer's;
 * **the content check** (:func:`check_tokens`) looks at the tokens themselves. Sub-word text carries
   markers: the joiner ``￭`` (pyonmttok ``joiner_annotate``, :mod:`onmt_xl.align.subword`), the spacer ``▁``
   (SentencePiece, pyonmttok ``spacer_annotate``) or subword-nmt's ``@@`` separator. Text is taken to
@@ -27,10 +31,11 @@ tokenizers, look alike; the recorded model hash covers the first case where both
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 JOINER = "\uffed"  # ￭
 SPACER = "\u2581"  # ▁
@@ -282,6 +287,93 @@ def check_tokens(expected: SegmentationScheme, sentences: Iterable[Sequence[str]
     if hint is None:
         hint = fix_hint(expected, "words" if seen.startswith("words") else "subword")
     return f"segmentation mismatch: {made_on} {expected.describe()}, but this text is {seen}; {hint}"
+
+
+# --- the pipeline check (both adapters) ------------------------------------------------------------------
+
+#: the sub-word transforms whose output segmentation is known from their options (OpenNMT-py's and Eole's names)
+SUBWORD_TRANSFORMS = ("sentencepiece", "bpe", "onmt_tokenize")
+
+
+def _onmttok_kwargs(value: Any) -> Dict[str, Any]:
+    """``src_onmttok_kwargs`` as a dict (a string before the framework's own validation turns it into one)."""
+    if isinstance(value, str):
+        try:
+            value = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+def tokenizer_segmentation(name: str, model: Optional[str] = None, subword_type: Optional[str] = "none",
+                           onmttok_kwargs: Any = None, model_option: str = "src_subword_model",
+                           ) -> Optional[SegmentationScheme]:
+    """The source segmentation the sub-word transform ``name`` gives, from its source options: ``model``
+    (``src_subword_model``; hashed when readable), ``subword_type`` and ``onmttok_kwargs`` (``onmt_tokenize``'s
+    ``src_subword_type`` and ``src_onmttok_kwargs``). ``None`` when it leaves the segmentation as it finds it
+    (``onmt_tokenize`` with no model that splits nothing) or is not a sub-word transform. ``model_option`` names
+    the model option in the note (``{tokenizer}`` is replaced by ``name``).
+
+    ``sentencepiece``: spacer ``▁``; ``bpe``: subword-nmt's ``@@``; ``onmt_tokenize``: the joiner of
+    ``joiner_annotate``, else the spacer of ``spacer_annotate`` or of a SentencePiece model in mode ``none``
+    (pyonmttok keeps SentencePiece's own spacers there), else no marker."""
+    if name not in SUBWORD_TRANSFORMS:
+        return None
+    note = f"from the {name} transform" + (f", {model_option.format(tokenizer=name)} {model}" if model else "")
+    if name == "sentencepiece":
+        return SegmentationScheme.subword(marker("spacer"), model, "sentencepiece", note)
+    if name == "bpe":
+        return SegmentationScheme.subword(marker("separator"), model, "bpe", note)
+    kwargs = _onmttok_kwargs(onmttok_kwargs)
+    kind = subword_type or "none"
+    with_model = kind in ("sentencepiece", "bpe") and bool(model)
+    if kwargs.get("joiner_annotate"):
+        m = marker("joiner", kwargs.get("joiner"))
+    elif kwargs.get("spacer_annotate") or (kind == "sentencepiece" and kwargs.get("mode", "none") == "none"):
+        m = marker("spacer")
+    else:
+        m = "none"
+    if not with_model and (m == "none" or kwargs.get("mode", "none") == "none"):
+        return None  # no model, nothing split: words in, words out
+    return SegmentationScheme.subword(m, model if with_model else None, "onmt_tokenize", note)
+
+
+def schemes_reaching(name: str, pipelines: Iterable[Tuple[str, Sequence[str]]],
+                     scheme_of: Callable[[str], Optional[SegmentationScheme]]) -> List[Tuple[str, SegmentationScheme]]:
+    """``(where, scheme)`` for every pipeline ``(where, transform names)`` that lists ``name`` after a sub-word
+    transform: the scheme ``scheme_of`` gives the last one of them before ``name``; ``where`` gains the pipeline,
+    e.g. ``corpus 'a' (bpe -> xl_position)``. Pipelines without ``name``, or with no sub-word transform before
+    it, say nothing (their files may be segmented already: the content check sees those)."""
+    out = []
+    for where, names in pipelines:
+        names = list(names)
+        if name not in names:
+            continue
+        scheme = None
+        for before in names[: names.index(name)]:
+            scheme = scheme_of(before) or scheme
+        if scheme is not None:
+            out.append((f"{where} ({' -> '.join(names[: names.index(name) + 1])})", scheme))
+    return out
+
+
+def pipeline_mismatch(trained: SegmentationScheme, scheme: SegmentationScheme, where: str, transform: str,
+                      model_option: str = "src_subword_model") -> Optional[str]:
+    """``None`` when ``scheme`` (what ``where`` feeds ``transform``) matches ``trained`` (the preorderer's), else
+    the message; ``model_option`` names the sub-word model option in the hint (``{tokenizer}``: the transform)."""
+    if trained.matches(scheme):
+        return None
+    if trained.kind == "words":
+        hint = ("segment the preorderer's training source with the same model and retrain it "
+                "(onmt-xl preorder-train --src-subword-model MODEL ...), or drop the sub-word transform")
+    elif scheme.kind == "subword":
+        hint = (f"set {model_option.format(tokenizer=scheme.tokenizer)} to the model the preorderer was trained "
+                f"with ({trained.model}) and the same marker convention, or retrain the preorderer on this "
+                "segmentation")
+    else:
+        hint = "segment the source with the preorderer's model before this transform"
+    return (f"segmentation mismatch: this preorderer was trained on {trained.describe()}, but {where} feeds "
+            f"{transform} {scheme.describe()}; {hint}")
 
 
 # --- command-line declaration -------------------------------------------------------------------------

@@ -13,8 +13,9 @@ and rewrites the path to ``${MODEL_PATH}/FILE``, so ``eole predict`` and ``eole 
 ``xl_source: align`` reads the corpus' ``path_align`` (or ``xl_align_path``, e.g. test-side alignments: an oracle
 upper bound for analysis only). Either transform must be the last one that changes the source tokens.
 
-Not ported: the pipeline half of the segmentation guard (OpenNMT-py's ``pipeline_segmentations`` reads its tokenizer
-options; Eole's are ``transforms_configs.{sentencepiece,bpe,onmt_tokenize}``): only the content check runs here.
+Segmentation guard: ``warm_up`` refuses a preorderer trained on another segmentation than the one Eole's sub-word
+transforms listed before ours give (:mod:`onmt_xl.eole.segmentation`, per corpus or the top-level ``transforms``);
+the first source tokens also go through the shared content check.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import random
 from eole.transforms.transform import Transform, TransformConfig
 
 from onmt_xl.eole import registry
+from onmt_xl.eole.segmentation import check_pipeline
 from onmt_xl.eole.fields import annotation, field
 from onmt_xl.errors import XLUsageError
 from onmt_xl.position_source import DEFAULT_SEED, XL_POS_KEY, XLPositionSource  # noqa: F401  (XL_POS_KEY public)
@@ -68,6 +70,8 @@ class _XLSourceTransform(XLPositionSource, Transform):
             raise XLUsageError(None, None, f"{self.xl_name} needs {self._option('xl_preorderer')} (a file from "
                                            "`onmt-xl preorder-train`)")
         self._load_source()
+        if self.source == "preorderer":
+            check_pipeline(self.preorderer.segmentation, self.preorderer_path, self.full_config, self.xl_name)
 
     @staticmethod
     def _tokens(src):

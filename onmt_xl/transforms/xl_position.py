@@ -31,7 +31,6 @@ The positions, the cache, the noise and the content check are framework-free and
 
 from __future__ import annotations
 
-import ast
 import random
 from typing import List, Optional, Tuple
 
@@ -45,40 +44,23 @@ from onmt_xl.position_source import (  # noqa: F401  (swap_noise, XL_SOURCES: pu
     DEFAULT_SEED, XL_SOURCES, XLPositionSource, load_preorderer, swap_noise,
 )
 from onmt_xl.transforms import XL_POS_KEY
-from onmt_xl.segmentation import SegmentationScheme, marker
+from onmt_xl.segmentation import SegmentationScheme, pipeline_mismatch, schemes_reaching, tokenizer_segmentation
 
 #: the preorderer cache of :mod:`onmt_xl.position_source` (one per process, shared with the Eole adapter)
 _load_preorderer = load_preorderer
 
 
+#: OpenNMT-py's sub-word model option, in messages
+MODEL_OPTION = "-src_subword_model"
+
+
 def transform_segmentation(name: str, opts) -> Optional[SegmentationScheme]:
     """The source segmentation OpenNMT's transform ``name`` produces under ``opts``; ``None`` when it
-    leaves the segmentation as it finds it (or is not a sub-word transform)."""
-    model = getattr(opts, "src_subword_model", None)
-    note = f"from the {name} transform" + (f", -src_subword_model {model}" if model else "")
-    if name == "sentencepiece":
-        return SegmentationScheme.subword(marker("spacer"), model, "sentencepiece", note)
-    if name == "bpe":
-        return SegmentationScheme.subword(marker("separator"), model, "bpe", note)
-    if name != "onmt_tokenize":
-        return None
-    kwargs = getattr(opts, "src_onmttok_kwargs", None) or {}
-    if isinstance(kwargs, str):  # before OpenNMT's option validation turns it into a dict
-        try:
-            kwargs = ast.literal_eval(kwargs)
-        except (ValueError, SyntaxError):
-            kwargs = {}
-    kind = getattr(opts, "src_subword_type", "none")
-    with_model = kind in ("sentencepiece", "bpe") and bool(model)
-    if kwargs.get("joiner_annotate"):
-        m = marker("joiner", kwargs.get("joiner"))
-    elif kwargs.get("spacer_annotate") or (kind == "sentencepiece" and kwargs.get("mode", "none") == "none"):
-        m = marker("spacer")  # pyonmttok keeps SentencePiece's own spacers in mode "none"
-    else:
-        m = "none"
-    if not with_model and (m == "none" or kwargs.get("mode", "none") == "none"):
-        return None  # no model, nothing split: words in, words out
-    return SegmentationScheme.subword(m, model if with_model else None, "onmt_tokenize", note)
+    leaves the segmentation as it finds it (or is not a sub-word transform). The mapping is the portable
+    :func:`onmt_xl.segmentation.tokenizer_segmentation`, shared with the Eole adapter."""
+    return tokenizer_segmentation(name, getattr(opts, "src_subword_model", None),
+                                  getattr(opts, "src_subword_type", "none"), getattr(opts, "src_onmttok_kwargs", None),
+                                  MODEL_OPTION)
 
 
 def pipeline_segmentations(opts, name: str) -> List[Tuple[str, SegmentationScheme]]:
@@ -88,21 +70,10 @@ def pipeline_segmentations(opts, name: str) -> List[Tuple[str, SegmentationSchem
     data = getattr(opts, "data", None)
     if isinstance(data, dict) and data:
         for cid, corpus in data.items():
-            names = list((corpus or {}).get("transforms") or [])
-            if name in names:
-                pipelines.append((f"corpus {cid!r}", names))
+            pipelines.append((f"corpus {cid!r}", list((corpus or {}).get("transforms") or [])))
     else:
-        names = list(getattr(opts, "transforms", None) or [])
-        if name in names:
-            pipelines.append(("-transforms", names))
-    out = []
-    for where, names in pipelines:
-        scheme = None
-        for before in names[: names.index(name)]:
-            scheme = transform_segmentation(before, opts) or scheme
-        if scheme is not None:
-            out.append((f"{where} ({' -> '.join(names[: names.index(name) + 1])})", scheme))
-    return out
+        pipelines.append(("-transforms", list(getattr(opts, "transforms", None) or [])))
+    return schemes_reaching(name, pipelines, lambda before: transform_segmentation(before, opts))
 
 
 OPTIONS = options_table.XL_POSITION
@@ -153,21 +124,9 @@ class XLPositionTransform(XLPositionSource, Transform):
     def _check_pipeline_segmentation(self) -> None:
         trained = self.preorderer.segmentation
         for where, scheme in pipeline_segmentations(self.opts, self.xl_name):
-            if trained.matches(scheme):
-                continue
-            if trained.kind == "words":
-                hint = ("segment the preorderer's training source with the same model and retrain it "
-                        "(onmt-xl preorder-train --src-subword-model MODEL ...), or drop the sub-word transform")
-            elif scheme.kind == "subword":
-                hint = (f"set -src_subword_model to the model the preorderer was trained with ({trained.model}) "
-                        "and the same marker convention, or retrain the preorderer on this segmentation")
-            else:
-                hint = "segment the source with the preorderer's model before this transform"
-            raise XLInputError(
-                self.preorderer_path, None,
-                f"segmentation mismatch: this preorderer was trained on {trained.describe()}, but {where} feeds "
-                f"{self.xl_name} {scheme.describe()}; {hint}",
-            )
+            problem = pipeline_mismatch(trained, scheme, where, self.xl_name, MODEL_OPTION)
+            if problem:
+                raise XLInputError(self.preorderer_path, None, problem)
 
     def __getstate__(self):
         state = super().__getstate__()
