@@ -155,3 +155,12 @@ def test_aer_at_chance_is_not_measurable_and_the_eflomal_row_follows():
     claim = _claim(rep, "Combination's attention")
     assert [m["study"] for m in claim["measured"]] == ["decisive, gold links", "decisive, eflomal test links"]
     assert claim["verdict"] == papers.AT_CHANCE and claim["measured"][1]["verdict"] == REPRODUCED
+
+
+def test_the_gpu_routes_work_directories_answer_where_the_cpu_study_has_nothing():
+    tau = _sweep("τ", [("0", (-2.0, 0.001)), ("2", (None, None)), ("4", (-1.5, 0.01))])
+    gpu_c = _study(comparisons={"disan": _cmp(0.2, -0.5, 0.9, 0.8, "the other baselines")})
+    rep = papers.build({"jaen": _study(), "jaen_gpu": gpu_c, "jaen_gpu_d": _study(sweeps=[tau])}, heads=4)
+    peak = _claim(rep, "BLEU peaks")
+    assert peak["measured"][0]["study"] == "jaen_gpu_d" and peak["verdict"] == REPRODUCED
+    assert [m["study"] for m in _claim(rep, "DiSAN")["measured"]] == ["jaen_gpu"]

@@ -15,6 +15,14 @@ onmt-xl evidence --workdir "$WORK/evidence_jaen" --stage report --archive report
 onmt-xl evidence --workdir "$WORK/evidence_enja" --src en --tgt ja --gold-text "" --gold-align "" --stage report \
   --archive reports/evidence_enja --systems baseline,combination --seeds 1,2,3 --report reports/EVIDENCE_enja.md > /dev/null
 studies=(--study jaen=reports/EVIDENCE_jaen.json --study enja=reports/EVIDENCE_enja.json)
+# the GPU route's work directories (tools/gpu_evidence.sh), where a lent GPU trained tiers c, h and d
+for name in evidence_jaen_gpu evidence_jaen_gpu_d; do
+  if [ -d "reports/$name" ]; then
+    onmt-xl evidence --workdir "$WORK/$name" --stage report --archive "reports/$name" \
+      --report "reports/EVIDENCE_${name#evidence_}.md" > /dev/null
+    studies+=(--study "${name#evidence_}=reports/EVIDENCE_${name#evidence_}.json")
+  fi
+done
 # the preregistered design is analysed only once all its primary runs are finished (reports/PREREG_decisive.md)
 done_runs=0
 for s in ${DECISIVE_SEEDS//,/ }; do

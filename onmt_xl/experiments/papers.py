@@ -1,8 +1,9 @@
 """The three papers' claims against the converged study, one verdict per claim by a fixed rule (``onmt-xl papers``).
 
 Input: the JSON reports of ``onmt-xl evidence --stage report`` (each regenerated from its archive), named by
-study: ``jaen`` (tiers a, c, d, h: 48,000 training pairs, 500 test pairs), ``enja`` (tier b) and ``decisive``
-(tier e, the preregistered design: 43,000 training pairs, 5,500 test pairs). Output: Markdown and its JSON.
+study: ``jaen`` (tiers a, c, d, h: 48,000 training pairs, 500 test pairs), ``enja`` (tier b), ``decisive``
+(tier e, the preregistered design: 43,000 training pairs, 5,500 test pairs), and ``jaen_gpu``/``jaen_gpu_d``
+(tiers c, h and d trained on a lent GPU, each work directory with its own baseline runs). Output: Markdown and its JSON.
 
 Each claim is a difference the paper reports (its figure on its own data, ``effect``, in BLEU or AER points; the
 sign is the claimed direction), measured here as a difference of the same two systems with a 95 % interval from the
@@ -41,8 +42,9 @@ REPRODUCED, REVERSED, NOT_REPRODUCED, NOT_MEASURABLE, NOT_RUN = (
     "reproduced", "reversed", "not reproduced", "not measurable at this scale", "not run yet")
 AT_CHANCE = "not measurable here: attention no better than diagonal links"
 ALPHA, POWER = 0.05, 0.8
-#: which study answers a claim, best first: the decisive design where it measured the comparison
-STUDY_ORDER = ("decisive", "jaen")
+#: which study answers a claim, best first: the decisive design where it measured the comparison, then the CPU
+#: study, then the GPU route's work directories of tiers c/h and d (reports/EVIDENCE.md, tools/gpu_evidence.sh)
+STUDY_ORDER = ("decisive", "jaen", "jaen_gpu", "jaen_gpu_d")
 
 
 @dataclass(frozen=True)
@@ -188,6 +190,10 @@ def _at_chance(aer: Dict[str, Any], claim: PaperClaim) -> bool:
     return diagonal is not None and len(means) == 2 and min(means) >= diagonal
 
 
+#: claim kind -> the evidence report's sweep setting
+_SWEEPS = {"tau": "τ", "noise": "noise"}
+
+
 def _sweep(report: Dict[str, Any], setting: str) -> Optional[Dict[str, Any]]:
     return next((s for s in report.get("sweeps", []) if s.get("setting") == setting), None)
 
@@ -196,7 +202,7 @@ def sweep_verdict(claim: PaperClaim, report: Optional[Dict[str, Any]], heads: in
     """The τ sweep (both ends below τ = H/2, each significantly: reproduced; either end significantly above: not
     reproduced) and the noise attack (the noisiest point significantly below the clean run: reproduced; any noisy
     point significantly above it: not reproduced); else not measurable. Returns (figure, verdict)."""
-    sweep = _sweep(report or {}, "τ" if claim.kind == "tau" else "noise")
+    sweep = _sweep(report or {}, _SWEEPS[claim.kind])
     points = sweep["points"] if sweep else []
     others = [p for p in points if not p.get("default")]
     if not others:
@@ -229,8 +235,10 @@ def rows(studies: Dict[str, Dict[str, Any]], heads: int) -> List[Dict[str, Any]]
                                  "effect": claim.effect, "unit": "AER points" if claim.kind == "aer" else "BLEU",
                                  "tier": claim.tier, "measured": []}
         if claim.kind in ("tau", "noise"):
-            figure, v = sweep_verdict(claim, studies.get("jaen"), heads)
-            entry["measured"].append({"study": "jaen", "figure": figure, "verdict": v})
+            study = next((n for n in ("jaen", "jaen_gpu_d") if _sweep(studies.get(n) or {}, _SWEEPS[claim.kind])
+                          and len(_sweep(studies[n], _SWEEPS[claim.kind])["points"]) > 1), "jaen")
+            figure, v = sweep_verdict(claim, studies.get(study), heads)
+            entry["measured"].append({"study": study, "figure": figure, "verdict": v})
             entry["verdict"] = v
         else:
             direction = -1 if (claim.effect or 0) < 0 else 1
@@ -361,9 +369,10 @@ def add_papers(sub) -> None:
     p = sub.add_parser("papers", help="the three papers' claims against the converged study: one verdict per claim "
                        "by a fixed rule, from the evidence reports' JSON (reports/PAPERS.md)")
     p.add_argument("--study", action="append", default=[], metavar="NAME=JSON",
-                   help="an evidence report's JSON by study name: jaen (tiers a, c, d, h), enja (tier b), decisive "
-                        "(tier e); default: jaen=reports/EVIDENCE_jaen.json, enja=reports/EVIDENCE_enja.json, "
-                        "decisive=reports/DECISIVE_jaen.json (a missing file is left out)")
+                   help="an evidence report's JSON by study name: jaen (tiers a, c, d, h on the CPU), enja (tier b), "
+                        "decisive (tier e), jaen_gpu and jaen_gpu_d (tiers c, h and d through tools/gpu_evidence.sh); "
+                        "default: reports/EVIDENCE_jaen.json, EVIDENCE_enja.json, DECISIVE_jaen.json, "
+                        "EVIDENCE_jaen_gpu.json and EVIDENCE_jaen_gpu_d.json (a missing file is left out)")
     p.add_argument("--report", default="reports/PAPERS.md", help="Markdown to write, its .json beside it")
     p.add_argument("--heads", type=int, default=4, help="attention heads of the study's models (H of the τ sweep; "
                    "the enja preset's 4)")
@@ -371,7 +380,8 @@ def add_papers(sub) -> None:
 
 
 DEFAULT_STUDIES = {"jaen": "reports/EVIDENCE_jaen.json", "enja": "reports/EVIDENCE_enja.json",
-                   "decisive": "reports/DECISIVE_jaen.json"}
+                   "decisive": "reports/DECISIVE_jaen.json", "jaen_gpu": "reports/EVIDENCE_jaen_gpu.json",
+                   "jaen_gpu_d": "reports/EVIDENCE_jaen_gpu_d.json"}
 
 
 def study_paths(values: Sequence[str]) -> Dict[str, Path]:
