@@ -9,7 +9,9 @@ with ``--data`` the corpus is Japanese→English. The last ``--tune-size`` train
 tuning split (with ``--data``, the ``--valid-size`` pairs before them validate), and the rest trains every candidate
 (through the stock ``onmt_train`` / ``onmt_translate``, with the configurations of ``onmt_xl.experiments.configs`` plus the
 candidate's options), as jobs of the workbench's runner under ``WORKDIR/jobs/``, so a killed run resumes;
-``WORKDIR/tune.jsonl`` gets one JSON line per job, and the table printed at the end gives BLEU and chrF on the tuning split, mean ± sd over seeds.
+``WORKDIR/tune.jsonl`` keeps one JSON line per job run so far (a later call with other ``--only`` candidates adds
+to it), and the table printed at the end gives BLEU and chrF on the tuning split, mean ± sd over seeds;
+``--decide A:B`` adds A's lead over B with its standard error (reports/TUNING.md's rule).
 """
 
 from __future__ import annotations
@@ -114,6 +116,26 @@ def table(rows: List[Dict]) -> str:
     return "\n".join(out)
 
 
+def paired_lead(rows: List[Dict], a: str, b: str) -> Optional[Dict]:
+    """``a``'s lead over ``b`` in tuning BLEU on the seeds both ran: the mean paired difference, its standard error
+    (the paired differences' sd / √k) and whether the lead exceeds it (reports/TUNING.md's rule); None below 2 seeds."""
+    by = {(r["name"], r["seed"]): r["bleu"] for r in rows}
+    seeds = sorted(s for (n, s) in by if n == a and (b, s) in by)
+    if len(seeds) < 2:
+        return None
+    diffs = [by[(a, s)] - by[(b, s)] for s in seeds]
+    lead, se = statistics.mean(diffs), statistics.stdev(diffs) / len(diffs) ** 0.5
+    return {"a": a, "b": b, "seeds": seeds, "diffs": diffs, "lead": lead, "se": se, "ahead": lead > se}
+
+
+def decide_option(text: str) -> Tuple[str, str]:
+    """``--decide A:B``: two candidates of :data:`CANDIDATES`."""
+    a, sep, b = text.partition(":")
+    if not sep or a not in CANDIDATES or b not in CANDIDATES:
+        raise argparse.ArgumentTypeError(f"{text!r} is not A:B of two candidates ({', '.join(CANDIDATES)})")
+    return a, b
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 epilog="example: python tools/tune_options.py --workdir runs/tune_synth --only baseline disan")
@@ -129,6 +151,9 @@ def main(argv=None) -> int:
     p.add_argument("--beam-size", type=int, default=5)
     p.add_argument("--parallel", type=int, default=1, help="jobs trained at once (default 1)")
     p.add_argument("--only", nargs="+", choices=list(CANDIDATES), help="candidates to run (default: all)")
+    p.add_argument("--decide", nargs="+", type=decide_option, default=[], metavar="A:B",
+                   help="after the table, A's lead over B on the seeds both ran: mean paired difference, its standard "
+                        "error (sd / sqrt(k)) and whether the lead exceeds it (reports/TUNING.md's rule)")
     args = p.parse_args(argv)
     workdir = Path(args.workdir)
     seeds = [int(s) for s in args.seeds.split(",") if s]
@@ -141,9 +166,20 @@ def main(argv=None) -> int:
     runner = Runner(carve(workdir, args.tune_size, args.data, args.valid_size), str(workdir), jobs, args.preset, steps,
                     beam_size=args.beam_size, parallel=args.parallel, preorder_iterations=5)
     done = run_all(runner, steps)
-    with open(workdir / "tune.jsonl", "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(row) + "\n" for row in done)
-    print(table([r for r in done if r["steps"] == steps and r["seed"] in seeds]))
+    record = workdir / "tune.jsonl"  # every candidate run so far: this call's rows replace their earlier ones
+    key = (lambda r: (r["name"], r["seed"], r["steps"]))
+    kept = {key(r): r for r in (json.loads(l) for l in record.read_text(encoding="utf-8").splitlines() if l.strip())} \
+        if record.exists() else {}
+    kept.update({key(r): r for r in done})
+    record.write_text("".join(json.dumps(r) + "\n" for r in kept.values()), encoding="utf-8")
+    rows = [r for r in done if r["steps"] == steps and r["seed"] in seeds]
+    print(table(rows))
+    for a, b in args.decide:
+        d = paired_lead(rows, a, b)
+        print(f"{a} over {b}: " + ("fewer than 2 common seeds" if d is None else
+              f"lead {d['lead']:+.2f} BLEU, standard error {d['se']:.2f} over seeds {d['seeds']} (per seed "
+              + ", ".join(f"{x:+.2f}" for x in d["diffs"]) + f"); ahead by more than the standard error: "
+              + ("yes" if d["ahead"] else "no")))
     return 0
 
 
