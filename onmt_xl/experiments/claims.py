@@ -25,13 +25,14 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from onmt_xl.encoders.options import default_xl_heads
+from onmt_xl.experiments.paper_figures import (C19, C20, CHEN19_TAB3_JAEN, CHEN20_FIG2_JAEN, CHEN20_TAB1_JAEN, D,
+                                               DING_TAB2_JAEN, DING_TAB3_ENDE, DING_TAB4_ENDE, fig)
 from onmt_xl.experiments.plan import NOISE_RATIOS, SIM_SYSTEMS, SWAP_RATIOS
 
+T2, T4, R3, E1 = DING_TAB2_JAEN, DING_TAB4_ENDE, CHEN19_TAB3_JAEN, CHEN20_TAB1_JAEN
 HELD, HELD_NS, NOT_HELD, REVERSED, NOT_RUN = "held", "same direction, not significant", "not held", "reversed", "not run"
 AT_CHANCE = "uninformative: no better than diagonal links"
 ALPHA = 0.05
-#: the papers, as the report cites them
-D, C19, C20 = "Ding et al. 2020", "Chen et al. 2019a", "Chen et al. 2020"
 
 
 @dataclass(frozen=True)
@@ -126,25 +127,25 @@ def check(res: Dict[str, Any], heads: int) -> List[Claim]:
 def _main_claims(res: Dict[str, Any], spread: Optional[float]) -> List[Claim]:
     """The main table's systems against the baseline, and the orderings among them the papers report."""
     return [
-        versus_baseline(res, "inxl", f"{D} Tab. 2", "InXL PE improves on the Transformer (Ja-En 29.22 → 29.52)", spread),
-        versus_baseline(res, "headxl", f"{D} Tab. 2", "HeadXL PE improves on the Transformer (→ 29.62)", spread),
-        versus_baseline(res, "combination", f"{D} Tab. 2", "Combination improves significantly (→ 29.85, p < 0.01)", spread),
+        versus_baseline(res, "inxl", f"{D} Tab. 2", f"InXL PE improves on the Transformer (Ja-En {fig(T2['baseline'])} → {fig(T2['inxl'])})", spread),
+        versus_baseline(res, "headxl", f"{D} Tab. 2", f"HeadXL PE improves on the Transformer (→ {fig(T2['headxl'])})", spread),
+        versus_baseline(res, "combination", f"{D} Tab. 2", f"Combination improves significantly (→ {fig(T2['combination'])}, p < 0.01)", spread),
         _order(f"{D} Tab. 1–2", "Combination is the best of the XL variants",
                ("combination", _bleu(res, "combination")), [("inxl", _bleu(res, "inxl")), ("headxl", _bleu(res, "headxl"))]),
-        versus_baseline(res, "relative_pe", f"{D} Tab. 2", "Relative PE improves on the Transformer (→ 29.62)", spread),
-        versus_baseline(res, "disan", f"{D} Tab. 2", "DiSAN improves on the Transformer (→ 29.73)", spread),
-        versus_baseline(res, "disan_nogate", f"{D} Tab. 2", "DiSAN improves on the Transformer (→ 29.73); "
+        versus_baseline(res, "relative_pe", f"{D} Tab. 2", f"Relative PE improves on the Transformer (→ {fig(T2['relative_pe'])})", spread),
+        versus_baseline(res, "disan", f"{D} Tab. 2", f"DiSAN improves on the Transformer (→ {fig(T2['disan'])})", spread),
+        versus_baseline(res, "disan_nogate", f"{D} Tab. 2", f"DiSAN improves on the Transformer (→ {fig(T2['disan'])}); "
                         "our variant without DiSAN's fusion gate (directional heads only)", spread),
-        versus_baseline(res, "enc_re", f"{C19} Tab. 3", "Encoder REs improve significantly (30.33 → 31.12)", spread),
-        versus_baseline(res, "both_re", f"{C19} Tab. 3", "Both REs improve significantly (→ 31.41)", spread),
-        _order(f"{C19} Tab. 3", "Both REs beat encoder REs (31.41 vs 31.12)",
+        versus_baseline(res, "enc_re", f"{C19} Tab. 3", f"Encoder REs improve significantly ({fig(R3['baseline'])} → {fig(R3['enc_re'])})", spread),
+        versus_baseline(res, "both_re", f"{C19} Tab. 3", f"Both REs improve significantly (→ {fig(R3['both_re'])})", spread),
+        _order(f"{C19} Tab. 3", f"Both REs beat encoder REs ({fig(R3['both_re'])} vs {fig(R3['enc_re'])})",
                ("both_re", _bleu(res, "both_re")), [("enc_re", _bleu(res, "enc_re"))]),
-        versus_baseline(res, "exgre", f"{C20} Tab. 1", "ExGRE improves significantly (31.21 → 31.96)", spread),
-        versus_baseline(res, "refsr", f"{C20} Tab. 1", "ReFSR improves significantly (→ 32.36)", spread),
-        _order(f"{C20} Tab. 1", "ReFSR beats ExGRE (32.36 vs 31.96)",
+        versus_baseline(res, "exgre", f"{C20} Tab. 1", f"ExGRE improves significantly ({fig(E1['baseline'])} → {fig(E1['exgre'])})", spread),
+        versus_baseline(res, "refsr", f"{C20} Tab. 1", f"ReFSR improves significantly (→ {fig(E1['refsr'])})", spread),
+        _order(f"{C20} Tab. 1", f"ReFSR beats ExGRE ({fig(E1['refsr'])} vs {fig(E1['exgre'])})",
                ("refsr", _bleu(res, "refsr")), [("exgre", _bleu(res, "exgre"))]),
         versus_baseline(res, "prereorder", f"{C19} Tab. 3", "Pre-reordering the source (preorderer) hurts "
-                        "(30.33 → 28.93)", spread, direction=-1),
+                        f"({fig(R3['baseline'])} → {fig(R3['prereorder'])})", spread, direction=-1),
     ]
 
 
@@ -152,7 +153,7 @@ def _oracle_claims(res: Dict[str, Any], spread: Optional[float]) -> List[Claim]:
     """The oracle runs, which use test-side information."""
     return [
         versus_baseline(res, "prereorder_oracle", f"{C20} Fig. 2", "Source in target order from alignments, "
-                        "test side included, gains several BLEU (Ja-En 31.1 → 34.9)", spread, variant="oracle"),
+                        f"test side included, gains several BLEU (Ja-En {fig(CHEN20_FIG2_JAEN[0])} → {fig(CHEN20_FIG2_JAEN[1])})", spread, variant="oracle"),
         _order(f"{C20} Fig. 2 (by analogy)", "XL indices from the test alignments lift Combination above "
                "preorderer-predicted ones", ("oracle", _bleu(res, "combination_oracle", "oracle")),
                [("preorderer", _bleu(res, "combination"))]),
@@ -202,9 +203,10 @@ def _aer_claims(res: Dict[str, Any]) -> List[Claim]:
         chance = res.get("aer_references", {}).get(ref, {})
         rnd, diag = (chance.get(k, {}).get("aer") for k in ("random", "diagonal"))
         near = f" (random links {100 * rnd:.2f} %, diagonal {100 * diag:.2f} %)" if rnd is not None and diag is not None else ""
-        for name, paper_aer in (("inxl", 27.5), ("headxl", 26.9), ("combination", 24.7)):
+        for name in ("inxl", "headxl", "combination"):
             aer = _test(res, name, ref).get("aer")
-            claim = f"{name} attention has a lower AER than the baseline's ({label}; En-De 29.7 → {paper_aer} %)"
+            claim = (f"{name} attention has a lower AER than the baseline's ({label}; En-De "
+                     f"{fig(DING_TAB3_ENDE['baseline'][0])} → {fig(DING_TAB3_ENDE[name][0])} %)")
             if base is None or aer is None:
                 out.append(Claim(f"{D} Tab. 3", claim, "–", NOT_RUN))
                 continue
@@ -218,9 +220,9 @@ def _aer_claims(res: Dict[str, Any]) -> List[Claim]:
 def _encoder_free_claims(res: Dict[str, Any]) -> List[Claim]:
     """Without an encoder: absolute PE beats none, InXL PE beats absolute."""
     none, ab, inxl = (_bleu(res, n) for n in ("encoder_free_none", "encoder_free", "encoder_free_inxl"))
-    return [_order(f"{D} Tab. 4", "Without an encoder, positions matter most: absolute PE ≫ no PE (9.97 → 24.11)",
+    return [_order(f"{D} Tab. 4", f"Without an encoder, positions matter most: absolute PE ≫ no PE ({fig(T4['encoder_free_none'])} → {fig(T4['encoder_free'])})",
                    ("absolute", ab), [("none", none)]),
-            _order(f"{D} Tab. 4", "Without an encoder, InXL PE beats absolute PE (24.11 → 24.68)",
+            _order(f"{D} Tab. 4", f"Without an encoder, InXL PE beats absolute PE ({fig(T4['encoder_free'])} → {fig(T4['encoder_free_inxl'])})",
                    ("InXL", inxl), [("absolute", ab)])]
 
 
