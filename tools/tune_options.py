@@ -178,7 +178,7 @@ def main(argv=None) -> int:
         d = paired_lead(rows, a, b)
         print(f"{a} over {b}: " + ("fewer than 2 common seeds" if d is None else
               f"lead {d['lead']:+.2f} BLEU, standard error {d['se']:.2f} over seeds {d['seeds']} (per seed "
-              + ", ".join(f"{x:+.2f}" for x in d["diffs"]) + f"); ahead by more than the standard error: "
+              + ", ".join(f"{x:+.2f}" for x in d["diffs"]) + "); ahead by more than the standard error: "
               + ("yes" if d["ahead"] else "no")))
     return 0
 

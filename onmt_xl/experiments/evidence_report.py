@@ -255,13 +255,14 @@ def decisive_design(workdir: Path, kept: Dict[str, List[Run]], baseline: str, co
         return [[r.hyps["test"][i] for i in idx] for r in runs]
 
     rows = {}
-    for system, gain in PAPER_GAINS.items():
+    for system, paper_gain in PAPER_GAINS.items():
         c = comparisons.get(system)
         if c is None or not kept.get(system):
             continue
         half = (c["high"] - c["low"]) / 2
-        rows[system] = {"paper_gain": gain, "primary": system == PRIMARY, "half_width": half,
-                        "target_met": half <= TARGET_HALF_WIDTH, "decision": decision(c["low"], c["high"], gain),
+        rows[system] = {"paper_gain": paper_gain, "primary": system == PRIMARY, "half_width": half,
+                        "target_met": half <= TARGET_HALF_WIDTH,
+                        "decision": decision(c["low"], c["high"], paper_gain),
                         "parts": {name: compare(on(idx, kept[system]), on(idx, kept[baseline]), [refs[i] for i in idx],
                                                 n_samples, seed) for name, idx in parts.items() if idx}}
     return {"carve": carve, "target_half_width": TARGET_HALF_WIDTH, "rows": rows}

@@ -425,6 +425,6 @@ def run_papers(args) -> int:
     paths = study_paths(args.study)
     if not any(p.exists() for p in paths.values()):
         raise XLUsageError(None, None, "no evidence report found: " + ", ".join(map(str, paths.values())))
-    report = write(paths, Path(args.report), args.heads)
+    write(paths, Path(args.report), args.heads)
     print(Path(args.report).read_text(encoding="utf-8"))
     return 0
