@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from onmt_xl.experiments import stats
 from onmt_xl.experiments.curve import plateau_step, plot_curves, read_curve
@@ -90,15 +90,16 @@ def read_run(jd: Path, system: str, seed: int, needs: Sequence[str] = SPLITS) ->
                info.get("resumed_exactly", True) is not False, info)
 
 
+def seed_runs(workdir: Path, job: str, system: str, seeds: Sequence[int],
+              needs: Sequence[str] = SPLITS) -> List[Run]:
+    """The finished runs ``jobs/JOB_sSEED`` of ``system`` over ``seeds``, in seed order (:func:`read_run`)."""
+    runs = (read_run(workdir / "jobs" / f"{job}_s{seed}", system, seed, needs) for seed in seeds)
+    return [run for run in runs if run is not None]
+
+
 def collect_runs(workdir: Path, systems: Sequence[str], seeds: Sequence[int]) -> Dict[str, List[Run]]:
     """The finished runs of each system (``jobs/SYSTEM_sSEED``)."""
-    out: Dict[str, List[Run]] = {}
-    for system in systems:
-        for seed in seeds:
-            run = read_run(workdir / "jobs" / f"{system}_s{seed}", system, seed)
-            if run is not None:
-                out.setdefault(system, []).append(run)
-    return out
+    return {system: runs for system in systems if (runs := seed_runs(workdir, system, system, seeds))}
 
 
 def preorder_runs(workdir: Path, pairs: int) -> List[Run]:
@@ -288,16 +289,22 @@ def compare(system: List[List[str]], baseline: List[List[str]], refs: List[str],
             seed: int) -> Dict[str, Any]:
     """Δ test BLEU of ``system``'s runs against ``baseline``'s (hypothesis lists, one per seed run): the seed-pooled
     bootstrap's Δ, 95 % interval, p-value and run counts."""
-    cmp = stats.seed_pooled_bootstrap(system, baseline, refs, n_samples, seed)
+    return _comparison(stats.seed_pooled_bootstrap(system, baseline, refs, n_samples, seed))
+
+
+def _comparison(cmp) -> Dict[str, Any]:
+    """A bootstrap comparison (BLEU or AER) as the report stores it."""
     return {"delta": cmp.delta, "low": cmp.low, "high": cmp.high, "p": cmp.p_value,
             "system_runs": cmp.system_runs, "baseline_runs": cmp.baseline_runs}
 
 
-def correct(family: Dict[str, Dict[str, Any]], alpha: float) -> None:
-    """Holm's correction over the comparisons of ``family`` (``{name: compare(...)}``), in place, with verdicts."""
+def correct(family: Dict[str, Dict[str, Any]], alpha: float,
+            words: Callable[[float, float, float], str] = verdict) -> None:
+    """Holm's correction over the comparisons of ``family`` (``{name: compare(...)}``), in place, with the verdicts
+    that ``words(delta, p_holm, alpha)`` gives."""
     for name, p_holm in stats.holm({k: c["p"] for k, c in family.items()}).items():
         family[name]["p_holm"] = p_holm
-        family[name]["verdict"] = verdict(family[name]["delta"], p_holm, alpha)
+        family[name]["verdict"] = words(family[name]["delta"], p_holm, alpha)
 
 
 def oracle_rows(workdir: Path, systems: Sequence[str], seeds: Sequence[int], kept: Dict[str, List[Run]],
@@ -309,8 +316,7 @@ def oracle_rows(workdir: Path, systems: Sequence[str], seeds: Sequence[int], kep
     test time only beside them; Holm over these rows."""
     rows, family = [], {}
     for system in systems:
-        runs = [r for r in (read_run(workdir / "jobs" / f"{system}_oracle_s{s}", system, s, ("oracle",)) for s in seeds)
-                if r is not None and r.resumed_exactly]
+        runs = [r for r in seed_runs(workdir, f"{system}_oracle", system, seeds, ("oracle",)) if r.resumed_exactly]
         if not runs:
             continue
         main, scored = kept.get(system, []), table.get(system, {})
@@ -367,10 +373,8 @@ def attention_alignment(workdir: Path, systems: Sequence[str], seeds: Sequence[i
             if system == baseline:
                 continue
             cmp = aer_bootstrap([c for _, c in runs], [c for _, c in counts[baseline]], n_samples, seed)
-            family[system] = {"delta": cmp.delta, "low": cmp.low, "high": cmp.high, "p": cmp.p_value,
-                              "system_runs": cmp.system_runs, "baseline_runs": cmp.baseline_runs}
-        for name, p_holm in stats.holm({k: c["p"] for k, c in family.items()}).items():
-            family[name].update(p_holm=p_holm, verdict=_aer_verdict(family[name]["delta"], p_holm, alpha))
+            family[system] = _comparison(cmp)
+        correct(family, alpha, _aer_verdict)
     refs = aer_references(workdir, (variant,)).get(variant, {})
     return {"reference": variant, "systems": table, "comparisons": family,
             "chance": {name: refs[name] for name in ("random", "diagonal") if name in refs},
@@ -393,12 +397,8 @@ def side_runs(workdir: Path, side: str, seeds: Sequence[int]) -> List[List[str]]
     translation: test-side information)."""
     oracle = side.endswith("_oracle")
     split = "oracle" if oracle else "test"
-    out = []
-    for s in seeds:
-        run = read_run(workdir / "jobs" / f"{side}_s{s}", side[: -len("_oracle")] if oracle else side, s, (split,))
-        if run is not None and run.resumed_exactly:
-            out.append(run.hyps[split])
-    return out
+    system = side[: -len("_oracle")] if oracle else side
+    return [run.hyps[split] for run in seed_runs(workdir, side, system, seeds, (split,)) if run.resumed_exactly]
 
 
 def pair_rows(workdir: Path, pairs: Sequence[Tuple[str, str]], seeds: Sequence[int], refs: List[str], n_samples: int,
