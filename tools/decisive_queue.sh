@@ -17,50 +17,21 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 S=${S:-8000} P=${P:-2} NICE=${NICE:-10} N=${N:-5000} SEEDS=${SEEDS:-1,2,3,4,5}
-STAGE=main
-case ${1:-} in
-  "") ;;
-  status) STAGE=status ;;
-  *) echo "decisive_queue: unknown argument '$1' (none, or status)" >&2; exit 2 ;;
-esac
-TIERS=${TIERS:-e}
-for tier in $TIERS; do
-  case $tier in
-    e|f|g|enja) ;;
-    *) echo "decisive_queue: unknown tier '$tier' (e, f, g or enja)" >&2; exit 2 ;;
-  esac
-done
+NAME=decisive_queue KNOWN="e f g enja" APART=enja TIERS=${TIERS:-e}
 JAEN=(--workdir runs/decisive_jaen --archive reports/decisive_jaen --test-from-train "$N" --seeds "$SEEDS"
       --max-steps 10000)
 ENJA=(--workdir runs/decisive_enja --archive reports/decisive_enja --test-from-train "$N" --seeds "$SEEDS"
       --src en --tgt ja --gold-text "" --gold-align "" --max-steps "$S")
 
-run() {  # $1: enja, or ja→en tiers joined by commas (e,f,g)
-  local args tier=$1
+tier_args() {  # $1: enja, or ja→en tiers joined by commas (e,f,g)
   case $1 in
-    enja) args=("${ENJA[@]}" --speed-from runs/decisive_jaen) tier=e ;;  # status: ja→en's speed until it starts
-    *) args=("${JAEN[@]}") ;;
+    enja) ARGS=("${ENJA[@]}" --speed-from runs/decisive_jaen) TIER=e ;;  # status: ja→en's speed until it starts
+    *) ARGS=("${JAEN[@]}") ;;
   esac
-  if [ "$STAGE" = status ]; then
-    [ -d "${args[1]}" ] || { echo "[$1] ${args[1]}: not started"; return; }
-    python3 -m onmt_xl.experiments evidence --stage status --steps "$S" --tier "$tier" --parallel "$P" "${args[@]}" || exit 1
-    return
-  fi
-  echo "[decisive_queue] $(date -u '+%F %T') $1"
-  nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage main --steps "$S" --tier "$tier" --parallel "$P" \
-    "${args[@]}" || { echo "[decisive_queue] $1 failed ($?)" >&2; exit 1; }
+  [ -d "${ARGS[1]}" ] || SKIP="[$1] ${ARGS[1]}: not started"
 }
 
-group=""  # ja→en tiers waiting to train together
-for tier in $TIERS; do
-  if [ "$tier" = enja ] || [ "$STAGE" = status ]; then  # status: one table per tier
-    [ -n "$group" ] && run "$group"
-    group=""
-    run "$tier"
-  else
-    group=${group:+$group,}$tier
-  fi
-done
-[ -n "$group" ] && run "$group"
+. tools/queue_lib.sh
+queue_main "$@"
 [ "$STAGE" = status ] && exit 0
 echo "[decisive_queue] $(date -u '+%F %T') done: the report, reports/PREREG_decisive.md (Commands)"

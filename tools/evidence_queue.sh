@@ -15,49 +15,20 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 S=${S:-8000} P=${P:-2} NICE=${NICE:-10}
-STAGE=main
-case ${1:-} in
-  "") ;;
-  status) STAGE=status ;;
-  *) echo "evidence_queue: unknown argument '$1' (none, or status)" >&2; exit 2 ;;
-esac
-TIERS=${TIERS:-a b c d}
-for tier in $TIERS; do
-  case $tier in
-    a|b|c|d|h) ;;
-    *) echo "evidence_queue: unknown tier '$tier' (a, b, c, d or h)" >&2; exit 2 ;;
-  esac
-done
+NAME=evidence_queue KNOWN="a b c d h" APART=b TIERS=${TIERS:-a b c d}
 JAEN=(--workdir runs/evidence_jaen --archive reports/evidence_jaen --max-steps 10000)
 ENJA=(--workdir runs/evidence_enja --archive reports/evidence_enja --src en --tgt ja --gold-text "" --gold-align ""
       --max-steps "$S")
 
-run() {  # $1: one tier, or several of ja→en joined by commas (a,c,d)
-  local args
+tier_args() {  # $1: one tier, or several of ja→en joined by commas (a,c,d)
   case $1 in
-    b) args=("${ENJA[@]}" --speed-from runs/evidence_jaen) ;;  # status: the ja→en jobs' speed until b starts
-    *a*) args=("${JAEN[@]}" --preorder-pairs 10000,25000 --preorder-seeds 1,2) ;;
-    *) args=("${JAEN[@]}") ;;
+    b) ARGS=("${ENJA[@]}" --speed-from runs/evidence_jaen) ;;  # status: the ja→en jobs' speed until b starts
+    *a*) ARGS=("${JAEN[@]}" --preorder-pairs 10000,25000 --preorder-seeds 1,2) ;;
+    *) ARGS=("${JAEN[@]}") ;;
   esac
-  if [ "$STAGE" = status ]; then
-    python3 -m onmt_xl.experiments evidence --stage status --steps "$S" --tier "$1" --parallel "$P" "${args[@]}" || exit 1
-    return
-  fi
-  echo "[evidence_queue] $(date -u '+%F %T') tier $1"
-  nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage main --steps "$S" --tier "$1" --parallel "$P" \
-    "${args[@]}" || { echo "[evidence_queue] tier $1 failed ($?)" >&2; exit 1; }
 }
 
-group=""  # ja→en tiers waiting to train together
-for tier in $TIERS; do
-  if [ "$tier" = b ] || [ "$STAGE" = status ]; then  # status: one table per tier
-    [ -n "$group" ] && run "$group"
-    group=""
-    run "$tier"
-  else
-    group=${group:+$group,}$tier
-  fi
-done
-[ -n "$group" ] && run "$group"
+. tools/queue_lib.sh
+queue_main "$@"
 [ "$STAGE" = status ] && exit 0
 echo "[evidence_queue] $(date -u '+%F %T') done: onmt-xl evidence --stage report ... (reports/EVIDENCE.md, Commands)"
