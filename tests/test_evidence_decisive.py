@@ -45,3 +45,33 @@ def test_decisive_design_splits_given_and_carved_pairs(tmp_path):
     text = "\n".join(_decisive_section(report))
     assert "combination (primary)" in text and "0.55 (above the target)" in text and "8 seeds" in text
     assert decisive_design(tmp_path / "nowhere", kept, "baseline", comparisons, refs, 20, 1) is None
+
+
+def test_the_plateau_check_is_reported_beside_the_fixed_step_count():
+    """The decisive design keeps S = 8,000 whatever the step rule gives on the new split; the report gives the
+    rule's answer and each curve's validation BLEU gained after S, and calls a different answer a caveat."""
+    from onmt_xl.experiments.evidence_markdown import _decisive_section
+    from onmt_xl.experiments.evidence_report import plateau_check
+
+    steps = range(500, 10500, 500)
+    flat = [{"step": s, "bleu": min(s, 8000) / 200} for s in steps]  # 40.0 from 8,000 on
+    rising = [{"step": s, "bleu": min(s, 8000) / 200 + (s > 8000) * (s - 8000) / 1000} for s in steps]  # +2.0 by 10,000
+    check = plateau_check({"baseline_s1": flat, "combination_s1": rising})
+    assert check["rule_step"] is None and check["last_step"] == 10000 and check["steps"] == 8000
+    assert check["late_gain"]["baseline_s1"]["gain"] == pytest.approx(0.0)
+    assert check["late_gain"]["combination_s1"] == {"to_step": 10000, "gain": pytest.approx(2.0)}
+    assert plateau_check({"baseline_s1": flat})["rule_step"] == 8000
+    assert plateau_check({}) is None
+    report = {"comparisons": {}, "decisive": {"carve": {"test_given": 2, "carved": 3, "train_before": 100,
+                                                         "train_after": 95},
+                                              "target_half_width": 0.5, "rows": {}, "plateau": check}}
+    assert _decisive_section(report) == []  # nothing to read before a comparison
+    report["comparisons"] = {"combination": {"delta": 0.1, "low": -0.2, "high": 0.4, "p": 0.5, "system_runs": 5,
+                                             "baseline_runs": 5}}
+    report["decisive"]["rows"] = {"combination": {"paper_gain": 0.63, "primary": True, "half_width": 0.3,
+                                                  "target_met": True, "decision": ["x"], "parts": {}}}
+    text = "\n".join(_decisive_section(report))
+    assert "step rule is not met within the 10,000 steps scored" in text and "keeps S = 8,000, and this is a caveat" in text
+    assert "combination_s1 +2.00 (to 10,000)" in text and "baseline_s1 +0.00" in text
+    report["decisive"]["plateau"] = plateau_check({"baseline_s1": flat})
+    assert "gives step 8,000; the design keeps S = 8,000." in "\n".join(_decisive_section(report))

@@ -127,6 +127,15 @@ def _decisive_section(report: Dict[str, Any]) -> List[str]:
         lines += ["", f"The primary interval is wider than {d['target_half_width']:.2f}: the preregistered precision "
                   "rule extends the design to 8 seeds (`SEEDS=1,2,3,4,5,6,7,8`), and `tools/decisive_design.py` on "
                   "this archive splits the width into its sentence and seed parts."]
+    plateau = d.get("plateau")
+    if plateau:
+        rule = (f"gives step {plateau['rule_step']:,}" if plateau["rule_step"] else
+                f"is not met within the {plateau['last_step']:,} steps scored")
+        late = "; ".join(f"{name} {g['gain']:+.2f} (to {g['to_step']:,})" for name, g in plateau["late_gain"].items())
+        lines += ["", f"Plateau check (diagnostic only, as preregistered): on this split the step rule {rule}; the "
+                  f"design keeps S = {plateau['steps']:,}"
+                  + ("." if plateau["rule_step"] == plateau["steps"] else ", and this is a caveat.")
+                  + (f" Validation BLEU gained after {plateau['steps']:,} steps: {late}." if late else "")]
     sizes = {"given": carve["test_given"], "carved": carve["carved"]}
     parts = [[system, name, f"{sizes[name]:,}",
               _delta(c), f"{c['p']:.3f}"] for system, r in d["rows"].items() for name, c in r["parts"].items()]

@@ -225,6 +225,8 @@ PAPER_GAINS = {system: gain(DING_TAB2_JAEN, system) for system in ("combination"
 #: reports/PREREG_decisive.md: the half-width the design was sized for, and the primary comparison
 TARGET_HALF_WIDTH = 0.50
 PRIMARY = "combination"
+#: reports/PREREG_decisive.md: the training steps S, fixed whatever the plateau check on the new split gives
+PREREGISTERED_STEPS = 8000
 
 
 def decision(low: float, high: float, gain: float) -> List[str]:
@@ -239,12 +241,29 @@ def decision(low: float, high: float, gain: float) -> List[str]:
     return out or ["inconclusive"]
 
 
+def plateau_check(curves: Dict[str, List[Dict[str, Any]]], steps: int = PREREGISTERED_STEPS) -> Optional[Dict[str, Any]]:
+    """The decisive design's diagnostic plateau check (``curves``: the seed-1 jobs' validation points past
+    ``steps``): the step rule's answer on the new split (:func:`plateau_step`, None when not reached), the last
+    step scored, and per curve the validation BLEU gained from ``steps`` to its last point. None without curves."""
+    if not curves:
+        return None
+    late = {}
+    for name, rows in curves.items():
+        at = next((r["bleu"] for r in rows if r["step"] == steps), None)
+        if at is not None and rows[-1]["step"] > steps:
+            late[name] = {"to_step": rows[-1]["step"], "gain": rows[-1]["bleu"] - at}
+    return {"steps": steps, "rule_step": plateau_step(curves),
+            "last_step": min(rows[-1]["step"] for rows in curves.values() if rows), "late_gain": late}
+
+
 def decisive_design(workdir: Path, kept: Dict[str, List[Run]], baseline: str, comparisons: Dict[str, Dict[str, Any]],
-                    refs: List[str], n_samples: int, seed: int) -> Optional[Dict[str, Any]]:
+                    refs: List[str], n_samples: int, seed: int,
+                    curves: Optional[Dict[str, List[Dict[str, Any]]]] = None) -> Optional[Dict[str, Any]]:
     """The decisive design's reading (a work directory staged with ``--test-from-train``, ``data/carve.json``): per
     XL variant compared with the baseline, the achieved half-width against :data:`TARGET_HALF_WIDTH` and the
-    preregistered decision (:func:`decision`; binding for :data:`PRIMARY`, exploratory for the others), and, as
-    description only, Δ on the corpus' own test pairs (the first lines) and on the carved ones apart."""
+    preregistered decision (:func:`decision`; binding for :data:`PRIMARY`, exploratory for the others), as
+    description only Δ on the corpus' own test pairs (the first lines) and on the carved ones apart, and the
+    diagnostic plateau check on ``curves`` (:func:`plateau_check`)."""
     carve_file = workdir / "data" / "carve.json"
     if not carve_file.exists() or baseline not in kept:
         return None
@@ -266,7 +285,7 @@ def decisive_design(workdir: Path, kept: Dict[str, List[Run]], baseline: str, co
                         "decision": decision(c["low"], c["high"], paper_gain),
                         "parts": {name: compare(on(idx, kept[system]), on(idx, kept[baseline]), [refs[i] for i in idx],
                                                 n_samples, seed) for name, idx in parts.items() if idx}}
-    return {"carve": carve, "target_half_width": TARGET_HALF_WIDTH, "rows": rows}
+    return {"carve": carve, "target_half_width": TARGET_HALF_WIDTH, "rows": rows, "plateau": plateau_check(curves or {})}
 
 
 def resumed_otherwise(workdir: Path) -> List[str]:
@@ -493,7 +512,7 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
             "sweeps": [sweep_rows(workdir, sw, refs, n_samples, seed, alpha) for sw in sweeps],
             "by_reordering": by_reordering(workdir, kept, baseline, refs["test"], n_samples, seed, alpha),
             "pairs": pair_rows(workdir, orderings, seeds, refs["test"], n_samples, seed, alpha),
-            "decisive": decisive_design(workdir, kept, baseline, comparisons, refs["test"], n_samples, seed),
+            "decisive": decisive_design(workdir, kept, baseline, comparisons, refs["test"], n_samples, seed, curves),
             "attention_aer": attention_alignment(workdir, systems, seeds, baseline, n_samples, seed, alpha),
             "attention_aer_test": attention_alignment(workdir, systems, seeds, baseline, n_samples, seed, alpha,
                                                       "test_align"),
