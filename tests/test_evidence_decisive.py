@@ -43,7 +43,19 @@ def test_decisive_design_splits_given_and_carved_pairs(tmp_path):
     from onmt_xl.experiments.evidence_markdown import _decisive_section
 
     text = "\n".join(_decisive_section(report))
-    assert "combination (primary)" in text and "0.55 (above the target)" in text and "8 seeds" in text
+    assert "combination (primary)" in text and "0.55 (above the target)" in text
+    # one seed of the 8 the precision rule asks for once the width misses the target: an interim reading
+    assert d["extension_pending"] and d["seeds"] == 1
+    assert "interim (k = 1): helps" in text and "trains seeds 2–8 of both systems (`SEEDS=1,2,3,4,5,6,7,8`)" in text
+    comparisons["combination"].update(system_runs=8, baseline_runs=8)
+    final = decisive_design(tmp_path, kept, "baseline", comparisons, refs, n_samples=20, seed=1)
+    assert not final["extension_pending"] and final["seeds"] == 8
+    text = "\n".join(_decisive_section({"comparisons": comparisons, "decisive": final}))
+    assert "interim" not in text and "At the final k = 8 the primary half-width is 0.55, 0.05 above" in text
+    comparisons["combination"].update(low=0.3, high=1.2, system_runs=5, baseline_runs=5)  # the target met at 5
+    met = decisive_design(tmp_path, kept, "baseline", comparisons, refs, n_samples=20, seed=1)
+    assert not met["extension_pending"] and met["rows"]["combination"]["target_met"]
+    assert "interim" not in "\n".join(_decisive_section({"comparisons": comparisons, "decisive": met}))
     assert decisive_design(tmp_path / "nowhere", kept, "baseline", comparisons, refs, 20, 1) is None
 
 

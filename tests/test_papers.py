@@ -64,6 +64,27 @@ def test_the_decisive_study_answers_first_and_missing_systems_are_not_run():
     assert rep["tally"][NOT_RUN] == len(papers.CLAIMS) - 3
 
 
+def test_the_decisive_design_before_its_extension_is_marked_interim():
+    """Until the seeds its precision rule requires have run, every verdict the decisive design gives is interim,
+    in the row, in the tally and in the list of studies."""
+    decisive = _study(comparisons={"combination": _cmp(-0.43, -0.94, 0.08, 0.096, "primary")},
+                      attention_aer={"comparisons": {"combination": {"delta": 0.001, "low": -0.004, "high": 0.006,
+                                                                     "p": 0.7, "p_holm": 0.7}}},
+                      decisive={"extension_pending": True, "seeds": 5, "extended_seeds": 8})
+    rep = papers.build({"decisive": decisive, "jaen": _study(comparisons={"combination": _cmp(-0.31, -2.07, 1.46, 1.0)})},
+                       heads=4)
+    comb = _claim(rep, "Combination improves")
+    assert comb["verdict"] == NOT_REPRODUCED + papers.INTERIM
+    assert comb["measured"][1]["verdict"] == NOT_MEASURABLE  # the other study is final
+    assert _claim(rep, "Combination's attention")["verdict"].endswith(papers.INTERIM)
+    assert rep["tally"][NOT_REPRODUCED + papers.INTERIM] == 2 and NOT_REPRODUCED not in rep["tally"]  # BLEU, AER
+    text = papers.markdown(rep)
+    assert "**Interim**: 5 seeds per system of the 8 its preregistered precision rule requires" in text
+    decisive["decisive"]["extension_pending"] = False
+    rep = papers.build({"decisive": decisive}, heads=4)
+    assert _claim(rep, "Combination improves")["verdict"] == NOT_REPRODUCED and "Interim" not in papers.markdown(rep)
+
+
 def test_aer_rows_are_in_points_and_the_claimed_direction_is_down():
     aer = {"comparisons": {"combination": {"delta": -0.03, "low": -0.05, "high": -0.01, "p": 0.01, "p_holm": 0.01}}}
     rep = papers.build({"decisive": _study(attention_aer=aer)}, heads=4)

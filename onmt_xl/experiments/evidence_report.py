@@ -227,6 +227,8 @@ TARGET_HALF_WIDTH = 0.50
 PRIMARY = "combination"
 #: reports/PREREG_decisive.md: the training steps S, fixed whatever the plateau check on the new split gives
 PREREGISTERED_STEPS = 8000
+#: reports/PREREG_decisive.md's precision rule: seeds per system once the primary half-width exceeds the target at 5
+EXTENDED_SEEDS = 8
 
 
 def decision(low: float, high: float, gain: float) -> List[str]:
@@ -263,7 +265,8 @@ def decisive_design(workdir: Path, kept: Dict[str, List[Run]], baseline: str, co
     XL variant compared with the baseline, the achieved half-width against :data:`TARGET_HALF_WIDTH` and the
     preregistered decision (:func:`decision`; binding for :data:`PRIMARY`, exploratory for the others), as
     description only Δ on the corpus' own test pairs (the first lines) and on the carved ones apart, and the
-    diagnostic plateau check on ``curves`` (:func:`plateau_check`)."""
+    diagnostic plateau check on ``curves`` (:func:`plateau_check`). ``extension_pending``: the precision rule
+    requires :data:`EXTENDED_SEEDS` seeds and fewer have run, so the reading is interim."""
     carve_file = workdir / "data" / "carve.json"
     if not carve_file.exists() or baseline not in kept:
         return None
@@ -285,7 +288,11 @@ def decisive_design(workdir: Path, kept: Dict[str, List[Run]], baseline: str, co
                         "decision": decision(c["low"], c["high"], paper_gain),
                         "parts": {name: compare(on(idx, kept[system]), on(idx, kept[baseline]), [refs[i] for i in idx],
                                                 n_samples, seed) for name, idx in parts.items() if idx}}
-    return {"carve": carve, "target_half_width": TARGET_HALF_WIDTH, "rows": rows, "plateau": plateau_check(curves or {})}
+    primary = rows.get(PRIMARY)
+    seeds = min(comparisons[PRIMARY]["system_runs"], comparisons[PRIMARY]["baseline_runs"]) if primary else None
+    return {"carve": carve, "target_half_width": TARGET_HALF_WIDTH, "rows": rows, "plateau": plateau_check(curves or {}),
+            "seeds": seeds, "extended_seeds": EXTENDED_SEEDS,
+            "extension_pending": bool(primary and not primary["target_met"] and seeds < EXTENDED_SEEDS)}
 
 
 def resumed_otherwise(workdir: Path) -> List[str]:

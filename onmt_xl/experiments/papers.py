@@ -42,6 +42,7 @@ PAPERS = {D: "cross-lingual position representations (XL PE)", C19: "reordering 
 REPRODUCED, REVERSED, NOT_REPRODUCED, NOT_MEASURABLE, NOT_RUN = (
     "reproduced", "reversed", "not reproduced", "not measurable at this scale", "not run yet")
 AT_CHANCE = "not measurable here: attention no better than diagonal links"
+INTERIM = " (interim)"
 ALPHA, POWER = 0.05, 0.8
 #: which study answers a claim, best first: the decisive design where it measured the comparison, then the CPU
 #: study, then the GPU route's work directories of tiers c/h and d (reports/EVIDENCE.md, tools/gpu_evidence.sh)
@@ -144,6 +145,7 @@ class Measured:
     m: int
     runs: str = ""
     at_chance: bool = False  # attention AER: both systems align no better than diagonal links
+    interim: bool = False  # the decisive design before the seeds its precision rule requires
 
 
 def smallest_detectable(low: float, high: float, m: int, alpha: float = ALPHA, power: float = POWER) -> float:
@@ -180,24 +182,32 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]]) -> List[Measu
         report = studies.get(study)
         if report is None:
             continue
+        interim = interim_design(report)
         if claim.kind == "baseline":
             c = report.get("comparisons", {}).get(claim.a)
             if c:
                 out.append(Measured(study, c["delta"], c["low"], c["high"], c["p_holm"],
-                                    _family_size(report, c.get("family")), _runs(c)))
+                                    _family_size(report, c.get("family")), _runs(c), interim=interim))
         elif claim.kind == "pair":
             pairs = report.get("pairs", {})
             c = pairs.get(pair_name(claim.a, claim.b))
             if c:
-                out.append(Measured(study, c["delta"], c["low"], c["high"], c["p_holm"], len(pairs), _runs(c)))
+                out.append(Measured(study, c["delta"], c["low"], c["high"], c["p_holm"], len(pairs), _runs(c),
+                                    interim=interim))
         elif claim.kind == "aer":
             for key, label in AER_REFERENCES:
                 aer = report.get(key) or {}
                 c = aer.get("comparisons", {}).get(claim.a)
                 if c:
                     out.append(Measured(f"{study}, {label}", 100 * c["delta"], 100 * c["low"], 100 * c["high"],
-                                        c["p_holm"], len(aer["comparisons"]), _runs(c), _at_chance(aer, claim)))
+                                        c["p_holm"], len(aer["comparisons"]), _runs(c), _at_chance(aer, claim),
+                                        interim))
     return out
+
+
+def interim_design(report: Dict[str, Any]) -> bool:
+    """The report reads the decisive design before the seeds its precision rule requires (its verdicts interim)."""
+    return bool((report.get("decisive") or {}).get("extension_pending"))
 
 
 #: the evidence report's attention-AER keys, in the order they answer Tab. 3: the gold links (the paper's protocol),
@@ -269,8 +279,9 @@ def rows(studies: Dict[str, Dict[str, Any]], heads: int) -> List[Dict[str, Any]]
                 entry["measured"].append({
                     "study": m.study, "delta": m.delta, "low": m.low, "high": m.high, "p_holm": m.p_holm, "m": m.m,
                     "runs": m.runs, "detectable": smallest_detectable(m.low, m.high, m.m),
-                    "verdict": AT_CHANCE if m.at_chance else
-                    verdict(m.delta, m.low, m.high, m.p_holm, m.m, claim.effect, direction)})
+                    "verdict": (AT_CHANCE if m.at_chance else
+                                verdict(m.delta, m.low, m.high, m.p_holm, m.m, claim.effect, direction))
+                    + (INTERIM if m.interim else "")})
             entry["verdict"] = entry["measured"][0]["verdict"] if entry["measured"] else NOT_RUN
         out.append(entry)
     return out
@@ -287,8 +298,11 @@ def build(studies: Dict[str, Dict[str, Any]], heads: int) -> Dict[str, Any]:
 
 
 def _study_facts(report: Dict[str, Any]) -> Dict[str, Any]:
-    return {k: report.get(k) for k in ("workdir", "test_sentences", "novel_sentences", "seen_source_sentences",
-                                       "valid_sentences", "bootstrap", "plateau_step", "families")}
+    facts = {k: report.get(k) for k in ("workdir", "test_sentences", "novel_sentences", "seen_source_sentences",
+                                        "valid_sentences", "bootstrap", "plateau_step", "families")}
+    if interim_design(report):
+        facts["interim"] = {k: report["decisive"][k] for k in ("seeds", "extended_seeds")}
+    return facts
 
 
 def corrections(studies: Dict[str, Dict[str, Any]], heads: int) -> List[str]:
@@ -346,7 +360,10 @@ def markdown(report: Dict[str, Any]) -> str:
     md += ["Studies:"]
     for name, f in facts.items():
         md.append(f"- **{name}**: `{f.get('workdir')}`, {f.get('test_sentences')} test pairs "
-                  f"({f.get('novel_sentences')} with a novel reference), bootstrap {_bootstrap(f.get('bootstrap'))}.")
+                  f"({f.get('novel_sentences')} with a novel reference), bootstrap {_bootstrap(f.get('bootstrap'))}."
+                  + (f" **Interim**: {f['interim']['seeds']} seeds per system of the {f['interim']['extended_seeds']} "
+                     "its preregistered precision rule requires (`reports/PREREG_decisive.md`); its verdicts are "
+                     "marked *(interim)*." if f.get("interim") else ""))
     md += ["", "Tally: " + ", ".join(f"{k} {v}" for k, v in sorted(report["tally"].items())) + ".", ""]
     for paper, topic in PAPERS.items():
         md += [f"## {paper}: {topic}", "",
