@@ -3,11 +3,24 @@
 # work directory from its archive under reports/ (the commands of reports/EVIDENCE.md and
 # reports/PREREG_decisive.md), then `onmt-xl papers` reads their JSON and writes reports/PAPERS.md.
 #   bash tools/papers_report.sh              # every study whose archive exists
-#   DECISIVE_SEEDS=1,2,3,4,5,6,7,8 bash tools/papers_report.sh   # after the preregistered extension to 8 seeds
+#   DECISIVE_SEEDS=1,2,3,4,5 bash tools/papers_report.sh   # the decisive design at k = 5 (the default once the
+#                                                          # precision rule's 8 seeds are all archived is k = 8)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WORK=${WORK:-$(mktemp -d -t onmt_xl_papers.XXXXXX)}
-DECISIVE_SEEDS=${DECISIVE_SEEDS:-1,2,3,4,5}
+primary_runs() {  # $1: seeds joined by commas; prints how many of their baseline and Combination runs are archived
+  local n=0 s sys
+  for s in ${1//,/ }; do
+    for sys in baseline combination; do
+      [ -f "reports/decisive_jaen/jobs/${sys}_s$s/done.json" ] && [ -f "reports/decisive_jaen/jobs/${sys}_s$s/hyp.test.gz" ] \
+        && n=$((n + 1))
+    done
+  done
+  echo "$n"
+}
+# k = 8 once the precision rule's extension is archived whole, else the preregistered k = 5
+[ "$(primary_runs 1,2,3,4,5,6,7,8)" -eq 16 ] && DEFAULT_SEEDS=1,2,3,4,5,6,7,8 || DEFAULT_SEEDS=1,2,3,4,5
+DECISIVE_SEEDS=${DECISIVE_SEEDS:-$DEFAULT_SEEDS}
 echo "[papers_report] fresh work directories under $WORK" >&2
 
 onmt-xl evidence --workdir "$WORK/evidence_jaen" --stage report --archive reports/evidence_jaen \
@@ -24,13 +37,7 @@ for name in evidence_jaen_gpu evidence_jaen_gpu_d; do
   fi
 done
 # the preregistered design is analysed only once all its primary runs are finished (reports/PREREG_decisive.md)
-done_runs=0
-for s in ${DECISIVE_SEEDS//,/ }; do
-  for sys in baseline combination; do
-    [ -f "reports/decisive_jaen/jobs/${sys}_s$s/done.json" ] && [ -f "reports/decisive_jaen/jobs/${sys}_s$s/hyp.test.gz" ] \
-      && done_runs=$((done_runs + 1))
-  done
-done
+done_runs=$(primary_runs "$DECISIVE_SEEDS")
 need=$(( 2 * $(echo "$DECISIVE_SEEDS" | tr ',' '\n' | wc -l) ))
 if [ "$done_runs" -lt "$need" ]; then
   echo "[papers_report] decisive design: $done_runs of $need primary runs archived; not analysed before its end" >&2
