@@ -125,8 +125,8 @@ def _decisive_section(report: Dict[str, Any]) -> List[str]:
     lines += _table(["system", "seeds (system; baseline)", "Δ BLEU [95 % CI]", "paper's gain", "half-width",
                      "decision"], rows)
     primary = next((r for r in d["rows"].values() if r["primary"]), None)
-    extended = d.get("extended_seeds", 8)
     if pending:
+        extended = d["extended_seeds"]
         lines += ["", f"**Interim.** At k = {d['seeds']} the primary half-width is {primary['half_width']:.2f}, above "
                   f"the {d['target_half_width']:.2f} the design was sized for: the preregistered precision rule trains "
                   f"seeds {d['seeds'] + 1}–{extended} of both systems (`SEEDS={','.join(map(str, range(1, extended + 1)))}`), "
