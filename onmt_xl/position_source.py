@@ -92,6 +92,7 @@ class XLPositionSource:
         self.cache_size = cache_size
         self.align_path = align_path
         self.cache = {}
+        self._bucket = None
         self._seg_sample = None
 
     def _load_source(self) -> None:
@@ -130,11 +131,38 @@ class XLPositionSource:
             return self._preordered_positions(src, example)
         return self._oracle_positions(example, len(src))
 
+    def _prefill(self, sources: Sequence[List[str]]) -> None:
+        """Parse the cache misses among ``sources`` (a framework's bucket of examples, before they are applied one
+        by one) in one compiled call, in parallel over numba's threads (:meth:`Preorderer.pos_xl_batch`, equal to
+        :meth:`Preorderer.pos_xl` sentence by sentence). Positions the cache has no room for are kept until
+        :meth:`_end_prefill`. The content check stays with the examples, one by one, so it fails where it did."""
+        if self.source != "preorderer" or getattr(self, "preorderer", None) is None:
+            return
+        misses: Dict[str, List[str]] = {}
+        for src in sources:
+            key = " ".join(src)
+            if len(src) > 1 and key not in self.cache and key not in misses:
+                misses[key] = src
+        if not misses:
+            return
+        self._bucket = {}
+        for key, pos in zip(misses, self.preorderer.pos_xl_batch(list(misses.values()))):
+            if len(self.cache) < self.cache_size:
+                self.cache[key] = tuple(pos)
+            else:
+                self._bucket[key] = tuple(pos)
+
+    def _end_prefill(self) -> None:
+        """Forget the positions :meth:`_prefill` kept outside the cache."""
+        self._bucket = None
+
     def _preordered_positions(self, src: List[str], example=None) -> Sequence[int]:
         if self._seg_sample is not None:
             self._check_sample(src, example or {})
         key = " ".join(src)
         pos = self.cache.get(key)
+        if pos is None and self._bucket:
+            pos = self._bucket.get(key)
         if pos is None:
             pos = tuple(self.preorderer.pos_xl(src))
             if len(self.cache) < self.cache_size:

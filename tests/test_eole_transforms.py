@@ -83,6 +83,18 @@ def test_positions_and_noise_are_the_opennmts(trained):
     assert moved > 0
 
 
+def test_a_bucket_gives_the_positions_and_noise_of_one_by_one(trained):
+    """Eole's ``batch_apply`` parses the bucket's misses at once; positions and noise stay the OpenNMT ones."""
+    corpus, path = trained
+    eole_t = eole_transform(XLPositionTransform, seed=7, xl_preorderer=str(path), xl_noise=0.5)
+    onmt_t = onmt_transform(onmt_side.XLPositionTransform, seed=7, xl_preorderer=str(path), xl_noise=0.5)
+    srcs = list(corpus.src[:20]) + list(corpus.src[:5])
+    want = [onmt_t.apply({"src": list(s), "tgt": None}, is_train=True)["xl_pos"] for s in srcs]
+    out = eole_t.batch_apply([({"src": " ".join(s), "tgt": None}, None, "train") for s in srcs], is_train=True)
+    assert [ex["xl_pos"] for ex, _, _ in out] == want
+    assert len(eole_t.cache) == len({" ".join(s) for s in srcs if len(s) > 1})
+
+
 def test_oracle_positions_from_eole_alignments():
     """``xl_source: align``: Eole's example carries ``align`` as a list of links and raw target text."""
     ex = {"src": "a b c d", "tgt": "w x y z", "align": ["0-3", "1-2", "2-0", "3-1"], "cid": "train",

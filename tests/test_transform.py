@@ -168,3 +168,33 @@ def test_preorderer_file_is_read_once_per_process_and_again_when_rewritten(tmp_p
     os.utime(path, ns=(0, os.stat(path).st_mtime_ns + 10**9))  # "rewritten"
     again = xl_position._load_preorderer(str(path))
     assert again is not first and again.pos_xl(corpus.src[0]) == first.pos_xl(corpus.src[0])
+
+
+def test_a_bucket_parses_its_cache_misses_in_one_batch_with_the_same_positions_and_noise(trained):
+    corpus, path = trained
+    srcs = [corpus.src[i] for i in (0, 1, 0, 2, 3, 1)] + [["one"], []]
+    one_by_one, bucketed = make(xl_preorderer=str(path), xl_noise=0.3), make(xl_preorderer=str(path), xl_noise=0.3)
+    one_by_one._set_seed(7)
+    bucketed._set_seed(7)
+    expected = [one_by_one.apply({"src": list(s), "tgt": None}, is_train=True)["xl_pos"] for s in srcs]
+    batches, singles = [], []  # (the preorderer object is shared: read once per process)
+    real_batch, real_one = bucketed.preorderer.pos_xl_batch, bucketed.preorderer.pos_xl
+    bucketed.preorderer.pos_xl_batch = lambda batch: batches.append([tuple(s) for s in batch]) or real_batch(batch)
+    bucketed.preorderer.pos_xl = lambda tokens: singles.append(tuple(tokens)) or real_one(tokens)
+    out = bucketed.batch_apply([({"src": list(s), "tgt": None}, None, "train") for s in srcs], is_train=True)
+    assert [ex["xl_pos"] for ex, _, _ in out] == expected  # noise drawn in the same order
+    assert batches == [[tuple(corpus.src[i]) for i in (0, 1, 2, 3)]]
+    assert singles == [("one",), ()]  # a sentence of one token or none needs no parse
+    bucketed.batch_apply([({"src": list(corpus.src[0]), "tgt": None}, None, "train")])
+    assert len(batches) == 1  # all cached: no parse at all
+
+
+def test_a_bucket_larger_than_the_cache_keeps_its_positions_for_the_bucket_only(trained):
+    corpus, path = trained
+    t = make(xl_preorderer=str(path), xl_cache_size=1)
+    singles = []
+    real_one = t.preorderer.pos_xl
+    t.preorderer.pos_xl = lambda tokens: singles.append(tuple(tokens)) or real_one(tokens)
+    out = t.batch_apply([({"src": list(corpus.src[i]), "tgt": None}, None, "train") for i in range(3)])
+    assert [ex["xl_pos"] for ex, _, _ in out] == [real_one(corpus.src[i]) for i in range(3)]
+    assert singles == [] and len(t.cache) == 1 and t._bucket is None

@@ -26,6 +26,8 @@ Sections (each prints what it ran, on which device):
   (min-max) over repetitions (``--reps`` at the study's size, one fewer at base and BIG). On a GPU the baseline and
   Combination also run with ``-model_dtype fp16`` in the same rotation: fp16 / fp32 is their speed-up. Study size
   also with ``-num_workers 2`` for the baseline and Combination (two repetitions).
+  ``speed`` is four parts that ``--sections`` also takes alone, so a call can put the most wanted first:
+  ``speed_study``, ``speed_base``, ``speed_big``, ``speed_workers``. Every run is printed as it ends.
 * ``precision``: every system trained with ``-model_dtype fp16`` (OpenNMT's AMP with loss scaling): loss finite,
   then a translation of a few sentences with that checkpoint (``onmt_translate``'s code, in this process).
   bf16: OpenNMT-py 3.5.1 offers ``-model_dtype fp32|fp16`` only.
@@ -69,6 +71,7 @@ onmt_xl.register()  # idempotent; where the hook is not installed
 from onmt_xl.experiments.configs import config, source_transform  # noqa: E402
 
 SECTIONS = ("data", "speed", "precision", "translate", "ranks")
+SPEED_PARTS = ("speed_study", "speed_base", "speed_big", "speed_workers")  # "speed" runs all four, in this order
 STUDY_SYSTEMS = "baseline,inxl,headxl,combination,relative_pe,disan,enc_re,refsr"
 BASE = dict(enc_layers=6, dec_layers=6, heads=8, hidden_size=512, word_vec_size=512, transformer_ff=2048,
             batch_size=4096, valid_batch_size=4096, xl_heads=4)
@@ -259,51 +262,83 @@ def section_data(args, log: Log) -> None:
     log.data["data"] = res
 
 
+def _speed_table(args, log: Log, label: str, size: dict, systems: str, steps, reps: int) -> dict:
+    """Every system of ``systems`` (and, on a GPU, baseline and Combination in fp16) once per repetition, in turn."""
+    warm, timed = steps
+    systems = systems.split(",") + (["baseline fp16", "combination fp16"] if args.gpu else [])
+    rows = {s: [] for s in systems}
+    log(f"\n## speed, {label}: steps/s of one job alone, steps {warm + 1}-{warm + timed} of a cold start, "
+        f"{reps} interleaved repetitions (fp32 unless the row says fp16)")
+    if args.gpu:  # fp16's first run pays one-off costs (kernel selection, loss scaler); keep them out of the table
+        for dtype in ("fp32", "fp16"):
+            train_run(args, "baseline", size, "speed_warmup", 2, 3, model_dtype=dtype)
+    for rep in range(reps):
+        order = systems if rep % 2 == 0 else systems[::-1]
+        for row in order:
+            system, _, dtype = row.partition(" ")
+            extra = dict(model_dtype=dtype) if dtype else {}
+            t0 = time.perf_counter()
+            rows[row].append(train_run(args, system, size, f"speed_{system}", warm, timed, **extra)["steps_per_s"])
+            log(f"  (repetition {rep + 1}: {row} {rows[row][-1]:.2f} steps/s, run {time.perf_counter() - t0:.0f} s)")
+    log(f"{'system':18s} {'steps/s median (range)':>24s}  {'/ baseline, median (range)':>28s}")
+    for system in systems:
+        ratios = [a / b for a, b in zip(rows[system], rows["baseline"])]
+        log(f"{system:18s} {spread(rows[system]):>24s}  {spread(ratios):>28s}")
+    for name in ("combination fp16", "baseline fp16"):
+        if name in rows:
+            ratios = [a / b for a, b in zip(rows[name], rows[name.split()[0]])]
+            log(f"{name + ' / fp32':28s} {spread(ratios)}")
+    log.data.setdefault("speed", {})[label] = rows
+    return rows
+
+
+def section_speed_study(args, log: Log) -> None:
+    """The study's size (preset ``enja``), every system of ``--systems``."""
+    _speed_table(args, log, "study (enja: d 256, 3+3, 2,048 tok)", args.study, args.systems, args.steps, args.reps)
+
+
+def section_speed_base(args, log: Log) -> None:
+    """Transformer-base size (d 512, 6+6, 4,096-token batches), ``--base-systems``."""
+    if args.smoke:
+        return
+    _speed_table(args, log, "base (d 512, 6+6, 4,096 tok)", BASE, args.base_systems, args.base_steps,
+                 max(2, args.reps - 1))
+
+
+def section_speed_big(args, log: Log) -> None:
+    """Transformer-BIG size, baseline and Combination, where a probe step fits the device's memory."""
+    if args.smoke:
+        return
+    if not (args.gpu and fits(args, BIG)):
+        log("\nBIG: does not fit this device's memory (or no GPU): not timed")
+        return
+    _speed_table(args, log, "BIG (d 1024, 16 heads, 6+6, 4,096 tok)", BIG, "baseline,combination", args.base_steps,
+                 max(2, args.reps - 1))
+
+
+def section_speed_workers(args, log: Log) -> None:
+    """The study's size with ``-num_workers 2``: transform and batching in two data workers beside the step."""
+    if args.smoke:
+        return
+    warm, timed = args.steps
+    rows = {s: [] for s in ("baseline", "combination")}
+    log("\n## speed, study size, -num_workers 2 (transform and batching in two data workers)")
+    for rep in range(2):
+        for system in rows if rep % 2 == 0 else list(rows)[::-1]:
+            rows[system].append(train_run(args, system, args.study, f"speed_w2_{system}", warm, timed,
+                                          num_workers=2)["steps_per_s"])
+            log(f"  (repetition {rep + 1}: {system} {rows[system][-1]:.2f} steps/s)")
+    ratios = [a / b for a, b in zip(rows["combination"], rows["baseline"])]
+    for system in rows:
+        log(f"{system:14s} {spread(rows[system]):>28s}")
+    log(f"{'combination / baseline':28s} {spread(ratios)}")
+    log.data.setdefault("speed", {})["study, num_workers 2"] = rows
+
+
 def section_speed(args, log: Log) -> None:
-    sizes = [("study (enja: d 256, 3+3, 2,048 tok)", args.study, args.systems, args.steps)]
-    if not args.smoke:
-        sizes.append(("base (d 512, 6+6, 4,096 tok)", BASE, args.base_systems, args.base_steps))
-        if args.big and args.gpu and fits(args, BIG):
-            sizes.append(("BIG (d 1024, 16 heads, 6+6, 4,096 tok)", BIG, "baseline,combination",
-                          args.base_steps))
-        elif args.big:
-            log("\nBIG: does not fit this device's memory (or no GPU): not timed")
-    out = {}
-    for label, size, systems, (warm, timed) in sizes:
-        systems = systems.split(",") + (["baseline fp16", "combination fp16"] if args.gpu else [])
-        rows = {s: [] for s in systems}
-        reps = args.reps if size is args.study else max(2, args.reps - 1)
-        for rep in range(reps):
-            order = systems if rep % 2 == 0 else systems[::-1]
-            for row in order:
-                system, _, dtype = row.partition(" ")
-                extra = dict(model_dtype=dtype) if dtype else {}
-                rows[row].append(train_run(args, system, size, f"speed_{system}", warm, timed, **extra)["steps_per_s"])
-        log(f"\n## speed, {label}: steps/s of one job alone, steps {warm + 1}-{warm + timed} of a cold start, "
-            f"{reps} interleaved repetitions (fp32 unless the row says fp16)")
-        log(f"{'system':14s} {'steps/s median (range)':>28s}  {'/ baseline, median (range)':>28s}")
-        for system in systems:
-            ratios = [a / b for a, b in zip(rows[system], rows["baseline"])]
-            log(f"{system:18s} {spread(rows[system]):>24s}  {spread(ratios):>28s}")
-        for name in ("combination fp16", "baseline fp16"):
-            if name in rows:
-                ratios = [a / b for a, b in zip(rows[name], rows[name.split()[0]])]
-                log(f"{name + ' / fp32':28s} {spread(ratios)}")
-        out[label] = rows
-    if not args.smoke:
-        warm, timed = args.steps
-        rows = {s: [] for s in ("baseline", "combination")}
-        for rep in range(2):
-            for system in rows:
-                rows[system].append(train_run(args, system, args.study, f"speed_w2_{system}", warm, timed,
-                                              num_workers=2)["steps_per_s"])
-        log(f"\n## speed, study size, -num_workers 2 (transform and batching in two data workers)")
-        ratios = [a / b for a, b in zip(rows["combination"], rows["baseline"])]
-        for system in rows:
-            log(f"{system:14s} {spread(rows[system]):>28s}")
-        log(f"{'combination / baseline':28s} {spread(ratios)}")
-        out["study, num_workers 2"] = rows
-    log.data["speed"] = out
+    """All of the speed subsections: study, base, BIG, then the study's size with two data workers."""
+    for part in (section_speed_study, section_speed_base, section_speed_big, section_speed_workers):
+        part(args, log)
 
 
 def translate(args, model: str, lines: Path, out: Path, system: str, dtype_note="", in_process=False) -> tuple:
@@ -487,6 +522,9 @@ def main() -> int:
     log(f"{device}, torch {torch.__version__}, OpenNMT-py {onmt.__version__}, {os.cpu_count()} CPUs, "
         f"work directory {args.workdir.name}{' (SMOKE: figures meaningless)' if args.smoke else ''}")
     t_all = time.perf_counter()
+    for name in args.sections.split(","):
+        if name not in SECTIONS + SPEED_PARTS:
+            sys.exit(f"bench_gpu: --sections: unknown section {name!r} (one of {', '.join(SECTIONS + SPEED_PARTS)})")
     for name in args.sections.split(","):
         t0 = time.perf_counter()
         globals()[f"section_{name}"](args, log)

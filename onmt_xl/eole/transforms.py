@@ -78,6 +78,15 @@ class _XLSourceTransform(XLPositionSource, Transform):
         """Eole's source is raw text until a tokenizing transform (``clean_example`` splits it on spaces later)."""
         return src.split(" ") if isinstance(src, str) else src
 
+    def batch_apply(self, batch, is_train=False, **kwargs):
+        """Eole applies transforms to a whole bucket at once: its preorderer cache misses are parsed in one
+        compiled call (:meth:`~onmt_xl.position_source.XLPositionSource._prefill`), then each example as usual."""
+        self._prefill([self._tokens(example["src"]) for example, _, _ in batch])
+        try:
+            return super().batch_apply(batch, is_train=is_train, **kwargs)
+        finally:
+            self._end_prefill()
+
     def _repr_args(self):
         return f"xl_source={self.source!r}, xl_preorderer={self.xl_preorderer!r}, xl_noise={self.noise}"
 
