@@ -307,7 +307,7 @@ def section_speed_base(args, log: Log) -> None:
 
 def section_speed_big(args, log: Log) -> None:
     """Transformer-BIG size, baseline and Combination, where a probe step fits the device's memory."""
-    if args.smoke:
+    if args.smoke or not args.big:
         return
     if not (args.gpu and fits(args, BIG)):
         log("\nBIG: does not fit this device's memory (or no GPU): not timed")
@@ -502,6 +502,9 @@ def main() -> int:
     p.add_argument("--no-big", dest="big", action="store_false")
     p.add_argument("--smoke", action="store_true", help="tiny sizes and steps, synthetic data (checks the script)")
     args = p.parse_args()
+    for name in args.sections.split(","):
+        if name not in SECTIONS + SPEED_PARTS:
+            sys.exit(f"bench_gpu: --sections: unknown section {name!r} (one of {', '.join(SECTIONS + SPEED_PARTS)})")
     args.out.mkdir(parents=True, exist_ok=True)
     args.gpu = torch.cuda.is_available()
     args.study = {}
@@ -522,9 +525,6 @@ def main() -> int:
     log(f"{device}, torch {torch.__version__}, OpenNMT-py {onmt.__version__}, {os.cpu_count()} CPUs, "
         f"work directory {args.workdir.name}{' (SMOKE: figures meaningless)' if args.smoke else ''}")
     t_all = time.perf_counter()
-    for name in args.sections.split(","):
-        if name not in SECTIONS + SPEED_PARTS:
-            sys.exit(f"bench_gpu: --sections: unknown section {name!r} (one of {', '.join(SECTIONS + SPEED_PARTS)})")
     for name in args.sections.split(","):
         t0 = time.perf_counter()
         globals()[f"section_{name}"](args, log)
