@@ -43,7 +43,6 @@ Sections (each prints what it ran, on which device):
 from __future__ import annotations
 
 import argparse
-import copy
 import gc
 import json
 import os
