@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import os
 import random
-from typing import Dict, List, Optional, Sequence, Tuple
+from contextlib import contextmanager
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from onmt_xl.errors import XLInputError, example_location
 from onmt_xl.segmentation import MarkerCounts, content_mismatch
@@ -131,30 +132,30 @@ class XLPositionSource:
             return self._preordered_positions(src, example)
         return self._oracle_positions(example, len(src))
 
-    def _prefill(self, sources: Sequence[List[str]]) -> None:
-        """Parse the cache misses among ``sources`` (a framework's bucket of examples, before they are applied one
-        by one) in one compiled call, in parallel over numba's threads (:meth:`Preorderer.pos_xl_batch`, equal to
-        :meth:`Preorderer.pos_xl` sentence by sentence). Positions the cache has no room for are kept until
-        :meth:`_end_prefill`. The content check stays with the examples, one by one, so it fails where it did."""
-        if self.source != "preorderer" or getattr(self, "preorderer", None) is None:
-            return
+    @contextmanager
+    def _prefilled(self, sources: Sequence[List[str]]) -> Iterator[None]:
+        """While open, the cache misses among ``sources`` (a framework's bucket, before its examples are applied one
+        by one) are already parsed: in one compiled call, in parallel over numba's threads
+        (:meth:`Preorderer.pos_xl_batch`, equal to :meth:`Preorderer.pos_xl` sentence by sentence). Positions the
+        cache has no room for are kept until it closes. The content check stays with the examples, one by one, so it
+        fails where it did."""
         misses: Dict[str, List[str]] = {}
-        for src in sources:
-            key = " ".join(src)
-            if len(src) > 1 and key not in self.cache and key not in misses:
-                misses[key] = src
-        if not misses:
-            return
-        self._bucket = {}
-        for key, pos in zip(misses, self.preorderer.pos_xl_batch(list(misses.values()))):
-            if len(self.cache) < self.cache_size:
-                self.cache[key] = tuple(pos)
-            else:
-                self._bucket[key] = tuple(pos)
-
-    def _end_prefill(self) -> None:
-        """Forget the positions :meth:`_prefill` kept outside the cache."""
-        self._bucket = None
+        if self.source == "preorderer" and getattr(self, "preorderer", None) is not None:
+            for src in sources:
+                key = " ".join(src)
+                if len(src) > 1 and key not in self.cache and key not in misses:
+                    misses[key] = src
+        if misses:
+            self._bucket = {}
+            for key, pos in zip(misses, self.preorderer.pos_xl_batch(list(misses.values()))):
+                if len(self.cache) < self.cache_size:
+                    self.cache[key] = tuple(pos)
+                else:
+                    self._bucket[key] = tuple(pos)
+        try:
+            yield
+        finally:
+            self._bucket = None
 
     def _preordered_positions(self, src: List[str], example=None) -> Sequence[int]:
         if self._seg_sample is not None:

@@ -520,7 +520,9 @@ def main() -> int:
         sys.exit(f"bench_gpu: {args.workdir} lacks {', '.join(missing)} (carry them, or --smoke)")
     log = Log(args.out / "bench_gpu.txt")
     device = torch.cuda.get_device_name(0) if args.gpu else f"CPU ({platform.processor() or platform.machine()})"
-    log(f"# python tools/bench_gpu.py {' '.join(sys.argv[1:])}   ({time.strftime('%Y-%m-%d')})")
+    shown = [str(Path(a).resolve().relative_to(REPO)) if os.path.isabs(a) and Path(a).resolve().is_relative_to(REPO)
+             else ("OUT" if os.path.isabs(a) and Path(a) == args.out else a) for a in sys.argv[1:]]
+    log(f"# python tools/bench_gpu.py {' '.join(shown)}   ({time.strftime('%Y-%m-%d')})")  # no machine paths
     log(f"{device}, torch {torch.__version__}, OpenNMT-py {onmt.__version__}, {os.cpu_count()} CPUs, "
         f"work directory {args.workdir.name}{' (SMOKE: figures meaningless)' if args.smoke else ''}")
     t_all = time.perf_counter()

@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """The ``xl_position`` transform on a cold bucket: OpenNMT's per-example ``batch_apply`` beside onmt_xl's, which
-parses the bucket's preorderer cache misses in one compiled call (``XLPositionSource._prefill``).
+parses the bucket's preorderer cache misses in one compiled call (``XLPositionSource._prefilled``).
 
     python tools/bench_transform.py --workdir runs/decisive_jaen [--bucket 8192] [--reps 3] [--threads 1,0]
 

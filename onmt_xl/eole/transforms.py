@@ -80,12 +80,9 @@ class _XLSourceTransform(XLPositionSource, Transform):
 
     def batch_apply(self, batch, is_train=False, **kwargs):
         """Eole applies transforms to a whole bucket at once: its preorderer cache misses are parsed in one
-        compiled call (:meth:`~onmt_xl.position_source.XLPositionSource._prefill`), then each example as usual."""
-        self._prefill([self._tokens(example["src"]) for example, _, _ in batch])
-        try:
+        compiled call (:meth:`~onmt_xl.position_source.XLPositionSource._prefilled`), then each example as usual."""
+        with self._prefilled([self._tokens(example["src"]) for example, _, _ in batch]):
             return super().batch_apply(batch, is_train=is_train, **kwargs)
-        finally:
-            self._end_prefill()
 
     def _repr_args(self):
         return f"xl_source={self.source!r}, xl_preorderer={self.xl_preorderer!r}, xl_noise={self.noise}"

@@ -144,12 +144,9 @@ class XLPositionTransform(XLPositionSource, Transform):
 
     def batch_apply(self, batch, is_train=False, **kwargs):
         """OpenNMT applies transforms to a whole bucket at once: its preorderer cache misses are parsed in one
-        compiled call (:meth:`~onmt_xl.position_source.XLPositionSource._prefill`), then each example as usual."""
-        self._prefill([example["src"] for example, _, _ in batch])
-        try:
+        compiled call (:meth:`~onmt_xl.position_source.XLPositionSource._prefilled`), then each example as usual."""
+        with self._prefilled([example["src"] for example, _, _ in batch]):
             return super().batch_apply(batch, is_train=is_train, **kwargs)
-        finally:
-            self._end_prefill()
 
     def apply(self, example, is_train=False, stats=None, **kwargs):
         example[XL_POS_KEY] = self.xl_positions(example["src"], example, is_train)
