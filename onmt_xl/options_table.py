@@ -76,10 +76,11 @@ XL_TRANSFORMER: Tuple[Option, ...] = (
         "frequency (4*d_model parameters), 'diagonal' = element-wise (2*d_model), 'full' = d_model x "
         "d_model matrices (2*d_model^2).",
         choices=INXL_FUSIONS),
-    Option("xl_inxl_init", str, "identity",
-        "InXL (Eq. 7) starting point of U and V: 'identity' = (I, I), tanh(PE_abs + PE_XL), whose "
-        "frequencies partly cancel wherever pos_XL differs from the position; 'absolute' = (I, 0), so PE_IN-XL "
-        "starts as tanh(PE_abs), the stock encoder's order information without the XL positions.",
+    Option("xl_inxl_init", str, "absolute",
+        "InXL (Eq. 7) starting point of U and V: 'absolute' = (I, 0), so PE_IN-XL starts as tanh(PE_abs), the "
+        "stock encoder's order information without the XL positions; 'identity' = (I, I), tanh(PE_abs + PE_XL), "
+        "whose frequencies partly cancel wherever pos_XL differs from the position. The default is the start "
+        "chosen on a Japanese-English tuning split (onmt_xl's reports/TUNING.md).",
         choices=INXL_STARTS),
     Option("xl_enc_max_relative_positions", int, 16,
         "xl_relative, and xl_encoder_free with -xl_encoder_free_pe relative: clipping distance k of encoder-only "

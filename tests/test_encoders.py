@@ -191,8 +191,8 @@ def test_xl_heads_out_of_range_still_rejected(heads, xl_heads):
 
 @pytest.mark.parametrize("encoder_type", ["xl_inxl", "xl_combination"])
 def test_inxl_init_reaches_the_encoders(encoder_type):
-    """As onmt_train builds them, with -xl_inxl_init absolute InXL encoders start from tanh(PE_abs): their output
-    does not depend on pos_XL until V has learned; the default (identity) starts from tanh(PE_abs + PE_XL)."""
+    """As onmt_train builds them, InXL encoders start by default (-xl_inxl_init absolute) from tanh(PE_abs): their
+    output does not depend on pos_XL until V has learned; identity starts from tanh(PE_abs + PE_XL)."""
     from tests.test_baselines import onmt_init
 
     def output(pos_xl, **opts):
@@ -200,5 +200,7 @@ def test_inxl_init_reaches_the_encoders(encoder_type):
         model = onmt_init(build_base_model(model_opt(encoder_type=encoder_type, **opts), vocabs())).eval()
         return model.encoder(*batch(pos_xl))[0]
 
-    assert torch.allclose(output(MONOTONE, xl_inxl_init="absolute"), output(REVERSED, xl_inxl_init="absolute"), atol=1e-6)
-    assert not torch.allclose(output(MONOTONE), output(REVERSED), atol=1e-3)
+    assert torch.allclose(output(MONOTONE), output(REVERSED), atol=1e-6)
+    assert torch.equal(output(MONOTONE), output(MONOTONE, xl_inxl_init="absolute"))
+    assert not torch.allclose(output(MONOTONE, xl_inxl_init="identity"), output(REVERSED, xl_inxl_init="identity"),
+                              atol=1e-3)

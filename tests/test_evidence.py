@@ -88,10 +88,10 @@ def test_a_job_may_grow_its_steps_but_not_change_otherwise(tmp_path):
     assert runner._checked_config(job)["train_steps"] == 40
     assert not (jd / "done.json").exists()  # no longer finished: it resumes to 40 steps
     (jd / "config.yaml").write_text(yaml.safe_dump({**cfg, "train_steps": 80}))
-    with pytest.raises(XLInputError, match="fewer steps"):
+    with pytest.raises(XLInputError, match=r"train_steps \(80 there, 40 now: fewer steps\)"):
         runner._checked_config(job)
     (jd / "config.yaml").write_text(yaml.safe_dump({**cfg, "heads": 1}))
-    with pytest.raises(XLInputError, match="differs"):
+    with pytest.raises(XLInputError, match=rf"differs from what job {job.name} needs now in heads \(1 there, 8 now\)"):
         runner._checked_config(job)
 
 

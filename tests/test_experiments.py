@@ -275,6 +275,39 @@ def test_a_job_configured_with_the_legacy_names_is_the_same_job(tmp_path):
                 runner._checked_config(job)
 
 
+def test_inxl_start_is_spelled_out_and_a_job_configured_before_keeps_identity(tmp_path):
+    """Every configuration with InXL names its start (the option's default, the runner's ``inxl_init``, or the job's
+    own override, in rising precedence); a config.yaml written before that names none and was trained with
+    identity: it is the same job only where identity is asked for, and the refusal names the option."""
+    import yaml
+
+    from onmt_xl.errors import XLInputError
+    from onmt_xl.experiments.runner import Job
+    from onmt_xl.options_table import option
+
+    jobs = [Job("inxl", "inxl", 1), Job("combination", "combination", 1), Job("encoder_free_inxl", "encoder_free_inxl", 1),
+            Job("own", "combination", 1, overrides={"xl_inxl_init": "identity"}), Job("baseline", "baseline", 1),
+            Job("headxl", "headxl", 1)]
+    runner = _runner(tmp_path, jobs)
+    starts = {j.name: runner.job_config(j).get("xl_inxl_init") for j in jobs}
+    default = option("xl_inxl_init").default
+    assert default == "absolute"
+    assert starts == {"inxl": default, "combination": default, "encoder_free_inxl": default, "own": "identity",
+                      "baseline": None, "headxl": None}
+    runner.inxl_init = "identity"
+    assert [runner.job_config(j).get("xl_inxl_init") for j in jobs] == ["identity"] * 4 + [None, None]
+    for job in jobs[:3]:
+        runner.inxl_init = "identity"
+        legacy = {k: v for k, v in runner.job_config(job).items() if k != "xl_inxl_init"}
+        jd = tmp_path / "jobs" / job.name
+        jd.mkdir(parents=True)
+        (jd / "config.yaml").write_text(yaml.safe_dump(legacy, sort_keys=False))
+        assert runner._checked_config(job)["xl_inxl_init"] == "identity"
+        runner.inxl_init = None
+        with pytest.raises(XLInputError, match=r"needs now in xl_inxl_init \(identity there, absolute now\)"):
+            runner._checked_config(job)
+
+
 def test_alignment_model_reads_the_penultimate_layer(tmp_path):
     import torch
 

@@ -55,7 +55,7 @@ def test_inxl_absolute_start_is_the_absolute_pe_whatever_the_xl_positions(fusion
 
 @pytest.mark.parametrize("fusion", ["block", "diagonal", "full"])
 def test_inxl_identity_start_is_the_plain_sum(fusion):
-    fusion = InXLPositionFusion(8, fusion)  # the default start
+    fusion = InXLPositionFusion(8, fusion, start="identity")
     a, b = torch.randn(3, 8), torch.randn(3, 8)
     assert torch.allclose(fusion(a, b), torch.tanh(a + b), atol=1e-6)
 

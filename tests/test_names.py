@@ -177,7 +177,7 @@ def test_a_plugin_with_our_legacy_names_keeps_them(first):
     got = json.loads(proc.stdout.splitlines()[-1])
     assert not [line for line in proc.stderr.splitlines() if line.startswith("onmt_xl: warning")]
     assert got == {"failed": [], "disan": "TheirEncoder", "xl_disan": "onmt_xl.encoders.disan", "dec": "TheirDecoder",
-                   "xl_dec": "onmt_xl.decoders.reordering_embedding", "inxl_init": "mine", "xl_inxl_init": "identity",
+                   "xl_dec": "onmt_xl.decoders.reordering_embedding", "inxl_init": "mine", "xl_inxl_init": "absolute",
                    "xl_disan_fusion": "none", "disan_fusion": False, "encoder_type": "disan"}  # theirs: not mapped
 
 

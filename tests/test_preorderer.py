@@ -55,6 +55,40 @@ def test_predictions_are_btg_permutations_on_random_tokens(trained):
     assert model.pos_xl_batch(batch[:3]) == [model.pos_xl(t) for t in batch[:3]]
 
 
+def test_batch_decoding_inside_a_torch_process_keeps_torchs_threads(trained, tmp_path):
+    """As in onmt_train with OMP_NUM_THREADS=1: torch loaded first, then the transform's first batch starts numba's
+    thread pool. numba's OpenMP layer shares the runtime with torch; torch must still use the threads it was given
+    (more would oversubscribe the cores and change float sums), and the positions are those of pos_xl."""
+    import subprocess
+    import sys
+
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("one core: numba's pool and torch cannot disagree on the thread count")
+    model, train = trained
+    model.save(str(tmp_path / "p.xlp"))
+    (tmp_path / "src.txt").write_text("\n".join(" ".join(s) for s in train.src[:200]), encoding="utf-8")
+    script = (
+        "import sys, torch\n"
+        "from onmt_xl.reorder.preorderer import Preorderer\n"
+        "p = Preorderer.load(sys.argv[1])\n"
+        "src = [l.split() for l in open(sys.argv[2], encoding='utf-8').read().splitlines()]\n"
+        "seen = []\n"
+        "for n in (None, 2, 1):  # None: the count OMP_NUM_THREADS gave torch, as in onmt_train\n"
+        "    if n is not None:\n"
+        "        torch.set_num_threads(n)\n"
+        "    same = p.pos_xl_batch(src) == [p.pos_xl(s) for s in src]\n"
+        "    seen.append((n or 1, torch.get_num_threads(), same))\n"
+        "print(seen)\n")
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    env.pop("NUMBA_NUM_THREADS", None)
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "p.xlp"), str(tmp_path / "src.txt")],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[(1, 1, True), (2, 2, True), (1, 1, True)]"
+
+
 def test_long_sentences_use_the_span_limit_and_stay_valid(trained):
     model, train = trained
     toks = [w for s in train.src[:80] for w in s][:900]

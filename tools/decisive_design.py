@@ -1,8 +1,9 @@
 """How wide would the study's interval be with more test sentences and more seeds? (the decisive design)
 
-    python tools/decisive_design.py [--archive reports/evidence_jaen] [--json FILE]
+    python tools/decisive_design.py [--archive reports/evidence_jaen_inxl_identity] [--json FILE]
 
-Reads the study's archived test translations (``ARCHIVE/jobs/{baseline,combination}_s{1,2,3}/hyp.test.gz``) and
+Reads the study's archived test translations (``ARCHIVE/jobs/{baseline,combination}_s{1,2,3}/hyp.test.gz``; by
+default the runs that sized the design, whose Combination started InXL from identity) and
 the test references (``../shared/data/enja/dev.en``, the study's ``data/test.ref``), and projects the expected
 95 % half-width of Δ test BLEU (Combination − baseline) as the report computes it
 (:func:`onmt_xl.experiments.stats.seed_pooled_bootstrap`: corpus BLEU from summed sacrebleu statistics, each
@@ -253,7 +254,9 @@ def main(argv: Sequence[str] = None) -> int:
     from onmt_xl.experiments.inputs import shared_data
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--archive", default=str(REPO / "reports" / "evidence_jaen"))
+    p.add_argument("--archive", default=str(REPO / "reports" / "evidence_jaen_inxl_identity"),
+                   help="archive whose jobs/{baseline,combination}_sK/hyp.test.gz are read (default: the 3-seed runs "
+                        "that sized the design)")
     p.add_argument("--refs", default=str(shared_data() / "enja" / "dev.en"), help="the test references")
     p.add_argument("--systems", default="baseline,combination", help="baseline,system")
     p.add_argument("--pool", default="baseline,combination,relative_pe,inxl,headxl",

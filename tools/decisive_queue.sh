@@ -18,10 +18,11 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 S=${S:-8000} P=${P:-2} NICE=${NICE:-10} N=${N:-5000} SEEDS=${SEEDS:-1,2,3,4,5}
 NAME=decisive_queue KNOWN="e f g enja" APART=enja TIERS=${TIERS:-e}
+# --inxl-init identity: the preregistered systems, trained before reports/TUNING.md changed InXL's default start
 JAEN=(--workdir runs/decisive_jaen --archive reports/decisive_jaen --test-from-train "$N" --seeds "$SEEDS"
-      --max-steps 10000)
+      --max-steps 10000 --inxl-init identity)
 ENJA=(--workdir runs/decisive_enja --archive reports/decisive_enja --test-from-train "$N" --seeds "$SEEDS"
-      --src en --tgt ja --gold-text "" --gold-align "" --max-steps "$S")
+      --src en --tgt ja --gold-text "" --gold-align "" --max-steps "$S" --inxl-init identity)
 
 tier_args() {  # $1: enja, or ja→en tiers joined by commas (e,f,g)
   case $1 in

@@ -184,4 +184,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    from onmt_xl.errors import install_excepthook
+
+    install_excepthook()  # a user's mistake (e.g. a work directory in use) is one line, not a traceback
     sys.exit(main())

@@ -93,7 +93,7 @@ class EncoderFreeEncoder(EncoderBase):
     transform).
     """
 
-    def __init__(self, embeddings, pe: str, pe_type: str, inxl_fusion: str, inxl_init: str = "identity",
+    def __init__(self, embeddings, pe: str, pe_type: str, inxl_fusion: str, inxl_init: str = "absolute",
                  heads: int = 1, max_relative_positions: int = 16):
         super().__init__()
         self.embeddings, self.pe, self.pe_type = embeddings, pe, pe_type

@@ -15,6 +15,7 @@ from onmt_xl.experiments.inputs import add_corpus_arguments, corpus_from_args, s
 from onmt_xl.experiments.plan import EXPERIMENTS, Job, plan
 from onmt_xl.experiments.stock import say
 from onmt_xl.experiments.systems import SYSTEMS
+from onmt_xl.options_table import option
 
 EXPERIMENTS_HELP = """Run the papers' experiments on one tokenized corpus, resumably.
 
@@ -76,6 +77,7 @@ def run_experiments(args) -> int:
     runner = Runner(corpus, args.workdir, jobs, args.preset, args.train_steps, args.valid_size, args.beam_size,
                     args.time_budget, gpu={"auto": None, "yes": True, "no": False}[args.gpu],
                     parallel=args.parallel, archive=args.archive)
+    runner.inxl_init = args.inxl_init
     every_job = plan(EXPERIMENTS, [int(s) for s in _csv(args.seeds)], heads)  # the report lists what has not run too
     if not args.report_only:
         runner.run(sys.argv[1:])
@@ -103,6 +105,9 @@ def add_experiments(sub) -> None:
                    help="jobs trained at once, each with CPUs/N torch threads (default: one job per CPU without a GPU, "
                         "the fastest layout measured by tools/bench_jobs.py, see reports/CPU_SPEED.md; 1 with a GPU); "
                         "each job's tok/s is then its share")
+    p.add_argument("--inxl-init", choices=option("xl_inxl_init").choices,
+                   help="InXL's start (-xl_inxl_init) for the systems with InXL (default: the option's default; "
+                        "reports/RESULTS.md's runs were trained with identity, before reports/TUNING.md changed it)")
     p.add_argument("--list", action="store_true", help="print the plan and exit")
     p.add_argument("--report-only", action="store_true", help="write the report from what has run")
     p.add_argument("--report-dir", default="reports", help="where RESULTS.md and the plots go")

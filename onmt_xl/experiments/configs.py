@@ -15,6 +15,7 @@ import yaml
 
 from onmt_xl.encoders.options import default_xl_heads
 from onmt_xl.names import upgrade_config
+from onmt_xl.options_table import option
 
 from onmt_xl.experiments.systems import ALIGNED_R, PREREORDER, SYSTEMS, XL  # noqa: F401 - re-exported
 from onmt_xl.experiments.systems import system as system_named
@@ -71,6 +72,16 @@ PRESETS: Dict[str, Dict[str, Any]] = {
 
 #: HeadXL / Combination: the configs spell out the plug-in's default τ (:func:`onmt_xl.encoders.options.default_xl_heads`).
 XL_HEAD_ENCODERS = ("xl_headxl", "xl_combination")
+#: the start InXL was trained with where a configuration written before :func:`config` spelled it out names none:
+#: ``-xl_inxl_init``'s default until the tuning of reports/TUNING.md changed it (:mod:`onmt_xl.experiments.jobs`
+#: reads such a configuration with it)
+LEGACY_INXL_INIT = "identity"
+
+
+def uses_inxl(cfg: Dict[str, Any]) -> bool:
+    """Whether the configuration ``cfg`` builds an InXL fusion (Eq. 7), whose start ``-xl_inxl_init`` sets."""
+    enc = cfg.get("encoder_type")
+    return enc in ("xl_inxl", "xl_combination") or (enc == "xl_encoder_free" and cfg.get("xl_encoder_free_pe") == "inxl")
 
 
 def source_transform(name: str) -> Optional[str]:
@@ -79,12 +90,13 @@ def source_transform(name: str) -> Optional[str]:
 
 
 def config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[str, Any]] = None,
-           preset: str = "demo") -> Dict[str, Any]:
+           preset: str = "demo", inxl_init: Optional[str] = None) -> Dict[str, Any]:
     """The full ``onmt_train`` configuration of ``system`` reading data from ``workdir/data``.
 
     Precedence: MODEL/TRAINING < the system's options < ``PRESETS[preset]`` < the system's ``over_preset`` <
     ``overrides`` (whose legacy option names, e.g. ``inxl_init``, read as the new ones,
-    :func:`onmt_xl.names.upgrade_config`).
+    :func:`onmt_xl.names.upgrade_config`). A system with InXL spells out its start: ``overrides``' one, else
+    ``inxl_init``, else ``-xl_inxl_init``'s default; like τ, so that a default changed later is a changed job.
     """
     spec = system_named(system)
     if preset not in PRESETS:
@@ -117,6 +129,8 @@ def config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[st
     cfg.update(upgrade_config(overrides or {}))
     if cfg["encoder_type"] in XL_HEAD_ENCODERS and "xl_heads" not in cfg:
         cfg["xl_heads"] = default_xl_heads(cfg["heads"])
+    if uses_inxl(cfg) and "xl_inxl_init" not in cfg:
+        cfg["xl_inxl_init"] = inxl_init or option("xl_inxl_init").default
     return cfg
 
 

@@ -43,6 +43,7 @@ from onmt_xl.experiments.evidence_report import Sweep, write_report
 from onmt_xl.experiments.plan import NOISE_RATIOS, Job
 from onmt_xl.experiments.stock import read_lines, say, stock
 from onmt_xl.experiments.systems import SYSTEMS
+from onmt_xl.options_table import option
 
 CURVE_SYSTEMS = ("baseline", "combination")
 #: trained with every seed before the other systems of their tier: the full Transformer beating the encoder-free
@@ -347,6 +348,7 @@ def run_evidence(args) -> int:
                     parallel=args.parallel, tune_size=args.tune_size, archive=args.archive,
                     preorder_options=json.loads(args.preorder_options) if args.preorder_options else None,
                     test_from_train=args.test_from_train)
+    runner.inxl_init = args.inxl_init
     if args.stage in ("main", "status", "aer"):
         if not args.steps:
             raise XLUsageError(None, None, f"--stage {args.stage} needs --steps (chosen from the learning curve on "
@@ -551,6 +553,10 @@ def add_evidence(sub) -> None:
     p.add_argument("--preorder-options", default=json.dumps(PREORDER_OPTIONS),
                    help="JSON keyword arguments of Preorderer.train (default: the choice of tools/tune_preorderer.py "
                         "on the Japanese-English tuning split, reports/TUNING.md)")
+    p.add_argument("--inxl-init", choices=option("xl_inxl_init").choices,
+                   help="InXL's start (-xl_inxl_init) for the systems with InXL (default: the option's default); the "
+                        "decisive design and the en->ja tier were trained with identity, before the tuning of "
+                        "reports/TUNING.md changed the default")
     p.add_argument("--sec-per-step", type=float, help="--stage status: seconds per step per job to plan with "
                    "(default: measured from this work directory's training logs)")
     p.add_argument("--speed-from", help="--stage status: another work directory whose training logs give the "

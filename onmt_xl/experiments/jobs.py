@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional
 import yaml
 
 from onmt_xl.errors import XLUsageError
-from onmt_xl.experiments.configs import config
+from onmt_xl.experiments.configs import LEGACY_INXL_INIT, config, uses_inxl
 from onmt_xl.experiments.plan import Job
 from onmt_xl.experiments.stock import count_checkpoint_parameters, read_lines, say, stock
 from onmt_xl.experiments.systems import SYSTEMS
@@ -46,9 +46,20 @@ VARIANT_SOURCES = {"test": "test.src", "oracle": "test.src", "test_align": "test
 def _identity(cfg: Dict[str, Any]) -> Dict[str, Any]:
     """A job configuration without :data:`DEVICE_OPTIONS` and ``train_steps`` (what a changed configuration is
     judged on; ``train_steps`` may grow: the job resumes to them), legacy names read as the new ones (a job
-    configured before the ``xl_`` prefix is the same job)."""
+    configured before the ``xl_`` prefix is the same job), and InXL's start spelled out as it was trained: one
+    configured before the configurations named it started from :data:`~onmt_xl.experiments.configs.LEGACY_INXL_INIT`."""
     cfg = upgrade_config(cfg)
+    if uses_inxl(cfg) and "xl_inxl_init" not in cfg:
+        cfg["xl_inxl_init"] = LEGACY_INXL_INIT
     return {k: v for k, v in cfg.items() if k not in DEVICE_OPTIONS + tuple(RUN_OPTIONS) + ("train_steps",)}
+
+
+def _differences(old: Dict[str, Any], new: Dict[str, Any], shown: int = 3) -> str:
+    """The options whose value differs between two :func:`_identity` configurations, ``name (old there, new now)``,
+    the first ``shown`` of them."""
+    keys = [k for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
+    text = ", ".join(f"{k} ({old.get(k, 'unset')} there, {new.get(k, 'unset')} now)" for k in keys[:shown])
+    return text + (f" and {len(keys) - shown} more" if len(keys) > shown else "")
 
 
 def _per_attempt(log_text: str, options, pick) -> str:
@@ -106,13 +117,13 @@ def train_throughput(log_text: str) -> Optional[float]:
 
 class JobStages:
     """Train and translate jobs; mixed into :class:`onmt_xl.experiments.runner.Runner` (which provides
-    ``path``, ``workdir``, ``overrides``, ``preset``, ``train_steps``, ``beam_size``, ``gpu``, ``parallel``,
+    ``path``, ``workdir``, ``overrides``, ``inxl_init``, ``preset``, ``train_steps``, ``beam_size``, ``gpu``, ``parallel``,
     ``threads``, ``out_of_time``, ``preorderer_path`` and ``_run``)."""
 
     def job_config(self, job: Job) -> Dict[str, Any]:
         steps = {"train_steps": job.train_steps} if job.train_steps else {}
         cfg = config(job.system, str(self.workdir), {**self.overrides, "seed": job.seed, **steps, **job.overrides},
-                     self.preset)
+                     self.preset, inxl_init=self.inxl_init)
         cfg["save_model"] = str(self.path("jobs", job.name, "model"))
         cfg["save_data"] = str(self.path("jobs", job.name, "samples"))
         # auto: bf16 where the CPU computes it natively
@@ -186,8 +197,10 @@ class JobStages:
             return cfg
         old = yaml.safe_load(cfg_path.read_text(encoding="utf-8"))
         if _identity(old) != _identity(cfg) or cfg["train_steps"] < old["train_steps"]:
-            raise XLUsageError(str(cfg_path), None, f"differs from what job {job.name} needs now (fewer steps, another "
-                               "preset or options?): use another --workdir, or delete that job directory to retrain it")
+            what = _differences(_identity(old), _identity(cfg)) or \
+                f"train_steps ({old['train_steps']} there, {cfg['train_steps']} now: fewer steps)"
+            raise XLUsageError(str(cfg_path), None, f"differs from what job {job.name} needs now in {what}: use another "
+                               "--workdir, or delete that job directory to retrain it")
         if cfg["train_steps"] > old["train_steps"] and self.path("jobs", job.name, "done.json").exists():
             say(f"  {job.name}: extending from {old['train_steps']} to {cfg['train_steps']} steps")
             self.path("jobs", job.name, "done.json").unlink()

@@ -72,6 +72,8 @@ class Runner(DataStages, JobStages):
         self.gpu = gpu
         if gpu:
             self.overrides.update(gpu_ranks=[0], world_size=1)
+        #: InXL's start for the systems with InXL (:func:`onmt_xl.experiments.configs.config`); None: the default
+        self.inxl_init: Optional[str] = None
         self.parallel, self.threads = default_layout(gpu, parallel)  # torch reads OMP_NUM_THREADS
         self.archive = None if archive is None else Path(archive).resolve()
         self._archive_lock = threading.Lock()  # two jobs finishing together write the same run files

@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 
 INXL_FUSIONS = ("block", "diagonal", "full")
-#: starting points of ``(U, V)``: ``identity`` = ``(I, I)`` (the default), ``absolute`` = ``(I, 0)``
+#: starting points of ``(U, V)``: ``absolute`` = ``(I, 0)`` (the default), ``identity`` = ``(I, I)``
 INXL_STARTS = ("identity", "absolute")
 
 
@@ -23,20 +23,20 @@ class InXLPositionFusion(nn.Module):
     * ``diagonal``: element-wise ``U``, ``V`` (``2d`` parameters).
     * ``full``: dense ``d×d`` ``U``, ``V`` (``2d²`` parameters).
 
-    Starting point (``start``; the paper does not say how ``U`` and ``V`` start). ``identity`` (default):
+    Starting point (``start``; the paper does not say how ``U`` and ``V`` start). ``absolute`` (default):
+    ``U = I``, ``V = 0``, so ``PE_IN-XL = tanh(PE_abs)``, an element-wise monotone squashing of the stock absolute
+    PE that keeps all of its order information, and ``V`` learns from there (its gradient
+    ``PE_XL ⊗ ∂L/∂Z · (1 − tanh²)`` is not zero), but the model starts without the XL positions. ``identity``:
     ``U = V = I``, ``tanh(PE_abs + PE_XL)``; in each frequency ``ω`` the sum of the two sinusoids has amplitude
     ``2|cos(ω (p_abs − p_XL) / 2)|``, so wherever ``pos_XL`` differs from the position some frequencies cancel
-    and others saturate the tanh. ``absolute``: ``U = I``, ``V = 0``, so ``PE_IN-XL = tanh(PE_abs)``, an
-    element-wise monotone squashing of the stock absolute PE that keeps all of its order information, and
-    ``V`` learns from there (its gradient ``PE_XL ⊗ ∂L/∂Z · (1 − tanh²)`` is not zero), but the model starts
-    without the XL positions. The default is the start that trained better on a tuning split carved from
-    the synthetic corpus' training data (``tools/tune_options.py``, ``reports/TUNING.md``).
+    and others saturate the tanh. The default is the start that trained better on a Japanese→English tuning
+    split carved from the training data (``tools/tune_options.py``, ``reports/TUNING.md``).
 
     Inputs: ``pe_abs``, ``pe_xl`` ``(batch, src_len, d_model)``; output: same shape.
     """
 
     def __init__(self, d_model: int, fusion: str = "block", kind: str = "SinusoidalInterleaved",
-                 start: str = "identity"):
+                 start: str = "absolute"):
         super().__init__()
         if fusion not in INXL_FUSIONS:
             raise ValueError(f"unknown InXL fusion {fusion!r}; choose one of {INXL_FUSIONS}")

@@ -30,7 +30,7 @@ from onmt_xl.reorder import preorderer_io
 from onmt_xl.reorder.btg import BTGNode, order_to_pos_xl, tree_from_splits
 from onmt_xl.reorder.features import Vocab
 from onmt_xl.reorder.preorderer_io import FORMAT, READABLE_VERSIONS, VERSION  # noqa: F401  (public names)
-from onmt_xl.reorder.threads import ensure_threading, set_threads
+from onmt_xl.reorder.threads import caller_threads, set_threads
 from onmt_xl.reorder.training import (
     PARALLEL_MODES,
     EpochStats,
@@ -231,8 +231,9 @@ class Preorderer:
         return order_to_pos_xl(self.reorder(tokens))
 
     def reorder_batch(self, batch: Sequence[Sequence[str]]) -> List[List[int]]:
-        """:meth:`reorder` for many sentences in one compiled call, in parallel over all cores
-        (see :func:`set_threads`)."""
+        """:meth:`reorder` for many sentences in one compiled call, in parallel over numba's threads (see
+        :func:`set_threads`), at most as many as torch uses where torch is loaded, whose thread count it leaves as
+        it was (:func:`~onmt_xl.reorder.threads.caller_threads`)."""
         from onmt_xl.reorder.parser import decode_batch
 
         for toks in batch:
@@ -240,12 +241,9 @@ class Preorderer:
                 raise TypeError("reorder_batch() takes lists of tokens, not strings")
         if not batch:
             return []
-        import numba
-
-        ensure_threading()
         ws, cs, gs, pad_off, lens = flatten([self.vocab.encode(t) for t in batch])
-        flat = decode_batch(ws, cs, gs, pad_off, lens, self.weights, self.mask, self.effective_span,
-                            numba.get_num_threads() == 1)
+        with caller_threads() as threads:
+            flat = decode_batch(ws, cs, gs, pad_off, lens, self.weights, self.mask, self.effective_span, threads == 1)
         out, pos = [], 0
         for n in lens.tolist():
             out.append(flat[pos : pos + n].tolist())
