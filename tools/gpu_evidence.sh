@@ -30,7 +30,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 S=${S:-8000} WAIT=${WAIT:-530} ROOT=${STATE:-${TMPDIR:-/tmp}/onmt_xl_gpu_evidence}  # ROOT: one folder per work directory
-ENJA="--src en --tgt ja --gold-text '' --gold-align '' --max-steps $S"
+ENJA="--src en --tgt ja --gold-text '' --gold-align '' --max-steps $S --inxl-init identity"  # en→ja kept InXL's first start
 TIER_C="--max-steps $S --systems baseline,combination,disan,enc_re,both_re,exgre,refsr,prereorder,encoder_free --seeds 1,2"
 TIER_H="--max-steps $S --systems encoder_free_none,encoder_free_relative,encoder_free_inxl,lstm --seeds 1,2"
 # each line: W FROM TIER JOBS EVIDENCE
