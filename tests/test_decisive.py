@@ -188,10 +188,12 @@ def test_the_decisive_queue_runs_its_tiers_in_order_with_the_carve_and_seeds(tmp
     assert (one.stage, one.tier, one.steps, one.parallel, one.test_from_train, one.seeds, one.max_steps) == (
         "main", "e", 8000, 3, 5000, "1,2,3,4,5", 10000)
     assert (one.workdir, one.archive) == ("runs/decisive_jaen", "reports/decisive_jaen")
+    assert one.inxl_init == "identity"  # the preregistered start, whatever the option's default
     proc, runs = run(TIERS="e f g enja", SEEDS="1,2,3,4,5,6,7,8")
     assert proc.returncode == 0, proc.stderr
-    assert [(a.tier, a.workdir, a.seeds, a.test_from_train) for a in runs] == [
-        ("e,f,g", "runs/decisive_jaen", "1,2,3,4,5,6,7,8", 5000), ("e", "runs/decisive_enja", "1,2,3,4,5,6,7,8", 5000)]
+    assert [(a.tier, a.workdir, a.seeds, a.test_from_train, a.inxl_init) for a in runs] == [
+        ("e,f,g", "runs/decisive_jaen", "1,2,3,4,5,6,7,8", 5000, "identity"),
+        ("e", "runs/decisive_enja", "1,2,3,4,5,6,7,8", 5000, "identity")]
     assert (runs[1].src, runs[1].tgt, runs[1].max_steps, runs[1].archive) == ("en", "ja", 8000, "reports/decisive_enja")
     proc, runs = run(TIERS="e z")
     assert proc.returncode == 2 and "unknown tier 'z'" in proc.stderr and not runs
@@ -201,6 +203,18 @@ def test_the_decisive_queue_runs_its_tiers_in_order_with_the_carve_and_seeds(tmp
         assert [(a.stage, a.tier, a.workdir) for a in runs] == [("status", "e", "runs/decisive_jaen")]
     else:
         assert "not started" in proc.stdout and not runs
+    # the addendum (reports/PREREG_decisive_tuned.md): its own work directory, always seeds 1-8, the tuned start
+    proc, runs = run("status", TIERS="tuned", SEEDS="1,2,3")
+    assert proc.returncode == 0, proc.stderr
+    if (REPO / "runs" / "decisive_jaen_tuned").is_dir():
+        assert [(a.tier, a.workdir, a.archive, a.seeds, a.inxl_init) for a in runs] == [
+            ("e", "runs/decisive_jaen_tuned", "reports/decisive_jaen_tuned", "1,2,3,4,5,6,7,8", None)]
+    else:
+        assert "[tuned] runs/decisive_jaen_tuned: not started" in proc.stdout and not runs
+    if not (REPO / "runs" / "decisive_jaen").is_dir():  # (where it is, the call would seed the addendum's files)
+        proc, runs = run(TIERS="e tuned")  # apart: a call of its own after e's; nothing to seed it from: said
+        assert proc.returncode == 1 and "runs/decisive_jaen is not prepared" in proc.stderr
+        assert [a.workdir for a in runs] == ["runs/decisive_jaen"]
 
 
 def _fake_archive(root, n=60, seeds=(1, 2, 3)):

@@ -48,5 +48,19 @@ else
     --report reports/DECISIVE_jaen.md > /dev/null
   studies+=(--study decisive=reports/DECISIVE_jaen.json)
 fi
+# the addendum with InXL's tuned start (reports/PREREG_decisive_tuned.md): k = 8 fixed, analysed once its 8
+# Combination runs are archived
+tuned=0
+for s in 1 2 3 4 5 6 7 8; do
+  [ -f "reports/decisive_jaen_tuned/jobs/combination_s$s/hyp.test.gz" ] && tuned=$((tuned + 1))
+done
+if [ "$tuned" -lt 8 ]; then
+  [ -d reports/decisive_jaen_tuned ] && echo "[papers_report] decisive addendum: $tuned of 8 Combination runs archived; not analysed before its end" >&2
+else
+  onmt-xl evidence --workdir "$WORK/decisive_jaen_tuned" --archive reports/decisive_jaen_tuned --test-from-train 5000 \
+    --stage report --systems baseline,combination --seeds 1,2,3,4,5,6,7,8 --families "primary=combination" \
+    --samples 10000 --bootstrap-seed 12345 --report reports/DECISIVE_jaen_tuned.md > /dev/null
+  studies+=(--study decisive_tuned=reports/DECISIVE_jaen_tuned.json)
+fi
 onmt-xl papers "${studies[@]}" --report reports/PAPERS.md > /dev/null
 echo "[papers_report] wrote reports/PAPERS.md (and .json)" >&2

@@ -1,6 +1,6 @@
 # The tier loop shared by tools/evidence_queue.sh and tools/decisive_queue.sh (sourced, not run). The caller sets
 #   NAME     its name in messages          TIERS    the tiers to run, in order (checked against KNOWN)
-#   KNOWN    the tiers it accepts          APART    the one tier trained in a work directory of its own
+#   KNOWN    the tiers it accepts          APART    the tiers trained each in a work directory of its own
 #   S, P, NICE                             and defines  tier_args TIER  (fills the array ARGS; for status it may
 #   set SKIP to a line to print instead of running, and TIER to the --tier to ask status for)
 # then calls  queue_main "$@". Consecutive tiers other than APART train in one call (joined by commas), so a job
@@ -22,7 +22,7 @@ queue_main() {
     esac
   done
   for tier in $TIERS; do
-    if [ "$tier" = "$APART" ] || [ "$STAGE" = status ]; then
+    if [[ " $APART " == *" $tier "* ]] || [ "$STAGE" = status ]; then
       [ -n "$group" ] && queue_run "$group"
       group=""
       queue_run "$tier"

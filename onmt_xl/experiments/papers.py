@@ -2,7 +2,8 @@
 
 Input: the JSON reports of ``onmt-xl evidence --stage report`` (each regenerated from its archive), named by
 study: ``jaen`` (tiers a, c, d, h: 48,000 training pairs, 500 test pairs), ``enja`` (tier b), ``decisive``
-(tier e, the preregistered design: 43,000 training pairs, 5,500 test pairs), and ``jaen_gpu``/``jaen_gpu_d``
+(tier e, the preregistered design: 43,000 training pairs, 5,500 test pairs), ``decisive_tuned`` (its addendum with
+InXL's tuned start, reports/PREREG_decisive_tuned.md), and ``jaen_gpu``/``jaen_gpu_d``
 (tiers c, h and d trained on a lent GPU, each work directory with its own baseline runs). Output: Markdown and its JSON.
 
 Each claim is a difference the paper reports (its figure on its own data, ``effect``, in BLEU or AER points; the
@@ -44,9 +45,10 @@ REPRODUCED, REVERSED, NOT_REPRODUCED, NOT_MEASURABLE, NOT_RUN = (
 AT_CHANCE = "not measurable here: attention no better than diagonal links"
 INTERIM = " (interim)"
 ALPHA, POWER = 0.05, 0.8
-#: which study answers a claim, best first: the decisive design where it measured the comparison, then the CPU
-#: study, then the GPU route's work directories of tiers c/h and d (reports/EVIDENCE.md, tools/gpu_evidence.sh)
-STUDY_ORDER = ("decisive", "jaen", "jaen_gpu", "jaen_gpu_d")
+#: which study answers a claim, best first: the decisive design where it measured the comparison (its addendum with
+#: InXL's tuned start, the current default, first), then the CPU study, then the GPU route's work directories of
+#: tiers c/h and d (reports/EVIDENCE.md, tools/gpu_evidence.sh)
+STUDY_ORDER = ("decisive_tuned", "decisive", "jaen", "jaen_gpu", "jaen_gpu_d")
 
 
 @dataclass(frozen=True)
@@ -412,8 +414,9 @@ def add_papers(sub) -> None:
                        "by a fixed rule, from the evidence reports' JSON (reports/PAPERS.md)")
     p.add_argument("--study", action="append", default=[], metavar="NAME=JSON",
                    help="an evidence report's JSON by study name: jaen (tiers a, c, d, h on the CPU), enja (tier b), "
-                        "decisive (tier e), jaen_gpu and jaen_gpu_d (tiers c, h and d through tools/gpu_evidence.sh); "
-                        "default: reports/EVIDENCE_jaen.json, EVIDENCE_enja.json, DECISIVE_jaen.json, "
+                        "decisive (tier e), decisive_tuned (its addendum with InXL's tuned start), jaen_gpu and "
+                        "jaen_gpu_d (tiers c, h and d through tools/gpu_evidence.sh); default: "
+                        "reports/EVIDENCE_jaen.json, EVIDENCE_enja.json, DECISIVE_jaen.json, DECISIVE_jaen_tuned.json, "
                         "EVIDENCE_jaen_gpu.json and EVIDENCE_jaen_gpu_d.json (a missing file is left out)")
     p.add_argument("--report", default="reports/PAPERS.md", help="Markdown to write, its .json beside it")
     p.add_argument("--heads", type=int, default=4, help="attention heads of the study's models (H of the τ sweep; "
@@ -422,7 +425,8 @@ def add_papers(sub) -> None:
 
 
 DEFAULT_STUDIES = {"jaen": "reports/EVIDENCE_jaen.json", "enja": "reports/EVIDENCE_enja.json",
-                   "decisive": "reports/DECISIVE_jaen.json", "jaen_gpu": "reports/EVIDENCE_jaen_gpu.json",
+                   "decisive": "reports/DECISIVE_jaen.json", "decisive_tuned": "reports/DECISIVE_jaen_tuned.json",
+                   "jaen_gpu": "reports/EVIDENCE_jaen_gpu.json",
                    "jaen_gpu_d": "reports/EVIDENCE_jaen_gpu_d.json"}
 
 
