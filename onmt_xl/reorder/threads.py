@@ -6,11 +6,12 @@ the working one, so more threads can make a pass slower than one thread. :func:`
 (unless the variable is already set) and restores the environment right away, so child processes
 (e.g. ``onmt_train`` started by the pipeline) do not inherit the setting.
 
-The OpenMP layer also shares the OpenMP runtime with torch: a parallel launch with more threads than torch uses
-raises the runtime's thread count for the calling thread, and torch's next operations run on that many threads
-(more than ``OMP_NUM_THREADS`` or ``torch.set_num_threads`` asked for, oversubscribing a loaded machine, and with
-other float sums). A kernel called inside a torch process (the ``xl_position`` transform in ``onmt_train``,
-``onmt_translate`` or a server) runs under :func:`caller_threads`.
+The OpenMP layer also shares the OpenMP runtime with torch: starting numba's pool sets the runtime's thread count
+for the calling thread to numba's, and torch's next operations run on that many threads (more than
+``OMP_NUM_THREADS`` or ``torch.set_num_threads`` asked for, oversubscribing a loaded machine, and with other float
+sums). :func:`ensure_threading` puts torch's count back, and a kernel called inside a torch process (the
+``xl_position`` transform in ``onmt_train``, ``onmt_translate`` or a server) runs under :func:`caller_threads`,
+which also keeps numba's threads within torch's for the call.
 """
 
 from __future__ import annotations
