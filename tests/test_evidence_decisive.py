@@ -56,6 +56,12 @@ def test_decisive_design_splits_given_and_carved_pairs(tmp_path):
     met = decisive_design(tmp_path, kept, "baseline", comparisons, refs, n_samples=20, seed=1)
     assert not met["extension_pending"] and met["rows"]["combination"]["target_met"]
     assert "interim" not in "\n".join(_decisive_section({"comparisons": comparisons, "decisive": met}))
+    assert "## The decisive design (`reports/PREREG_decisive.md`)" in text and "prereg" not in met
+    addendum = decisive_design(tmp_path, kept, "baseline", comparisons, refs, 20, 1,
+                               prereg="reports/PREREG_decisive_tuned.md")  # the same reading, citing its addendum
+    assert {k: v for k, v in addendum.items() if k != "prereg"} == met
+    assert "## The decisive design (`reports/PREREG_decisive_tuned.md`)" in "\n".join(
+        _decisive_section({"comparisons": comparisons, "decisive": addendum}))
     assert decisive_design(tmp_path / "nowhere", kept, "baseline", comparisons, refs, 20, 1) is None
 
 

@@ -59,7 +59,8 @@ if [ "$tuned" -lt 8 ]; then
 else
   onmt-xl evidence --workdir "$WORK/decisive_jaen_tuned" --archive reports/decisive_jaen_tuned --test-from-train 5000 \
     --stage report --systems baseline,combination --seeds 1,2,3,4,5,6,7,8 --families "primary=combination" \
-    --samples 10000 --bootstrap-seed 12345 --report reports/DECISIVE_jaen_tuned.md > /dev/null
+    --samples 10000 --bootstrap-seed 12345 --prereg reports/PREREG_decisive_tuned.md \
+    --report reports/DECISIVE_jaen_tuned.md > /dev/null
   studies+=(--study decisive_tuned=reports/DECISIVE_jaen_tuned.json)
 fi
 onmt-xl papers "${studies[@]}" --report reports/PAPERS.md > /dev/null

@@ -39,7 +39,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.archive import save_curve
 from onmt_xl.experiments.curve import plateau_step, plot_curves, read_curve
-from onmt_xl.experiments.evidence_report import Sweep, write_report
+from onmt_xl.experiments.evidence_report import DEFAULT_PREREG, Sweep, write_report
 from onmt_xl.experiments.plan import NOISE_RATIOS, Job
 from onmt_xl.experiments.stock import read_lines, say, stock
 from onmt_xl.experiments.systems import SYSTEMS
@@ -484,7 +484,8 @@ def report_stage(args) -> int:
     report = write_report(workdir, out, systems=systems, seeds=seeds, n_samples=args.samples,
                           seed=args.bootstrap_seed, preorder_pairs=_ints(args.preorder_pairs),
                           families=report_families(systems, args.families or FAMILIES), oracle_systems=ORACLE_SYSTEMS,
-                          sweeps=report_sweeps(args.preset, TIERS["d"][1][0]), orderings=ORDERINGS)
+                          sweeps=report_sweeps(args.preset, TIERS["d"][1][0]), orderings=ORDERINGS,
+                          prereg=args.prereg)
     if not report["systems"]:
         say(f"no finished run of {','.join(systems)} with seeds {','.join(map(str, seeds))} in {workdir / 'jobs'} yet")
     print(out.read_text(encoding="utf-8"))
@@ -553,6 +554,9 @@ def add_evidence(sub) -> None:
     p.add_argument("--preorder-options", default=json.dumps(PREORDER_OPTIONS),
                    help="JSON keyword arguments of Preorderer.train (default: the choice of tools/tune_preorderer.py "
                         "on the Japanese-English tuning split, reports/TUNING.md)")
+    p.add_argument("--prereg", default=DEFAULT_PREREG,
+                   help=f"--stage report: the preregistration a decisive reading cites (default {DEFAULT_PREREG}; "
+                        "the addendum with InXL's tuned start: reports/PREREG_decisive_tuned.md)")
     p.add_argument("--inxl-init", choices=option("xl_inxl_init").choices,
                    help="InXL's start (-xl_inxl_init) for the systems with InXL (default: the option's default); the "
                         "decisive design and the en->ja tier were trained with identity, before the tuning of "

@@ -103,12 +103,12 @@ def _comparisons_section(report: Dict[str, Any]) -> List[str]:
 
 
 def _decisive_section(report: Dict[str, Any]) -> List[str]:
-    """The preregistered reading of the decisive design (reports/PREREG_decisive.md)."""
+    """The preregistered reading of the decisive design (reports/PREREG_decisive.md, or the addendum it names)."""
     d = report.get("decisive")
     if not d or not d["rows"]:
         return []
     carve = d["carve"]
-    lines = ["", "## The decisive design (`reports/PREREG_decisive.md`)", "",
+    lines = ["", f"## The decisive design (`{d.get('prereg', 'reports/PREREG_decisive.md')}`)", "",
              f"Test split: the corpus' {carve['test_given']} test pairs and {carve['carved']} pairs carved from "
              f"training by the preregistered rule ({carve['train_after']:,} training pairs left of "
              f"{carve['train_before']:,}). The decision uses the 95 % interval above; the half-width the design was "

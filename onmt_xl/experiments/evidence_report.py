@@ -227,6 +227,8 @@ TARGET_HALF_WIDTH = 0.50
 PRIMARY = "combination"
 #: reports/PREREG_decisive.md: the training steps S, fixed whatever the plateau check on the new split gives
 PREREGISTERED_STEPS = 8000
+#: the preregistration a decisive reading cites unless told another (an addendum: ``--prereg``)
+DEFAULT_PREREG = "reports/PREREG_decisive.md"
 #: reports/PREREG_decisive.md's precision rule: seeds per system once the primary half-width exceeds the target at 5
 EXTENDED_SEEDS = 8
 
@@ -260,13 +262,15 @@ def plateau_check(curves: Dict[str, List[Dict[str, Any]]], steps: int = PREREGIS
 
 def decisive_design(workdir: Path, kept: Dict[str, List[Run]], baseline: str, comparisons: Dict[str, Dict[str, Any]],
                     refs: List[str], n_samples: int, seed: int,
-                    curves: Optional[Dict[str, List[Dict[str, Any]]]] = None) -> Optional[Dict[str, Any]]:
+                    curves: Optional[Dict[str, List[Dict[str, Any]]]] = None,
+                    prereg: str = DEFAULT_PREREG) -> Optional[Dict[str, Any]]:
     """The decisive design's reading (a work directory staged with ``--test-from-train``, ``data/carve.json``): per
     XL variant compared with the baseline, the achieved half-width against :data:`TARGET_HALF_WIDTH` and the
     preregistered decision (:func:`decision`; binding for :data:`PRIMARY`, exploratory for the others), as
     description only Δ on the corpus' own test pairs (the first lines) and on the carved ones apart, and the
     diagnostic plateau check on ``curves`` (:func:`plateau_check`). ``extension_pending``: the precision rule
-    requires :data:`EXTENDED_SEEDS` seeds and fewer have run, so the reading is interim."""
+    requires :data:`EXTENDED_SEEDS` seeds and fewer have run, so the reading is interim. ``prereg``: the
+    preregistration cited (kept in the reading where it is not :data:`DEFAULT_PREREG`)."""
     carve_file = workdir / "data" / "carve.json"
     if not carve_file.exists() or baseline not in kept:
         return None
@@ -290,9 +294,10 @@ def decisive_design(workdir: Path, kept: Dict[str, List[Run]], baseline: str, co
                                                 n_samples, seed) for name, idx in parts.items() if idx}}
     primary = rows.get(PRIMARY)
     seeds = min(comparisons[PRIMARY]["system_runs"], comparisons[PRIMARY]["baseline_runs"]) if primary else None
-    return {"carve": carve, "target_half_width": TARGET_HALF_WIDTH, "rows": rows, "plateau": plateau_check(curves or {}),
-            "seeds": seeds, "extended_seeds": EXTENDED_SEEDS,
-            "extension_pending": bool(primary and not primary["target_met"] and seeds < EXTENDED_SEEDS)}
+    reading = {"carve": carve, "target_half_width": TARGET_HALF_WIDTH, "rows": rows,
+               "plateau": plateau_check(curves or {}), "seeds": seeds, "extended_seeds": EXTENDED_SEEDS,
+               "extension_pending": bool(primary and not primary["target_met"] and seeds < EXTENDED_SEEDS)}
+    return reading if prereg == DEFAULT_PREREG else {**reading, "prereg": prereg}
 
 
 def resumed_otherwise(workdir: Path) -> List[str]:
@@ -467,11 +472,12 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
                  n_samples: int = 1000, seed: int = stats.DEFAULT_SEED, alpha: float = 0.05,
                  preorder_pairs: Sequence[int] = (), families: Optional[Sequence[Tuple[str, Sequence[str]]]] = None,
                  oracle_systems: Sequence[str] = (), sweeps: Sequence[Sweep] = (),
-                 orderings: Sequence[Tuple[str, str]] = ()) -> Dict[str, Any]:
+                 orderings: Sequence[Tuple[str, str]] = (), prereg: str = DEFAULT_PREREG) -> Dict[str, Any]:
     """Everything the report says, as JSON-able data (see the module docstring). ``families``: the families of
     comparisons with the baseline, ``(name, systems)``, each corrected apart (default: one of every system);
     ``oracle_systems``: systems also trained on oracle indices; ``sweeps``: single-seed sweeps of a setting;
-    ``orderings``: the pairs ``(A, B)`` whose "A above B" is measured (:func:`pair_rows`)."""
+    ``orderings``: the pairs ``(A, B)`` whose "A above B" is measured (:func:`pair_rows`); ``prereg``: the
+    preregistration a decisive reading cites (:func:`decisive_design`)."""
     refs = references(workdir)
     novel = novel_indices(refs["test"], read_lines(workdir / "data" / "train.tgt"))
     seen_sources = seen_source_indices(read_lines(workdir / "data" / "test.src"),
@@ -519,7 +525,8 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
             "sweeps": [sweep_rows(workdir, sw, refs, n_samples, seed, alpha) for sw in sweeps],
             "by_reordering": by_reordering(workdir, kept, baseline, refs["test"], n_samples, seed, alpha),
             "pairs": pair_rows(workdir, orderings, seeds, refs["test"], n_samples, seed, alpha),
-            "decisive": decisive_design(workdir, kept, baseline, comparisons, refs["test"], n_samples, seed, curves),
+            "decisive": decisive_design(workdir, kept, baseline, comparisons, refs["test"], n_samples, seed, curves,
+                                        prereg),
             "attention_aer": attention_alignment(workdir, systems, seeds, baseline, n_samples, seed, alpha),
             "attention_aer_test": attention_alignment(workdir, systems, seeds, baseline, n_samples, seed, alpha,
                                                       "test_align"),
