@@ -196,8 +196,9 @@ class JobStages:
         if not cfg_path.exists():
             return cfg
         old = yaml.safe_load(cfg_path.read_text(encoding="utf-8"))
-        if _identity(old) != _identity(cfg) or cfg["train_steps"] < old["train_steps"]:
-            what = _differences(_identity(old), _identity(cfg)) or \
+        was, now = _identity(old), _identity(cfg)
+        if was != now or cfg["train_steps"] < old["train_steps"]:
+            what = _differences(was, now) or \
                 f"train_steps ({old['train_steps']} there, {cfg['train_steps']} now: fewer steps)"
             raise XLUsageError(str(cfg_path), None, f"differs from what job {job.name} needs now in {what}: use another "
                                "--workdir, or delete that job directory to retrain it")
