@@ -185,3 +185,20 @@ def test_the_gpu_routes_work_directories_answer_where_the_cpu_study_has_nothing(
     peak = _claim(rep, "BLEU peaks")
     assert peak["measured"][0]["study"] == "jaen_gpu_d" and peak["verdict"] == REPRODUCED
     assert [m["study"] for m in _claim(rep, "DiSAN")["measured"]] == ["jaen_gpu"]
+
+
+def test_the_two_primaries_of_the_decisive_question_are_holm_corrected_together():
+    """The design (identity start) and its addendum (tuned start) ask one question twice: each verdict keeps its own
+    rule, and the report gives Holm over the two primaries (``PREREG_decisive_tuned.md``), none before both exist."""
+    decisive = _study(comparisons={"combination": {**_cmp(-0.47, -0.88, -0.07, 0.024, "primary"), "p": 0.024}})
+    tuned = _study(comparisons={"combination": {**_cmp(-0.10, -0.50, 0.30, 0.60, "primary"), "p": 0.60}})
+    assert papers.build({"decisive": decisive}, heads=4)["primaries"] is None
+    rep = papers.build({"decisive": decisive, "decisive_tuned": tuned}, heads=4)
+    comb = _claim(rep, "Combination improves")
+    assert [m["study"] for m in comb["measured"]] == ["decisive_tuned", "decisive"]
+    assert [m["verdict"] for m in comb["measured"]] == [NOT_REPRODUCED, REVERSED]  # each by its own p
+    assert rep["primaries"]["decisive"]["p_holm"] == pytest.approx(0.048)  # the smaller p times 2
+    assert rep["primaries"]["decisive_tuned"]["p_holm"] == pytest.approx(0.60)
+    md = papers.markdown(rep)
+    assert "decisive -0.47 [-0.88, -0.07], p 0.024, Holm p 0.048" in md
+    assert "**decisive_tuned**: the decisive design's addendum" in md

@@ -35,6 +35,7 @@ from statistics import NormalDist
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from onmt_xl.experiments.evidence_report import pair_name
+from onmt_xl.experiments.stats import holm
 from onmt_xl.experiments.paper_figures import (C19, C20, CHEN19_TAB3_JAEN, CHEN20_FIG2_JAEN, CHEN20_TAB1_JAEN, D,
                                                DING_BIG_ENDE, DING_TAB2_JAEN, DING_TAB3_ENDE, DING_TAB4_ENDE, fig, gain)
 
@@ -49,6 +50,16 @@ ALPHA, POWER = 0.05, 0.8
 #: InXL's tuned start, the current default, first), then the CPU study, then the GPU route's work directories of
 #: tiers c/h and d (reports/EVIDENCE.md, tools/gpu_evidence.sh)
 STUDY_ORDER = ("decisive_tuned", "decisive", "jaen", "jaen_gpu", "jaen_gpu_d")
+#: what each study is, for the report's list of studies
+STUDY_TEXT = {
+    "decisive_tuned": "the decisive design's addendum, `reports/PREREG_decisive_tuned.md`: Combination with InXL's "
+                      "tuned start, `absolute` (the default), against the design's baseline runs",
+    "decisive": "the preregistered decisive design, `reports/PREREG_decisive.md`: Combination with InXL's `identity` "
+                "start",
+    "jaen": "the ja→en study, tiers a, c, d and h", "enja": "the en→ja study, tier b, with InXL's `identity` start",
+    "jaen_gpu": "tiers c and h trained on a lent GPU", "jaen_gpu_d": "tier d trained on a lent GPU"}
+#: the two preregistered primary comparisons of the decisive question (the design, its addendum): Holm over both
+PRIMARY_STUDIES, PRIMARY_SYSTEM = ("decisive_tuned", "decisive"), "combination"
 
 
 @dataclass(frozen=True)
@@ -289,6 +300,18 @@ def rows(studies: Dict[str, Dict[str, Any]], heads: int) -> List[Dict[str, Any]]
     return out
 
 
+def primaries(studies: Dict[str, Dict[str, Any]]) -> Optional[Dict[str, Dict[str, float]]]:
+    """The decisive question's two primary comparisons (the design's and its addendum's Combination against the
+    baseline), each p alone and Holm-corrected over the two, as ``PREREG_decisive_tuned.md`` states; ``None`` until
+    both reports have the comparison."""
+    found = {s: ((studies.get(s) or {}).get("comparisons") or {}).get(PRIMARY_SYSTEM) for s in PRIMARY_STUDIES}
+    if not all(found.values()):
+        return None
+    corrected = holm({s: c["p"] for s, c in found.items()})
+    return {s: {"delta": c["delta"], "low": c["low"], "high": c["high"], "p": c["p"], "p_holm": corrected[s]}
+            for s, c in found.items()}
+
+
 def build(studies: Dict[str, Dict[str, Any]], heads: int) -> Dict[str, Any]:
     """Everything ``PAPERS.md`` says, as JSON-able data."""
     claims = rows(studies, heads)
@@ -296,7 +319,8 @@ def build(studies: Dict[str, Dict[str, Any]], heads: int) -> Dict[str, Any]:
     for c in claims:
         tally[c["verdict"]] = tally.get(c["verdict"], 0) + 1
     return {"studies": {k: _study_facts(v) for k, v in studies.items()}, "claims": claims, "tally": tally,
-            "heads": heads, "alpha": ALPHA, "power": POWER, "corrections": corrections(studies, heads)}
+            "heads": heads, "alpha": ALPHA, "power": POWER, "primaries": primaries(studies),
+            "corrections": corrections(studies, heads)}
 
 
 def _study_facts(report: Dict[str, Any]) -> Dict[str, Any]:
@@ -344,6 +368,10 @@ def _bootstrap(b: Optional[Dict[str, Any]]) -> str:
     return f"{b['samples']:,} samples, seed {b['seed']}" if b else "–"
 
 
+def _count(n: Any) -> str:
+    return f"{n:,}" if isinstance(n, int) else str(n)
+
+
 def _fmt(x: Optional[float], spec: str = "+.2f") -> str:
     return "–" if x is None else format(x, spec)
 
@@ -363,8 +391,9 @@ def markdown(report: Dict[str, Any]) -> str:
           "interval holds both 0 and the paper's figure), *not run yet*.", ""]
     md += ["Studies:"]
     for name, f in facts.items():
-        md.append(f"- **{name}**: `{f.get('workdir')}`, {f.get('test_sentences')} test pairs "
-                  f"({f.get('novel_sentences')} with a novel reference), bootstrap {_bootstrap(f.get('bootstrap'))}."
+        md.append(f"- **{name}**: " + (f"{STUDY_TEXT[name]}; " if name in STUDY_TEXT else "")
+                  + f"`{f.get('workdir')}`, {_count(f.get('test_sentences'))} test pairs "
+                  f"({_count(f.get('novel_sentences'))} with a novel reference), bootstrap {_bootstrap(f.get('bootstrap'))}."
                   + (f" **Interim**: {f['interim']['seeds']} seeds per system of the {f['interim']['extended_seeds']} "
                      "its preregistered precision rule requires (`reports/PREREG_decisive.md`); its verdicts are "
                      "marked *(interim)*." if f.get("interim") else ""))
@@ -387,6 +416,8 @@ def markdown(report: Dict[str, Any]) -> str:
                               f"{m['high']:+.2f}] | {m['p_holm']:.3f} ({m['m']}) | {m['detectable']:.2f} | "
                               f"{m['verdict']} |")
                 head = "| | | "
+        if paper == D and report.get("primaries"):
+            md += _primaries_markdown(report["primaries"])
         md.append("")
     md += ["## Corrections after the independent audit", ""] + [f"- {c}" for c in report["corrections"]] + [""]
     md += ["## What is missing", "",
@@ -394,6 +425,14 @@ def markdown(report: Dict[str, Any]) -> str:
            "`TIERS`). Their only figures are the 1,500-step runs of `reports/RESULTS.md`, which answer nothing about "
            "convergence.", ""]
     return "\n".join(md)
+
+
+def _primaries_markdown(found: Dict[str, Dict[str, float]]) -> List[str]:
+    cells = [f"{s} {c['delta']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}], p {c['p']:.3f}, Holm p {c['p_holm']:.3f}"
+             for s, c in found.items()]
+    return ["", "The decisive question was asked twice, each time preregistered: Combination against the baseline "
+            "with InXL's `identity` start (`decisive`) and with its tuned start (`decisive_tuned`). Each row's verdict "
+            "follows its own preregistered rule; over the two primaries, Holm gives: " + "; ".join(cells) + "."]
 
 
 def load_studies(paths: Dict[str, Path]) -> Dict[str, Dict[str, Any]]:
