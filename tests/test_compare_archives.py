@@ -51,3 +51,21 @@ def test_a_hypothesis_file_of_another_length_and_a_missing_archive_are_one_line(
     assert "Traceback" not in out.stderr
     out = subprocess.run(tool + ["--before", str(tmp_path / "none"), "--after", str(after)], capture_output=True, text=True)
     assert out.returncode == 2 and "has no jobs/ directory" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_report_file_holds_the_heading_and_the_table_and_regenerates_byte_for_byte(tmp_path):
+    before = _archive(tmp_path / "before", {"baseline_s1": REFS, "inxl_s1": ["the cat sat", "a dog", "we like tea"]})
+    after = _archive(tmp_path / "after", {"baseline_s1": REFS, "inxl_s1": REFS})
+    refs = tmp_path / "refs.txt"
+    refs.write_text("\n".join(REFS) + "\n", encoding="utf-8")
+    report = tmp_path / "MOVED.md"
+    argv = ["--refs", str(refs), "--systems", "inxl", "--samples", "50", "--before", str(before), "--after", str(after),
+            "--report", str(report)]
+    assert compare_archives.main(argv) == 0
+    text = report.read_text(encoding="utf-8")
+    assert text.startswith(f"# What moved: `{after}` against `{before}`")
+    assert "--samples 50 --bootstrap-seed 12345" in text
+    table = compare_archives.compare(before, after, ["inxl"], REFS, "baseline", 50, 12345)
+    assert text.endswith("\n".join(table) + "\n")
+    compare_archives.main(argv)
+    assert report.read_text(encoding="utf-8") == text

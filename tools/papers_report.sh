@@ -63,5 +63,11 @@ else
     --report reports/DECISIVE_jaen_tuned.md > /dev/null
   studies+=(--study decisive_tuned=reports/DECISIVE_jaen_tuned.json)
 fi
+# what InXL's tuned start moved in tier (a): its identity-start runs (reports/TUNING.md) against the retrained ones
+if [ -d reports/evidence_jaen_inxl_identity ]; then
+  python3 tools/compare_archives.py --before reports/evidence_jaen_inxl_identity --after reports/evidence_jaen \
+    --report reports/MOVED_inxl_start.md > /dev/null
+  echo "[papers_report] wrote reports/MOVED_inxl_start.md" >&2
+fi
 onmt-xl papers "${studies[@]}" --report reports/PAPERS.md > /dev/null
 echo "[papers_report] wrote reports/PAPERS.md (and .json)" >&2
