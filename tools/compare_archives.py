@@ -15,7 +15,6 @@ archives and the command, to a file.
 from __future__ import annotations
 
 import argparse
-import gzip
 import statistics
 import sys
 from pathlib import Path
@@ -26,12 +25,7 @@ sys.path.insert(0, str(REPO))
 
 from onmt_xl.errors import XLUsageError  # noqa: E402
 from onmt_xl.experiments.stats import bleu_from_statistics, bleu_statistics, seed_pooled_bootstrap  # noqa: E402
-
-
-def read_lines(path: Path) -> List[str]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        return fh.read().splitlines()
+from onmt_xl.experiments.stock import read_lines  # noqa: E402
 
 
 def seed_runs(archive: Path, system: str) -> Dict[int, Path]:

@@ -43,13 +43,12 @@ against the projection at n = 500.
 from __future__ import annotations
 
 import argparse
-import gzip
 import itertools
 import json
 import math
 import sys
 from pathlib import Path
-from typing import Dict, List, Sequence
+from typing import Dict, Sequence
 
 import numpy as np
 
@@ -57,16 +56,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from onmt_xl.experiments.stats import bleu_from_statistics, bleu_statistics, seed_pooled_bootstrap  # noqa: E402
+from onmt_xl.experiments.stock import read_lines  # noqa: E402
 
 Z = 1.959963984540054  # the normal 97.5 % quantile: half-width ≈ Z · sd of the bootstrap distribution
 SEC_PER_JOB_CPU_H = 1.6  # one 8,000-step job on this CPU with 2 jobs at once (reports/EVIDENCE.md)
 GPU_WAVE = 16  # jobs in one GPU wave (tools/gpu_evidence.sh), about 10 minutes on an H200
-
-
-def read_hyps(path: Path) -> List[str]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
 
 
 def corpus_bleu(stats: np.ndarray, weights: np.ndarray = None) -> float:
@@ -120,14 +114,14 @@ def _shown(path: Path) -> str:
 
 def project(args) -> Dict:
     archive = Path(args.archive)
-    refs = read_hyps(Path(args.refs))
+    refs = read_lines(Path(args.refs))
     seeds = [int(s) for s in args.seeds.split(",")]
     systems = args.systems.split(",")
     stats: Dict[str, np.ndarray] = {}
     for system in dict.fromkeys(systems + [s for s in args.pool.split(",") if s]):
         runs = [archive / "jobs" / f"{system}_s{seed}" / "hyp.test.gz" for seed in seeds]
         if all(p.exists() for p in runs):
-            stats[system] = np.stack([bleu_statistics(read_hyps(p), refs) for p in runs])
+            stats[system] = np.stack([bleu_statistics(read_lines(p), refs) for p in runs])
     missing = [s for s in systems if s not in stats]
     if missing:
         raise SystemExit(f"decisive_design: {archive} lacks hyp.test.gz of {', '.join(missing)} (seeds {args.seeds})")
@@ -176,7 +170,7 @@ def project(args) -> Dict:
         return sent + 2 * sigma2_a / k
 
     # -- check: the report's own bootstrap on the archive with k of the 3 seed runs (every choice of them)
-    hyps = {s: [read_hyps(archive / "jobs" / f"{s}_s{seed}" / "hyp.test.gz") for seed in seeds] for s in pair}
+    hyps = {s: [read_lines(archive / "jobs" / f"{s}_s{seed}" / "hyp.test.gz") for seed in seeds] for s in pair}
     check = []
     for k in range(1, k0 + 1) if args.check_samples else ():
         widths = []

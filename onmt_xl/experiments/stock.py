@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,10 @@ def say(msg: str) -> None:
 
 
 def read_lines(path: Path) -> List[str]:
-    with open(path, encoding="utf-8") as f:
+    """The lines of ``path`` (gzipped where it ends in ``.gz``), as every report reads them (universal newlines;
+    other line separators such as U+2028 stay inside a line, as in OpenNMT's files)."""
+    opener = gzip.open if Path(path).suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
         return [line.rstrip("\n") for line in f]
 
 
