@@ -69,3 +69,13 @@ def test_report_file_holds_the_heading_and_the_table_and_regenerates_byte_for_by
     assert text.endswith("\n".join(table) + "\n")
     compare_archives.main(argv)
     assert report.read_text(encoding="utf-8") == text
+
+
+def test_a_unicode_line_separator_inside_a_hypothesis_stays_in_its_line(tmp_path):
+    """Hypotheses are read as the evidence report reads them (``stock.read_lines``): U+2028 or U+0085 inside a
+    translation does not split it, so the line count still matches the references."""
+    odd = ["the cat\u2028sat on the mat", "a dog ran in the park\x85today", "we like green tea very much"]
+    before = _archive(tmp_path / "before", {"inxl_s1": odd})
+    after = _archive(tmp_path / "after", {"inxl_s1": REFS})
+    rows = compare_archives.compare(before, after, ["inxl"], REFS, "baseline", 20, 1)
+    assert rows[2].split(" | ")[1] == "1"
