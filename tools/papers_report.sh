@@ -21,6 +21,8 @@ primary_runs() {  # $1: seeds joined by commas; prints how many of their baselin
 # k = 8 once the precision rule's extension is archived whole, else the preregistered k = 5
 [ "$(primary_runs 1,2,3,4,5,6,7,8)" -eq 16 ] && DEFAULT_SEEDS=1,2,3,4,5,6,7,8 || DEFAULT_SEEDS=1,2,3,4,5
 DECISIVE_SEEDS=${DECISIVE_SEEDS:-$DEFAULT_SEEDS}
+DECISIVE_OTHERS=relative_pe,encoder_free,disan,enc_re,both_re,exgre,refsr,prereorder
+DECISIVE_TAB4=encoder_free_none,encoder_free_relative,encoder_free_inxl,lstm
 echo "[papers_report] fresh work directories under $WORK" >&2
 
 onmt-xl evidence --workdir "$WORK/evidence_jaen" --stage report --archive reports/evidence_jaen \
@@ -42,10 +44,12 @@ need=$(( 2 * $(echo "$DECISIVE_SEEDS" | tr ',' '\n' | wc -l) ))
 if [ "$done_runs" -lt "$need" ]; then
   echo "[papers_report] decisive design: $done_runs of $need primary runs archived; not analysed before its end" >&2
 else
+  # the preregistered families, then the other papers' systems on the same split (reports/PREREG_decisive_baselines.md;
+  # seeds 1-2, read from the seeds given)
   onmt-xl evidence --workdir "$WORK/decisive_jaen" --archive reports/decisive_jaen --test-from-train 5000 \
-    --stage report --systems baseline,combination,headxl,inxl --seeds "$DECISIVE_SEEDS" \
-    --families "primary=combination;secondary=headxl,inxl" --samples 10000 --bootstrap-seed 12345 \
-    --report reports/DECISIVE_jaen.md > /dev/null
+    --stage report --systems "baseline,combination,headxl,inxl,$DECISIVE_OTHERS,$DECISIVE_TAB4" --seeds "$DECISIVE_SEEDS" \
+    --families "primary=combination;secondary=headxl,inxl;the other baselines=$DECISIVE_OTHERS;Tab. 4=$DECISIVE_TAB4" \
+    --samples 10000 --bootstrap-seed 12345 --report reports/DECISIVE_jaen.md > /dev/null
   studies+=(--study decisive=reports/DECISIVE_jaen.json)
 fi
 # the addendum with InXL's tuned start (reports/PREREG_decisive_tuned.md): k = 8 fixed, analysed once its 8

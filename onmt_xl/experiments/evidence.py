@@ -65,6 +65,9 @@ TIERS = {
     # Ding et al. 2020 Tab. 4 beside tier c's encoder_free (absolute PE): no PE, relative PE, InXL PE, and the stock
     # LSTM of 6 layers (issue 40); ja->en, both seeds
     "h": (("encoder_free_none", "encoder_free_relative", "encoder_free_inxl", "lstm"), (1, 2)),
+    # Relative PE, Ding et al. 2020 Tab. 2's other baseline, for the decisive split, where tier a does not run
+    # (reports/PREREG_decisive_baselines.md: tiers c, i and h against the design's baseline runs)
+    "i": (("relative_pe",), (1, 2)),
 }
 TAU_SWEEP = (0, 1, 3, 4)  # HeadXL's xl_heads besides the default 2 of tier a (heads 4 in the enja preset)
 #: the orderings among systems the papers claim, "A scores above B" (Ding et al. 2020 Tab. 2 and 4, Chen et al.
@@ -519,14 +522,15 @@ def add_evidence(sub) -> None:
     p.add_argument("--seed", type=int, default=1, help="training seed of the learning-curve jobs (default 1)")
     p.add_argument("--steps", type=int, help="--stage main/status/aer: steps of every model (where the validation "
                    "BLEU of the learning curve stops rising)")
-    p.add_argument("--tier", type=tiers_option, default="a", metavar="{a,b,c,d,e,f,g,h}[,...]",
+    p.add_argument("--tier", type=tiers_option, default="a", metavar="{a,b,c,d,e,f,g,h,i}[,...]",
                    help="--stage main/status/aer (and report with --systems or --seeds): a = baseline, Relative PE, "
                         "InXL, HeadXL, Combination, seeds 1-3; b = baseline and Combination, seeds 1-3 (run it on "
                         "the reversed corpus); c = encoder-free, DiSAN, REs, ExGRE, ReFSR, pre-reordering, seeds "
                         "1-2, and Combination and pre-reordering trained on oracle indices; d = the tau sweep of "
                         "HeadXL and the noise attack on Combination, seed 1; e, f, g = the decisive design "
                         "(reports/PREREG_decisive.md): baseline and Combination, then HeadXL, then InXL, seeds 1-5; h = the rest "
-                        "of Tab. 4: encoder-free with no, relative and InXL PE, and the LSTM, seeds 1-2. "
+                        "of Tab. 4: encoder-free with no, relative and InXL PE, and the LSTM, seeds 1-2; i = Relative PE, "
+                        "seeds 1-2 (with c and h on the decisive split, reports/PREREG_decisive_baselines.md). "
                         "Several tiers joined by commas (a,c,d) "
                         "run in one call, tier after tier, so no job slot idles at a tier's end")
     p.add_argument("--systems", help="--stage main/aer/report: comma-separated systems (default: the tier's; "

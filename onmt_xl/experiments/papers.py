@@ -1,10 +1,11 @@
 """The three papers' claims against the converged study, one verdict per claim by a fixed rule (``onmt-xl papers``).
 
 Input: the JSON reports of ``onmt-xl evidence --stage report`` (each regenerated from its archive), named by
-study: ``jaen`` (tiers a, c, d, h: 48,000 training pairs, 500 test pairs), ``enja`` (tier b), ``decisive``
-(tier e, the preregistered design: 43,000 training pairs, 5,500 test pairs), ``decisive_tuned`` (its addendum with
-InXL's tuned start, reports/PREREG_decisive_tuned.md), and ``jaen_gpu``/``jaen_gpu_d``
-(tiers c, h and d trained on a lent GPU, each work directory with its own baseline runs). Output: Markdown and its JSON.
+study: ``jaen`` (tiers a and d, and tier c's first runs: 48,000 training pairs, 500 test pairs), ``enja`` (tier b),
+``decisive`` (tier e, the preregistered design: 43,000 training pairs, 5,500 test pairs; on the same split tiers c, i
+and h, reports/PREREG_decisive_baselines.md), ``decisive_tuned`` (its addendum with InXL's tuned start,
+reports/PREREG_decisive_tuned.md), and ``jaen_gpu``/``jaen_gpu_d`` (tiers c, h and d trained on a lent GPU, each work
+directory with its own baseline runs). Output: Markdown and its JSON.
 
 Each claim is a difference the paper reports (its figure on its own data, ``effect``, in BLEU or AER points; the
 sign is the claimed direction), measured here as a difference of the same two systems with a 95 % interval from the
@@ -55,8 +56,8 @@ STUDY_TEXT = {
     "decisive_tuned": "the decisive design's addendum, `reports/PREREG_decisive_tuned.md`: Combination with InXL's "
                       "tuned start, `absolute` (the default), against the design's baseline runs",
     "decisive": "the preregistered decisive design, `reports/PREREG_decisive.md`: Combination with InXL's `identity` "
-                "start",
-    "jaen": "the ja→en study, tiers a, c, d and h", "enja": "the en→ja study, tier b, with InXL's `identity` start",
+                "start; on its split, the other papers' systems (`reports/PREREG_decisive_baselines.md`)",
+    "jaen": "the ja→en study, tiers a and d, and tier c's first runs", "enja": "the en→ja study, tier b, with InXL's `identity` start",
     "jaen_gpu": "tiers c and h trained on a lent GPU", "jaen_gpu_d": "tier d trained on a lent GPU"}
 #: the two preregistered primary comparisons of the decisive question (the design, its addendum): Holm over both
 PRIMARY_STUDIES, PRIMARY_SYSTEM = ("decisive_tuned", "decisive"), "combination"
