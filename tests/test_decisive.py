@@ -196,12 +196,14 @@ def test_the_decisive_queue_runs_its_tiers_in_order_with_the_carve_and_seeds(tmp
         ("e", "runs/decisive_enja", "1,2,3,4,5,6,7,8", 5000, "identity")]
     assert (runs[1].src, runs[1].tgt, runs[1].max_steps, runs[1].archive) == ("en", "ja", 8000, "reports/decisive_enja")
     # the other papers' systems on the design's split (reports/PREREG_decisive_baselines.md): seeds 1-2 whatever
-    # SEEDS says, each in a call of its own; c (with Relative PE, tier i) keeps the design's InXL start, h the default
-    proc, runs = run(TIERS="f g c h", SEEDS="1,2,3,4,5")
+    # SEEDS says, each in a call of its own; c (with Relative PE, tier i) and d keep the design's InXL start, h the
+    # default
+    proc, runs = run(TIERS="f g c d h", SEEDS="1,2,3,4,5")
     assert proc.returncode == 0, proc.stderr
     assert [(a.tier, a.workdir, a.archive, a.seeds, a.test_from_train, a.inxl_init) for a in runs] == [
         ("f,g", "runs/decisive_jaen", "reports/decisive_jaen", "1,2,3,4,5", 5000, "identity"),
         ("c,i", "runs/decisive_jaen", "reports/decisive_jaen", "1,2", 5000, "identity"),
+        ("d", "runs/decisive_jaen", "reports/decisive_jaen", "1,2", 5000, "identity"),
         ("h", "runs/decisive_jaen", "reports/decisive_jaen", "1,2", 5000, None)]
     proc, runs = run(TIERS="e z")
     assert proc.returncode == 2 and "unknown tier 'z'" in proc.stderr and not runs

@@ -107,6 +107,12 @@ def test_tau_sweep_needs_both_ends_and_reads_their_significance():
     assert _claim(papers.build({"jaen": _study(sweeps=[one_end])}, heads=4), "BLEU peaks")["verdict"] == NOT_RUN
     above = _sweep("τ", [("0", (-2.0, 0.001)), ("2", (None, None)), ("4", (+1.0, 0.01))])
     assert _claim(papers.build({"jaen": _study(sweeps=[above])}, heads=4), "BLEU peaks")["verdict"] == REVERSED
+    # the decisive split answers first where it has the sweep (reports/PREREG_decisive_baselines.md)
+    rep = papers.build({"jaen": _study(sweeps=[both_below]), "decisive": _study(sweeps=[above])}, heads=4)
+    assert (_claim(rep, "BLEU peaks")["measured"][0]["study"], _claim(rep, "BLEU peaks")["verdict"]) == ("decisive",
+                                                                                                      REVERSED)
+    rep = papers.build({"jaen": _study(sweeps=[both_below]), "decisive": _study()}, heads=4)
+    assert _claim(rep, "BLEU peaks")["measured"][0]["study"] == "jaen"
 
 
 def test_noise_attack_reads_the_noisiest_point():

@@ -13,13 +13,13 @@
 # Env: S steps per run (8000), P jobs at once (2), NICE (10), N carved test pairs (5000: fixed by the
 # preregistration), SEEDS (1,2,3,4,5; the precision rule's extension: 1,2,3,4,5,6,7,8), TIERS (e; "e f g enja" for
 # the secondary comparisons, in that order; "tuned" for the addendum of reports/PREREG_decisive_tuned.md, always
-# seeds 1-8; "c" and "h" for the other papers' systems on the same split, reports/PREREG_decisive_baselines.md,
-# always seeds 1-2: c = the study's tiers c and i, h = its tier h). The seed-1 pair of ja→en trains to 10,000 steps as the study's curve
+# seeds 1-8; "c", "d" and "h" for the other papers' systems and sweeps on the same split,
+# reports/PREREG_decisive_baselines.md, always seeds 1-2: c = the study's tiers c and i, d and h = its tiers d and h). The seed-1 pair of ja→en trains to 10,000 steps as the study's curve
 # jobs did (its 8,000-step checkpoints are the ones used), so the plateau rule can be checked on the new split.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 S=${S:-8000} P=${P:-2} NICE=${NICE:-10} N=${N:-5000} SEEDS=${SEEDS:-1,2,3,4,5}
-NAME=decisive_queue KNOWN="e f g enja tuned c h" APART="enja tuned c h" TIERS=${TIERS:-e}
+NAME=decisive_queue KNOWN="e f g enja tuned c d h" APART="enja tuned c d h" TIERS=${TIERS:-e}
 # --inxl-init identity: the preregistered systems, trained before reports/TUNING.md changed InXL's default start
 JAEN=(--workdir runs/decisive_jaen --archive reports/decisive_jaen --test-from-train "$N" --seeds "$SEEDS"
       --max-steps 10000 --inxl-init identity)
@@ -31,9 +31,10 @@ ENJA=(--workdir runs/decisive_enja --archive reports/decisive_enja --test-from-t
 TUNED=(--workdir runs/decisive_jaen_tuned --archive reports/decisive_jaen_tuned --test-from-train "$N"
        --seeds 1,2,3,4,5,6,7,8 --max-steps 10000)
 
-# c, h (reports/PREREG_decisive_baselines.md): the other papers' systems on the design's split against its baseline
-# runs, seeds 1-2; c keeps the design's InXL start (its Combination on oracle indices sits beside the design's
-# Combination), h takes the default (InXL's tuned start: no Combination to match)
+# c, d, h (reports/PREREG_decisive_baselines.md): the other papers' systems on the design's split against its
+# baseline runs, seeds 1-2 (tier d: seed 1); c and d keep the design's InXL start (Combination on oracle indices and
+# with noisy indices sit beside the design's Combination), h takes the default (InXL's tuned start: no Combination
+# to match)
 BASELINES=(--workdir runs/decisive_jaen --archive reports/decisive_jaen --test-from-train "$N" --seeds 1,2
            --max-steps 10000)
 
@@ -55,12 +56,13 @@ seed_tuned() {  # on first use: runs/decisive_jaen's splits, links, preorderer a
   done
 }
 
-tier_args() {  # $1: enja, tuned, c, h, or ja→en tiers joined by commas (e,f,g)
+tier_args() {  # $1: enja, tuned, c, d, h, or ja→en tiers joined by commas (e,f,g)
   case $1 in
     enja) ARGS=("${ENJA[@]}" --speed-from runs/decisive_jaen) TIER=e ;;  # status: ja→en's speed until it starts
     tuned) ARGS=("${TUNED[@]}" --speed-from runs/decisive_jaen) TIER=e
            [ "$STAGE" = main ] && seed_tuned ;;
     c) ARGS=("${BASELINES[@]}" --inxl-init identity) TIER=c,i ;;
+    d) ARGS=("${BASELINES[@]}" --inxl-init identity) ;;
     h) ARGS=("${BASELINES[@]}") ;;
     *) ARGS=("${JAEN[@]}") ;;
   esac

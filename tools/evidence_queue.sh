@@ -6,8 +6,8 @@
 # resumes (finished jobs are skipped, a killed one continues from its last checkpoint with the same data
 # order), so after a restart this one command picks the study up where it stopped. A failing tier stops it.
 # Consecutive tiers of one work directory (a, c, d, h: ja→en) train in one call, so a job slot freed at a tier's
-# end goes to the next tier's first job at once. Tiers c and h now train on the decisive design's split instead
-# (reports/PREREG_decisive_baselines.md: TIERS="c h" bash tools/decisive_queue.sh); here they stay runnable.
+# end goes to the next tier's first job at once. Tiers c, d and h now train on the decisive design's split instead
+# (reports/PREREG_decisive_baselines.md: TIERS="c d h" bash tools/decisive_queue.sh); here they stay runnable.
 #
 #   nohup setsid bash tools/evidence_queue.sh > runs/evidence_queue.log 2>&1 &
 #   bash tools/evidence_queue.sh status    # each tier's jobs and the hours left (beside the training; trains nothing)

@@ -1,9 +1,9 @@
 """The three papers' claims against the converged study, one verdict per claim by a fixed rule (``onmt-xl papers``).
 
 Input: the JSON reports of ``onmt-xl evidence --stage report`` (each regenerated from its archive), named by
-study: ``jaen`` (tiers a and d, and tier c's first runs: 48,000 training pairs, 500 test pairs), ``enja`` (tier b),
-``decisive`` (tier e, the preregistered design: 43,000 training pairs, 5,500 test pairs; on the same split tiers c, i
-and h, reports/PREREG_decisive_baselines.md), ``decisive_tuned`` (its addendum with InXL's tuned start,
+study: ``jaen`` (tier a, and tier c's first runs: 48,000 training pairs, 500 test pairs), ``enja`` (tier b),
+``decisive`` (tier e, the preregistered design: 43,000 training pairs, 5,500 test pairs; on the same split tiers c, i,
+d and h, reports/PREREG_decisive_baselines.md), ``decisive_tuned`` (its addendum with InXL's tuned start,
 reports/PREREG_decisive_tuned.md), and ``jaen_gpu``/``jaen_gpu_d`` (tiers c, h and d trained on a lent GPU, each work
 directory with its own baseline runs). Output: Markdown and its JSON.
 
@@ -57,7 +57,8 @@ STUDY_TEXT = {
                       "tuned start, `absolute` (the default), against the design's baseline runs",
     "decisive": "the preregistered decisive design, `reports/PREREG_decisive.md`: Combination with InXL's `identity` "
                 "start; on its split, the other papers' systems (`reports/PREREG_decisive_baselines.md`)",
-    "jaen": "the ja→en study, tiers a and d, and tier c's first runs", "enja": "the en→ja study, tier b, with InXL's `identity` start",
+    "jaen": "the ja→en study: tier a, and tier c's first runs",
+    "enja": "the en→ja study, tier b, with InXL's `identity` start",
     "jaen_gpu": "tiers c and h trained on a lent GPU", "jaen_gpu_d": "tier d trained on a lent GPU"}
 #: the two preregistered primary comparisons of the decisive question (the design, its addendum): Holm over both
 PRIMARY_STUDIES, PRIMARY_SYSTEM = ("decisive_tuned", "decisive"), "combination"
@@ -237,6 +238,9 @@ def _at_chance(aer: Dict[str, Any], claim: PaperClaim) -> bool:
     return diagonal is not None and len(means) == 2 and min(means) >= diagonal
 
 
+#: which study answers the sweeps (tier d), best first: the decisive split (reports/PREREG_decisive_baselines.md),
+#: then the CPU study, then the GPU route's tier-d work directory
+SWEEP_STUDIES = ("decisive", "jaen", "jaen_gpu_d")
 #: claim kind -> the evidence report's sweep setting
 _SWEEPS = {"tau": "τ", "noise": "noise"}
 
@@ -282,8 +286,8 @@ def rows(studies: Dict[str, Dict[str, Any]], heads: int) -> List[Dict[str, Any]]
                                  "effect": claim.effect, "unit": "AER points" if claim.kind == "aer" else "BLEU",
                                  "tier": claim.tier, "measured": []}
         if claim.kind in ("tau", "noise"):
-            study = next((n for n in ("jaen", "jaen_gpu_d") if _sweep(studies.get(n) or {}, _SWEEPS[claim.kind])
-                          and len(_sweep(studies[n], _SWEEPS[claim.kind])["points"]) > 1), "jaen")
+            study = next((n for n in SWEEP_STUDIES if _sweep(studies.get(n) or {}, _SWEEPS[claim.kind])
+                          and len(_sweep(studies[n], _SWEEPS[claim.kind])["points"]) > 1), SWEEP_STUDIES[0])
             figure, v = sweep_verdict(claim, studies.get(study), heads)
             entry["measured"].append({"study": study, "figure": figure, "verdict": v})
             entry["verdict"] = v
