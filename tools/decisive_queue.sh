@@ -14,8 +14,9 @@
 # preregistration), SEEDS (1,2,3,4,5; the precision rule's extension: 1,2,3,4,5,6,7,8), TIERS (e; "e f g enja" for
 # the secondary comparisons, in that order; "tuned" for the addendum of reports/PREREG_decisive_tuned.md, always
 # seeds 1-8; "c", "d" and "h" for the other papers' systems and sweeps on the same split,
-# reports/PREREG_decisive_baselines.md, always seeds 1-2: c = the study's tiers c and i, d and h = its tiers d and h). The seed-1 pair of ja→en trains to 10,000 steps as the study's curve
-# jobs did (its 8,000-step checkpoints are the ones used), so the plateau rule can be checked on the new split.
+# reports/PREREG_decisive_baselines.md, always seeds 1-2: c = the study's tiers c and i, d and h = its tiers d and
+# h). The seed-1 pair of ja→en trains to 10,000 steps as the study's curve jobs did (its 8,000-step checkpoints are
+# the ones used), so the plateau rule can be checked on the new split.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 S=${S:-8000} P=${P:-2} NICE=${NICE:-10} N=${N:-5000} SEEDS=${SEEDS:-1,2,3,4,5}
