@@ -20,6 +20,9 @@
 # with no, relative and InXL PE, and the LSTM, x 2 seeds) in runs/evidence_jaen_gpu beside wave 1's encoder-free runs,
 # once the LSTM's optimiser is chosen (reports/TUNING.md). (Tier b, en→ja, ran in wave 1 of 2026-11-26 and is merged.) Both work directories are
 # runs/evidence_jaen's splits, links and preorderers (FROM), without its runs; their archives are reports/NAME.
+# Since reports/PREREG_decisive_baselines.md the CPU queue trains tiers c, d and h on the decisive split instead
+# (tools/decisive_queue.sh); waves 1-3 still train them on the study's 500-pair split. A wave on the decisive split
+# would need its own baseline runs there (each comparison on one device) and is not defined yet.
 # Without WAVE, one work directory: W (runs/evidence_enja), FROM (W), TIER (b), JOBS (comma-separated, required
 # to start), EVIDENCE (more `onmt-xl evidence` options, one string); its archive is reports/NAME of W (merge: A).
 # Also S steps (8000), WAIT seconds (530; 0: start only), STATE (the device's folder of waves), MORE (options added
