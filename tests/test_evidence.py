@@ -852,3 +852,46 @@ def test_comparisons_on_the_more_and_the_less_reordered_half_of_the_test_pairs(t
     (tmp_path / "align" / "test.gdfa").unlink()  # without the test pairs' links: no such section
     rep = build_report(tmp_path, ["baseline", "combination"], [1, 2, 3], n_samples=50, seed=3)
     assert rep["by_reordering"] is None and "Where a gain would be" not in markdown(rep)
+
+
+def test_the_decisive_split_gpu_waves_cover_tiers_c_i_d_h_with_their_own_references():
+    """Waves 4-6 (reports/PREREG_decisive_baselines.md on a GPU): every job named is one the line's options train;
+    together they give the decisive split's tiers c, i and h with their own baseline and Combination runs, and tier d
+    with its own default runs, each comparison on the device, no job twice, at most 16 jobs a wave, and no work
+    directory twice in one wave (its lock)."""
+    import argparse
+    import shlex
+    import subprocess
+
+    from onmt_xl.experiments.evidence import TIERS, add_evidence, tier_jobs
+    from tests.conftest import REPO
+
+    parser = argparse.ArgumentParser()
+    add_evidence(parser.add_subparsers(dest="command"))
+    named = {}
+    for wave in ("4", "5", "6"):
+        proc = subprocess.run(["bash", str(REPO / "tools" / "gpu_evidence.sh"), "list"], capture_output=True, text=True,
+                              env={"PATH": "/usr/bin:/bin", "WAVE": wave})
+        assert proc.returncode == 0, proc.stderr
+        lines = [shlex.split(line) for line in proc.stdout.splitlines()]
+        assert len({line[0] for line in lines}) == len(lines)  # one line per work directory in a wave
+        assert sum(len(line[3].split(",")) for line in lines) <= 16
+        for w, source, tier, jobs, *extra in lines:
+            assert source == "runs/decisive_jaen"
+            args = parser.parse_args(["evidence", "--stage", "main", "--steps", "8000", "--tier", tier, "--workdir", w,
+                                      *extra])
+            assert args.test_from_train == 5000 and args.max_steps == 8000
+            assert args.inxl_init == (None if tier == "h" else "identity")  # as tools/decisive_queue.sh's tiers
+            known = {j.name for j in tier_jobs(args)}
+            assert set(jobs.split(",")) <= known, (wave, set(jobs.split(",")) - known)
+            named.setdefault(w, []).extend(jobs.split(","))
+    for jobs in named.values():
+        assert len(jobs) == len(set(jobs))
+    gpu = set(named["runs/decisive_jaen_gpu"])
+    systems = [*TIERS["c"][0], *TIERS["i"][0], *TIERS["h"][0]]
+    assert {f"{s}_s{k}" for s in systems for k in (1, 2)} <= gpu
+    assert {f"{s}_oracle_s{k}" for s in ("combination", "prereorder") for k in (1, 2)} <= gpu
+    assert {f"baseline_s{k}" for k in (1, 2, 3, 4)} | {"combination_s1", "combination_s2"} <= gpu
+    d = parser.parse_args(["evidence", "--stage", "main", "--steps", "8000", "--tier", "d", "--systems",
+                           "headxl,combination", "--seeds", "1", "--max-steps", "8000"])
+    assert set(named["runs/decisive_jaen_gpu_d"]) == {j.name for j in tier_jobs(d)}

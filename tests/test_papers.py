@@ -208,3 +208,14 @@ def test_the_two_primaries_of_the_decisive_question_are_holm_corrected_together(
     md = papers.markdown(rep)
     assert "decisive -0.47 [-0.88, -0.07], p 0.024, Holm p 0.048" in md
     assert "**decisive_tuned**: the decisive design's addendum" in md
+
+
+def test_the_decisive_split_on_a_gpu_answers_after_the_cpu_design_and_before_the_small_study():
+    """The decisive split's runs on a lent GPU (tools/gpu_evidence.sh waves 4-6) come after the CPU design and before
+    the 500-pair study, for the claims (decisive_gpu) and the sweeps (decisive_gpu_d)."""
+    jaen = _study(comparisons={"disan": _cmp(-0.5, -2.0, 1.0, 0.6, "the other baselines")})
+    gpu = _study(comparisons={"disan": _cmp(0.2, -0.3, 0.7, 0.4, "the other baselines")})
+    rep = papers.build({"jaen": jaen, "decisive_gpu": gpu}, heads=4)
+    assert [m["study"] for m in _claim(rep, "DiSAN")["measured"]] == ["decisive_gpu", "jaen"]
+    assert papers.SWEEP_STUDIES.index("decisive_gpu_d") < papers.SWEEP_STUDIES.index("jaen")
+    assert set(papers.DEFAULT_STUDIES) >= {"decisive_gpu", "decisive_gpu_d"}

@@ -21,8 +21,13 @@
 # once the LSTM's optimiser is chosen (reports/TUNING.md). (Tier b, en→ja, ran in wave 1 of 2026-11-26 and is merged.) Both work directories are
 # runs/evidence_jaen's splits, links and preorderers (FROM), without its runs; their archives are reports/NAME.
 # Since reports/PREREG_decisive_baselines.md the CPU queue trains tiers c, d and h on the decisive split instead
-# (tools/decisive_queue.sh); waves 1-3 still train them on the study's 500-pair split. A wave on the decisive split
-# would need its own baseline runs there (each comparison on one device) and is not defined yet.
+# (tools/decisive_queue.sh); waves 1-3 train them on the study's 500-pair split. Waves 4-6 are the same tiers on the
+# decisive split (FROM runs/decisive_jaen: 43,000 training pairs, 5,500 test pairs), each comparison on the GPU:
+# runs/decisive_jaen_gpu holds its own baseline x 4 and Combination x 2 beside tiers c and i x 2 (InXL's start as the
+# design's, identity) and then tier h x 2 (the default start: a call of its own, wave 6), runs/decisive_jaen_gpu_d
+# tier d with its own default runs (HeadXL and Combination seed 1). 4 = baselines, Relative PE, encoder-free, DiSAN,
+# REs, ExGRE (16); 5 = ReFSR, pre-reordering, the oracle rows, Combination (10) and 6 of tier d; 6 = the other 4 of
+# tier d and tier h (12). Merge with FROM=runs/decisive_jaen.
 # Without WAVE, one work directory: W (runs/evidence_enja), FROM (W), TIER (b), JOBS (comma-separated, required
 # to start), EVIDENCE (more `onmt-xl evidence` options, one string); its archive is reports/NAME of W (merge: A).
 # Also S steps (8000), WAIT seconds (530; 0: start only), STATE (the device's folder of waves), MORE (options added
@@ -36,6 +41,7 @@ S=${S:-8000} WAIT=${WAIT:-530} ROOT=${STATE:-${TMPDIR:-/tmp}/onmt_xl_gpu_evidenc
 ENJA="--src en --tgt ja --gold-text '' --gold-align '' --max-steps $S --inxl-init identity"  # en→ja kept InXL's first start
 TIER_C="--max-steps $S --systems baseline,combination,disan,enc_re,both_re,exgre,refsr,prereorder,encoder_free --seeds 1,2"
 TIER_H="--max-steps $S --systems encoder_free_none,encoder_free_relative,encoder_free_inxl,lstm --seeds 1,2"
+DECISIVE="--test-from-train 5000 --max-steps $S"  # waves 4-6: the decisive split (reports/PREREG_decisive_baselines.md)
 # each line: W FROM TIER JOBS EVIDENCE
 case ${WAVE:-} in
   "") EXTRA_DEFAULT=$([ "${W:-runs/evidence_enja}" = runs/evidence_enja ] && echo "$ENJA" || echo "--max-steps $S")
@@ -44,7 +50,12 @@ case ${WAVE:-} in
 runs/evidence_jaen_gpu runs/evidence_jaen c baseline_s1,baseline_s2,combination_s1,combination_s2,encoder_free_s1,encoder_free_s2 $TIER_C" ;;
   2) WAVES="runs/evidence_jaen_gpu runs/evidence_jaen c disan_s1,disan_s2,enc_re_s1,enc_re_s2,both_re_s1,both_re_s2,exgre_s1,exgre_s2,refsr_s1,refsr_s2,prereorder_s1,prereorder_s2,combination_oracle_s1,combination_oracle_s2,prereorder_oracle_s1,prereorder_oracle_s2 $TIER_C" ;;
   3) WAVES="runs/evidence_jaen_gpu runs/evidence_jaen h encoder_free_none_s1,encoder_free_none_s2,encoder_free_relative_s1,encoder_free_relative_s2,encoder_free_inxl_s1,encoder_free_inxl_s2,lstm_s1,lstm_s2 $TIER_H" ;;
-  *) echo "gpu_evidence: WAVE=$WAVE: 1, 2 or 3" >&2; exit 2 ;;
+  4) WAVES="runs/decisive_jaen_gpu runs/decisive_jaen e,c,i baseline_s1,baseline_s2,baseline_s3,baseline_s4,relative_pe_s1,relative_pe_s2,encoder_free_s1,encoder_free_s2,disan_s1,disan_s2,enc_re_s1,enc_re_s2,both_re_s1,both_re_s2,exgre_s1,exgre_s2 $DECISIVE --seeds 1,2,3,4 --inxl-init identity" ;;
+  5) WAVES="runs/decisive_jaen_gpu runs/decisive_jaen e,c refsr_s1,refsr_s2,prereorder_s1,prereorder_s2,combination_oracle_s1,combination_oracle_s2,prereorder_oracle_s1,prereorder_oracle_s2,combination_s1,combination_s2 $DECISIVE --seeds 1,2 --inxl-init identity
+runs/decisive_jaen_gpu_d runs/decisive_jaen d combination_s1,headxl_s1,headxl_tau0_s1,headxl_tau4_s1,combination_noise5_s1,combination_noise20_s1 $DECISIVE --systems headxl,combination --seeds 1 --inxl-init identity" ;;
+  6) WAVES="runs/decisive_jaen_gpu_d runs/decisive_jaen d headxl_tau1_s1,headxl_tau3_s1,combination_noise10_s1,combination_noise15_s1 $DECISIVE --systems headxl,combination --seeds 1 --inxl-init identity
+runs/decisive_jaen_gpu runs/decisive_jaen h encoder_free_none_s1,encoder_free_none_s2,encoder_free_relative_s1,encoder_free_relative_s2,encoder_free_inxl_s1,encoder_free_inxl_s2,lstm_s1,lstm_s2 $DECISIVE --seeds 1,2" ;;
+  *) echo "gpu_evidence: WAVE=$WAVE: 1 to 6" >&2; exit 2 ;;
 esac
 die() { echo "gpu_evidence: $*" >&2; exit 2; }
 seed() {  # FROM DEST: what a work directory's jobs read (splits, links, vocabularies, preorderers), no history

@@ -67,6 +67,21 @@ else
     --report reports/DECISIVE_jaen_tuned.md > /dev/null
   studies+=(--study decisive_tuned=reports/DECISIVE_jaen_tuned.json)
 fi
+# the decisive split's tiers on a lent GPU (tools/gpu_evidence.sh waves 4-6; reports/PREREG_decisive_baselines.md),
+# each work directory with its own baseline (or default) runs
+if [ -d reports/decisive_jaen_gpu ]; then
+  onmt-xl evidence --workdir "$WORK/decisive_jaen_gpu" --archive reports/decisive_jaen_gpu --test-from-train 5000 \
+    --stage report --systems "baseline,combination,$DECISIVE_OTHERS,$DECISIVE_TAB4" --seeds 1,2,3,4 \
+    --families "primary=combination;the other baselines=$DECISIVE_OTHERS;Tab. 4=$DECISIVE_TAB4" \
+    --samples 10000 --bootstrap-seed 12345 --report reports/DECISIVE_jaen_gpu.md > /dev/null
+  studies+=(--study decisive_gpu=reports/DECISIVE_jaen_gpu.json)
+fi
+if [ -d reports/decisive_jaen_gpu_d ]; then
+  onmt-xl evidence --workdir "$WORK/decisive_jaen_gpu_d" --archive reports/decisive_jaen_gpu_d --test-from-train 5000 \
+    --stage report --systems headxl,combination --seeds 1 --samples 10000 --bootstrap-seed 12345 \
+    --report reports/DECISIVE_jaen_gpu_d.md > /dev/null
+  studies+=(--study decisive_gpu_d=reports/DECISIVE_jaen_gpu_d.json)
+fi
 # what InXL's tuned start moved in tier (a): its identity-start runs (reports/TUNING.md) against the retrained ones
 if [ -d reports/evidence_jaen_inxl_identity ]; then
   python3 tools/compare_archives.py --before reports/evidence_jaen_inxl_identity --after reports/evidence_jaen \

@@ -48,9 +48,9 @@ AT_CHANCE = "not measurable here: attention no better than diagonal links"
 INTERIM = " (interim)"
 ALPHA, POWER = 0.05, 0.8
 #: which study answers a claim, best first: the decisive design where it measured the comparison (its addendum with
-#: InXL's tuned start, the current default, first), then the CPU study, then the GPU route's work directories of
-#: tiers c/h and d (reports/EVIDENCE.md, tools/gpu_evidence.sh)
-STUDY_ORDER = ("decisive_tuned", "decisive", "jaen", "jaen_gpu", "jaen_gpu_d")
+#: InXL's tuned start, the current default, first; then the same split's runs on a lent GPU), then the CPU study,
+#: then the GPU route's work directories of tiers c/h and d (reports/EVIDENCE.md, tools/gpu_evidence.sh)
+STUDY_ORDER = ("decisive_tuned", "decisive", "decisive_gpu", "jaen", "jaen_gpu", "jaen_gpu_d")
 #: what each study is, for the report's list of studies
 STUDY_TEXT = {
     "decisive_tuned": "the decisive design's addendum, `reports/PREREG_decisive_tuned.md`: Combination with InXL's "
@@ -59,7 +59,9 @@ STUDY_TEXT = {
                 "start; on its split, the other papers' systems (`reports/PREREG_decisive_baselines.md`)",
     "jaen": "the ja→en study: tier a, and tier c's first runs",
     "enja": "the en→ja study, tier b, with InXL's `identity` start",
-    "jaen_gpu": "tiers c and h trained on a lent GPU", "jaen_gpu_d": "tier d trained on a lent GPU"}
+    "jaen_gpu": "tiers c and h trained on a lent GPU", "jaen_gpu_d": "tier d trained on a lent GPU",
+    "decisive_gpu": "the decisive split's tiers c, i and h trained on a lent GPU with their own baseline runs",
+    "decisive_gpu_d": "the decisive split's tier d trained on a lent GPU with its own default runs"}
 #: the two preregistered primary comparisons of the decisive question (the design, its addendum): Holm over both
 PRIMARY_STUDIES, PRIMARY_SYSTEM = ("decisive_tuned", "decisive"), "combination"
 
@@ -238,9 +240,9 @@ def _at_chance(aer: Dict[str, Any], claim: PaperClaim) -> bool:
     return diagonal is not None and len(means) == 2 and min(means) >= diagonal
 
 
-#: which study answers the sweeps (tier d), best first: the decisive split (reports/PREREG_decisive_baselines.md),
-#: then the CPU study, then the GPU route's tier-d work directory
-SWEEP_STUDIES = ("decisive", "jaen", "jaen_gpu_d")
+#: which study answers the sweeps (tier d), best first: the decisive split (reports/PREREG_decisive_baselines.md) on
+#: this CPU, then on a lent GPU, then the CPU study, then the GPU route's tier-d work directory
+SWEEP_STUDIES = ("decisive", "decisive_gpu_d", "jaen", "jaen_gpu_d")
 #: claim kind -> the evidence report's sweep setting
 _SWEEPS = {"tau": "τ", "noise": "noise"}
 
@@ -457,11 +459,14 @@ def add_papers(sub) -> None:
     p = sub.add_parser("papers", help="the three papers' claims against the converged study: one verdict per claim "
                        "by a fixed rule, from the evidence reports' JSON (reports/PAPERS.md)")
     p.add_argument("--study", action="append", default=[], metavar="NAME=JSON",
-                   help="an evidence report's JSON by study name: jaen (tiers a, c, d, h on the CPU), enja (tier b), "
-                        "decisive (tier e), decisive_tuned (its addendum with InXL's tuned start), jaen_gpu and "
-                        "jaen_gpu_d (tiers c, h and d through tools/gpu_evidence.sh); default: "
+                   help="an evidence report's JSON by study name: jaen (tier a and tier c's first runs, on the "
+                        "CPU), enja (tier b), decisive (tier e, and tiers c, i, d, h on its split), decisive_tuned (its "
+                        "addendum with InXL's tuned start), jaen_gpu and jaen_gpu_d (tiers c, h and d through "
+                        "tools/gpu_evidence.sh), decisive_gpu and decisive_gpu_d (the decisive split's tiers c, i, h "
+                        "and d on a GPU, waves 4-6); default: "
                         "reports/EVIDENCE_jaen.json, EVIDENCE_enja.json, DECISIVE_jaen.json, DECISIVE_jaen_tuned.json, "
-                        "EVIDENCE_jaen_gpu.json and EVIDENCE_jaen_gpu_d.json (a missing file is left out)")
+                        "EVIDENCE_jaen_gpu.json, EVIDENCE_jaen_gpu_d.json, DECISIVE_jaen_gpu.json and "
+                        "DECISIVE_jaen_gpu_d.json (a missing file is left out)")
     p.add_argument("--report", default="reports/PAPERS.md", help="Markdown to write, its .json beside it")
     p.add_argument("--heads", type=int, default=4, help="attention heads of the study's models (H of the τ sweep; "
                    "the enja preset's 4)")
@@ -471,7 +476,8 @@ def add_papers(sub) -> None:
 DEFAULT_STUDIES = {"jaen": "reports/EVIDENCE_jaen.json", "enja": "reports/EVIDENCE_enja.json",
                    "decisive": "reports/DECISIVE_jaen.json", "decisive_tuned": "reports/DECISIVE_jaen_tuned.json",
                    "jaen_gpu": "reports/EVIDENCE_jaen_gpu.json",
-                   "jaen_gpu_d": "reports/EVIDENCE_jaen_gpu_d.json"}
+                   "jaen_gpu_d": "reports/EVIDENCE_jaen_gpu_d.json", "decisive_gpu": "reports/DECISIVE_jaen_gpu.json",
+                   "decisive_gpu_d": "reports/DECISIVE_jaen_gpu_d.json"}
 
 
 def study_paths(values: Sequence[str]) -> Dict[str, Path]:
