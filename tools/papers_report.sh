@@ -7,6 +7,8 @@
 #                                                          # precision rule's 8 seeds are all archived is k = 8)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# the checkout's code, whatever copy of onmt_xl is installed (a stale site copy would write stale reports)
+onmt_xl_cli() { PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" python3 -m onmt_xl.experiments "$@"; }
 WORK=${WORK:-$(mktemp -d -t onmt_xl_papers.XXXXXX)}
 primary_runs() {  # $1: seeds joined by commas; prints how many of their baseline and Combination runs are archived
   local n=0 s sys
@@ -25,15 +27,15 @@ DECISIVE_OTHERS=relative_pe,encoder_free,disan,enc_re,both_re,exgre,refsr,prereo
 DECISIVE_TAB4=encoder_free_none,encoder_free_relative,encoder_free_inxl,lstm
 echo "[papers_report] fresh work directories under $WORK" >&2
 
-onmt-xl evidence --workdir "$WORK/evidence_jaen" --stage report --archive reports/evidence_jaen \
+onmt_xl_cli evidence --workdir "$WORK/evidence_jaen" --stage report --archive reports/evidence_jaen \
   --preorder-pairs 10000,25000 --report reports/EVIDENCE_jaen.md > /dev/null
-onmt-xl evidence --workdir "$WORK/evidence_enja" --src en --tgt ja --gold-text "" --gold-align "" --stage report \
+onmt_xl_cli evidence --workdir "$WORK/evidence_enja" --src en --tgt ja --gold-text "" --gold-align "" --stage report \
   --archive reports/evidence_enja --systems baseline,combination --seeds 1,2,3 --report reports/EVIDENCE_enja.md > /dev/null
 studies=(--study jaen=reports/EVIDENCE_jaen.json --study enja=reports/EVIDENCE_enja.json)
 # the GPU route's work directories (tools/gpu_evidence.sh), where a lent GPU trained tiers c, h and d
 for name in evidence_jaen_gpu evidence_jaen_gpu_d; do
   if [ -d "reports/$name" ]; then
-    onmt-xl evidence --workdir "$WORK/$name" --stage report --archive "reports/$name" \
+    onmt_xl_cli evidence --workdir "$WORK/$name" --stage report --archive "reports/$name" \
       --report "reports/EVIDENCE_${name#evidence_}.md" > /dev/null
     studies+=(--study "${name#evidence_}=reports/EVIDENCE_${name#evidence_}.json")
   fi
@@ -46,7 +48,7 @@ if [ "$done_runs" -lt "$need" ]; then
 else
   # the preregistered families, then the other papers' systems on the same split (reports/PREREG_decisive_baselines.md;
   # seeds 1-2, read from the seeds given)
-  onmt-xl evidence --workdir "$WORK/decisive_jaen" --archive reports/decisive_jaen --test-from-train 5000 \
+  onmt_xl_cli evidence --workdir "$WORK/decisive_jaen" --archive reports/decisive_jaen --test-from-train 5000 \
     --stage report --systems "baseline,combination,headxl,inxl,$DECISIVE_OTHERS,$DECISIVE_TAB4" --seeds "$DECISIVE_SEEDS" \
     --families "primary=combination;secondary=headxl,inxl;the other baselines=$DECISIVE_OTHERS;Tab. 4=$DECISIVE_TAB4" \
     --samples 10000 --bootstrap-seed 12345 --report reports/DECISIVE_jaen.md > /dev/null
@@ -61,7 +63,7 @@ done
 if [ "$tuned" -lt 8 ]; then
   [ -d reports/decisive_jaen_tuned ] && echo "[papers_report] decisive addendum: $tuned of 8 Combination runs archived; not analysed before its end" >&2
 else
-  onmt-xl evidence --workdir "$WORK/decisive_jaen_tuned" --archive reports/decisive_jaen_tuned --test-from-train 5000 \
+  onmt_xl_cli evidence --workdir "$WORK/decisive_jaen_tuned" --archive reports/decisive_jaen_tuned --test-from-train 5000 \
     --stage report --systems baseline,combination --seeds 1,2,3,4,5,6,7,8 --families "primary=combination" \
     --samples 10000 --bootstrap-seed 12345 --prereg reports/PREREG_decisive_tuned.md \
     --report reports/DECISIVE_jaen_tuned.md > /dev/null
@@ -70,14 +72,14 @@ fi
 # the decisive split's tiers on a lent GPU (tools/gpu_evidence.sh waves 4-6; reports/PREREG_decisive_baselines.md),
 # each work directory with its own baseline (or default) runs
 if [ -d reports/decisive_jaen_gpu ]; then
-  onmt-xl evidence --workdir "$WORK/decisive_jaen_gpu" --archive reports/decisive_jaen_gpu --test-from-train 5000 \
+  onmt_xl_cli evidence --workdir "$WORK/decisive_jaen_gpu" --archive reports/decisive_jaen_gpu --test-from-train 5000 \
     --stage report --systems "baseline,combination,$DECISIVE_OTHERS,$DECISIVE_TAB4" --seeds 1,2,3,4 \
     --families "primary=combination;the other baselines=$DECISIVE_OTHERS;Tab. 4=$DECISIVE_TAB4" \
     --samples 10000 --bootstrap-seed 12345 --report reports/DECISIVE_jaen_gpu.md > /dev/null
   studies+=(--study decisive_gpu=reports/DECISIVE_jaen_gpu.json)
 fi
 if [ -d reports/decisive_jaen_gpu_d ]; then
-  onmt-xl evidence --workdir "$WORK/decisive_jaen_gpu_d" --archive reports/decisive_jaen_gpu_d --test-from-train 5000 \
+  onmt_xl_cli evidence --workdir "$WORK/decisive_jaen_gpu_d" --archive reports/decisive_jaen_gpu_d --test-from-train 5000 \
     --stage report --systems headxl,combination --seeds 1 --samples 10000 --bootstrap-seed 12345 \
     --report reports/DECISIVE_jaen_gpu_d.md > /dev/null
   studies+=(--study decisive_gpu_d=reports/DECISIVE_jaen_gpu_d.json)
@@ -88,5 +90,5 @@ if [ -d reports/evidence_jaen_inxl_identity ]; then
     --report reports/MOVED_inxl_start.md > /dev/null
   echo "[papers_report] wrote reports/MOVED_inxl_start.md" >&2
 fi
-onmt-xl papers "${studies[@]}" --report reports/PAPERS.md > /dev/null
+onmt_xl_cli papers "${studies[@]}" --report reports/PAPERS.md > /dev/null
 echo "[papers_report] wrote reports/PAPERS.md (and .json)" >&2
