@@ -4,8 +4,9 @@ Input: the JSON reports of ``onmt-xl evidence --stage report`` (each regenerated
 study: ``jaen`` (tier a, and tier c's first runs: 48,000 training pairs, 500 test pairs), ``enja`` (tier b),
 ``decisive`` (tier e, the preregistered design: 43,000 training pairs, 5,500 test pairs; on the same split tiers c, i,
 d and h, reports/PREREG_decisive_baselines.md), ``decisive_tuned`` (its addendum with InXL's tuned start,
-reports/PREREG_decisive_tuned.md), and ``jaen_gpu``/``jaen_gpu_d`` (tiers c, h and d trained on a lent GPU, each work
-directory with its own baseline runs). Output: Markdown and its JSON.
+reports/PREREG_decisive_tuned.md), ``jaen_gpu``/``jaen_gpu_d`` (tiers c, h and d trained on a lent GPU, each work
+directory with its own baseline runs) and ``decisive_gpu``/``decisive_gpu_d`` (the same on the decisive split).
+Output: Markdown and its JSON.
 
 Each claim is a difference the paper reports (its figure on its own data, ``effect``, in BLEU or AER points; the
 sign is the claimed direction), measured here as a difference of the same two systems with a 95 % interval from the
@@ -36,9 +37,9 @@ from statistics import NormalDist
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from onmt_xl.experiments.evidence_report import pair_name
-from onmt_xl.experiments.stats import holm
 from onmt_xl.experiments.paper_figures import (C19, C20, CHEN19_TAB3_JAEN, CHEN20_FIG2_JAEN, CHEN20_TAB1_JAEN, D,
                                                DING_BIG_ENDE, DING_TAB2_JAEN, DING_TAB3_ENDE, DING_TAB4_ENDE, fig, gain)
+from onmt_xl.experiments.stats import holm
 
 PAPERS = {D: "cross-lingual position representations (XL PE)", C19: "reordering embeddings",
           C20: "explicit reordering (ExGRE, ReFSR)"}
