@@ -1,0 +1,56 @@
+"""tools/collect_archive.py: a queue's finished jobs into the repository's archive, never over a different copy."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tools"))
+
+import collect_archive  # noqa: E402
+
+
+def _job(root: Path, name: str, hyp: str, done: bool = True) -> None:
+    d = root / "jobs" / name
+    d.mkdir(parents=True)
+    (d / "hyp.test").write_text(hyp)
+    if done:
+        (d / "done.json").write_text("{}")
+
+
+def test_new_finished_jobs_are_copied_a_different_one_is_kept_unless_named(tmp_path):
+    src, dst = tmp_path / "queue", tmp_path / "repo"
+    _job(src, "baseline_s1", "same\n")
+    _job(dst, "baseline_s1", "same\n")
+    _job(src, "combination_s1", "new\n")
+    _job(src, "combination_s2", "half\n", done=False)  # training: not collected
+    _job(src, "inxl_s1", "retrained\n")
+    _job(dst, "inxl_s1", "old\n")
+    (src / "manifest.json").write_text('{"runs": 2}')
+    assert collect_archive.collect(src, dst, dry_run=True) == [
+        f"copied {dst / 'jobs' / 'combination_s1'}",
+        f"kept {dst / 'jobs' / 'inxl_s1'}: it differs from {src / 'jobs' / 'inxl_s1'} (--replace inxl_s1 to take the "
+        "source's)", f"updated {dst / 'manifest.json'}"]
+    assert not (dst / "jobs" / "combination_s1").exists()  # a dry run changes nothing
+    lines = collect_archive.collect(src, dst, replace=["inxl_s1"])
+    assert lines[1] == f"replaced {dst / 'jobs' / 'inxl_s1'}"
+    assert (dst / "jobs" / "inxl_s1" / "hyp.test").read_text() == "retrained\n"
+    assert (dst / "jobs" / "combination_s1" / "done.json").exists() and not (dst / "jobs" / "combination_s2").exists()
+    assert (dst / "manifest.json").read_text() == '{"runs": 2}'
+    assert collect_archive.collect(src, dst) == []  # nothing left to do
+
+
+def test_a_source_that_is_no_archive_is_one_line_and_a_new_destination_is_made(tmp_path):
+    tool = [sys.executable, str(REPO / "tools" / "collect_archive.py")]
+    (tmp_path / "a" / "jobs").mkdir(parents=True)
+    proc = subprocess.run(tool + ["--from", str(tmp_path / "none"), "--to", str(tmp_path / "a")], capture_output=True,
+                          text=True)
+    assert proc.returncode == 2 and "has no jobs/ directory" in proc.stderr and "Traceback" not in proc.stderr
+    (tmp_path / "notarchive").mkdir()
+    proc = subprocess.run(tool + ["--from", str(tmp_path / "a"), "--to", str(tmp_path / "notarchive")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "notarchive: is not an archive" in proc.stderr
+    _job(tmp_path / "a", "baseline_s1", "x\n")
+    proc = subprocess.run(tool + ["--from", str(tmp_path / "a"), "--to", str(tmp_path / "new")], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0 and (tmp_path / "new" / "jobs" / "baseline_s1" / "done.json").exists()

@@ -1,0 +1,84 @@
+"""Bring the finished jobs of a queue's archive into the repository's archive (the queue trains from a snapshot of the
+code, whose ``reports/`` is its own).
+
+    python tools/collect_archive.py --from runs/queue_code_v5/reports/decisive_jaen --to reports/decisive_jaen
+
+A job directory counts once it holds ``done.json``. A finished job missing from ``--to`` is copied; one present there
+with other files is left alone and named, unless ``--replace`` names it (a job retrained on purpose, e.g. with
+another option). The archive's ``manifest.json`` (its run history) follows the source's. Prints what it did, one
+line per job; ``--dry-run`` only prints. A ``--to`` that does not exist yet is made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import shutil
+import sys
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+
+def _same(a: Path, b: Path) -> bool:
+    """Both job directories hold the same files with the same bytes."""
+    names = sorted(p.name for p in a.iterdir())
+    if names != sorted(p.name for p in b.iterdir()):
+        return False
+    match, mismatch, errors = filecmp.cmpfiles(a, b, names, shallow=False)
+    return not mismatch and not errors
+
+
+def collect(source: Path, dest: Path, replace: Sequence[str] = (), dry_run: bool = False) -> List[str]:
+    """Copy ``source``'s finished jobs into ``dest``; the lines that say what happened to each."""
+    out = []
+    for job in sorted(p for p in (source / "jobs").iterdir() if (p / "done.json").is_file()):
+        target = dest / "jobs" / job.name
+        if target.exists() and _same(job, target):
+            continue
+        if target.exists() and job.name not in replace:
+            out.append(f"kept {target}: it differs from {job} (--replace {job.name} to take the source's)")
+            continue
+        out.append(("replaced " if target.exists() else "copied ") + str(target))
+        if not dry_run:
+            if target.exists():
+                shutil.rmtree(target)
+            shutil.copytree(job, target)
+    manifest = source / "manifest.json"
+    if manifest.is_file() and not ((dest / "manifest.json").is_file()
+                                   and filecmp.cmp(manifest, dest / "manifest.json", shallow=False)):
+        out.append(f"updated {dest / 'manifest.json'}")
+        if not dry_run:
+            shutil.copyfile(manifest, dest / "manifest.json")
+    return out
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    from onmt_xl.errors import XLUsageError
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--from", dest="source", required=True, type=Path, help="the queue's archive")
+    p.add_argument("--to", dest="dest", required=True, type=Path, help="the repository's archive")
+    p.add_argument("--replace", default="", help="comma-separated jobs whose source copy replaces a different one")
+    p.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
+    args = p.parse_args(argv)
+    if not (args.source / "jobs").is_dir():
+        raise XLUsageError(str(args.source), None, "is not an archive: it has no jobs/ directory")
+    if args.dest.exists() and not (args.dest / "jobs").is_dir():
+        raise XLUsageError(str(args.dest), None, "is not an archive: it has no jobs/ directory")
+    if args.source.resolve() == args.dest.resolve():
+        raise XLUsageError(str(args.source), None, "--from and --to are the same archive")
+    if not args.dest.exists() and not args.dry_run:
+        (args.dest / "jobs").mkdir(parents=True)
+    lines = collect(args.source, args.dest, [j for j in args.replace.split(",") if j], args.dry_run)
+    print("\n".join(lines) if lines else f"{args.dest}: nothing to collect")
+    return 0
+
+
+if __name__ == "__main__":
+    from onmt_xl.errors import install_excepthook
+
+    install_excepthook()
+    sys.exit(main())
