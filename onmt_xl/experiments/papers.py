@@ -430,8 +430,9 @@ def markdown(report: Dict[str, Any]) -> str:
     md += ["## Corrections after the independent audit", ""] + [f"- {c}" for c in report["corrections"]] + [""]
     md += ["## What is missing", "",
            "Rows marked *not run yet* wait for the CPU queue or a lent GPU (tiers in `onmt_xl/experiments/evidence.py`, "
-           "`TIERS`). Their only figures are the 1,500-step runs of `reports/RESULTS.md`, which answer nothing about "
-           "convergence.", ""]
+           "`TIERS`; tiers c, d, h and i train on the decisive split, `reports/PREREG_decisive_baselines.md`; the "
+           "order and the hours left: `reports/EVIDENCE.md`, Compute plan). Their only figures are the 1,500-step "
+           "runs of `reports/RESULTS.md`, which answer nothing about convergence.", ""]
     return "\n".join(md)
 
 
