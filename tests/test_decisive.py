@@ -310,3 +310,14 @@ def test_the_report_of_a_carved_study_regenerates_from_its_archive_with_its_fami
         assert {s: c["family"] for s, c in report["comparisons"].items()} == {"combination": "primary",
                                                                               "headxl": "secondary"}
     assert reports[1] == reports[0]
+
+
+def test_the_report_command_names_the_systems_that_the_decisive_tiers_train():
+    """tools/papers_report.sh lists the decisive split's other systems by hand; they must be tiers i+c and h."""
+    from onmt_xl.experiments.evidence import TIERS
+
+    text = (REPO / "tools" / "papers_report.sh").read_text(encoding="utf-8")
+    lists = dict(line.split("=", 1) for line in text.splitlines()
+                 if line.startswith(("DECISIVE_OTHERS=", "DECISIVE_TAB4=")))
+    assert lists["DECISIVE_OTHERS"].split(",") == list(TIERS["i"][0] + TIERS["c"][0])
+    assert lists["DECISIVE_TAB4"].split(",") == list(TIERS["h"][0])

@@ -631,10 +631,18 @@ def test_the_queue_script_runs_every_tier_in_order_with_valid_options(tmp_path):
     (shim / "python3").write_text(f'#!/bin/sh\nprintf "%s\\0" "$@" >> {calls}\nprintf "\\n" >> {calls}\n')
     (shim / "python3").chmod(0o755)
     env = dict(os.environ, PATH=f"{shim}{os.pathsep}{os.environ['PATH']}", S="7000", P="3")
-    proc = subprocess.run(["bash", str(REPO / "tools" / "evidence_queue.sh")], capture_output=True, text=True, env=env)
-    assert proc.returncode == 0, proc.stderr
+    env.pop("TIERS", None)
     parser = argparse.ArgumentParser()
     add_evidence(parser.add_subparsers(dest="command"))
+    # by default tiers a and b only: c, d and h train on the decisive split (reports/PREREG_decisive_baselines.md)
+    proc = subprocess.run(["bash", str(REPO / "tools" / "evidence_queue.sh")], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    default = [parser.parse_args(line.split("\0")[2:-1]).tier for line in calls.read_text().splitlines()]
+    assert default == ["a", "b"]
+    calls.unlink()
+    env["TIERS"] = "a b c d"
+    proc = subprocess.run(["bash", str(REPO / "tools" / "evidence_queue.sh")], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
     runs = [line.split("\0")[:-1] for line in calls.read_text().splitlines()]
     assert [r[:2] for r in runs] == [["-m", "onmt_xl.experiments"]] * 3
     parsed = [parser.parse_args(r[2:]) for r in runs]

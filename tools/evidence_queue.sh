@@ -1,22 +1,23 @@
 #!/bin/bash
 # The convergence study's main runs (reports/EVIDENCE.md), tier after tier in the priority order of the study:
 # (a) ja→en, the five systems × 3 seeds and the preorderer-quality runs; (b) en→ja, baseline and Combination
-# × 3 seeds; (c) the other baselines and the oracle rows; (d) the τ sweep and the noise attack; (h, not in the
-# default TIERS) the rest of Tab. 4: encoder-free with no, relative and InXL PE, and the LSTM. Every stage
+# × 3 seeds; (c) the other baselines and the oracle rows; (d) the τ sweep and the noise attack; (h) the rest of
+# Tab. 4: encoder-free with no, relative and InXL PE, and the LSTM. Every stage
 # resumes (finished jobs are skipped, a killed one continues from its last checkpoint with the same data
 # order), so after a restart this one command picks the study up where it stopped. A failing tier stops it.
 # Consecutive tiers of one work directory (a, c, d, h: ja→en) train in one call, so a job slot freed at a tier's
 # end goes to the next tier's first job at once. Tiers c, d and h now train on the decisive design's split instead
-# (reports/PREREG_decisive_baselines.md: TIERS="c d h" bash tools/decisive_queue.sh); here they stay runnable.
+# (reports/PREREG_decisive_baselines.md: TIERS="c d h" bash tools/decisive_queue.sh), so the default TIERS is
+# a and b; here c, d and h stay runnable by name.
 #
 #   nohup setsid bash tools/evidence_queue.sh > runs/evidence_queue.log 2>&1 &
 #   bash tools/evidence_queue.sh status    # each tier's jobs and the hours left (beside the training; trains nothing)
 #
-# Env: S steps per run (the learning curve's step rule gave 8000), P jobs at once (2), TIERS (a b c d; add h for Tab. 4), NICE (10).
+# Env: S steps per run (the learning curve's step rule gave 8000), P jobs at once (2), TIERS (a b; c d h by name), NICE (10).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 S=${S:-8000} P=${P:-2} NICE=${NICE:-10}
-NAME=evidence_queue KNOWN="a b c d h" APART=b TIERS=${TIERS:-a b c d}
+NAME=evidence_queue KNOWN="a b c d h" APART=b TIERS=${TIERS:-a b}
 JAEN=(--workdir runs/evidence_jaen --archive reports/evidence_jaen --max-steps 10000)
 # en→ja's Combination was trained before reports/TUNING.md changed InXL's default start: its runs keep identity
 ENJA=(--workdir runs/evidence_enja --archive reports/evidence_enja --src en --tgt ja --gold-text "" --gold-align ""
