@@ -54,3 +54,23 @@ def test_a_source_that_is_no_archive_is_one_line_and_a_new_destination_is_made(t
     proc = subprocess.run(tool + ["--from", str(tmp_path / "a"), "--to", str(tmp_path / "new")], capture_output=True,
                           text=True)
     assert proc.returncode == 0 and (tmp_path / "new" / "jobs" / "baseline_s1" / "done.json").exists()
+
+
+def test_the_archive_inputs_are_copied_where_missing_and_never_replaced(tmp_path):
+    src, dst = tmp_path / "queue", tmp_path / "repo"
+    _job(src, "baseline_s1", "x\n")
+    (src / "align").mkdir()
+    (src / "align" / "train.gdfa").write_text("0-0\n")
+    (src / "preorderer.json").write_text('{"tau": 0.5}')
+    assert collect_archive.collect(src, dst) == [f"copied {dst / 'align'}", f"copied {dst / 'preorderer.json'}",
+                                                 f"copied {dst / 'jobs' / 'baseline_s1'}"]
+    assert (dst / "align" / "train.gdfa").read_text() == "0-0\n"
+    assert collect_archive.collect(src, dst) == []
+    (src / "align" / "train.gdfa").write_text("0-1\n")  # other links: the archive's stay
+    (src / "preorderer.json").write_text('{"tau": 0.6}')
+    lines = collect_archive.collect(src, dst)
+    assert lines == [f"kept {dst / 'align'}: it differs from {src / 'align'} (the archive's jobs trained on its own)",
+                     f"kept {dst / 'preorderer.json'}: it differs from {src / 'preorderer.json'} (the archive's jobs "
+                     "trained on its own)"]
+    assert (dst / "align" / "train.gdfa").read_text() == "0-0\n"
+    assert (dst / "preorderer.json").read_text() == '{"tau": 0.5}'

@@ -5,8 +5,11 @@ code, whose ``reports/`` is its own).
 
 A job directory counts once it holds ``done.json``. A finished job missing from ``--to`` is copied; one present there
 with other files is left alone and named, unless ``--replace`` names it (a job retrained on purpose, e.g. with
-another option). The archive's ``manifest.json`` (its run history) follows the source's. Prints what it did, one
-line per job; ``--dry-run`` only prints. A ``--to`` that does not exist yet is made.
+another option). The archive's inputs (its eflomal links ``align/``, the preorderer's scores: everything beside
+``jobs/`` and ``manifest.json``) are copied where ``--to`` lacks them, so a fresh work directory regenerates the report
+from the same links; one that differs is never replaced (the jobs trained on the links they name). The archive's
+``manifest.json`` (its run history) follows the source's. Prints what it did, one line per job or input;
+``--dry-run`` only prints. A ``--to`` that does not exist yet is made.
 """
 
 from __future__ import annotations
@@ -23,17 +26,34 @@ sys.path.insert(0, str(REPO))
 
 
 def _same(a: Path, b: Path) -> bool:
-    """Both job directories hold the same files with the same bytes."""
+    """Both paths hold the same files with the same bytes (directories compared recursively)."""
+    if a.is_file() or b.is_file():
+        return a.is_file() and b.is_file() and filecmp.cmp(a, b, shallow=False)
     names = sorted(p.name for p in a.iterdir())
     if names != sorted(p.name for p in b.iterdir()):
         return False
-    match, mismatch, errors = filecmp.cmpfiles(a, b, names, shallow=False)
-    return not mismatch and not errors
+    return all(_same(a / name, b / name) for name in names)
+
+
+def _copy(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if source.is_dir():
+        shutil.copytree(source, target)
+    else:
+        shutil.copyfile(source, target)
 
 
 def collect(source: Path, dest: Path, replace: Sequence[str] = (), dry_run: bool = False) -> List[str]:
-    """Copy ``source``'s finished jobs into ``dest``; the lines that say what happened to each."""
+    """Copy ``source``'s inputs and finished jobs into ``dest``; the lines that say what happened to each."""
     out = []
+    for entry in sorted(p for p in source.iterdir() if p.name not in ("jobs", "manifest.json")):
+        target = dest / entry.name
+        if not target.exists():
+            out.append(f"copied {target}")
+            if not dry_run:
+                _copy(entry, target)
+        elif not _same(entry, target):
+            out.append(f"kept {target}: it differs from {entry} (the archive's jobs trained on its own)")
     for job in sorted(p for p in (source / "jobs").iterdir() if (p / "done.json").is_file()):
         target = dest / "jobs" / job.name
         if target.exists() and _same(job, target):
@@ -45,7 +65,7 @@ def collect(source: Path, dest: Path, replace: Sequence[str] = (), dry_run: bool
         if not dry_run:
             if target.exists():
                 shutil.rmtree(target)
-            shutil.copytree(job, target)
+            _copy(job, target)
     manifest = source / "manifest.json"
     if manifest.is_file() and not ((dest / "manifest.json").is_file()
                                    and filecmp.cmp(manifest, dest / "manifest.json", shallow=False)):
