@@ -321,3 +321,62 @@ def test_the_report_command_names_the_systems_that_the_decisive_tiers_train():
                  if line.startswith(("DECISIVE_OTHERS=", "DECISIVE_TAB4=")))
     assert lists["DECISIVE_OTHERS"].split(",") == list(TIERS["i"][0] + TIERS["c"][0])
     assert lists["DECISIVE_TAB4"].split(",") == list(TIERS["h"][0])
+
+
+def test_the_study_queue_runs_the_remaining_tiers_in_the_plans_order(tmp_path):
+    """tools/study_queue.sh: the design's tier e (which prepares the work directory on a new machine), the addendum
+    and its AER, tiers c (with i), d and h, then f and g with their AER, then tier a's preorderer-quality runs;
+    `status` asks each call's status and scores nothing."""
+    import shutil
+
+    root = tmp_path / "repo"
+    (root / "tools").mkdir(parents=True)
+    for name in ("study_queue.sh", "decisive_queue.sh", "evidence_queue.sh", "queue_lib.sh"):
+        shutil.copy(REPO / "tools" / name, root / "tools" / name)
+    made = root / "runs" / "decisive_jaen"  # a prepared design (seed_tuned copies its inputs)
+    (made / "data").mkdir(parents=True)
+    (made / "align").mkdir()
+    for name in ("data/ready", "vocab.src", "vocab.tgt", "vocab_config.yaml", "preorderer.xlp", "preorderer.json"):
+        (made / name).write_text("")
+    for seed in range(1, 9):
+        (root / "reports" / "decisive_jaen" / "jobs" / f"baseline_s{seed}").mkdir(parents=True)
+        (root / "reports" / "decisive_jaen" / "jobs" / f"baseline_s{seed}" / "done.json").write_text("{}")
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    calls = tmp_path / "calls"
+    (shim / "python3").write_text(f'#!/bin/sh\nprintf "%s\\0" "$@" >> {calls}\nprintf "\\n" >> {calls}\n')
+    (shim / "python3").chmod(0o755)
+    env = dict(os.environ, PATH=f"{shim}{os.pathsep}{os.environ['PATH']}")
+    for var in ("TIERS", "SEEDS", "S", "P"):
+        env.pop(var, None)
+    parser = _parser()
+    proc = subprocess.run(["bash", str(root / "tools" / "study_queue.sh")], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    runs = [parser.parse_args(line.split("\0")[2:-1]) for line in calls.read_text().splitlines()]
+    assert [(a.stage, a.tier, a.workdir, a.seeds) for a in runs] == [
+        ("main", "e", "runs/decisive_jaen", "1,2,3,4,5,6,7,8"),
+        ("main", "e", "runs/decisive_jaen_tuned", "1,2,3,4,5,6,7,8"),
+        ("aer", "e", "runs/decisive_jaen_tuned", "1,2,3,4,5,6,7,8"),
+        ("main", "c,i", "runs/decisive_jaen", "1,2"),
+        ("main", "d", "runs/decisive_jaen", "1,2"),
+        ("main", "h", "runs/decisive_jaen", "1,2"),
+        ("main", "f,g", "runs/decisive_jaen", "1,2,3,4,5"),
+        ("aer", "f,g", "runs/decisive_jaen", "1,2,3,4,5"),
+        ("main", "a", "runs/evidence_jaen", None)]
+    assert [a.inxl_init for a in runs] == ["identity", None, None, "identity", "identity", None, "identity",
+                                           "identity", None]  # the addendum and tier h: the default start
+    assert all(a.archive == "reports/" + a.workdir.split("/")[1] for a in runs)
+    assert runs[-1].preorder_pairs == "10000,25000" and runs[2].test_from_train == 5000
+    assert (root / "reports" / "decisive_jaen_tuned" / "jobs" / "baseline_s8" / "done.json").exists()
+    calls.unlink()
+    proc = subprocess.run(["bash", str(root / "tools" / "study_queue.sh"), "status"], capture_output=True, text=True,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr
+    status = [parser.parse_args(line.split("\0")[2:-1]) for line in calls.read_text().splitlines()]
+    assert [(a.stage, a.tier, a.workdir.split("/")[1]) for a in status] == [  # one table per tier, no aer
+        ("status", "e", "decisive_jaen"), ("status", "e", "decisive_jaen_tuned"), ("status", "c,i", "decisive_jaen"),
+        ("status", "d", "decisive_jaen"), ("status", "h", "decisive_jaen"), ("status", "f", "decisive_jaen"),
+        ("status", "g", "decisive_jaen"), ("status", "a", "evidence_jaen")]
+    bad = subprocess.run(["bash", str(root / "tools" / "study_queue.sh"), "stat"], capture_output=True, text=True,
+                         env=env)
+    assert bad.returncode == 2 and "unknown argument 'stat'" in bad.stderr

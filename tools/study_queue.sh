@@ -1,0 +1,48 @@
+#!/bin/bash
+# Issue 40's remaining compute, in the order of reports/EVIDENCE.md (Compute plan): the decisive design's addendum
+# (reports/PREREG_decisive_tuned.md) and its attention AER; tiers c (with i), d and h on the decisive split
+# (reports/PREREG_decisive_baselines.md); the secondary tiers f and g with their attention AER; last, tier a's
+# preorderer-quality runs. Every call resumes (finished jobs are skipped, a killed one continues exactly from its
+# last checkpoint; a lost work directory is prepared again from the archive's links), so this one command picks
+# the study up where it stopped, on this machine or a new one. A failing call is logged and the next one runs
+# (they share no job); the addendum's failure stops it (its AER needs its runs).
+#
+# Run it from a snapshot of the code, so that later edits of the checkout do not change the jobs in training, and
+# bring each snapshot archive's finished jobs back with tools/collect_archive.py:
+#   git worktree add --detach runs/queue_code HEAD
+#   (cd runs/queue_code && nohup setsid bash tools/study_queue.sh >> ../study_queue.log 2>&1 &)
+#   (cd runs/queue_code && bash tools/study_queue.sh status)     # each tier's jobs and the hours left
+#   python3 tools/collect_archive.py --from runs/queue_code/reports/decisive_jaen --to reports/decisive_jaen
+#
+# Env: NICE (10).
+set -u
+cd "$(dirname "$0")/.." || exit 1
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+NICE=${NICE:-10}
+case ${1:-} in
+  "") STAGE=main ;;
+  status) STAGE=status ;;
+  *) echo "study_queue: unknown argument '$1' (none, or status)" >&2; exit 2 ;;
+esac
+
+aer() {  # the attention AER of Tab. 3 for finished jobs (one thread, resumable; not for status)
+  [ "$STAGE" = status ] && return 0
+  OMP_NUM_THREADS=1 nice -n "$NICE" python3 -m onmt_xl.experiments evidence --test-from-train 5000 --stage aer \
+    --steps 8000 --max-steps 10000 "$@"
+}
+args=(); [ "$STAGE" = status ] && args=(status)
+
+# the design's own runs are all archived: on a new machine this call prepares runs/decisive_jaen again from the
+# archive (links, preorderer, vocabularies, the finished jobs), which the addendum and tiers c-h train from
+SEEDS=1,2,3,4,5,6,7,8 TIERS=e bash tools/decisive_queue.sh "${args[@]}" || exit 1
+SEEDS=1,2,3,4,5,6,7,8 TIERS=tuned bash tools/decisive_queue.sh "${args[@]}" || exit 1
+aer --workdir runs/decisive_jaen_tuned --archive reports/decisive_jaen_tuned --tier e --seeds 1,2,3,4,5,6,7,8 \
+  || echo "[study_queue] the addendum's aer failed"
+for t in c d h; do
+  TIERS=$t bash tools/decisive_queue.sh "${args[@]}" || echo "[study_queue] tier $t failed"
+done
+SEEDS=1,2,3,4,5 TIERS="f g" bash tools/decisive_queue.sh "${args[@]}" || echo "[study_queue] tiers f g failed"
+aer --workdir runs/decisive_jaen --archive reports/decisive_jaen --tier f,g --seeds 1,2,3,4,5 --inxl-init identity \
+  || echo "[study_queue] tiers f g's aer failed"
+TIERS=a bash tools/evidence_queue.sh "${args[@]}" || echo "[study_queue] tier a (pre) failed"
+[ "$STAGE" = status ] || echo "[study_queue] $(date -u '+%F %T') done: bash tools/papers_report.sh (after collecting)"
