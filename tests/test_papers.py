@@ -219,3 +219,31 @@ def test_the_decisive_split_on_a_gpu_answers_after_the_cpu_design_and_before_the
     assert [m["study"] for m in _claim(rep, "DiSAN")["measured"]] == ["decisive_gpu", "jaen"]
     assert papers.SWEEP_STUDIES.index("decisive_gpu_d") < papers.SWEEP_STUDIES.index("jaen")
     assert set(papers.DEFAULT_STUDIES) >= {"decisive_gpu", "decisive_gpu_d"}
+
+
+def test_what_is_missing_lists_each_tiers_unfinished_jobs_from_the_archive(tmp_path):
+    archive = tmp_path / "archive"
+    for name in ("relative_pe_s1", "headxl_tau0_s1", "combination_s9"):
+        (archive / "jobs" / name).mkdir(parents=True)
+        (archive / "jobs" / name / "done.json").write_text("{}")
+    (archive / "jobs" / "relative_pe_s2").mkdir()  # training: no done.json
+    rows = papers.tier_progress(f"{archive}:i,d") + papers.tier_progress(f"{archive}:e:8,9")
+    assert [(r["tier"], r["seeds"], r["finished"], r["jobs"]) for r in rows] == [
+        ("i", [1, 2], 1, 2), ("d", [1], 1, 8), ("e", [8, 9], 1, 4)]
+    assert rows[0]["left"] == ["relative_pe_s2"]
+    assert rows[1]["left"] == ["headxl_tau1_s1", "headxl_tau3_s1", "headxl_tau4_s1", "combination_noise5_s1",
+                               "combination_noise10_s1", "combination_noise15_s1", "combination_noise20_s1"]
+    assert rows[2]["left"] == ["baseline_s8", "combination_s8", "baseline_s9"]
+    jaen = tmp_path / "jaen.json"
+    jaen.write_text(json.dumps(_study(comparisons={"headxl": _cmp(-0.19, -1.76, 1.41, 1.0)})))
+    out = tmp_path / "PAPERS.md"
+    cli = [sys.executable, "-m", "onmt_xl.experiments", "papers", "--study", f"jaen={jaen}", "--report", str(out)]
+    res = subprocess.run(cli + ["--progress", f"{archive}:i"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert f"| `{archive}` | i | 1, 2 | 1 of 2 | relative_pe_s2 |" in out.read_text(encoding="utf-8")
+    assert json.loads(out.with_suffix(".json").read_text())["progress"][0]["left"] == ["relative_pe_s2"]
+    out.unlink()
+    for bad, said in ((f"{archive}:z", "unknown tier 'z'"), (f"{archive}", "expected ARCHIVE:TIERS"),
+                      (f"{archive}:e:1,x", "SEEDS must be")):
+        res = subprocess.run(cli + ["--progress", bad], capture_output=True, text=True)
+        assert res.returncode != 0 and said in res.stderr and "Traceback" not in res.stderr and not out.exists()

@@ -90,5 +90,8 @@ if [ -d reports/evidence_jaen_inxl_identity ]; then
     --report reports/MOVED_inxl_start.md > /dev/null
   echo "[papers_report] wrote reports/MOVED_inxl_start.md" >&2
 fi
-onmt_xl_cli papers "${studies[@]}" --report reports/PAPERS.md > /dev/null
+# what is missing: each remaining tier's unfinished jobs, from the archives (reports/EVIDENCE.md, Compute plan)
+progress=(--progress reports/decisive_jaen:c,i,d,h,f,g)
+[ -d reports/decisive_jaen_tuned ] && progress=(--progress reports/decisive_jaen_tuned:e:1,2,3,4,5,6,7,8 "${progress[@]}")
+onmt_xl_cli papers "${studies[@]}" "${progress[@]}" --report reports/PAPERS.md > /dev/null
 echo "[papers_report] wrote reports/PAPERS.md (and .json)" >&2

@@ -320,15 +320,47 @@ def primaries(studies: Dict[str, Dict[str, Any]]) -> Optional[Dict[str, Dict[str
             for s, c in found.items()}
 
 
-def build(studies: Dict[str, Dict[str, Any]], heads: int) -> Dict[str, Any]:
-    """Everything ``PAPERS.md`` says, as JSON-able data."""
+def build(studies: Dict[str, Dict[str, Any]], heads: int,
+          progress: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
+    """Everything ``PAPERS.md`` says, as JSON-able data (``progress``: :func:`tier_progress`'s rows)."""
     claims = rows(studies, heads)
     tally: Dict[str, int] = {}
     for c in claims:
         tally[c["verdict"]] = tally.get(c["verdict"], 0) + 1
     return {"studies": {k: _study_facts(v) for k, v in studies.items()}, "claims": claims, "tally": tally,
             "heads": heads, "alpha": ALPHA, "power": POWER, "primaries": primaries(studies),
-            "corrections": corrections(studies, heads)}
+            "corrections": corrections(studies, heads), "progress": list(progress)}
+
+
+def tier_progress(spec: str) -> List[Dict[str, Any]]:
+    """``--progress ARCHIVE:TIERS[:SEEDS]``: for each tier of ``TIERS`` (comma-separated), its main-stage jobs (the
+    tier's seeds of :data:`onmt_xl.experiments.evidence.TIERS`, or ``SEEDS``; the oracle rows with tier c, the
+    sweeps with tier d) and which of them ``ARCHIVE`` holds finished (``jobs/NAME/done.json``), one row a tier."""
+    from onmt_xl.errors import XLUsageError
+    from onmt_xl.experiments.evidence import NOISE_RATIOS, ORACLE_SYSTEMS, TAU_SWEEP, TIERS, main_jobs
+
+    parts = spec.split(":")
+    if len(parts) not in (2, 3) or not all(parts):
+        raise XLUsageError(None, None, f"--progress {spec!r}: expected ARCHIVE:TIERS or ARCHIVE:TIERS:SEEDS")
+    archive, tiers = Path(parts[0]), parts[1].split(",")
+    unknown = [tier for tier in tiers if tier not in TIERS]
+    if unknown:
+        raise XLUsageError(None, None, f"--progress {spec!r}: unknown tier {unknown[0]!r} ({', '.join(sorted(TIERS))})")
+    try:
+        given = [int(s) for s in parts[2].split(",")] if len(parts) == 3 else None
+    except ValueError:
+        raise XLUsageError(None, None, f"--progress {spec!r}: SEEDS must be comma-separated whole numbers") from None
+    out = []
+    for tier in tiers:
+        systems, seeds = TIERS[tier]
+        seeds = tuple(given or seeds)
+        names = [job.name for job in main_jobs(systems, seeds, 1, 1, 1, 0, 1, oracle_systems=ORACLE_SYSTEMS
+                                               if tier == "c" else (), tau_sweep=TAU_SWEEP if tier == "d" else (),
+                                               noise=NOISE_RATIOS if tier == "d" else ())]
+        left = [n for n in names if not (archive / "jobs" / n / "done.json").is_file()]
+        out.append({"archive": parts[0], "tier": tier, "seeds": list(seeds), "jobs": len(names),
+                    "finished": len(names) - len(left), "left": left})
+    return out
 
 
 def _study_facts(report: Dict[str, Any]) -> Dict[str, Any]:
@@ -433,6 +465,12 @@ def markdown(report: Dict[str, Any]) -> str:
            "`TIERS`; tiers c, d, h and i train on the decisive split, `reports/PREREG_decisive_baselines.md`; the "
            "order and the hours left: `reports/EVIDENCE.md`, Compute plan). Their only figures are the 1,500-step "
            "runs of `reports/RESULTS.md`, which answer nothing about convergence.", ""]
+    if report.get("progress"):
+        md += ["Each remaining tier's jobs, as the archives held them when this report was generated (a job counts "
+               "once it is archived finished):", "",
+               "| archive | tier | seeds | finished | jobs left |", "| --- | --- | --- | ---: | --- |"]
+        md += [f"| `{r['archive']}` | {r['tier']} | {', '.join(map(str, r['seeds']))} | {r['finished']} of {r['jobs']} "
+               f"| {', '.join(r['left']) or '–'} |" for r in report["progress"]] + [""]
     return "\n".join(md)
 
 
@@ -449,9 +487,9 @@ def load_studies(paths: Dict[str, Path]) -> Dict[str, Dict[str, Any]]:
     return {name: json.loads(Path(p).read_text(encoding="utf-8")) for name, p in paths.items() if Path(p).exists()}
 
 
-def write(paths: Dict[str, Path], out: Path, heads: int) -> Dict[str, Any]:
-    """Write ``out`` (Markdown) and its ``.json``; return the report."""
-    report = build(load_studies(paths), heads)
+def write(paths: Dict[str, Path], out: Path, heads: int, progress: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
+    """Write ``out`` (Markdown) and its ``.json``; return the report (``progress``: :func:`tier_progress`'s rows)."""
+    report = build(load_studies(paths), heads, progress)
     out.write_text(markdown(report), encoding="utf-8")
     out.with_suffix(".json").write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
     return report
@@ -469,6 +507,10 @@ def add_papers(sub) -> None:
                         "reports/EVIDENCE_jaen.json, EVIDENCE_enja.json, DECISIVE_jaen.json, DECISIVE_jaen_tuned.json, "
                         "EVIDENCE_jaen_gpu.json, EVIDENCE_jaen_gpu_d.json, DECISIVE_jaen_gpu.json and "
                         "DECISIVE_jaen_gpu_d.json (a missing file is left out)")
+    p.add_argument("--progress", action="append", default=[], metavar="ARCHIVE:TIERS[:SEEDS]",
+                   help="list, under 'What is missing', each tier's main-stage jobs that ARCHIVE does not hold "
+                        "finished yet (TIERS comma-separated, e.g. reports/decisive_jaen:c,i,d,h; SEEDS: the "
+                        "tiers' own seeds unless given, e.g. reports/decisive_jaen_tuned:e:1,2,3,4,5,6,7,8)")
     p.add_argument("--report", default="reports/PAPERS.md", help="Markdown to write, its .json beside it")
     p.add_argument("--heads", type=int, default=4, help="attention heads of the study's models (H of the τ sweep; "
                    "the enja preset's 4)")
@@ -500,6 +542,7 @@ def run_papers(args) -> int:
     paths = study_paths(args.study)
     if not any(p.exists() for p in paths.values()):
         raise XLUsageError(None, None, "no evidence report found: " + ", ".join(map(str, paths.values())))
-    write(paths, Path(args.report), args.heads)
+    progress = [row for spec in args.progress for row in tier_progress(spec)]  # refused before anything is written
+    write(paths, Path(args.report), args.heads, progress)
     print(Path(args.report).read_text(encoding="utf-8"))
     return 0
