@@ -56,8 +56,9 @@ STUDY_ORDER = ("decisive_tuned", "decisive", "decisive_gpu", "jaen", "jaen_gpu",
 STUDY_TEXT = {
     "decisive_tuned": "the decisive design's addendum, `reports/PREREG_decisive_tuned.md`: Combination with InXL's "
                       "tuned start, `absolute` (the default), against the design's baseline runs",
-    "decisive": "the preregistered decisive design, `reports/PREREG_decisive.md`: Combination with InXL's `identity` "
-                "start; on its split, the other papers' systems (`reports/PREREG_decisive_baselines.md`)",
+    "decisive": "the preregistered decisive design, `reports/PREREG_decisive.md`: Combination, HeadXL and InXL with "
+                "InXL's `identity` start; on its split, the other papers' systems "
+                "(`reports/PREREG_decisive_baselines.md`: `identity` in tiers c and d, the default start in tier h)",
     "jaen": "the ja→en study: tier a, and tier c's first runs",
     "enja": "the en→ja study, tier b, with InXL's `identity` start",
     "jaen_gpu": "tiers c and h trained on a lent GPU", "jaen_gpu_d": "tier d trained on a lent GPU",
