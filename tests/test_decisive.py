@@ -325,7 +325,8 @@ def test_the_report_command_names_the_systems_that_the_decisive_tiers_train():
 
 def test_the_study_queue_runs_the_remaining_tiers_in_the_plans_order(tmp_path):
     """tools/study_queue.sh: the design's tier e (which prepares the work directory on a new machine), the addendum
-    and its AER, tiers c (with i), d and h, then f and g with their AER, then tier a's preorderer-quality runs;
+    and its AER, tiers c (with i), d and h, then f and g with their AER (beside their training and once after), then
+    tier a's preorderer-quality runs;
     `status` asks each call's status and scores nothing."""
     import shutil
 
@@ -344,15 +345,21 @@ def test_the_study_queue_runs_the_remaining_tiers_in_the_plans_order(tmp_path):
     shim = tmp_path / "bin"
     shim.mkdir()
     calls = tmp_path / "calls"
-    (shim / "python3").write_text(f'#!/bin/sh\nprintf "%s\\0" "$@" >> {calls}\nprintf "\\n" >> {calls}\n')
+    # tiers f and g's training takes 3 s here: their AER (every AER_EVERY = 1 s) runs beside it, then once more
+    (shim / "python3").write_text(f'#!/bin/sh\nprintf "%s\\0" "$@" >> {calls}\nprintf "\\n" >> {calls}\n'
+                                  'case "$*" in *"--stage main"*"--tier f,g"*) sleep 3 ;; esac\n')
     (shim / "python3").chmod(0o755)
-    env = dict(os.environ, PATH=f"{shim}{os.pathsep}{os.environ['PATH']}")
+    env = dict(os.environ, PATH=f"{shim}{os.pathsep}{os.environ['PATH']}", AER_EVERY="1")
     for var in ("TIERS", "SEEDS", "S", "P"):
         env.pop(var, None)
     parser = _parser()
     proc = subprocess.run(["bash", str(root / "tools" / "study_queue.sh")], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     runs = [parser.parse_args(line.split("\0")[2:-1]) for line in calls.read_text().splitlines()]
+    fg_aer = [i for i, a in enumerate(runs) if a.stage == "aer" and a.tier == "f,g"]
+    assert len(fg_aer) >= 2 and fg_aer == list(range(fg_aer[0], fg_aer[-1] + 1))  # beside the training, and after
+    assert runs[fg_aer[0] - 1].stage == "main" and runs[fg_aer[0] - 1].tier == "f,g"
+    runs = runs[:fg_aer[0]] + runs[fg_aer[-1]:]
     assert [(a.stage, a.tier, a.workdir, a.seeds) for a in runs] == [
         ("main", "e", "runs/decisive_jaen", "1,2,3,4,5,6,7,8"),
         ("main", "e", "runs/decisive_jaen_tuned", "1,2,3,4,5,6,7,8"),

@@ -14,11 +14,14 @@
 #   (cd runs/queue_code && bash tools/study_queue.sh status)     # each tier's jobs and the hours left
 #   python3 tools/collect_archive.py --from runs/queue_code/reports/decisive_jaen --to reports/decisive_jaen
 #
-# Env: NICE (10).
+# Tiers f and g's attention AER runs beside their training, every AER_EVERY seconds (600) and once at the end: it
+# needs each finished job's model, which a new machine would not have.
+#
+# Env: NICE (10), AER_EVERY (600).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-NICE=${NICE:-10}
+NICE=${NICE:-10} AER_EVERY=${AER_EVERY:-600}
 case ${1:-} in
   "") STAGE=main ;;
   status) STAGE=status ;;
@@ -29,6 +32,14 @@ aer() {  # the attention AER of Tab. 3 for finished jobs (one thread, resumable;
   [ "$STAGE" = status ] && return 0
   OMP_NUM_THREADS=1 nice -n "$NICE" python3 -m onmt_xl.experiments evidence --test-from-train 5000 --stage aer \
     --steps 8000 --max-steps 10000 "$@"
+}
+aer_beside() {  # $1: the pid of a tier's training; its jobs' AER as they finish (every AER_EVERY s), then once more
+  local pid=$1 waited=0; shift
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1; waited=$((waited + 1))
+    if [ "$waited" -ge "$AER_EVERY" ]; then aer "$@" || echo "[study_queue] aer (beside the training) failed"; waited=0; fi
+  done
+  aer "$@"
 }
 args=(); [ "$STAGE" = status ] && args=(status)
 
@@ -41,8 +52,10 @@ aer --workdir runs/decisive_jaen_tuned --archive reports/decisive_jaen_tuned --t
 for t in c d h; do
   TIERS=$t bash tools/decisive_queue.sh "${args[@]}" || echo "[study_queue] tier $t failed"
 done
-SEEDS=1,2,3,4,5 TIERS="f g" bash tools/decisive_queue.sh "${args[@]}" || echo "[study_queue] tiers f g failed"
-aer --workdir runs/decisive_jaen --archive reports/decisive_jaen --tier f,g --seeds 1,2,3,4,5 --inxl-init identity \
-  || echo "[study_queue] tiers f g's aer failed"
+SEEDS=1,2,3,4,5 TIERS="f g" bash tools/decisive_queue.sh "${args[@]}" &
+training=$!
+aer_beside "$training" --workdir runs/decisive_jaen --archive reports/decisive_jaen --tier f,g --seeds 1,2,3,4,5 \
+  --inxl-init identity || echo "[study_queue] tiers f g's aer failed"
+wait "$training" || echo "[study_queue] tiers f g failed"
 TIERS=a bash tools/evidence_queue.sh "${args[@]}" || echo "[study_queue] tier a (pre) failed"
 [ "$STAGE" = status ] || echo "[study_queue] $(date -u '+%F %T') done: bash tools/papers_report.sh (after collecting)"
