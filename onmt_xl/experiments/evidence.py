@@ -145,6 +145,13 @@ def main_jobs(systems: Sequence[str], seeds: Sequence[int], steps: int, every: i
     return jobs
 
 
+def tier_main_jobs(tier: str, systems: Sequence[str], seeds: Sequence[int], *args, **kwargs) -> List[Job]:
+    """:func:`main_jobs` of one tier of :data:`TIERS`: tier c adds its systems on oracle indices, tier d the τ
+    sweep and the noise attack (the other arguments as :func:`main_jobs`'s)."""
+    return main_jobs(systems, seeds, *args, oracle_systems=ORACLE_SYSTEMS if tier == "c" else (),
+                     tau_sweep=TAU_SWEEP if tier == "d" else (), noise=NOISE_RATIOS if tier == "d" else (), **kwargs)
+
+
 def tier_jobs(args) -> List[Job]:
     """The main-stage jobs of each tier of ``args.tier`` (``a`` or several, ``a,c,d``), tier after tier in the
     study's order, each job once (restricted to ``--only``). One call for several tiers keeps every job slot
@@ -152,10 +159,8 @@ def tier_jobs(args) -> List[Job]:
     jobs: Dict[str, Job] = {}
     for tier in args.tier.split(","):
         systems, seeds = _tier_systems_seeds(args, tier)
-        for job in main_jobs(systems, seeds, args.steps, args.every, args.average, args.seed, args.max_steps,
-                             _ints(args.preorder_pairs), _ints(args.preorder_seeds),
-                             oracle_systems=ORACLE_SYSTEMS if tier == "c" else (),
-                             tau_sweep=TAU_SWEEP if tier == "d" else (), noise=NOISE_RATIOS if tier == "d" else ()):
+        for job in tier_main_jobs(tier, systems, seeds, args.steps, args.every, args.average, args.seed,
+                                  args.max_steps, _ints(args.preorder_pairs), _ints(args.preorder_seeds)):
             jobs.setdefault(job.name, job)
     return [j for j in jobs.values() if j.name in args.only.split(",")] if args.only else list(jobs.values())
 

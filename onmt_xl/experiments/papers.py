@@ -338,7 +338,7 @@ def tier_progress(spec: str) -> List[Dict[str, Any]]:
     tier's seeds of :data:`onmt_xl.experiments.evidence.TIERS`, or ``SEEDS``; the oracle rows with tier c, the
     sweeps with tier d) and which of them ``ARCHIVE`` holds finished (``jobs/NAME/done.json``), one row a tier."""
     from onmt_xl.errors import XLUsageError
-    from onmt_xl.experiments.evidence import NOISE_RATIOS, ORACLE_SYSTEMS, TAU_SWEEP, TIERS, main_jobs
+    from onmt_xl.experiments.evidence import TIERS, tier_main_jobs
 
     parts = spec.split(":")
     if len(parts) not in (2, 3) or not all(parts):
@@ -355,9 +355,7 @@ def tier_progress(spec: str) -> List[Dict[str, Any]]:
     for tier in tiers:
         systems, seeds = TIERS[tier]
         seeds = tuple(given or seeds)
-        names = [job.name for job in main_jobs(systems, seeds, 1, 1, 1, 0, 1, oracle_systems=ORACLE_SYSTEMS
-                                               if tier == "c" else (), tau_sweep=TAU_SWEEP if tier == "d" else (),
-                                               noise=NOISE_RATIOS if tier == "d" else ())]
+        names = [job.name for job in tier_main_jobs(tier, systems, seeds, 1, 1, 1, 0, 1)]
         left = [n for n in names if not (archive / "jobs" / n / "done.json").is_file()]
         out.append({"archive": parts[0], "tier": tier, "seeds": list(seeds), "jobs": len(names),
                     "finished": len(names) - len(left), "left": left})
