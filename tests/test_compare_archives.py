@@ -65,6 +65,8 @@ def test_report_file_holds_the_heading_and_the_table_and_regenerates_byte_for_by
     text = report.read_text(encoding="utf-8")
     assert text.startswith(f"# What moved: `{after}` against `{before}`")
     assert "--samples 50 --bootstrap-seed 12345" in text
+    # references outside the checkout (a temporary work directory's) are named by their last three parts only
+    assert f"`--refs WORKDIR/{'/'.join(refs.parts[-3:])}`" in text
     table = compare_archives.compare(before, after, ["inxl"], REFS, "baseline", 50, 12345)
     assert text.endswith("\n".join(table) + "\n")
     compare_archives.main(argv)

@@ -68,6 +68,12 @@ else
     --samples 10000 --bootstrap-seed 12345 --prereg reports/PREREG_decisive_tuned.md \
     --report reports/DECISIVE_jaen_tuned.md > /dev/null
   studies+=(--study decisive_tuned=reports/DECISIVE_jaen_tuned.json)
+  # descriptive (the addendum's preregistration): the two Combinations, tuned − identity start, on the same 5,500
+  # pairs, and each against the design's baseline runs (the same runs in both archives)
+  python3 tools/compare_archives.py --before reports/decisive_jaen --after reports/decisive_jaen_tuned \
+    --systems combination --refs "$WORK/decisive_jaen_tuned/data/test.ref" --samples 10000 \
+    --report reports/MOVED_inxl_start_decisive.md > /dev/null
+  echo "[papers_report] wrote reports/MOVED_inxl_start_decisive.md" >&2
 fi
 # the decisive split's tiers on a lent GPU (tools/gpu_evidence.sh waves 4-6; reports/PREREG_decisive_baselines.md),
 # each work directory with its own baseline (or default) runs
