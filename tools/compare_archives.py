@@ -76,9 +76,14 @@ def compare(before: Path, after: Path, systems: Sequence[str], refs: List[str], 
     return out
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def default_refs() -> Path:
+    """The study's test references (``dev.en`` of the shared data), ``--refs``' default."""
     from onmt_xl.experiments.inputs import shared_data
 
+    return shared_data() / "enja" / "dev.en"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 epilog="example: python tools/compare_archives.py --before "
                                        "reports/evidence_jaen_inxl_identity --after reports/evidence_jaen")
@@ -87,7 +92,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--systems", default="inxl,combination,combination_pre10000,combination_pre25000",
                    help="comma-separated systems (job names SYSTEM_sSEED)")
     p.add_argument("--baseline", default="baseline", help="the system each side is also compared with")
-    p.add_argument("--refs", default=str(shared_data() / "enja" / "dev.en"), help="the test references")
+    p.add_argument("--refs", default=str(default_refs()), help="the test references")
     p.add_argument("--samples", type=int, default=1000, help="bootstrap samples (default 1000, as the report)")
     p.add_argument("--bootstrap-seed", type=int, default=12345)
     p.add_argument("--report", help="also write the table, with a heading, to this Markdown file")
@@ -110,10 +115,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 def _refs_text(refs: str) -> str:
     """``--refs`` as the heading names it: nothing for the default, a path inside the checkout as given relative to
     it, another (a temporary work directory's) by its last three parts only."""
-    from onmt_xl.experiments.inputs import shared_data
-
     path = Path(refs).resolve()
-    if path == (shared_data() / "enja" / "dev.en").resolve():
+    if path == default_refs().resolve():
         return ""
     try:
         shown = str(path.relative_to(REPO))
