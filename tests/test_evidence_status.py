@@ -111,3 +111,13 @@ def test_status_stage_lists_the_tiers_jobs_and_plans_with_their_speed(tmp_path):
         assert proc.returncode == 2 and what in proc.stderr and "Traceback" not in proc.stderr
     proc = _status(tmp_path / "nowhere")
     assert proc.returncode == 2 and "no such work directory" in proc.stderr and "Traceback" not in proc.stderr
+    # a new machine: the work directory not prepared yet, its finished jobs in the archive count as done
+    archive = tmp_path / "archive"
+    _job_dir(archive, "inxl_s2", done={"resumed_exactly": None})
+    proc = _status(tmp_path / "fresh", "--archive", str(archive), "--sec-per-step", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert [line.split()[:2] for line in proc.stdout.splitlines()[1:-1]] == [
+        ["baseline_s1", "waiting"], ["baseline_s2", "waiting"], ["inxl_s1", "waiting"], ["inxl_s2", "done"]]
+    assert "400 steps left" in proc.stdout and not (tmp_path / "fresh").exists()
+    proc = _status(tmp_path / "fresh", "--archive", str(tmp_path / "none"))
+    assert proc.returncode == 2 and "nor an --archive" in proc.stderr

@@ -181,8 +181,8 @@ def status_stage(args, runner, jobs: List[Job]) -> int:
     ``--speed-from`` (default: this work directory)."""
     from onmt_xl.experiments.evidence_status import current_speed, speeds_in, status_lines, tier_status
 
-    if not runner.workdir.is_dir():
-        raise XLUsageError(str(runner.workdir), None, "no such work directory (see --workdir)")
+    if not runner.workdir.is_dir() and not (runner.archive is not None and (runner.archive / "jobs").is_dir()):
+        raise XLUsageError(str(runner.workdir), None, "no such work directory (see --workdir), nor an --archive")
     speed_from = Path(args.speed_from or runner.workdir)
     if not (speed_from / "jobs").is_dir() and args.speed_from:
         raise XLUsageError(args.speed_from, None, "--speed-from: not a work directory of --stage main (no jobs/ in it)")

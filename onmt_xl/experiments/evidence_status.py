@@ -124,8 +124,17 @@ def status_lines(tier: str, rows: Sequence[JobStatus], parallel: int, sec_per_st
 
 
 def tier_status(runner, jobs: Sequence[Job]) -> List[JobStatus]:
-    return [job_status(runner.path("jobs", job.name), job, runner.steps(job), runner.outputs_missing(job))
-            for job in jobs]
+    """Each job's status; a job finished in ``runner.archive`` but not (yet) in the work directory, as on a new
+    machine before the main stage restores it, counts as done."""
+    rows = []
+    for job in jobs:
+        jd = runner.path("jobs", job.name)
+        archived = runner.archive / "jobs" / job.name if runner.archive is not None else None
+        if not (jd / "done.json").exists() and archived is not None and (archived / "done.json").exists():
+            rows.append(job_status(archived, job, runner.steps(job), []))
+        else:
+            rows.append(job_status(jd, job, runner.steps(job), runner.outputs_missing(job)))
+    return rows
 
 
 def speeds_in(workdir: Path) -> Dict[str, float]:
