@@ -5,7 +5,7 @@ mapping: no framework is imported."""
 from __future__ import annotations
 
 import re
-from typing import Dict, Tuple
+from typing import Callable, Dict, Tuple
 
 #: OpenNMT-py encoder-layer parameter (after ``transformer.{i}.``) -> Eole's (after ``transformer_layers.{i}.``)
 LAYER_NAMES = {
@@ -44,22 +44,31 @@ def onmt_encoder_to_eole(state: Dict[str, object]) -> Tuple[Dict[str, object], D
     """``(encoder state, src_emb state)`` for Eole from an OpenNMT-py encoder's ``state_dict()``. OpenNMT's PE buffer
     (``...pe.pe``) is dropped: Eole's ``src_emb`` computes the same table. Unknown names (features, other encoders'
     parameters) raise ``KeyError`` naming them, rather than being lost."""
-    enc, emb, unknown = {}, {}, []
+    return _rename(state, "encoder", _LAYER, LAYER_NAMES,
+                   lambda name: name in SAME or SAME_MODULES.fullmatch(name) is not None)
+
+
+def _rename(state: Dict[str, object], part: str, layer_re: re.Pattern, layer_names: Dict[str, str],
+            same: Callable[[str], bool]) -> Tuple[Dict[str, object], Dict[str, object]]:
+    """``(part's state, its embeddings' state)`` under Eole's names: the word table to the embeddings, OpenNMT's PE
+    buffer dropped, a ``layer_re`` match (layer index, name in ``layer_names``) to ``transformer_layers.{i}.``, a
+    name ``same`` accepts kept; any other name raises ``KeyError`` naming it."""
+    out, emb, unknown = {}, {}, []
     for name, value in state.items():
-        layer = _LAYER.fullmatch(name)
+        layer = layer_re.fullmatch(name)
         if name == ONMT_WORD_TABLE:
             emb[EOLE_WORD_TABLE] = value
         elif name.endswith("make_embedding.pe.pe"):
             continue
-        elif name in SAME or SAME_MODULES.fullmatch(name):
-            enc[name] = value
-        elif layer and layer.group(2) in LAYER_NAMES:
-            enc[f"transformer_layers.{layer.group(1)}.{LAYER_NAMES[layer.group(2)]}"] = value
+        elif same(name):
+            out[name] = value
+        elif layer and layer.group(2) in layer_names:
+            out[f"transformer_layers.{layer.group(1)}.{layer_names[layer.group(2)]}"] = value
         else:
             unknown.append(name)
     if unknown:
-        raise KeyError(f"no Eole name for the OpenNMT-py encoder parameters {unknown}")
-    return enc, emb
+        raise KeyError(f"no Eole name for the OpenNMT-py {part} parameters {unknown}")
+    return out, emb
 
 
 #: OpenNMT-py decoder-layer parameter (after ``transformer_layers.{i}.``) -> Eole's (after ``transformer_layers.{i}.``)
@@ -86,19 +95,5 @@ def onmt_decoder_to_eole(state: Dict[str, object]) -> Tuple[Dict[str, object], D
     """``(decoder state, tgt_emb state)`` for Eole from an OpenNMT-py decoder's ``state_dict()``. OpenNMT's PE buffer
     is dropped (Eole's ``tgt_emb`` computes the same table); Eole's ``transformer_layers.{i}.layer_scalar`` buffers have
     no source (:data:`EOLE_ONLY_DECODER`). Unknown names raise ``KeyError`` naming them."""
-    dec, emb, unknown = {}, {}, []
-    for name, value in state.items():
-        layer = _DECODER_LAYER.fullmatch(name)
-        if name == ONMT_WORD_TABLE:
-            emb[EOLE_WORD_TABLE] = value
-        elif name.endswith("make_embedding.pe.pe"):
-            continue
-        elif name in ("layer_norm.weight", "layer_norm.bias"):
-            dec[name] = value
-        elif layer and layer.group(2) in DECODER_LAYER_NAMES:
-            dec[f"transformer_layers.{layer.group(1)}.{DECODER_LAYER_NAMES[layer.group(2)]}"] = value
-        else:
-            unknown.append(name)
-    if unknown:
-        raise KeyError(f"no Eole name for the OpenNMT-py decoder parameters {unknown}")
-    return dec, emb
+    return _rename(state, "decoder", _DECODER_LAYER, DECODER_LAYER_NAMES,
+                   lambda name: name in ("layer_norm.weight", "layer_norm.bias"))
