@@ -85,6 +85,36 @@ def test_the_decisive_design_before_its_extension_is_marked_interim():
     assert _claim(rep, "Combination improves")["verdict"] == NOT_REPRODUCED and "Interim" not in papers.markdown(rep)
 
 
+def test_rows_with_jobs_left_in_their_family_or_sweep_are_marked_partial():
+    """A row is final only once its own systems' and its Holm family's jobs are all finished in its archive."""
+    others = {"disan": _cmp(0.8, 0.3, 1.3, 0.006, "the other baselines"),
+              "encoder_free": _cmp(-1.3, -1.8, -0.8, 0.0, "the other baselines")}
+    decisive = _study(workdir="decisive_jaen", comparisons=others,
+                      family_members={"the other baselines": ["encoder_free", "disan", "enc_re"]},
+                      pairs={"encoder_free > encoder_free_none": {
+                          **_cmp(9.0, 8.0, 10.0, 0.0, "orderings among systems"),
+                          "a": "encoder_free", "b": "encoder_free_none"}},
+                      sweeps=[_sweep("τ", [("0", (-2.0, 0.001)), ("2", (None, None)), ("4", (-1.5, 0.01))])])
+
+    def progress(c=(), h=(), d=()):
+        return [{"archive": "reports/decisive_jaen", "tier": t, "seeds": [1, 2], "jobs": 9, "finished": 9 - len(left),
+                 "left": list(left)} for t, left in (("c", c), ("h", h), ("d", d))]
+
+    rep = papers.build({"decisive": decisive}, heads=4, progress=progress(c=["enc_re_s2"], d=["headxl_tau1_s1"]))
+    # enc_re, a member of their family, still trains: DiSAN's and encoder-free's Holm p can move
+    assert _claim(rep, "DiSAN")["verdict"] == REPRODUCED + papers.PARTIAL
+    assert _claim(rep, "BLEU peaks")["verdict"] == REPRODUCED + papers.PARTIAL
+    assert _claim(rep, "Without an encoder, absolute PE")["verdict"] == REPRODUCED  # its pair's systems are done
+    assert "*(partial)*" in papers.markdown(rep)
+    rep = papers.build({"decisive": decisive}, heads=4, progress=progress(h=["encoder_free_none_s2"]))
+    assert _claim(rep, "DiSAN")["verdict"] == REPRODUCED
+    assert _claim(rep, "Without an encoder, absolute PE")["verdict"] == REPRODUCED + papers.PARTIAL
+    assert _claim(rep, "BLEU peaks")["verdict"] == REPRODUCED
+    other = progress(c=["enc_re_s2"])
+    other[0]["archive"] = "reports/decisive_jaen_tuned"  # another study's archive leaves this one final
+    assert _claim(papers.build({"decisive": decisive}, heads=4, progress=other), "DiSAN")["verdict"] == REPRODUCED
+
+
 def test_aer_rows_are_in_points_and_the_claimed_direction_is_down():
     aer = {"comparisons": {"combination": {"delta": -0.03, "low": -0.05, "high": -0.01, "p": 0.01, "p_holm": 0.01}}}
     rep = papers.build({"decisive": _study(attention_aer=aer)}, heads=4)

@@ -34,7 +34,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from onmt_xl.experiments.evidence_report import pair_name
 from onmt_xl.experiments.paper_figures import (C19, C20, CHEN19_TAB3_JAEN, CHEN20_FIG2_JAEN, CHEN20_TAB1_JAEN, D,
@@ -47,6 +47,7 @@ REPRODUCED, REVERSED, NOT_REPRODUCED, NOT_MEASURABLE, NOT_RUN = (
     "reproduced", "reversed", "not reproduced", "not measurable at this scale", "not run yet")
 AT_CHANCE = "not measurable here: attention no better than diagonal links"
 INTERIM = " (interim)"
+PARTIAL = " (partial)"
 ALPHA, POWER = 0.05, 0.8
 #: which study answers a claim, best first: the decisive design where it measured the comparison (its addendum with
 #: InXL's tuned start, the current default, first; then the same split's runs on a lent GPU), then the CPU study,
@@ -165,6 +166,7 @@ class Measured:
     runs: str = ""
     at_chance: bool = False  # attention AER: both systems align no better than diagonal links
     interim: bool = False  # the decisive design before the seeds its precision rule requires
+    partial: bool = False  # jobs of the row's systems, or of its Holm family's, not finished yet
 
 
 def smallest_detectable(low: float, high: float, m: int, alpha: float = ALPHA, power: float = POWER) -> float:
@@ -194,25 +196,31 @@ def _runs(c: Dict[str, Any]) -> str:
     return f"{c.get('system_runs', '?')} vs {c.get('baseline_runs', '?')} seeds" if "system_runs" in c else ""
 
 
-def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]]) -> List[Measured]:
-    """Every study's measurement of ``claim`` (``baseline``/``pair``/``aer`` kinds), best study first."""
+def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
+            left: Optional[Dict[str, Dict[str, Set[str]]]] = None) -> List[Measured]:
+    """Every study's measurement of ``claim`` (``baseline``/``pair``/``aer`` kinds), best study first; ``left``
+    (:func:`jobs_left`) marks a row *partial* while jobs of its systems (``baseline``: of any system of its Holm
+    family) are not finished."""
     out = []
     for study in STUDY_ORDER:
         report = studies.get(study)
         if report is None:
             continue
         interim = interim_design(report)
+        pending = ((left or {}).get(report.get("workdir") or "") or {}).get("systems", set())
         if claim.kind == "baseline":
             c = report.get("comparisons", {}).get(claim.a)
             if c:
+                family = (report.get("family_members") or {}).get(c.get("family")) or [claim.a]
                 out.append(Measured(study, c["delta"], c["low"], c["high"], c["p_holm"],
-                                    _family_size(report, c.get("family")), _runs(c), interim=interim))
+                                    _family_size(report, c.get("family")), _runs(c), interim=interim,
+                                    partial=bool(pending & {claim.a, *family})))
         elif claim.kind == "pair":
             pairs = report.get("pairs", {})
             c = pairs.get(pair_name(claim.a, claim.b))
             if c:
                 out.append(Measured(study, c["delta"], c["low"], c["high"], c["p_holm"], len(pairs), _runs(c),
-                                    interim=interim))
+                                    interim=interim, partial=bool(pending & {claim.a, claim.b})))
         elif claim.kind == "aer":
             for key, label in AER_REFERENCES:
                 aer = report.get(key) or {}
@@ -220,7 +228,19 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]]) -> List[Measu
                 if c:
                     out.append(Measured(f"{study}, {label}", 100 * c["delta"], 100 * c["low"], 100 * c["high"],
                                         c["p_holm"], len(aer["comparisons"]), _runs(c), _at_chance(aer, claim),
-                                        interim))
+                                        interim, claim.a in pending))
+    return out
+
+
+def jobs_left(progress: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, Set[str]]]:
+    """:func:`tier_progress`'s rows by archive directory name (a study's ``workdir``): the systems with jobs not
+    finished (``NAME_sSEED`` -> ``NAME``) and the tiers that have any."""
+    out: Dict[str, Dict[str, Set[str]]] = {}
+    for row in progress:
+        entry = out.setdefault(Path(row["archive"]).name, {"systems": set(), "tiers": set()})
+        entry["systems"].update(name.rsplit("_s", 1)[0] for name in row["left"])
+        if row["left"]:
+            entry["tiers"].add(row["tier"])
     return out
 
 
@@ -282,8 +302,10 @@ def sweep_verdict(claim: PaperClaim, report: Optional[Dict[str, Any]], heads: in
     return figure, REPRODUCED if below.get(noisiest) else NOT_MEASURABLE
 
 
-def rows(studies: Dict[str, Dict[str, Any]], heads: int) -> List[Dict[str, Any]]:
-    """One entry per claim: the paper, the claim, each study's figure with interval, Holm p, power and verdict."""
+def rows(studies: Dict[str, Dict[str, Any]], heads: int,
+         left: Optional[Dict[str, Dict[str, Set[str]]]] = None) -> List[Dict[str, Any]]:
+    """One entry per claim: the paper, the claim, each study's figure with interval, Holm p, power and verdict;
+    ``left`` (:func:`jobs_left`): the jobs not finished yet, which make a verdict *(partial)*."""
     out = []
     for claim in CLAIMS:
         entry: Dict[str, Any] = {"paper": claim.paper, "where": claim.where, "claim": claim.text,
@@ -293,17 +315,20 @@ def rows(studies: Dict[str, Dict[str, Any]], heads: int) -> List[Dict[str, Any]]
             study = next((n for n in SWEEP_STUDIES if _sweep(studies.get(n) or {}, _SWEEPS[claim.kind])
                           and len(_sweep(studies[n], _SWEEPS[claim.kind])["points"]) > 1), SWEEP_STUDIES[0])
             figure, v = sweep_verdict(claim, studies.get(study), heads)
+            tiers_left = ((left or {}).get((studies.get(study) or {}).get("workdir") or "") or {}).get("tiers", ())
+            if v != NOT_RUN and claim.tier in tiers_left:
+                v += PARTIAL
             entry["measured"].append({"study": study, "figure": figure, "verdict": v})
             entry["verdict"] = v
         else:
             direction = -1 if (claim.effect or 0) < 0 else 1
-            for m in measure(claim, studies):
+            for m in measure(claim, studies, left):
                 entry["measured"].append({
                     "study": m.study, "delta": m.delta, "low": m.low, "high": m.high, "p_holm": m.p_holm, "m": m.m,
                     "runs": m.runs, "detectable": smallest_detectable(m.low, m.high, m.m),
                     "verdict": (AT_CHANCE if m.at_chance else
                                 verdict(m.delta, m.low, m.high, m.p_holm, m.m, claim.effect, direction))
-                    + (INTERIM if m.interim else "")})
+                    + (INTERIM if m.interim else "") + (PARTIAL if m.partial else "")})
             entry["verdict"] = entry["measured"][0]["verdict"] if entry["measured"] else NOT_RUN
         out.append(entry)
     return out
@@ -324,7 +349,7 @@ def primaries(studies: Dict[str, Dict[str, Any]]) -> Optional[Dict[str, Dict[str
 def build(studies: Dict[str, Dict[str, Any]], heads: int,
           progress: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
     """Everything ``PAPERS.md`` says, as JSON-able data (``progress``: :func:`tier_progress`'s rows)."""
-    claims = rows(studies, heads)
+    claims = rows(studies, heads, jobs_left(progress))
     tally: Dict[str, int] = {}
     for c in claims:
         tally[c["verdict"]] = tally.get(c["verdict"], 0) + 1
@@ -427,7 +452,9 @@ def markdown(report: Dict[str, Any]) -> str:
           f"difference the row would detect with {report['power']:.0%} power at α/m. Verdicts follow one rule "
           "(module docstring): *reproduced* (significant in the paper's direction), *reversed*, *not reproduced* "
           "(not significant, and the interval excludes the paper's figure), *not measurable at this scale* (the "
-          "interval holds both 0 and the paper's figure), *not run yet*.", ""]
+          "interval holds both 0 and the paper's figure), *not run yet*. *(partial)*: jobs of the row's systems, or of "
+          "another system of its Holm family, are not finished yet (*What is missing*), so its figure, *m*, Holm p "
+          "and verdict can still move.", ""]
     md += ["Studies:"]
     for name, f in facts.items():
         md.append(f"- **{name}**: " + (f"{STUDY_TEXT[name]}; " if name in STUDY_TEXT else "")
