@@ -207,7 +207,7 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
         if report is None:
             continue
         interim = interim_design(report)
-        pending = ((left or {}).get(report.get("workdir") or "") or {}).get("systems", set())
+        pending = _left_in(left, report, "systems")
         if claim.kind == "baseline":
             c = report.get("comparisons", {}).get(claim.a)
             if c:
@@ -230,6 +230,11 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
                                         c["p_holm"], len(aer["comparisons"]), _runs(c), _at_chance(aer, claim),
                                         interim, claim.a in pending))
     return out
+
+
+def _left_in(left: Optional[Dict[str, Dict[str, Set[str]]]], report: Optional[Dict[str, Any]], key: str) -> Set[str]:
+    """``key`` (``systems`` or ``tiers``) of :func:`jobs_left`'s entry for ``report``'s work directory."""
+    return ((left or {}).get((report or {}).get("workdir") or "") or {}).get(key, set())
 
 
 def jobs_left(progress: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, Set[str]]]:
@@ -315,7 +320,7 @@ def rows(studies: Dict[str, Dict[str, Any]], heads: int,
             study = next((n for n in SWEEP_STUDIES if _sweep(studies.get(n) or {}, _SWEEPS[claim.kind])
                           and len(_sweep(studies[n], _SWEEPS[claim.kind])["points"]) > 1), SWEEP_STUDIES[0])
             figure, v = sweep_verdict(claim, studies.get(study), heads)
-            tiers_left = ((left or {}).get((studies.get(study) or {}).get("workdir") or "") or {}).get("tiers", ())
+            tiers_left = _left_in(left, studies.get(study), "tiers")
             if v != NOT_RUN and claim.tier in tiers_left:
                 v += PARTIAL
             entry["measured"].append({"study": study, "figure": figure, "verdict": v})
