@@ -81,6 +81,9 @@ T_INXL = f"tests/test_modules.py {EQ}::TestInXL -k 'inxl or InXL'"
 T_DISAN = f"tests/test_baselines.py {EQ}::TestDiSAN -k 'DiSAN or disan or directional or fusion_gate'"
 T_EXGRE = (f"tests/test_baselines.py {EQ}::TestExplicitReordering -k "
            "'ExplicitReordering or reordered_position or gaussian or reordering_fusion or reordering_similarity or exgre or eq9'")
+# the encoders' stack (Eq. 5-7 in every layer, ReFSR's second pass), written out by hand for both systems
+T_EXGRE_STACK = (f"tests/test_baselines.py {EQ}::TestBaselineEncodersSurvivors -k "
+                 "'ExplicitReordering or exgre or refsr'")
 T_RE = f"tests/test_baselines.py {EQ}::TestReorderingEmbedding -k 'ReorderingEmbedding or penalty or reordering_embedding'"
 # tests/test_pinned_equations.py: the two equations of issue 40 against hand-written references
 PIN = "tests/test_pinned_equations.py"
@@ -409,6 +412,14 @@ MUTATIONS += [
       "post-norm mapping: inputs of Eq. 5/6/10 not normalised",
       f"tests/test_baselines.py {EQ}::TestExplicitReordering {EQ}::TestReorderingEmbedding "
       "-k 'ExplicitReordering or ReorderingEmbedding or penalty or reordering or gaussian or exgre'", "rewritten"),
+    M("E11", "onmt_xl/modules/explicit_reordering.py",
+      "x = h + pr  # Eq. 7",
+      "x = h  # Eq. 7",
+      "Eq. 7: PR^n not added to the layer output", T_EXGRE_STACK, "rewritten"),
+    M("E12", "onmt_xl/modules/explicit_reordering.py",
+      "    h = x0\n    for layer in layers:",
+      "    h = x\n    for layer in layers:",
+      "ReFSR (Eq. 2): the plain pass starts from ExGRE's output, not the source", T_EXGRE_STACK, "rewritten"),
     M("R1", "onmt_xl/modules/reordering_embedding.py",
       "inner = self.W(layer_normalised(h_prev)) + self.W_tilde(layer_normalised(h_tilde))",
       "inner = self.W(layer_normalised(h_tilde)) + self.W_tilde(layer_normalised(h_prev))",

@@ -18,9 +18,8 @@ from onmt_xl.encoders.options import check_bounds, require_xl_position
 from onmt_xl.modules.explicit_reordering import (
     ReorderedPositionPredictor,
     ReorderingFusionGate,
-    gaussian_window_pe,
-    reordering_loss,
-    reordering_similarity,
+    explicit_reordering,
+    reordering_supervision,
 )
 from onmt_xl.positions import absolute_pe
 
@@ -84,25 +83,11 @@ class ExGREEncoder(TransformerEncoder):
         x0 = self.embeddings(src)
         pad = padding_mask(src_len, src.size(1))
         pe = absolute_pe(src.size(1), x0.size(-1), self.pe_type, src.device)
-        x = x0
-        for layer, predictor in zip(self.transformer, self.predictors):
-            h = layer(x, pad)
-            b = predictor(h, src_len)  # Eq. 5
-            pr = gaussian_window_pe(b, pe, self.window)  # Eq. 6
-            x = h + pr  # Eq. 7
-        out = x
-        if self.gate is not None:  # ReFSR: the same layers over the original order (Eq. 2), fused (Eq. 10-11)
-            h = x0
-            for layer in self.transformer:
-                h = layer(h, pad)
-            out = self.gate(h, x)
-        self.reordering_loss = self.similarity = None
+        out, b, pr = explicit_reordering(self.transformer, self.predictors, self.gate, x0, pad, src_len, pe,
+                                         self.window)
         self.predicted_positions = b.detach()
-        if pos_xl is not None:
-            valid = ~pad[:, 0, 0, :]
-            self.similarity = (reordering_similarity(pr.detach(), pos_xl, valid, self.pe_type), valid.sum())
-            loss = reordering_loss(self.loss_kind, b, pr, pe, pos_xl, src_len, valid, self.window, self.pe_type)
-            self.reordering_loss = self.loss_weight * loss
+        self.reordering_loss, self.similarity = reordering_supervision(
+            self.loss_kind, self.loss_weight, b, pr, pe, pos_xl, src_len, ~pad[:, 0, 0, :], self.window, self.pe_type)
         return self.layer_norm(out), None, src_len
 
 

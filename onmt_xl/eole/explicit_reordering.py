@@ -22,9 +22,8 @@ from onmt_xl.eole.baseline_config import pe_name
 from onmt_xl.modules.explicit_reordering import (
     ReorderedPositionPredictor,
     ReorderingFusionGate,
-    gaussian_window_pe,
-    reordering_loss,
-    reordering_similarity,
+    explicit_reordering,
+    reordering_supervision,
 )
 from onmt_xl.positions import absolute_pe
 
@@ -50,25 +49,11 @@ class ExplicitReorderingEncoder(TransformerEncoder):
         src_len = valid.sum(-1)
         attn_mask = valid[:, None, None, :]
         pe = absolute_pe(emb.size(1), emb.size(-1), self.pe_type, emb.device).to(emb.dtype)
-        x = emb
-        for layer, predictor in zip(self.transformer_layers, self.predictors):
-            h = layer(x, attn_mask)
-            b = predictor(h, src_len)  # Eq. 5
-            pr = gaussian_window_pe(b, pe, self.window)  # Eq. 6
-            x = h + pr  # Eq. 7
-        out = x
-        if self.gate is not None:  # ReFSR: Eq. 2, then Eq. 10-11
-            h = emb
-            for layer in self.transformer_layers:
-                h = layer(h, attn_mask)
-            out = self.gate(h, x)
-        self.reordering_loss = self.similarity = None
+        out, b, pr = explicit_reordering(self.transformer_layers, self.predictors, self.gate, emb, attn_mask,
+                                         src_len, pe, self.window)
         self.predicted_positions = b.detach()
-        if pos_xl is not None:
-            pos_xl = pos_xl.to(emb.device)
-            self.similarity = (reordering_similarity(pr.detach(), pos_xl, valid, self.pe_type), valid.sum())
-            loss = reordering_loss(self.loss_kind, b, pr, pe, pos_xl, src_len, valid, self.window, self.pe_type)
-            self.reordering_loss = self.loss_weight * loss
+        self.reordering_loss, self.similarity = reordering_supervision(
+            self.loss_kind, self.loss_weight, b, pr, pe, pos_xl, src_len, valid, self.window, self.pe_type)
         output = self.layer_norm(out)
         if return_hidden_states:
             return output, None, [output]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable, Optional, Sequence
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -107,3 +109,41 @@ def reordering_loss(kind: str, b: torch.Tensor, pr: torch.Tensor, pe: torch.Tens
         span = (src_len - 1).clamp(min=1).to(b.dtype)[:, None]
         return ((((b - pos_xl.to(b.dtype)) / span) ** 2) * valid).sum()
     raise ValueError(f"unknown reordering loss {kind!r}; choose one of {REORDERING_LOSSES}")
+
+
+def explicit_reordering(layers: Sequence[Callable], predictors: Sequence[ReorderedPositionPredictor],
+                        gate: Optional[ReorderingFusionGate], x0: torch.Tensor, mask, src_len: torch.Tensor,
+                        pe: torch.Tensor, window: float):
+    """ExGRE's stack (Eq. 5–7): after every layer ``H̄^n = H^n + PR^n``; with ``gate`` (ReFSR) the same layers also
+    run over the original order (Eq. 2) and are fused with ExGRE's output (Eq. 10–11).
+
+    ``layers``: the framework's encoder layers, each called ``layer(x, mask)``, one per predictor; ``x0``
+    ``(batch, src_len, d_model)`` the embedded source with its absolute PE; ``src_len`` ``(batch,)``; ``pe``
+    ``(max_pos, d_model)``. Returns ``(out, b, pr)``: ``out`` ``(batch, src_len, d_model)`` before the final
+    norm, and the last layer's ``b`` ``(batch, src_len)`` (Eq. 5) and ``pr`` ``(batch, src_len, d_model)`` (Eq. 6).
+    """
+    x = x0
+    for layer, predictor in zip(layers, predictors):
+        h = layer(x, mask)
+        b = predictor(h, src_len)  # Eq. 5
+        pr = gaussian_window_pe(b, pe, window)  # Eq. 6
+        x = h + pr  # Eq. 7
+    if gate is None:
+        return x, b, pr
+    h = x0
+    for layer in layers:
+        h = layer(h, mask)
+    return gate(h, x), b, pr
+
+
+def reordering_supervision(kind: str, weight: float, b: torch.Tensor, pr: torch.Tensor, pe: torch.Tensor,
+                           pos_xl: Optional[torch.Tensor], src_len: torch.Tensor, valid: torch.Tensor, window: float,
+                           pe_type: str):
+    """``(λ · Σ_j ℓ_j, (Σ_j Sim, words))`` of one batch: the weighted reordering loss (Eq. 9,
+    :func:`reordering_loss`) and the Sim metric of Eq. 12 on ``pr_j^N`` (no gradient); ``(None, None)`` for a batch
+    without ``r_j`` (``pos_xl`` None: translation). Shapes as in :func:`reordering_loss`."""
+    if pos_xl is None:
+        return None, None
+    pos_xl = pos_xl.to(b.device)
+    similarity = (reordering_similarity(pr.detach(), pos_xl, valid, pe_type), valid.sum())
+    return weight * reordering_loss(kind, b, pr, pe, pos_xl, src_len, valid, window, pe_type), similarity
