@@ -306,7 +306,7 @@ def test_the_report_of_a_carved_study_regenerates_from_its_archive_with_its_fami
         assert proc.returncode == 0, proc.stderr
         reports.append(out.read_text())
         report = json.loads(out.with_suffix(".json").read_text())
-        assert report["families"] == ["primary", "secondary"] and report["test_sentences"] == 36
+        assert list(report["family_members"]) == ["primary", "secondary"] and report["test_sentences"] == 36
         assert {s: c["family"] for s, c in report["comparisons"].items()} == {"combination": "primary",
                                                                               "headxl": "secondary"}
     assert reports[1] == reports[0]

@@ -348,7 +348,7 @@ def test_report_stage_writes_markdown_and_json(tmp_path):
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.with_suffix(".json").read_text())
     assert list(report["systems"]) == ["baseline", "inxl", "headxl", "combination", "encoder_free"]
-    assert report["families"] == ["XL PE and Relative PE", "the other baselines", "Tab. 4: encoder-free variants and the LSTM"]
+    assert list(report["family_members"]) == ["XL PE and Relative PE", "the other baselines", "Tab. 4: encoder-free variants and the LSTM"]
     assert [r["system"] for r in report["oracle_rows"]] == ["combination"]
     assert [[p["job"] for p in sw["points"]] for sw in report["sweeps"]] == [
         ["headxl_tau0_s1", "headxl_s1", "headxl_tau4_s1"], ["combination_s1", "combination_noise10_s1"]]

@@ -530,7 +530,6 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
             "attention_aer": attention_alignment(workdir, systems, seeds, baseline, n_samples, seed, alpha),
             "attention_aer_test": attention_alignment(workdir, systems, seeds, baseline, n_samples, seed, alpha,
                                                       "test_align"),
-            "families": [name for name, _ in families],
             "family_members": {name: list(members) for name, members in families},
             "left_out": left_out, "test_sentences": len(refs["test"]), "novel_sentences": len(novel),
             "seen_source_sentences": len(seen_sources),

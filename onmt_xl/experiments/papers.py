@@ -394,7 +394,7 @@ def tier_progress(spec: str) -> List[Dict[str, Any]]:
 
 def _study_facts(report: Dict[str, Any]) -> Dict[str, Any]:
     facts = {k: report.get(k) for k in ("workdir", "test_sentences", "novel_sentences", "seen_source_sentences",
-                                        "valid_sentences", "bootstrap", "plateau_step", "families")}
+                                        "valid_sentences", "bootstrap", "plateau_step", "family_members")}
     if interim_design(report):
         facts["interim"] = {k: report["decisive"][k] for k in ("seeds", "extended_seeds")}
     return facts
