@@ -17,6 +17,11 @@
 # Tiers f and g's attention AER runs beside their training, every AER_EVERY seconds (600) and once at the end: it
 # needs each finished job's model, which a new machine would not have.
 #
+# NICE ranks the queue's processes among themselves and against others of its session only where the kernel
+# groups processes by session (/proc/sys/kernel/sched_autogroup_enabled = 1): work started in another session (a
+# shell, setsid) then shares the CPU evenly with the whole queue, whatever its nice. To give such work a smaller
+# share: echo 10 > /proc/PID/autogroup (PID: any process of that session; 19 leaves it almost nothing).
+#
 # Env: NICE (10), AER_EVERY (600).
 set -u
 cd "$(dirname "$0")/.." || exit 1
