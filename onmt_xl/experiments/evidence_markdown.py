@@ -75,7 +75,8 @@ def _curve_section(report: Dict[str, Any]) -> List[str]:
 def _comparisons_section(report: Dict[str, Any]) -> List[str]:
     """Each family's comparisons with the baseline, the encoder-free sanity check, the verdict in plain words."""
     boot, lines = report["bootstrap"], []
-    for family in list(report.get("family_members") or {}) or sorted({c["family"] for c in report["comparisons"].values()}):
+    families = list(report.get("family_members") or {}) or sorted({c["family"] for c in report["comparisons"].values()})
+    for family in families:
         members = {s: c for s, c in report["comparisons"].items() if c["family"] == family}
         if not members:
             continue
