@@ -46,26 +46,35 @@ class _Loader:
         return getattr(self._loader, name)
 
 
-class OnmtImportHook:
-    """``sys.meta_path`` finder for the top-level ``onmt`` package, until ``onmt`` is imported. It stays in place
+class _StartHook:
+    """``sys.meta_path`` finder for one top-level package (:attr:`package`), until it is imported. It stays in place
     after a mere look-up (``importlib.util.find_spec("onmt")``, as a test's skip condition does), which imports
-    nothing; the loader it hands out removes it when ``onmt`` is really executed."""
+    nothing; the loader it hands out (:attr:`loader`, wrapping the package's own) removes it when the package is
+    really executed."""
 
+    package = ""
+    loader = _Loader
     _looking = False
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "onmt" or self._looking:
+        if fullname != self.package or self._looking:
             return None
         from importlib.util import find_spec
 
         self._looking = True  # the look-up below asks the finders again, this one included
         try:
-            spec = find_spec("onmt")
+            spec = find_spec(self.package)
         finally:
             self._looking = False
         if spec is not None and spec.loader is not None:
-            spec.loader = _Loader(spec.loader)
+            spec.loader = self.loader(spec.loader)
         return spec
+
+
+class OnmtImportHook(_StartHook):
+    """The finder for ``onmt``: its loader registers onmt_xl once OpenNMT-py's package has executed."""
+
+    package = "onmt"
 
 
 class _EoleLoader(_Loader):
@@ -75,25 +84,11 @@ class _EoleLoader(_Loader):
         self._loader.exec_module(module)
 
 
-class EoleStartHook:
-    """``sys.meta_path`` finder for the top-level ``eole`` package, until ``eole`` is imported (as
-    :class:`OnmtImportHook` for ``onmt``): its loader installs the Eole adapter's own import hook first."""
+class EoleStartHook(_StartHook):
+    """The finder for ``eole``: its loader installs the Eole adapter's own import hook first."""
 
-    _looking = False
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != "eole" or self._looking:
-            return None
-        from importlib.util import find_spec
-
-        self._looking = True
-        try:
-            spec = find_spec("eole")
-        finally:
-            self._looking = False
-        if spec is not None and spec.loader is not None:
-            spec.loader = _EoleLoader(spec.loader)
-        return spec
+    package = "eole"
+    loader = _EoleLoader
 
 
 def _remove_eole_hooks() -> None:
