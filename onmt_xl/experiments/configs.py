@@ -9,7 +9,7 @@ same configurations serve the demo (``runs/demo``) and a user's data (``onmt-xl 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Callable, Dict, Iterable, Optional
 
 import yaml
 
@@ -147,12 +147,17 @@ def render(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[st
     return head + yaml.safe_dump(config(system, workdir, overrides), sort_keys=False, default_flow_style=None)
 
 
-def write_configs(out_dir: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[str, Any]] = None) -> Dict[str, Path]:
-    """Write one ``<system>.yaml`` per system into ``out_dir``; returns their paths."""
+def write_each(out_dir: str, systems: Iterable[str], render_one: Callable[[str], str]) -> Dict[str, Path]:
+    """Write ``render_one(system)`` to ``<out_dir>/<system>.yaml`` for each system; returns their paths."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {}
-    for system in SYSTEMS:
+    for system in systems:
         paths[system] = out / f"{system}.yaml"
-        paths[system].write_text(render(system, workdir, overrides), encoding="utf-8")
+        paths[system].write_text(render_one(system), encoding="utf-8")
     return paths
+
+
+def write_configs(out_dir: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[str, Any]] = None) -> Dict[str, Path]:
+    """Write one ``<system>.yaml`` per system into ``out_dir``; returns their paths."""
+    return write_each(out_dir, SYSTEMS, lambda system: render(system, workdir, overrides))

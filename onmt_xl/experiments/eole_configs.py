@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import yaml
 
-from onmt_xl.experiments.configs import DEMO_WORKDIR, config
+from onmt_xl.experiments.configs import DEMO_WORKDIR, config, write_each
 from onmt_xl.experiments.systems import ALIGNED_R, PREREORDER, SYSTEMS, XL
 from onmt_xl.experiments.systems import system as system_named
 
@@ -162,10 +162,4 @@ def missing_systems() -> List[str]:
 
 def write_eole_configs(out_dir: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[str, Any]] = None) -> Dict[str, Path]:
     """Write one ``<system>.yaml`` per Eole system into ``out_dir``; returns their paths."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    for system in EOLE_SYSTEMS:
-        paths[system] = out / f"{system}.yaml"
-        paths[system].write_text(render(system, workdir, overrides), encoding="utf-8")
-    return paths
+    return write_each(out_dir, EOLE_SYSTEMS, lambda system: render(system, workdir, overrides))
