@@ -39,7 +39,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.archive import save_curve
 from onmt_xl.experiments.curve import plateau_step, plot_curves, read_curve
-from onmt_xl.experiments.evidence_report import DEFAULT_PREREG, Sweep, write_report
+from onmt_xl.experiments.evidence_report import DEFAULT_PREREG, ORDERINGS, Sweep, write_report
 from onmt_xl.experiments.plan import NOISE_RATIOS, Job
 from onmt_xl.experiments.stock import read_lines, say, stock
 from onmt_xl.experiments.systems import SYSTEMS
@@ -70,15 +70,6 @@ TIERS = {
     "i": (("relative_pe",), (1, 2)),
 }
 TAU_SWEEP = (0, 1, 3, 4)  # HeadXL's xl_heads besides the default 2 of tier a (heads 4 in the enja preset)
-#: the orderings among systems the papers claim, "A scores above B" (Ding et al. 2020 Tab. 2 and 4, Chen et al.
-#: 2019a Tab. 3, Chen et al. 2020 Tab. 1 and Fig. 2; onmt_xl.experiments.papers quotes their figures), each measured
-#: by the report where both sides have finished runs; ``SYSTEM_oracle``: trained and tested on oracle indices
-ORDERINGS = (
-    ("combination", "inxl"), ("combination", "headxl"),
-    ("encoder_free", "encoder_free_none"), ("encoder_free_relative", "encoder_free"),
-    ("encoder_free_inxl", "encoder_free"), ("encoder_free_inxl", "lstm"),
-    ("both_re", "enc_re"), ("refsr", "exgre"), ("prereorder_oracle", "baseline"),
-)
 ORACLE_SYSTEMS = ("combination", "prereorder")  # tier c: also trained on oracle indices (upper bound)
 #: chosen on the Japanese-English tuning split by tools/tune_preorderer.py (reports/TUNING.md)
 PREORDER_OPTIONS = {"tiebreak_null": "none"}

@@ -415,6 +415,15 @@ def attention_alignment(workdir: Path, systems: Sequence[str], seeds: Sequence[i
 
 #: the family of :func:`pair_rows`, Holm-corrected apart
 ORDERINGS_FAMILY = "orderings among systems"
+#: the orderings among systems the papers claim, "A scores above B" (Ding et al. 2020 Tab. 2 and 4, Chen et al.
+#: 2019a Tab. 3, Chen et al. 2020 Tab. 1 and Fig. 2; onmt_xl.experiments.papers quotes their figures), each measured
+#: by the report where both sides have finished runs; ``SYSTEM_oracle``: trained and tested on oracle indices
+ORDERINGS = (
+    ("combination", "inxl"), ("combination", "headxl"),
+    ("encoder_free", "encoder_free_none"), ("encoder_free_relative", "encoder_free"),
+    ("encoder_free_inxl", "encoder_free"), ("encoder_free_inxl", "lstm"),
+    ("both_re", "enc_re"), ("refsr", "exgre"), ("prereorder_oracle", "baseline"),
+)
 
 
 def pair_name(a: str, b: str) -> str:

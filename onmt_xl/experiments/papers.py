@@ -36,7 +36,7 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
-from onmt_xl.experiments.evidence_report import pair_name
+from onmt_xl.experiments.evidence_report import ORDERINGS, pair_name
 from onmt_xl.experiments.paper_figures import (C19, C20, CHEN19_TAB3_JAEN, CHEN20_FIG2_JAEN, CHEN20_TAB1_JAEN, D,
                                                DING_BIG_ENDE, DING_TAB2_JAEN, DING_TAB3_ENDE, DING_TAB4_ENDE, fig, gain)
 from onmt_xl.experiments.stats import holm
@@ -199,8 +199,8 @@ def _runs(c: Dict[str, Any]) -> str:
 def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
             left: Optional[Dict[str, Dict[str, Set[str]]]] = None) -> List[Measured]:
     """Every study's measurement of ``claim`` (``baseline``/``pair``/``aer`` kinds), best study first; ``left``
-    (:func:`jobs_left`) marks a row *partial* while jobs of its systems (``baseline``: of any system of its Holm
-    family) are not finished."""
+    (:func:`jobs_left`) marks a row *partial* while jobs of its systems (of any system of its Holm
+    family: ``baseline``'s comparisons, or every ordering of ``ORDERINGS`` for a ``pair``) are not finished."""
     out = []
     for study in STUDY_ORDER:
         report = studies.get(study)
@@ -219,8 +219,10 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
             pairs = report.get("pairs", {})
             c = pairs.get(pair_name(claim.a, claim.b))
             if c:
+                # Holm runs over the orderings found so far: any side of any ordering still training can move p
+                family = {side for pair in ORDERINGS for side in pair}
                 out.append(Measured(study, c["delta"], c["low"], c["high"], c["p_holm"], len(pairs), _runs(c),
-                                    interim=interim, partial=bool(pending & {claim.a, claim.b})))
+                                    interim=interim, partial=bool(pending & {claim.a, claim.b, *family})))
         elif claim.kind == "aer":
             for key, label in AER_REFERENCES:
                 aer = report.get(key) or {}
