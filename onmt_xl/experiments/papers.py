@@ -48,6 +48,8 @@ REPRODUCED, REVERSED, NOT_REPRODUCED, NOT_MEASURABLE, NOT_RUN = (
 AT_CHANCE = "not measurable here: attention no better than diagonal links"
 INTERIM = " (interim)"
 PARTIAL = " (partial)"
+#: Holm runs over the orderings found so far: any side of any ordering still training can move a pair's p
+ORDERING_SIDES = frozenset(side for pair in ORDERINGS for side in pair)
 ALPHA, POWER = 0.05, 0.8
 #: which study answers a claim, best first: the decisive design where it measured the comparison (its addendum with
 #: InXL's tuned start, the current default, first; then the same split's runs on a lent GPU), then the CPU study,
@@ -219,10 +221,8 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
             pairs = report.get("pairs", {})
             c = pairs.get(pair_name(claim.a, claim.b))
             if c:
-                # Holm runs over the orderings found so far: any side of any ordering still training can move p
-                family = {side for pair in ORDERINGS for side in pair}
                 out.append(Measured(study, c["delta"], c["low"], c["high"], c["p_holm"], len(pairs), _runs(c),
-                                    interim=interim, partial=bool(pending & {claim.a, claim.b, *family})))
+                                    interim=interim, partial=bool(pending & {claim.a, claim.b, *ORDERING_SIDES})))
         elif claim.kind == "aer":
             for key, label in AER_REFERENCES:
                 aer = report.get(key) or {}
