@@ -285,7 +285,11 @@ def test_report_families_oracle_rows_and_sweeps(tmp_path):
     assert [name for _, name in sweeps[0].points] == ["headxl_tau0_s1", "headxl_tau1_s1", "headxl_s1",
                                                       "headxl_tau3_s1", "headxl_tau4_s1"]
     rep = build_report(tmp_path, systems, [1, 2, 3], n_samples=200, seed=7, families=families,
-                       oracle_systems=["combination", "prereorder"], sweeps=sweeps)
+                       oracle_systems=["combination", "prereorder"], sweeps=sweeps,
+                       orderings=[("combination", "inxl"), ("both_re", "enc_re")])
+    # every declared ordering is recorded (papers reads its sides from here), measured or not
+    assert rep["orderings"] == [["combination", "inxl"], ["both_re", "enc_re"]] and list(rep["pairs"]) == [
+        "combination > inxl"]
     comps = rep["comparisons"]
     xl = {k: c["p"] for k, c in comps.items() if c["family"] == "XL PE and Relative PE"}
     assert set(xl) == {"inxl", "headxl", "combination"}

@@ -114,6 +114,13 @@ def test_rows_with_jobs_left_in_their_family_or_sweep_are_marked_partial():
     assert _claim(rep, "DiSAN")["verdict"] == REPRODUCED
     assert _claim(rep, "Without an encoder, absolute PE")["verdict"] == REPRODUCED + papers.PARTIAL
     assert _claim(rep, "BLEU peaks")["verdict"] == REPRODUCED
+    # the report's own declared orderings decide, not today's list: without enc_re's ordering it cannot move p
+    declared = {**decisive, "orderings": [["encoder_free", "encoder_free_none"]]}
+    assert (_claim(papers.build({"decisive": declared}, heads=4, progress=progress(c=["enc_re_s2"])),
+                   "Without an encoder, absolute PE")["verdict"] == REPRODUCED)
+    declared["orderings"].append(["both_re", "enc_re"])
+    assert (_claim(papers.build({"decisive": declared}, heads=4, progress=progress(c=["enc_re_s2"])),
+                   "Without an encoder, absolute PE")["verdict"] == REPRODUCED + papers.PARTIAL)
     other = progress(c=["enc_re_s2"])
     other[0]["archive"] = "reports/decisive_jaen_tuned"  # another study's archive leaves this one final
     assert _claim(papers.build({"decisive": decisive}, heads=4, progress=other), "DiSAN")["verdict"] == REPRODUCED

@@ -540,6 +540,7 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
             "attention_aer_test": attention_alignment(workdir, systems, seeds, baseline, n_samples, seed, alpha,
                                                       "test_align"),
             "family_members": {name: list(members) for name, members in families},
+            "orderings": [list(pair) for pair in orderings],
             "left_out": left_out, "test_sentences": len(refs["test"]), "novel_sentences": len(novel),
             "seen_source_sentences": len(seen_sources),
             "valid_sentences": len(refs["valid"]), "bootstrap": {"samples": n_samples, "seed": seed},

@@ -48,7 +48,7 @@ REPRODUCED, REVERSED, NOT_REPRODUCED, NOT_MEASURABLE, NOT_RUN = (
 AT_CHANCE = "not measurable here: attention no better than diagonal links"
 INTERIM = " (interim)"
 PARTIAL = " (partial)"
-#: Holm runs over the orderings found so far: any side of any ordering still training can move a pair's p
+#: the sides of today's declared orderings, for a report written before it recorded its own (``orderings``)
 ORDERING_SIDES = frozenset(side for pair in ORDERINGS for side in pair)
 ALPHA, POWER = 0.05, 0.8
 #: which study answers a claim, best first: the decisive design where it measured the comparison (its addendum with
@@ -194,6 +194,13 @@ def _family_size(report: Dict[str, Any], family: Optional[str]) -> int:
     return sum(1 for c in report.get("comparisons", {}).values() if c.get("family") == family) or 1
 
 
+def ordering_sides(report: Dict[str, Any]) -> frozenset:
+    """The systems on either side of the orderings ``report`` declared: Holm runs over the orderings found so far,
+    so any of them still training can move a pair's p."""
+    declared = report.get("orderings")
+    return ORDERING_SIDES if declared is None else frozenset(side for pair in declared for side in pair)
+
+
 def _runs(c: Dict[str, Any]) -> str:
     return f"{c.get('system_runs', '?')} vs {c.get('baseline_runs', '?')} seeds" if "system_runs" in c else ""
 
@@ -202,7 +209,7 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
             left: Optional[Dict[str, Dict[str, Set[str]]]] = None) -> List[Measured]:
     """Every study's measurement of ``claim`` (``baseline``/``pair``/``aer`` kinds), best study first; ``left``
     (:func:`jobs_left`) marks a row *partial* while jobs of its systems (of any system of its Holm
-    family: ``baseline``'s comparisons, or every ordering of ``ORDERINGS`` for a ``pair``) are not finished."""
+    family: ``baseline``'s comparisons, or every ordering the report declared for a ``pair``) are not finished."""
     out = []
     for study in STUDY_ORDER:
         report = studies.get(study)
@@ -222,7 +229,7 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
             c = pairs.get(pair_name(claim.a, claim.b))
             if c:
                 out.append(Measured(study, c["delta"], c["low"], c["high"], c["p_holm"], len(pairs), _runs(c),
-                                    interim=interim, partial=bool(pending & {claim.a, claim.b, *ORDERING_SIDES})))
+                                    interim=interim, partial=bool(pending & {claim.a, claim.b, *ordering_sides(report)})))
         elif claim.kind == "aer":
             for key, label in AER_REFERENCES:
                 aer = report.get(key) or {}
@@ -396,7 +403,8 @@ def tier_progress(spec: str) -> List[Dict[str, Any]]:
 
 def _study_facts(report: Dict[str, Any]) -> Dict[str, Any]:
     facts = {k: report.get(k) for k in ("workdir", "test_sentences", "novel_sentences", "seen_source_sentences",
-                                        "valid_sentences", "bootstrap", "plateau_step", "family_members")}
+                                        "valid_sentences", "bootstrap", "plateau_step", "family_members",
+                                        "orderings")}
     if interim_design(report):
         facts["interim"] = {k: report["decisive"][k] for k in ("seeds", "extended_seeds")}
     return facts
