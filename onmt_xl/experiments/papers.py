@@ -48,8 +48,6 @@ REPRODUCED, REVERSED, NOT_REPRODUCED, NOT_MEASURABLE, NOT_RUN = (
 AT_CHANCE = "not measurable here: attention no better than diagonal links"
 INTERIM = " (interim)"
 PARTIAL = " (partial)"
-#: the sides of today's declared orderings, for a report written before it recorded its own (``orderings``)
-ORDERING_SIDES = frozenset(side for pair in ORDERINGS for side in pair)
 ALPHA, POWER = 0.05, 0.8
 #: which study answers a claim, best first: the decisive design where it measured the comparison (its addendum with
 #: InXL's tuned start, the current default, first; then the same split's runs on a lent GPU), then the CPU study,
@@ -196,9 +194,9 @@ def _family_size(report: Dict[str, Any], family: Optional[str]) -> int:
 
 def ordering_sides(report: Dict[str, Any]) -> frozenset:
     """The systems on either side of the orderings ``report`` declared: Holm runs over the orderings found so far,
-    so any of them still training can move a pair's p."""
-    declared = report.get("orderings")
-    return ORDERING_SIDES if declared is None else frozenset(side for pair in declared for side in pair)
+    so any of them still training can move a pair's p (today's ``ORDERINGS`` for a report written before it
+    recorded its own)."""
+    return frozenset(side for pair in report.get("orderings", ORDERINGS) for side in pair)
 
 
 def _runs(c: Dict[str, Any]) -> str:
