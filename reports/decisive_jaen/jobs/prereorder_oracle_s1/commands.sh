@@ -1,0 +1,4 @@
+onmt_train -config ${WORKDIR}/jobs/prereorder_oracle_s1/config.yaml
+onmt_train -config ${WORKDIR}/jobs/prereorder_oracle_s1/config.yaml -train_from ${WORKDIR}/jobs/prereorder_oracle_s1/model_step_500.pt -xl_exact_resume
+onmt_average_models -models ${WORKDIR}/jobs/prereorder_oracle_s1/model_step_6000.pt ${WORKDIR}/jobs/prereorder_oracle_s1/model_step_6500.pt ${WORKDIR}/jobs/prereorder_oracle_s1/model_step_7000.pt ${WORKDIR}/jobs/prereorder_oracle_s1/model_step_7500.pt ${WORKDIR}/jobs/prereorder_oracle_s1/model_step_8000.pt -output ${WORKDIR}/jobs/prereorder_oracle_s1/average5_step_8000.pt.partial
+onmt_translate -model ${WORKDIR}/jobs/prereorder_oracle_s1/average5_step_8000.pt -src ${WORKDIR}/data/test.src -output ${WORKDIR}/jobs/prereorder_oracle_s1/hyp.oracle.partial -beam_size 5 -batch_size 64 -batch_type sents -seed 1 -xl_cpu_precision auto -xl_cpu_kernels fast -transforms xl_prereorder -xl_source align -xl_align_path ${WORKDIR}/align/test.gdfa
