@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from onmt_xl.experiments import papers
-from onmt_xl.experiments.papers import (NOT_MEASURABLE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, REVERSED,
-                                        smallest_detectable, verdict)
+from onmt_xl.experiments.papers import (LARGER, NOT_MEASURABLE, NOT_REPRODUCED, NOT_RUN, REPRODUCED, REVERSED,
+                                        SMALLER, size_vs_paper, smallest_detectable, verdict)
 
 
 @pytest.mark.parametrize("delta,low,high,p,m,effect,direction,expected", [
@@ -23,6 +23,31 @@ from onmt_xl.experiments.papers import (NOT_MEASURABLE, NOT_REPRODUCED, NOT_RUN,
 ])
 def test_verdict_rule(delta, low, high, p, m, effect, direction, expected):
     assert verdict(delta, low, high, p, m, effect, direction) == expected
+
+
+@pytest.mark.parametrize("low,high,effect,direction,expected", [
+    (1.82, 2.94, 3.80, 1, SMALLER),     # a gain whose interval stops short of the paper's
+    (0.44, 1.48, 0.51, 1, None),        # the interval holds the paper's gain
+    (0.60, 1.48, 0.51, 1, LARGER),      # the whole interval above it
+    (-1.79, -0.81, -4.25, -1, SMALLER),  # a claimed drop: the paper's is deeper than the interval
+    (-2.59, -1.57, -1.40, -1, LARGER),   # the interval's drop is deeper than the paper's
+    (-2.59, -1.57, -2.00, -1, None),
+    (0.1, 0.5, None, 1, None),           # no figure to compare
+])
+def test_size_vs_paper(low, high, effect, direction, expected):
+    assert size_vs_paper(low, high, effect, direction) == expected
+
+
+def test_only_reproduced_rows_carry_their_size():
+    decisive = _study(comparisons={"combination": _cmp(-0.47, -0.88, -0.07, 0.02, "primary"),
+                                   "disan": _cmp(2.0, 1.5, 2.5, 0.001, "baselines")})
+    rep = papers.build({"decisive": decisive}, heads=4)
+    disan = _claim(rep, "DiSAN improves")["measured"][0]
+    assert (disan["verdict"], disan["size"]) == (REPRODUCED, LARGER)  # +0.51 lies short of [+1.5, +2.5]
+    comb = _claim(rep, "Combination improves")["measured"][0]
+    assert (comb["verdict"], comb["size"]) == (REVERSED, None)
+    md = papers.markdown(rep)
+    assert f"| {REPRODUCED}; {LARGER} |" in md and f"| {REVERSED} |" in md
 
 
 def test_smallest_detectable_is_the_normal_power_formula():

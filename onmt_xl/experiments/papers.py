@@ -20,6 +20,10 @@ seed-pooled paired bootstrap and a Holm-corrected p within its family (both from
 - **not run yet**: no converged run of a system it needs (the tier that trains it is named);
 - attention AER only: **not measurable here** where neither system's attention aligns better than diagonal links.
 
+A *reproduced* row also says how its size compares with the paper's figure (measured on other data and models, so
+descriptive only): **smaller than the paper's** where the paper's figure lies beyond the interval's far end,
+**larger than the paper's** where it lies short of the near end, nothing where the interval holds it.
+
 Tab. 3 is measured against the gold links first (the paper's protocol; the claim's verdict), then against the test
 pairs' eflomal links (in domain, but noisy, and the preorderer behind the XL systems' positions learnt from the same
 links, which favours them).
@@ -48,6 +52,7 @@ REPRODUCED, REVERSED, NOT_REPRODUCED, NOT_MEASURABLE, NOT_RUN = (
 AT_CHANCE = "not measurable here: attention no better than diagonal links"
 INTERIM = " (interim)"
 PARTIAL = " (partial)"
+SMALLER, LARGER = "smaller than the paper's", "larger than the paper's"
 ALPHA, POWER = 0.05, 0.8
 #: which study answers a claim, best first: the decisive design where it measured the comparison (its addendum with
 #: InXL's tuned start, the current default, first; then the same split's runs on a lent GPU), then the CPU study,
@@ -186,6 +191,17 @@ def verdict(delta: float, low: float, high: float, p_holm: float, m: int, effect
     if effect is not None and (high < effect if direction > 0 else low > effect):
         return NOT_REPRODUCED
     return NOT_MEASURABLE
+
+
+def size_vs_paper(low: float, high: float, effect: Optional[float], direction: int) -> Optional[str]:
+    """For a *reproduced* row: where the paper's figure ``effect`` lies against the interval [``low``, ``high``]
+    in the claimed ``direction`` (``SMALLER``: beyond its far end; ``LARGER``: short of its near end), or ``None``
+    where the interval holds it (or there is no figure)."""
+    if effect is None:
+        return None
+    near, far = (low, high) if direction > 0 else (-high, -low)
+    size = effect * direction
+    return SMALLER if size > far else LARGER if size < near else None
 
 
 def _family_size(report: Dict[str, Any], family: Optional[str]) -> int:
@@ -335,12 +351,12 @@ def rows(studies: Dict[str, Dict[str, Any]], heads: int,
         else:
             direction = -1 if (claim.effect or 0) < 0 else 1
             for m in measure(claim, studies, left):
+                v = AT_CHANCE if m.at_chance else verdict(m.delta, m.low, m.high, m.p_holm, m.m, claim.effect, direction)
                 entry["measured"].append({
                     "study": m.study, "delta": m.delta, "low": m.low, "high": m.high, "p_holm": m.p_holm, "m": m.m,
                     "runs": m.runs, "detectable": smallest_detectable(m.low, m.high, m.m),
-                    "verdict": (AT_CHANCE if m.at_chance else
-                                verdict(m.delta, m.low, m.high, m.p_holm, m.m, claim.effect, direction))
-                    + (INTERIM if m.interim else "") + (PARTIAL if m.partial else "")})
+                    "verdict": v + (INTERIM if m.interim else "") + (PARTIAL if m.partial else ""),
+                    "size": size_vs_paper(m.low, m.high, claim.effect, direction) if v == REPRODUCED else None})
             entry["verdict"] = entry["measured"][0]["verdict"] if entry["measured"] else NOT_RUN
         out.append(entry)
     return out
@@ -465,7 +481,9 @@ def markdown(report: Dict[str, Any]) -> str:
           f"difference the row would detect with {report['power']:.0%} power at α/m. Verdicts follow one rule "
           "(module docstring): *reproduced* (significant in the paper's direction), *reversed*, *not reproduced* "
           "(not significant, and the interval excludes the paper's figure), *not measurable at this scale* (the "
-          "interval holds both 0 and the paper's figure), *not run yet*. *(partial)*: jobs of the row's systems, or of "
+          "interval holds both 0 and the paper's figure), *not run yet*; a *reproduced* row adds *smaller* or *larger "
+          "than the paper's* where its interval lies short of or beyond the paper's figure (other data and models: "
+          "descriptive only). *(partial)*: jobs of the row's systems, or of "
           "another system of its Holm family, are not finished yet (*What is missing*), so its figure, *m*, Holm p "
           "and verdict can still move.", ""]
     md += ["Studies:"]
@@ -493,7 +511,7 @@ def markdown(report: Dict[str, Any]) -> str:
                 else:
                     md.append(head + f"| {m['study']} ({m['runs']}) | {m['delta']:+.2f} [{m['low']:+.2f}, "
                               f"{m['high']:+.2f}] | {m['p_holm']:.3f} ({m['m']}) | {m['detectable']:.2f} | "
-                              f"{m['verdict']} |")
+                              f"{m['verdict']}" + (f"; {m['size']}" if m.get("size") else "") + " |")
                 head = "| | | "
         if paper == D and report.get("primaries"):
             md += _primaries_markdown(report["primaries"])
