@@ -188,15 +188,16 @@ def verdict(delta: float, low: float, high: float, p_holm: float, m: int, effect
     significant = p_holm < alpha and (m > 1 or low > 0 or high < 0)
     if significant:
         return REPRODUCED if delta * direction > 0 else REVERSED
-    if effect is not None and (high < effect if direction > 0 else low > effect):
+    if size_vs_paper(low, high, effect, direction) == SMALLER:  # the interval excludes an effect of the paper's size
         return NOT_REPRODUCED
     return NOT_MEASURABLE
 
 
 def size_vs_paper(low: float, high: float, effect: Optional[float], direction: int) -> Optional[str]:
-    """For a *reproduced* row: where the paper's figure ``effect`` lies against the interval [``low``, ``high``]
-    in the claimed ``direction`` (``SMALLER``: beyond its far end; ``LARGER``: short of its near end), or ``None``
-    where the interval holds it (or there is no figure)."""
+    """Where the paper's figure ``effect`` lies against the interval [``low``, ``high``] in the claimed
+    ``direction`` (``SMALLER``: beyond its far end; ``LARGER``: short of its near end), or ``None`` where the
+    interval holds it (or there is no figure). :func:`verdict` reads ``SMALLER`` of a non-significant row as *not
+    reproduced*; a *reproduced* row shows it in the report."""
     if effect is None:
         return None
     near, far = (low, high) if direction > 0 else (-high, -low)
