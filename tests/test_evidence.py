@@ -304,6 +304,7 @@ def test_report_families_oracle_rows_and_sweeps(tmp_path):
     assert oracle["vs_predicted"]["low"] > 0 and oracle["vs_predicted"]["verdict"] == "helps"
     tau, noise = rep["sweeps"]
     assert [(p["setting"], p["default"]) for p in tau["points"]] == [("0", False), ("2", True), ("4", False)]
+    assert (tau["default_job"], noise["default_job"]) == ("headxl_s1", "combination_s1")
     assert tau["points"][0]["vs_default"]["delta"] < 0 and "vs_default" not in tau["points"][1]
     assert {p["job"]: p["vs_default"]["p_holm"] for p in tau["points"] if "vs_default" in p} == stats.holm(
         {p["job"]: p["vs_default"]["p"] for p in tau["points"] if "vs_default" in p})

@@ -181,6 +181,23 @@ def test_tau_sweep_needs_both_ends_and_reads_their_significance():
     assert _claim(rep, "BLEU peaks")["measured"][0]["study"] == "jaen"
 
 
+def test_sweep_without_its_default_run_is_not_run_and_names_the_run():
+    """Points whose default run has not finished carry no comparison: not run yet, never not measurable."""
+    no_default = _sweep("τ", [("0", (-2.0, 0.001)), ("4", (-1.5, 0.01))])
+    for p in no_default["points"]:
+        del p["vs_default"]
+    no_default["default_job"] = "headxl_s1"
+    row = _claim(papers.build({"decisive": _study(sweeps=[no_default])}, heads=4), "BLEU peaks")
+    assert row["verdict"] == NOT_RUN and "headxl_s1" in row["measured"][0]["figure"]
+    noise = _sweep("noise", [("5 %", (-0.3, 1.0)), ("20 %", (-2.4, 0.01))])
+    for p in noise["points"]:
+        del p["vs_default"]
+    assert _claim(papers.build({"decisive": _study(sweeps=[noise])}, heads=4), "Noisier")["verdict"] == NOT_RUN
+    one_end = _sweep("τ", [("0", (-2.0, 0.001)), ("2", (None, None))])
+    figure = _claim(papers.build({"decisive": _study(sweeps=[one_end])}, heads=4), "BLEU peaks")["measured"][0]
+    assert figure["verdict"] == NOT_RUN and "τ = 4 needed" in figure["figure"] and "τ = 0 needed" not in figure["figure"]
+
+
 def test_noise_attack_reads_the_noisiest_point():
     flat = _sweep("noise", [("0 %", (None, None)), ("5 %", (-0.3, 1.0)), ("20 %", (-0.4, 0.9))])
     assert _claim(papers.build({"jaen": _study(sweeps=[flat])}, heads=4), "Noisier")["verdict"] == NOT_MEASURABLE

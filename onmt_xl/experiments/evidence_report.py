@@ -474,7 +474,7 @@ def sweep_rows(workdir: Path, sweep: Sweep, refs: Dict[str, List[str]], n_sample
                                                          n_samples, seed)
         points.append(point)
     correct(family, alpha)
-    return {"title": sweep.title, "setting": sweep.setting, "points": points}
+    return {"title": sweep.title, "setting": sweep.setting, "default_job": sweep.default, "points": points}
 
 
 def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], baseline: str = "baseline",

@@ -305,7 +305,8 @@ def _sweep(report: Dict[str, Any], setting: str) -> Optional[Dict[str, Any]]:
 def sweep_verdict(claim: PaperClaim, report: Optional[Dict[str, Any]], heads: int) -> Tuple[str, str]:
     """The τ sweep (both ends below τ = H/2, each significantly: reproduced; either end significantly above: not
     reproduced) and the noise attack (the noisiest point significantly below the clean run: reproduced; any noisy
-    point significantly above it: not reproduced); else not measurable. Returns (figure, verdict)."""
+    point significantly above it: not reproduced); else not measurable. Without the default setting's run, or (τ)
+    without both ends, not run yet; the figure then names what is missing. Returns (figure, verdict)."""
     sweep = _sweep(report or {}, _SWEEPS[claim.kind])
     points = sweep["points"] if sweep else []
     others = [p for p in points if not p.get("default")]
@@ -314,17 +315,21 @@ def sweep_verdict(claim: PaperClaim, report: Optional[Dict[str, Any]], heads: in
     figure = ", ".join(f"{p['setting']}: {p['test_bleu']:.2f}" + (
         f" ({p['vs_default']['delta']:+.2f}, Holm p {p['vs_default']['p_holm']:.3f})" if "vs_default" in p else "")
         for p in points)
+    missing = [] if any(p.get("default") for p in points) else [
+        f"the default's run{' ' + sweep['default_job'] if sweep.get('default_job') else ''}"]
+    ends = [str(0), str(heads)]
+    if claim.kind == "tau":
+        missing += [f"τ = {e}" for e in ends if e not in {p["setting"] for p in others}]
+    if missing:
+        return figure + f" ({' and '.join(missing)} needed)", NOT_RUN
     below = {p["setting"]: p["vs_default"]["p_holm"] < ALPHA and p["vs_default"]["delta"] < 0
              for p in others if "vs_default" in p}
     above = [p["setting"] for p in others if "vs_default" in p and p["vs_default"]["p_holm"] < ALPHA
              and p["vs_default"]["delta"] > 0]
     if claim.kind == "tau":
-        ends = [str(0), str(heads)]
-        if any(e not in below for e in ends):
-            return figure + f" (τ = 0 and τ = {heads} both needed)", NOT_RUN
         if any(e in above for e in ends):
             return figure, REVERSED
-        return figure, REPRODUCED if all(below[e] for e in ends) else NOT_MEASURABLE
+        return figure, REPRODUCED if all(below.get(e) for e in ends) else NOT_MEASURABLE
     if above:
         return figure, REVERSED
     noisiest = others[-1]["setting"]
