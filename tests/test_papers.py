@@ -189,6 +189,15 @@ def test_sweep_without_its_default_run_is_not_run_and_names_the_run():
     no_default["default_job"] = "headxl_s1"
     row = _claim(papers.build({"decisive": _study(sweeps=[no_default])}, heads=4), "BLEU peaks")
     assert row["verdict"] == NOT_RUN and "headxl_s1" in row["measured"][0]["figure"]
+    # the row names the tier its default run trains in, besides its own
+    left = [{"archive": "reports/w", "tier": t, "seeds": [1], "jobs": 5, "finished": 5 - len(names), "left": names}
+            for t, names in (("d", []), ("f", ["headxl_s1", "headxl_s2"]))]
+    rep = papers.build({"decisive": _study(sweeps=[no_default])}, heads=4, progress=left)
+    assert _claim(rep, "BLEU peaks")["measured"][0]["tiers"] == ["d", "f"]
+    assert "not run yet (tiers d and f)" in papers.markdown(rep)
+    left[1]["left"] = ["headxl_s2"]  # the default run finished, its report not yet regenerated: tier d alone
+    assert _claim(papers.build({"decisive": _study(sweeps=[no_default])}, heads=4, progress=left),
+                  "BLEU peaks")["measured"][0]["tiers"] == ["d"]
     noise = _sweep("noise", [("5 %", (-0.3, 1.0)), ("20 %", (-2.4, 0.01))])
     for p in noise["points"]:
         del p["vs_default"]

@@ -38,7 +38,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from onmt_xl.experiments.evidence_report import ORDERINGS, pair_name
 from onmt_xl.experiments.paper_figures import (C19, C20, CHEN19_TAB3_JAEN, CHEN20_FIG2_JAEN, CHEN20_TAB1_JAEN, D,
@@ -221,7 +221,7 @@ def _runs(c: Dict[str, Any]) -> str:
 
 
 def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
-            left: Optional[Dict[str, Dict[str, Set[str]]]] = None) -> List[Measured]:
+            left: Optional[Dict[str, Dict[str, Any]]] = None) -> List[Measured]:
     """Every study's measurement of ``claim`` (``baseline``/``pair``/``aer`` kinds), best study first; ``left``
     (:func:`jobs_left`) marks a row *partial* while jobs of its systems (of any system of its Holm
     family: ``baseline``'s comparisons, or every ordering the report declared for a ``pair``) are not finished."""
@@ -256,18 +256,19 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
     return out
 
 
-def _left_in(left: Optional[Dict[str, Dict[str, Set[str]]]], report: Optional[Dict[str, Any]], key: str) -> Set[str]:
-    """``key`` (``systems`` or ``tiers``) of :func:`jobs_left`'s entry for ``report``'s work directory."""
+def _left_in(left: Optional[Dict[str, Dict[str, Any]]], report: Optional[Dict[str, Any]], key: str) -> Any:
+    """``key`` (``systems``, ``tiers`` or ``job_tiers``; an empty set when absent) of :func:`jobs_left`'s entry for ``report``'s work directory."""
     return ((left or {}).get((report or {}).get("workdir") or "") or {}).get(key, set())
 
 
-def jobs_left(progress: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, Set[str]]]:
+def jobs_left(progress: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
     """:func:`tier_progress`'s rows by archive directory name (a study's ``workdir``): the systems with jobs not
-    finished (``NAME_sSEED`` -> ``NAME``) and the tiers that have any."""
-    out: Dict[str, Dict[str, Set[str]]] = {}
+    finished (``NAME_sSEED`` -> ``NAME``), the tiers that have any, and each such job's tier (``job_tiers``)."""
+    out: Dict[str, Dict[str, Any]] = {}
     for row in progress:
-        entry = out.setdefault(Path(row["archive"]).name, {"systems": set(), "tiers": set()})
+        entry = out.setdefault(Path(row["archive"]).name, {"systems": set(), "tiers": set(), "job_tiers": {}})
         entry["systems"].update(name.rsplit("_s", 1)[0] for name in row["left"])
+        entry["job_tiers"].update({name: row["tier"] for name in row["left"]})
         if row["left"]:
             entry["tiers"].add(row["tier"])
     return out
@@ -337,7 +338,7 @@ def sweep_verdict(claim: PaperClaim, report: Optional[Dict[str, Any]], heads: in
 
 
 def rows(studies: Dict[str, Dict[str, Any]], heads: int,
-         left: Optional[Dict[str, Dict[str, Set[str]]]] = None) -> List[Dict[str, Any]]:
+         left: Optional[Dict[str, Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
     """One entry per claim: the paper, the claim, each study's figure with interval, Holm p, power and verdict;
     ``left`` (:func:`jobs_left`): the jobs not finished yet, which make a verdict *(partial)*."""
     out = []
@@ -352,7 +353,10 @@ def rows(studies: Dict[str, Dict[str, Any]], heads: int,
             tiers_left = _left_in(left, studies.get(study), "tiers")
             if v != NOT_RUN and claim.tier in tiers_left:
                 v += PARTIAL
-            entry["measured"].append({"study": study, "figure": figure, "verdict": v})
+            default_tier = (_left_in(left, studies.get(study), "job_tiers") or {}).get(
+                (_sweep(studies.get(study) or {}, _SWEEPS[claim.kind]) or {}).get("default_job"))
+            entry["measured"].append({"study": study, "figure": figure, "verdict": v, "tiers": [claim.tier] + (
+                [default_tier] if v == NOT_RUN and default_tier not in (None, claim.tier) else [])})
             entry["verdict"] = v
         else:
             direction = -1 if (claim.effect or 0) < 0 else 1
@@ -463,6 +467,11 @@ def corrections(studies: Dict[str, Dict[str, Any]], heads: int) -> List[str]:
     return out
 
 
+def _tiers(tiers: Sequence[str]) -> str:
+    """``tier d`` or ``tiers d and f``: where a row's missing jobs train."""
+    return f"tier {tiers[0]}" if len(tiers) == 1 else f"tiers {', '.join(tiers[:-1])} and {tiers[-1]}"
+
+
 def _bootstrap(b: Optional[Dict[str, Any]]) -> str:
     return f"{b['samples']:,} samples, seed {b['seed']}" if b else "–"
 
@@ -509,11 +518,11 @@ def markdown(report: Dict[str, Any]) -> str:
             unit = " pt" if c["unit"] == "AER points" and c["effect"] is not None else ""
             head = f"| {c['where']} | {c['claim']} | {_fmt(c['effect'])}{unit} "
             if not c["measured"]:
-                md.append(head + f"| – | – | – | – | {NOT_RUN} (tier {c['tier']}) |")
+                md.append(head + f"| – | – | – | – | {NOT_RUN} ({_tiers([c['tier']])}) |")
             for m in c["measured"]:
                 if "figure" in m:
                     md.append(head + f"| {m['study']} | {m['figure']} | – | – | {m['verdict']}"
-                              + (f" (tier {c['tier']})" if m["verdict"] == NOT_RUN else "") + " |")
+                              + (f" ({_tiers(m['tiers'])})" if m["verdict"] == NOT_RUN else "") + " |")
                 else:
                     md.append(head + f"| {m['study']} ({m['runs']}) | {m['delta']:+.2f} [{m['low']:+.2f}, "
                               f"{m['high']:+.2f}] | {m['p_holm']:.3f} ({m['m']}) | {m['detectable']:.2f} | "
