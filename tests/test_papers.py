@@ -136,6 +136,11 @@ def test_rows_with_jobs_left_in_their_family_or_sweep_are_marked_partial():
     assert _claim(rep, "DiSAN")["verdict"] == REPRODUCED + papers.PARTIAL
     assert _claim(rep, "Without an encoder, absolute PE")["verdict"] == REPRODUCED  # DiSAN is in no ordering
     rep = papers.build({"decisive": decisive}, heads=4, progress=progress(h=["encoder_free_none_s2"]))
+    # a row not run yet names only the tiers that still train its systems (tier c's encoder_free is finished)
+    assert _claim(rep, "Without an encoder, relative PE")["tiers"] == ["c", "h"]
+    rep_h = papers.build({"decisive": decisive}, heads=4, progress=progress(h=["encoder_free_relative_s1"]))
+    assert _claim(rep_h, "Without an encoder, relative PE")["tiers"] == ["h"]
+    assert "not run yet (tier h) |" in papers.markdown(rep_h) and "not run yet (tiers c and h)" in papers.markdown(rep)
     assert _claim(rep, "DiSAN")["verdict"] == REPRODUCED
     assert _claim(rep, "Without an encoder, absolute PE")["verdict"] == REPRODUCED + papers.PARTIAL
     assert _claim(rep, "BLEU peaks")["verdict"] == REPRODUCED

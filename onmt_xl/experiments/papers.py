@@ -337,6 +337,15 @@ def sweep_verdict(claim: PaperClaim, report: Optional[Dict[str, Any]], heads: in
     return figure, REPRODUCED if below.get(noisiest) else NOT_MEASURABLE
 
 
+def _tiers_left(claim: PaperClaim, left: Optional[Dict[str, Dict[str, Any]]]) -> List[str]:
+    """The tiers of ``claim.tier`` that still have jobs of the claim's systems (``left``: :func:`jobs_left`); all of
+    them without that record, or when none has (finished, the report not regenerated yet)."""
+    tiers = [t.strip() for t in claim.tier.split(",")]
+    pending = {tier for entry in (left or {}).values() for name, tier in entry.get("job_tiers", {}).items()
+               if name.rsplit("_s", 1)[0] in (claim.a, claim.b)}
+    return [t for t in tiers if t in pending] or tiers
+
+
 def rows(studies: Dict[str, Dict[str, Any]], heads: int,
          left: Optional[Dict[str, Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
     """One entry per claim: the paper, the claim, each study's figure with interval, Holm p, power and verdict;
@@ -357,7 +366,7 @@ def rows(studies: Dict[str, Dict[str, Any]], heads: int,
                 (_sweep(studies.get(study) or {}, _SWEEPS[claim.kind]) or {}).get("default_job"))
             entry["measured"].append({"study": study, "figure": figure, "verdict": v, "tiers": [claim.tier] + (
                 [default_tier] if v == NOT_RUN and default_tier not in (None, claim.tier) else [])})
-            entry["verdict"] = v
+            entry["verdict"], entry["tiers"] = v, entry["measured"][0]["tiers"]
         else:
             direction = -1 if (claim.effect or 0) < 0 else 1
             for m in measure(claim, studies, left):
@@ -368,6 +377,7 @@ def rows(studies: Dict[str, Dict[str, Any]], heads: int,
                     "verdict": v + (INTERIM if m.interim else "") + (PARTIAL if m.partial else ""),
                     "size": size_vs_paper(m.low, m.high, claim.effect, direction) if v == REPRODUCED else None})
             entry["verdict"] = entry["measured"][0]["verdict"] if entry["measured"] else NOT_RUN
+            entry["tiers"] = _tiers_left(claim, left)
         out.append(entry)
     return out
 
@@ -518,7 +528,7 @@ def markdown(report: Dict[str, Any]) -> str:
             unit = " pt" if c["unit"] == "AER points" and c["effect"] is not None else ""
             head = f"| {c['where']} | {c['claim']} | {_fmt(c['effect'])}{unit} "
             if not c["measured"]:
-                md.append(head + f"| – | – | – | – | {NOT_RUN} ({_tiers([c['tier']])}) |")
+                md.append(head + f"| – | – | – | – | {NOT_RUN} ({_tiers(c['tiers'])}) |")
             for m in c["measured"]:
                 if "figure" in m:
                     md.append(head + f"| {m['study']} | {m['figure']} | – | – | {m['verdict']}"
