@@ -139,8 +139,8 @@ XL_POSITION: Tuple[Option, ...] = (
         "(0 disables).",
         ge=0),
     Option("xl_noise", float, 0.0,
-        "Training only: ratio in [0, 1] of each sentence's XL indices moved by random pair swaps "
-        "(noise attack, paper §4.5).",
+        "Training only: ratio in [0, 1] of each sentence's XL indices moved by random pair swaps, in "
+        "expectation (noise attack, paper §4.5).",
         ge=0.0, le=1.0),
 )
 

@@ -11,8 +11,9 @@ BPE/SentencePiece pieces).
 
 Preorderer outputs are cached per distinct source sentence (``-xl_cache_size`` entries per process,
 default 1M; OpenNMT re-applies transforms on every pass over the corpus), so the CKY parse runs once per
-sentence and process. At training time ``-xl_noise R`` swaps random pairs of reordered indices, ``round(R·n/2)`` swaps in
-an n-token sentence, i.e. a ratio R of its indices move (the noise attack of §4.5, footnote 4).
+sentence and process. At training time ``-xl_noise R`` swaps random pairs of reordered indices, ``R·n/2`` swaps in an
+n-token sentence in expectation (stochastically rounded), i.e. a ratio R of its indices move (the noise attack of
+§4.5, footnote 4).
 
 **Segmentation guard.** A preorderer only means something on the segmentation it was trained on, which
 its file records (:mod:`onmt_xl.segmentation`). ``warm_up`` (at start-up of ``onmt_build_vocab``,

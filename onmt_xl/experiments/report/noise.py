@@ -15,7 +15,7 @@ def noise(res: Dict[str, Any], rdir: Path) -> List[str]:
     noise_jobs = ["combination"] + [f"combination_noise{round(100 * r)}" for r in NOISE_RATIOS]
     pts = list(zip([0.0] + list(NOISE_RATIOS), (bleu(res, n) for n in noise_jobs)))
     md = ["## 4. Noise attack (Ding et al. 2020 Fig. 4): Combination trained on XL indices with a share swapped", "",
-          "Training indices only (`-xl_noise`, `round(ratio·n/2)` random swaps per sentence); test indices are clean.", "",
+          "Training indices only (`-xl_noise`, `ratio·n/2` random swaps per sentence in expectation, stochastically rounded); test indices are clean.", "",
           "| noise | " + " | ".join(f"{round(100 * r)} %" for r, _ in pts) + " |", "| --- |" + " ---: |" * len(pts),
           "| BLEU | " + " | ".join(fmt(b) for _, b in pts) + " |",
           "| valid BLEU | " + " | ".join(fmt(bleu(res, n, "valid")) for n in noise_jobs) + " |", ""]
