@@ -211,3 +211,11 @@ def test_a_bucket_larger_than_the_cache_keeps_its_positions_for_the_bucket_only(
     out = t.batch_apply([({"src": list(corpus.src[i]), "tgt": None}, None, "train") for i in range(3)])
     assert [ex["xl_pos"] for ex, _, _ in out] == [real_one(corpus.src[i]) for i in range(3)]
     assert singles == [] and len(t.cache) == 1 and t._bucket is None
+
+
+def test_the_noise_report_names_the_rule_its_runs_had():
+    """RESULTS.md's runs (onmt_xl 0.1) rounded R·n/2 to the nearest whole; later ones swap it in expectation."""
+    from onmt_xl.experiments.report.noise import noise_rule
+
+    assert noise_rule({"versions": {"onmt_xl": "0.1.0"}}).startswith("`round(ratio·n/2)`")
+    assert "in expectation" in noise_rule({"versions": {"onmt_xl": "0.2.0"}}) == noise_rule(None)

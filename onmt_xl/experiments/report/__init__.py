@@ -39,7 +39,7 @@ def write_report(workdir: Path, jobs: Sequence[Job], report_dir: str = "reports"
     rdir.mkdir(parents=True, exist_ok=True)
     heads = int(manifest.get("model", {}).get("heads", 8))
     md = [TITLE, ""] + header(manifest, res, jobs) + claims_section(res, heads)
-    md += main_table(res, jobs) + oracle(res, jobs) + tau(res, jobs, heads, rdir) + noise(res, rdir)
+    md += main_table(res, jobs) + oracle(res, jobs) + tau(res, jobs, heads, rdir) + noise(res, rdir, manifest)
     md += aer(res, jobs) + encoder_free(res) + robustness(res, jobs, rdir) + sim(res)
     out = rdir / "RESULTS.md"
     out.write_text("\n".join(md) + "\n", encoding="utf-8")
