@@ -257,7 +257,8 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
 
 
 def _left_in(left: Optional[Dict[str, Dict[str, Any]]], report: Optional[Dict[str, Any]], key: str) -> Any:
-    """``key`` (``systems``, ``tiers`` or ``job_tiers``; an empty set when absent) of :func:`jobs_left`'s entry for ``report``'s work directory."""
+    """``key`` (``systems``, ``tiers`` or ``job_tiers``; an empty set when absent) of :func:`jobs_left`'s entry
+    for ``report``'s work directory."""
     return ((left or {}).get((report or {}).get("workdir") or "") or {}).get(key, set())
 
 
