@@ -359,15 +359,16 @@ def rows(studies: Dict[str, Dict[str, Any]], heads: int,
         if claim.kind in ("tau", "noise"):
             study = next((n for n in SWEEP_STUDIES if _sweep(studies.get(n) or {}, _SWEEPS[claim.kind])
                           and len(_sweep(studies[n], _SWEEPS[claim.kind])["points"]) > 1), SWEEP_STUDIES[0])
-            figure, v = sweep_verdict(claim, studies.get(study), heads)
-            tiers_left = _left_in(left, studies.get(study), "tiers")
-            if v != NOT_RUN and claim.tier in tiers_left:
+            report = studies.get(study)
+            figure, v = sweep_verdict(claim, report, heads)
+            if v != NOT_RUN and claim.tier in _left_in(left, report, "tiers"):
                 v += PARTIAL
-            default_tier = (_left_in(left, studies.get(study), "job_tiers") or {}).get(
-                (_sweep(studies.get(study) or {}, _SWEEPS[claim.kind]) or {}).get("default_job"))
-            entry["measured"].append({"study": study, "figure": figure, "verdict": v, "tiers": [claim.tier] + (
-                [default_tier] if v == NOT_RUN and default_tier not in (None, claim.tier) else [])})
-            entry["verdict"], entry["tiers"] = v, entry["measured"][0]["tiers"]
+            # a sweep waiting on its default run also waits on that run's tier
+            default_tier = (_left_in(left, report, "job_tiers") or {}).get(
+                (_sweep(report or {}, _SWEEPS[claim.kind]) or {}).get("default_job"))
+            tiers = [claim.tier] + ([default_tier] if v == NOT_RUN and default_tier not in (None, claim.tier) else [])
+            entry["measured"].append({"study": study, "figure": figure, "verdict": v, "tiers": tiers})
+            entry["verdict"], entry["tiers"] = v, tiers
         else:
             direction = -1 if (claim.effect or 0) < 0 else 1
             for m in measure(claim, studies, left):
