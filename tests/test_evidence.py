@@ -191,7 +191,8 @@ def _fake_study(wd, rng_seed=0):
                                 ("inxl", 0.5, (1, 2, 3)), ("headxl", 0.9, (1,)), ("combination_pre10", 0.6, (1, 2)),
                                 ("encoder_free", 0.2, (1, 2)), ("combination_oracle", 0.97, (1, 2)),
                                 ("headxl_tau0", 0.5, (1,)), ("headxl_tau4", 0.88, (1,)),
-                                ("combination_noise10", 0.75, (1,)), ("combination_noise20", 0.3, (1,))):
+                                ("combination_noise10", 0.75, (1,)), ("combination_noise20", 0.3, (1,)),
+                                ("combination_rerun", 0.8, (1,))):
         for seed in seeds:
             jd = wd / "jobs" / f"{system}_s{seed}"
             jd.mkdir(parents=True, exist_ok=True)
@@ -302,13 +303,17 @@ def test_report_families_oracle_rows_and_sweeps(tmp_path):
     assert oracle["oracle_at_test"] == rep["systems"]["combination"]["oracle_bleu"]
     assert oracle["vs_predicted"]["delta"] == pytest.approx(oracle["oracle_trained"]["mean"] - oracle["predicted"]["mean"])
     assert oracle["vs_predicted"]["low"] > 0 and oracle["vs_predicted"]["verdict"] == "helps"
-    tau, noise = rep["sweeps"]
+    tau, noise, rerun = rep["sweeps"]
     assert [(p["setting"], p["default"]) for p in tau["points"]] == [("0", False), ("2", True), ("4", False)]
     assert (tau["default_job"], noise["default_job"]) == ("headxl_s1", "combination_s1")
     assert tau["points"][0]["vs_default"]["delta"] < 0 and "vs_default" not in tau["points"][1]
     assert {p["job"]: p["vs_default"]["p_holm"] for p in tau["points"] if "vs_default" in p} == stats.holm(
         {p["job"]: p["vs_default"]["p"] for p in tau["points"] if "vs_default" in p})
     assert [p["setting"] for p in noise["points"]] == ["0 %", "10 %"]  # the 20 % run was resumed otherwise
+    # the clean run trained again, against itself as archived: a sweep of its own, not a point of the noise attack
+    assert [(p["setting"], p["job"], p["default"]) for p in rerun["points"]] == [
+        ("as archived", "combination_s1", True), ("trained again", "combination_rerun_s1", False)]
+    assert rerun["points"][1]["vs_default"]["p_holm"] == rerun["points"][1]["vs_default"]["p"]  # one comparison
     md = markdown(rep)
     assert "Against baseline, XL PE and Relative PE" in md and "Holm over these 3 comparisons" in md
     assert "Against baseline, the other baselines" in md and "seed 7; one comparison; α = 0.05" in md
@@ -322,6 +327,8 @@ def test_report_families_oracle_rows_and_sweeps(tmp_path):
     assert (f"| 0 | headxl_tau0_s1 | {t0['valid_bleu']:.2f} | {t0['test_bleu']:.2f} | "
             f"{t0['vs_default']['delta']:+.2f} [") in md
     assert "| 2 | headxl_s1 |" in md and "(default) | – |" in md and "Noise attack" in md
+    assert "The same run trained again (not a paper's figure)" in md
+    assert "| trained again | combination_rerun_s1 |" in md
     assert "combination_noise20_s1" in md.split("Left out")[1]
     for name in ("headxl_tau0_s1", "headxl_tau4_s1", "combination_noise10_s1"):  # a sweep of its default alone
         shutil.rmtree(tmp_path / "jobs" / name)
@@ -356,7 +363,8 @@ def test_report_stage_writes_markdown_and_json(tmp_path):
     assert list(report["family_members"]) == ["XL PE and Relative PE", "the other baselines", "Tab. 4: encoder-free variants and the LSTM"]
     assert [r["system"] for r in report["oracle_rows"]] == ["combination"]
     assert [[p["job"] for p in sw["points"]] for sw in report["sweeps"]] == [
-        ["headxl_tau0_s1", "headxl_s1", "headxl_tau4_s1"], ["combination_s1", "combination_noise10_s1"]]
+        ["headxl_tau0_s1", "headxl_s1", "headxl_tau4_s1"], ["combination_s1", "combination_noise10_s1"],
+        ["combination_s1", "combination_rerun_s1"]]
     proc = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", "evidence", "--stage", "report", "--workdir",
                            str(tmp_path / "nowhere")], capture_output=True, text=True, env=run_env())
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "nowhere" in proc.stderr
@@ -424,7 +432,7 @@ def test_a_preorderer_trained_with_other_options_is_not_reused_silently(tmp_path
 
 
 def test_tiers_c_and_d_jobs(tmp_path):
-    from onmt_xl.experiments.evidence import NOISE_RATIOS, ORACLE_SYSTEMS, TAU_SWEEP, TIERS, main_jobs
+    from onmt_xl.experiments.evidence import ORACLE_SYSTEMS, TIERS, main_jobs, tier_main_jobs
 
     systems, seeds = TIERS["c"]
     jobs = main_jobs(systems, seeds, steps=30, every=10, average=2, curve_seed=1, curve_steps=50,
@@ -435,13 +443,20 @@ def test_tiers_c_and_d_jobs(tmp_path):
     assert oracle.xl_train == "align" and oracle.variants == ["oracle"] and oracle.train_steps == 30
     runner = Runner(Corpus("a", "b", "c", "d"), str(tmp_path), jobs, preset="enja", train_steps=30, gpu=False)
     assert runner.job_config(by["combination_oracle_s1"])["xl_source"] == "align"
-    d = main_jobs([], [1], steps=30, every=10, average=2, curve_seed=1, curve_steps=50, tau_sweep=TAU_SWEEP,
-                  noise=NOISE_RATIOS)
+    d = tier_main_jobs("d", *TIERS["d"], steps=30, every=10, average=2, curve_seed=1, curve_steps=50)
     assert [j.name for j in d] == ["headxl_tau0_s1", "headxl_tau1_s1", "headxl_tau3_s1", "headxl_tau4_s1",
-                                   "combination_noise5_s1", "combination_noise10_s1", "combination_noise15_s1",
-                                   "combination_noise20_s1"]
-    assert runner.job_config(d[3])["xl_heads"] == 4 and runner.job_config(d[-1])["xl_noise"] == 0.2
-    assert runner.job_config(d[0])["heads"] == 4  # the sweep covers every head count of the enja preset
+                                   "combination_rerun_s1", "combination_noise5_s1", "combination_noise10_s1",
+                                   "combination_noise15_s1", "combination_noise20_s1"]
+    by = {j.name: j for j in d + main_jobs(["combination"], [1], steps=30, every=10, average=2, curve_seed=1,
+                                           curve_steps=50)}
+    assert runner.job_config(by["headxl_tau4_s1"])["xl_heads"] == 4
+    assert runner.job_config(by["combination_noise20_s1"])["xl_noise"] == 0.2
+    assert runner.job_config(by["headxl_tau0_s1"])["heads"] == 4  # the sweep covers every head count of the preset
+    # the clean run trained again: the clean run's configuration but for its own paths and the curve's longer run
+    clean, rerun = runner.job_config(by["combination_s1"]), runner.job_config(by["combination_rerun_s1"])
+    differ = {k for k in clean.keys() | rerun.keys() if clean.get(k) != rerun.get(k)}
+    assert differ == {"save_model", "save_data", "train_steps"}, differ
+    assert (clean["train_steps"], rerun["train_steps"]) == (50, 30) and "xl_noise" not in rerun
 
 
 def test_prepare_trains_the_extra_preorderers(tmp_path, monkeypatch):
@@ -772,7 +787,8 @@ def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_training_here(tm
 def test_the_gpu_waves_name_jobs_of_their_tiers_and_cover_tiers_c_and_d_with_their_own_references():
     """tools/gpu_evidence.sh's waves: every job named is one that `onmt-xl evidence --stage main` with the wave's
     options trains (a misspelt name would train nothing, silently), and waves 1-2 give tiers (c) and (d), each in
-    a GPU work directory of its own, every job of the tier with the baseline and Combination runs it compares with."""
+    a GPU work directory of its own, every job of the tier with the baseline and Combination runs it compares with
+    (tier d's rerun of its clean run aside: there that run trains on the same GPU)."""
     import argparse
     import shlex
     import subprocess
@@ -802,8 +818,9 @@ def test_the_gpu_waves_name_jobs_of_their_tiers_and_cover_tiers_c_and_d_with_the
                          ("runs/evidence_jaen_gpu_d", ["--tier", "d", "--systems", "headxl,combination", "--seeds", "1",
                                                       "--max-steps", "8000"]))}
     assert set(named) == set(args)
-    for w, jobs in named.items():  # every job of the tier, once
-        assert len(jobs) == len(set(jobs)) and set(jobs) == {j.name for j in tier_jobs(args[w])}, w
+    for w, jobs in named.items():  # every job of the tier, once; not the rerun, whose clean run trains on the GPU too
+        assert len(jobs) == len(set(jobs)) and set(jobs) == {j.name for j in tier_jobs(args[w])
+                                                             if "_rerun_" not in j.name}, w
     assert {"baseline_s1", "baseline_s2", "combination_s1", "combination_s2"} <= set(named["runs/evidence_jaen_gpu"])
     assert len(named["runs/evidence_jaen_gpu"]) == 22 and len(named["runs/evidence_jaen_gpu_d"]) == 10
 
@@ -870,8 +887,8 @@ def test_comparisons_on_the_more_and_the_less_reordered_half_of_the_test_pairs(t
 def test_the_decisive_split_gpu_waves_cover_tiers_c_i_d_h_with_their_own_references():
     """Waves 4-6 (reports/PREREG_decisive_baselines.md on a GPU): every job named is one the line's options train;
     together they give the decisive split's tiers c, i and h with their own baseline and Combination runs, and tier d
-    with its own default runs, each comparison on the device, no job twice, at most 16 jobs a wave, and no work
-    directory twice in one wave (its lock)."""
+    with its own default runs (its rerun of the clean run aside), each comparison on the device, no job twice, at
+    most 16 jobs a wave, and no work directory twice in one wave (its lock)."""
     import argparse
     import shlex
     import subprocess
@@ -907,4 +924,4 @@ def test_the_decisive_split_gpu_waves_cover_tiers_c_i_d_h_with_their_own_referen
     assert {f"baseline_s{k}" for k in (1, 2, 3, 4)} | {"combination_s1", "combination_s2"} <= gpu
     d = parser.parse_args(["evidence", "--stage", "main", "--steps", "8000", "--tier", "d", "--systems",
                            "headxl,combination", "--seeds", "1", "--max-steps", "8000"])
-    assert set(named["runs/decisive_jaen_gpu_d"]) == {j.name for j in tier_jobs(d)}
+    assert set(named["runs/decisive_jaen_gpu_d"]) == {j.name for j in tier_jobs(d) if "_rerun_" not in j.name}

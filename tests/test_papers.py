@@ -326,10 +326,11 @@ def test_what_is_missing_lists_each_tiers_unfinished_jobs_from_the_archive(tmp_p
     (archive / "jobs" / "relative_pe_s2").mkdir()  # training: no done.json
     rows = papers.tier_progress(f"{archive}:i,d") + papers.tier_progress(f"{archive}:e:8,9")
     assert [(r["tier"], r["seeds"], r["finished"], r["jobs"]) for r in rows] == [
-        ("i", [1, 2], 1, 2), ("d", [1], 1, 8), ("e", [8, 9], 1, 4)]
+        ("i", [1, 2], 1, 2), ("d", [1], 1, 9), ("e", [8, 9], 1, 4)]
     assert rows[0]["left"] == ["relative_pe_s2"]
-    assert rows[1]["left"] == ["headxl_tau1_s1", "headxl_tau3_s1", "headxl_tau4_s1", "combination_noise5_s1",
-                               "combination_noise10_s1", "combination_noise15_s1", "combination_noise20_s1"]
+    assert rows[1]["left"] == ["headxl_tau1_s1", "headxl_tau3_s1", "headxl_tau4_s1", "combination_rerun_s1",
+                               "combination_noise5_s1", "combination_noise10_s1", "combination_noise15_s1",
+                               "combination_noise20_s1"]
     assert rows[2]["left"] == ["baseline_s8", "combination_s8", "baseline_s9"]
     jaen = tmp_path / "jaen.json"
     jaen.write_text(json.dumps(_study(comparisons={"headxl": _cmp(-0.19, -1.76, 1.41, 1.0)})))

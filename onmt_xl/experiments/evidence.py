@@ -71,6 +71,8 @@ TIERS = {
 }
 TAU_SWEEP = (0, 1, 3, 4)  # HeadXL's xl_heads besides the default 2 of tier a (heads 4 in the enja preset)
 ORACLE_SYSTEMS = ("combination", "prereorder")  # tier c: also trained on oracle indices (upper bound)
+#: tier d: the noise attack's clean run trained again beside it, which measures what the machine alone changes
+RERUN_SYSTEMS = ("combination",)
 #: chosen on the Japanese-English tuning split by tools/tune_preorderer.py (reports/TUNING.md)
 PREORDER_OPTIONS = {"tiebreak_null": "none"}
 VALID_PPL = re.compile(r"Validation perplexity: ([0-9.]+)")
@@ -93,7 +95,7 @@ def curve_jobs(seed: int, max_steps: int, every: int) -> List[Job]:
 def main_jobs(systems: Sequence[str], seeds: Sequence[int], steps: int, every: int, average: int,
               curve_seed: int, curve_steps: int, preorder_pairs: Sequence[int] = (),
               preorder_seeds: Sequence[int] = (), oracle_systems: Sequence[str] = (), tau_sweep: Sequence[int] = (),
-              noise: Sequence[float] = ()) -> List[Job]:
+              noise: Sequence[float] = (), rerun: Sequence[str] = ()) -> List[Job]:
     """Every system with every seed trained ``steps`` steps (a checkpoint every ``every``), translated with the
     average of its last ``average`` checkpoints up to ``steps``; the learning-curve jobs (the curve systems with
     ``curve_seed``) are the same models, trained longer: their checkpoints at ``steps`` serve. Systems with XL
@@ -102,7 +104,10 @@ def main_jobs(systems: Sequence[str], seeds: Sequence[int], steps: int, every: i
     ``preorder_seeds`` again, its preorderer trained on the first N training pairs (``combination_preN_sSEED``).
     ``oracle_systems``: also trained on the BTG oracle of the training links (``SYSTEM_oracle_sSEED``, translated
     with oracle indices only); ``tau_sweep``: HeadXL with each number of XL heads, ``noise``: Combination with
-    each ratio of swapped XL indices in training (paper §4.5), both with the first seed. The curve systems (the
+    each ratio of swapped XL indices in training (paper §4.5), both with the first seed; ``rerun``: each system's
+    first-seed job again under another name (``SYSTEM_rerun_sSEED``, the same configuration), queued before the
+    noise attack, so that a sweep trained on another machine than its clean run has that run from its own
+    machine too. The curve systems (the
     study's headline comparison) and the sanity check (:data:`SANITY_SYSTEMS`) come first with every seed, then
     the other systems seed by seed."""
     jobs = []
@@ -124,6 +129,9 @@ def main_jobs(systems: Sequence[str], seeds: Sequence[int], steps: int, every: i
         jobs.append(Job(f"headxl_tau{tau}_s{seeds[0]}", "headxl", seeds[0], overrides={**_every(every), "xl_heads": tau},
                         train_steps=steps, final_step=steps, average=average, variants=["valid", "test"],
                         experiments=["tau"]))
+    for system in rerun:
+        jobs.append(Job(f"{system}_rerun_s{seeds[0]}", system, seeds[0], overrides=_every(every), train_steps=steps,
+                        final_step=steps, average=average, variants=["valid", "test"], experiments=["rerun"]))
     for ratio in noise:
         jobs.append(Job(f"combination_noise{round(100 * ratio)}_s{seeds[0]}", "combination", seeds[0],
                         overrides={**_every(every), "xl_noise": ratio}, train_steps=steps, final_step=steps,
@@ -138,9 +146,12 @@ def main_jobs(systems: Sequence[str], seeds: Sequence[int], steps: int, every: i
 
 def tier_main_jobs(tier: str, systems: Sequence[str], seeds: Sequence[int], *args, **kwargs) -> List[Job]:
     """:func:`main_jobs` of one tier of :data:`TIERS`: tier c adds its systems on oracle indices, tier d the τ
-    sweep and the noise attack (the other arguments as :func:`main_jobs`'s)."""
+    sweep, the noise attack and Combination's first seed again (:data:`RERUN_SYSTEMS`; the other arguments as
+    :func:`main_jobs`'s)."""
+    d = tier == "d"
     return main_jobs(systems, seeds, *args, oracle_systems=ORACLE_SYSTEMS if tier == "c" else (),
-                     tau_sweep=TAU_SWEEP if tier == "d" else (), noise=NOISE_RATIOS if tier == "d" else (), **kwargs)
+                     tau_sweep=TAU_SWEEP if d else (), noise=NOISE_RATIOS if d else (),
+                     rerun=RERUN_SYSTEMS if d else (), **kwargs)
 
 
 def tier_jobs(args) -> List[Job]:
@@ -426,7 +437,8 @@ def families_option(text: str) -> List[Tuple[str, List[str]]]:
 
 
 def report_sweeps(preset: str, seed: int) -> List[Sweep]:
-    """Tier (d)'s sweeps, each point a job of ``main_jobs``: HeadXL's τ and Combination's training noise."""
+    """Tier (d)'s sweeps, each point a job of ``main_jobs``: HeadXL's τ and Combination's training noise, and the
+    noise attack's clean run beside its rerun (not a paper's figure: ``papers`` reads the first two only)."""
     from onmt_xl.encoders.options import default_xl_heads
     from onmt_xl.experiments.configs import PRESETS
 
@@ -435,10 +447,14 @@ def report_sweeps(preset: str, seed: int) -> List[Sweep]:
             for t in sorted({*TAU_SWEEP, default})]
     noise = [("0 %", f"combination_s{seed}")] + [(f"{round(100 * r)} %", f"combination_noise{round(100 * r)}_s{seed}")
                                                  for r in NOISE_RATIOS]
+    rerun = [("as archived", f"combination_s{seed}"), ("trained again", f"combination_rerun_s{seed}")]
     return [Sweep("τ sweep (Ding et al. 2020, Fig. 3): HeadXL with τ of its heads reading X+PE_XL", "τ", taus,
                   f"headxl_s{seed}"),
             Sweep("Noise attack (Ding et al. 2020, Fig. 4): Combination trained with a share of its XL indices "
-                  "swapped (test indices clean)", "noise", noise, f"combination_s{seed}")]
+                  "swapped (test indices clean)", "noise", noise, f"combination_s{seed}"),
+            Sweep("The same run trained again (not a paper's figure): Combination's clean run, configuration and seed "
+                  "unchanged, trained again from step 0 beside the noise attack, on whatever machine that ran on; "
+                  "any difference is the machine's (its CPU's arithmetic)", "run", rerun, f"combination_s{seed}")]
 
 
 def _report_systems_seeds(args) -> Tuple[List[str], List[int]]:
