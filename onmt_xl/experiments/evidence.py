@@ -107,9 +107,8 @@ def main_jobs(systems: Sequence[str], seeds: Sequence[int], steps: int, every: i
     each ratio of swapped XL indices in training (paper §4.5), both with the first seed; ``rerun``: each system's
     first-seed job again under another name (``SYSTEM_rerun_sSEED``, the same configuration), queued before the
     noise attack, so that a sweep trained on another machine than its clean run has that run from its own
-    machine too. The curve systems (the
-    study's headline comparison) and the sanity check (:data:`SANITY_SYSTEMS`) come first with every seed, then
-    the other systems seed by seed."""
+    machine too. The curve systems (the study's headline comparison) and the sanity check
+    (:data:`SANITY_SYSTEMS`) come first with every seed, then the other systems seed by seed."""
     jobs = []
     first = CURVE_SYSTEMS + SANITY_SYSTEMS
     headline = [(seed, system) for seed in seeds for system in systems if system in first]
