@@ -507,6 +507,37 @@ def test_training_precision_is_recorded_per_attempt():
     assert resolved_precision(new.replace("Starting", legacy_note + "Starting")) == "bf16"  # the note says nothing of it
 
 
+def test_training_cpu_is_recorded_per_attempt(tmp_path):
+    from onmt_xl.experiments.evidence_report import _kernels, read_run
+    from onmt_xl.experiments.jobs import resolved_cpu
+
+    epyc = "[I] -cpu_precision auto: bf16 autocast on this CPU (AVX512 with AVX512-BF16)\n[I] Starting training on CPU\n"
+    amx = epyc.replace("-cpu_precision", "-xl_cpu_precision").replace("AVX512-BF16)", "AVX512-BF16 and AMX)")
+    avx2 = "[I] -cpu_precision auto: fp32 (this CPU: AVX2, without AVX512-BF16, AMX or Arm BF16)\n[I] Starting training on CPU\n"
+    refused = ("[I] -xl_cpu_precision bf16 is off: this CPU (AVX2, without AVX512-BF16, AMX or Arm BF16) has no native "
+               "bf16 arithmetic, where bf16 runs many times slower than fp32; running in fp32\n[I] Starting training on CPU\n")
+    assert [resolved_cpu(t) for t in (epyc, amx, avx2, refused)] == ["AVX512-BF16", "AVX512-BF16 and AMX", "AVX2", "AVX2"]
+    assert resolved_cpu(epyc + epyc + amx) == "AVX512-BF16, then AVX512-BF16 and AMX"
+    assert resolved_cpu("[I] Starting training on CPU\n") == "?"  # fp32 asked for: no line
+    assert resolved_cpu(epyc.replace(" (AVX512 with AVX512-BF16)", "")) == "?"  # the oldest logs name no evidence
+    assert _kernels({"precision": "bf16", "cpu": "AVX512-BF16 and AMX", "dropout_mask": "fast"}) == \
+        "bf16 (AVX512-BF16 and AMX); fast masks"
+    assert _kernels({"precision": "fp32", "cpu": "?"}) == "fp32"
+    assert _kernels({"precision": "fp32", "cpu": "AVX2", "device": "NVIDIA H200"}) == "fp32 on NVIDIA H200"
+    # an archived run's done.json predates the record: read from its training log; a recorded one is kept
+    jd = tmp_path / "jobs" / "baseline_s1"
+    jd.mkdir(parents=True)
+    for split in ("valid", "test"):
+        (jd / f"hyp.{split}").write_text("a\n")
+    (jd / "train.log").write_text(amx)
+    (jd / "done.json").write_text(json.dumps({"precision": "bf16"}))
+    assert read_run(jd, "baseline", 1).info["cpu"] == "AVX512-BF16 and AMX"
+    (jd / "done.json").write_text(json.dumps({"precision": "bf16", "cpu": "AVX2"}))
+    assert read_run(jd, "baseline", 1).info["cpu"] == "AVX2"
+    (jd / "done.json").write_text(json.dumps({"precision": "fp32", "device": "NVIDIA H200"}))
+    assert "cpu" not in read_run(jd, "baseline", 1).info
+
+
 def test_exact_resume_log_reads_old_and_new_names():
     new = LOG.replace("-exact_resume:", "-xl_exact_resume:")
     assert "-xl_exact_resume: skipping" in new and exact_resume_log(new) is True

@@ -180,6 +180,8 @@ def test_experiments_run_score_report_and_resume(tmp_path):
     info = json.loads((wd / "jobs" / "combination" / "done.json").read_text())
     assert info["concurrent_jobs"] == 2 and info["threads"] == max(1, (os.cpu_count() or 1) // 2)
     assert info["device"] == "cpu"
+    from onmt_xl.precision import native_bf16
+    assert info["cpu"] != "?" and info["cpu"] in native_bf16()[1]  # the CPU its -xl_cpu_precision line names
     assert set(comb["variants"]) == {"test", "valid", "oracle", "gold_align", "test_align"}
     assert set(base["variants"]) == {"test", "valid", "gold_align", "test_align"}  # no XL, no oracle variant
     _check_scores_by_hand(wd, res)

@@ -45,7 +45,9 @@ def _systems_section(report: Dict[str, Any]) -> List[str]:
             "novelty is by the reference only, so such a pair can count as novel); "
             f"{report['valid_sentences']} validation pairs. Parameters: trainable (buffers apart). "
             "Training precision: what `-xl_cpu_precision auto` chose on the machines each run trained on (bf16 only "
-            "where the CPU computes it natively; weights fp32 throughout) and the dropout masks it drew "
+            "where the CPU computes it natively; weights fp32 throughout), in brackets the CPU's bf16 units (its "
+            "vector ISA where it had none; CPUs that differ here round bf16 otherwise, so a run's last digits "
+            "differ between them), and the dropout masks it drew "
             "(`-xl_cpu_kernels`: fast or PyTorch's stock stream), each in order for a run resumed on another machine "
             "or version; a run trained on a GPU (fp32, stock masks) names it.", "",
             *_table(["system", "seeds", "training precision", "test BLEU", "test chrF", "novel BLEU", "valid BLEU",

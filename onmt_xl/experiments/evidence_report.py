@@ -29,6 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from onmt_xl.experiments import stats
 from onmt_xl.experiments.curve import plateau_step, plot_curves, read_curve
 from onmt_xl.experiments.evidence_markdown import XL_VARIANTS, markdown
+from onmt_xl.experiments.jobs import resolved_cpu
 from onmt_xl.experiments.paper_figures import DING_TAB2_JAEN, gain
 from onmt_xl.experiments.stock import read_lines
 
@@ -85,6 +86,8 @@ def read_run(jd: Path, system: str, seed: int, needs: Sequence[str] = SPLITS) ->
     if not (jd / "done.json").exists() or not all((jd / f"hyp.{s}").exists() for s in needs):
         return None
     info = json.loads((jd / "done.json").read_text(encoding="utf-8"))
+    if "cpu" not in info and (info.get("device") or "cpu") == "cpu" and (jd / "train.log").exists():
+        info["cpu"] = resolved_cpu((jd / "train.log").read_text(encoding="utf-8"))  # recorded since 2026-12-02
     hyps = {s: read_lines(jd / f"hyp.{s}") for s in (*SPLITS, "oracle") if (jd / f"hyp.{s}").exists()}
     return Run(jd.name, system, seed, hyps, info.get("parameters"), info.get("buffers"),
                info.get("resumed_exactly", True) is not False, info)
@@ -548,10 +551,11 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
 
 
 def _kernels(info: Dict[str, Any]) -> str:
-    """A run's training precision and (where recorded) its dropout masks, each per attempt: "bf16; fast masks";
-    a run trained on a GPU names it: "fp32 on NVIDIA H200; stock masks"."""
-    mask, device = info.get("dropout_mask"), info.get("device") or "cpu"
-    where = "" if device == "cpu" else f" on {device}"
+    """A run's training precision, the CPU it ran on and its dropout masks, each per attempt and where recorded
+    (:func:`~onmt_xl.experiments.jobs.resolved_cpu`): "bf16 (AVX512-BF16); fast masks"; a run trained on a GPU
+    names it: "fp32 on NVIDIA H200; stock masks"."""
+    mask, device, cpu = info.get("dropout_mask"), info.get("device") or "cpu", info.get("cpu")
+    where = (f" ({cpu})" if cpu and cpu != "?" else "") if device == "cpu" else f" on {device}"
     return f"{info.get('precision') or '?'}{where}" + (f"; {mask} masks" if mask else "")
 
 

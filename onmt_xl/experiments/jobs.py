@@ -87,6 +87,25 @@ def resolved_precision(log_text: str) -> str:
                         lambda line: "bf16" if line and "bf16 autocast" in line else "fp32")
 
 
+def resolved_cpu(log_text: str) -> str:
+    """The CPU each attempt of a training log computed on, as its ``-xl_cpu_precision`` line names it: the bf16
+    units where it had them ("AVX512-BF16 and AMX"), else PyTorch's vector ISA ("AVX2"); "?" for an attempt
+    without such a line (fp32 asked for, a GPU, a log older than the evidence in it); in order, as
+    :func:`resolved_precision`. CPUs that differ here round bf16 otherwise, so their runs differ in the last
+    digits."""
+    def pick(line):
+        found = line and _CPU_EVIDENCE.search(line)
+        if not found:
+            return "?"
+        evidence = found.group(1)
+        return evidence.split(" with ", 1)[1] if " with " in evidence else evidence.split(",", 1)[0]
+
+    return _per_attempt(log_text, ("-xl_cpu_precision", "-cpu_precision"), pick)
+
+
+_CPU_EVIDENCE = re.compile(r"this CPU(?: \(|: )([^()]+)")  # the evidence of onmt_xl.precision.native_bf16
+
+
 def resolved_dropout_mask(log_text: str) -> str:
     """Which dropout masks each attempt of a training log drew: "fast" or "stock" (an attempt that logs no choice:
     a GPU, stock kernels, or a version without the option), in order, as :func:`resolved_precision`. Logs name
@@ -243,7 +262,7 @@ class JobStages:
                     concurrent_jobs=self.parallel, threads=self.threads, device=self.device_name(),  # what tok/s was measured under
                     **count_checkpoint_parameters(str(self.model_path(job))),  # trainable; buffers apart
                     src_tok_s=train_throughput(log), precision=resolved_precision(log),
-                    dropout_mask=resolved_dropout_mask(log))
+                    dropout_mask=resolved_dropout_mask(log), cpu=resolved_cpu(log) if not self.gpu else None)
         (jd / "done.json").write_text(json.dumps(info, indent=2))
 
     def variant_output(self, job: Job, variant: str) -> Optional[Path]:
