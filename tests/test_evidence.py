@@ -204,6 +204,8 @@ def _fake_study(wd, rng_seed=0):
                 (jd / "hyp.valid").write_text("\n".join(noisy(r, keep) for r in refs[:20]) + "\n")
             done = {"parameters": 1000 + len(system), "buffers": 7,
                     "resumed_exactly": (system, seed) not in (("inxl", 3), ("combination_noise20", 1))}
+            if system == "combination_rerun":  # trained on another CPU than the rest
+                done.update(precision="bf16", cpu="AVX512-BF16 and AMX", dropout_mask="fast")
             (jd / "done.json").write_text(json.dumps(done))
     return refs
 
@@ -329,6 +331,9 @@ def test_report_families_oracle_rows_and_sweeps(tmp_path):
     assert "| 2 | headxl_s1 |" in md and "(default) | – |" in md and "Noise attack" in md
     assert "The same run trained again (not a paper's figure)" in md
     assert "| trained again | combination_rerun_s1 |" in md
+    assert rerun["points"][1]["training"] == "bf16 (AVX512-BF16 and AMX); fast masks"
+    assert [line.rsplit("|", 2)[1].strip() for line in md.splitlines() if "| combination_rerun_s1 |" in line
+            or line.startswith("| as archived |")] == ["?", "bf16 (AVX512-BF16 and AMX); fast masks"]
     assert "combination_noise20_s1" in md.split("Left out")[1]
     for name in ("headxl_tau0_s1", "headxl_tau4_s1", "combination_noise10_s1"):  # a sweep of its default alone
         shutil.rmtree(tmp_path / "jobs" / name)

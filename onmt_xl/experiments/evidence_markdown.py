@@ -253,11 +253,12 @@ def _sweeps_section(report: Dict[str, Any]) -> List[str]:
         for pt in sweep["points"]:
             vs = pt.get("vs_default")
             rest = (_delta(vs), f"{vs['p_holm']:.3f}") if vs else ("(default)" if pt["default"] else "–", "–")
-            rows.append([pt["setting"], pt["job"], f"{pt['valid_bleu']:.2f}", f"{pt['test_bleu']:.2f}", *rest])
+            rows.append([pt["setting"], pt["job"], f"{pt['valid_bleu']:.2f}", f"{pt['test_bleu']:.2f}", *rest,
+                         pt.get("training") or "?"])
         lines += ["", f"{sweep['title']} (one seed; Δ test BLEU against the default setting, paired bootstrap over "
-                  "sentences, Holm over the sweep):", "",
-                  *_table([sweep["setting"], "job", "valid BLEU", "test BLEU", "Δ vs default [95 % CI]", "p (Holm)"],
-                          rows)]
+                  "sentences, Holm over the sweep; training precision as in the systems' table):", "",
+                  *_table([sweep["setting"], "job", "valid BLEU", "test BLEU", "Δ vs default [95 % CI]", "p (Holm)",
+                           "training precision"], rows)]
     return lines
 
 

@@ -460,8 +460,8 @@ def pair_rows(workdir: Path, pairs: Sequence[Tuple[str, str]], seeds: Sequence[i
 
 def sweep_rows(workdir: Path, sweep: Sweep, refs: Dict[str, List[str]], n_samples: int, seed: int,
                alpha: float) -> Dict[str, Any]:
-    """A sweep's finished points: validation and test BLEU, and Δ test BLEU against the default setting's run
-    (paired bootstrap over sentences; Holm over the sweep's points)."""
+    """A sweep's finished points: validation and test BLEU, Δ test BLEU against the default setting's run
+    (paired bootstrap over sentences; Holm over the sweep's points) and how each trained (:func:`_kernels`)."""
     runs = {name: read_run(workdir / "jobs" / name, name, 0) for _, name in sweep.points}
     default = runs.get(sweep.default)
     points, family = [], {}
@@ -471,7 +471,7 @@ def sweep_rows(workdir: Path, sweep: Sweep, refs: Dict[str, List[str]], n_sample
             continue
         point = {"setting": setting, "job": name, "default": name == sweep.default,
                  "valid_bleu": _scores(run.hyps["valid"], refs["valid"])["bleu"],
-                 "test_bleu": _scores(run.hyps["test"], refs["test"])["bleu"]}
+                 "test_bleu": _scores(run.hyps["test"], refs["test"])["bleu"], "training": _kernels(run.info)}
         if default is not None and default.resumed_exactly and name != sweep.default:
             family[name] = point["vs_default"] = compare([run.hyps["test"]], [default.hyps["test"]], refs["test"],
                                                          n_samples, seed)
