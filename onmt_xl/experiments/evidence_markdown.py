@@ -46,7 +46,7 @@ def _systems_section(report: Dict[str, Any]) -> List[str]:
             f"{report['valid_sentences']} validation pairs. Parameters: trainable (buffers apart). "
             "Training precision: what `-xl_cpu_precision auto` chose on the machines each run trained on (bf16 only "
             "where the CPU computes it natively; weights fp32 throughout), in brackets the CPU's bf16 units (its "
-            "vector ISA where it had none; CPUs that differ here round bf16 otherwise, so a run's last digits "
+            "vector ISA where it had none; CPUs that differ here run other bf16 kernels, so a run's last digits "
             "differ between them), and the dropout masks it drew "
             "(`-xl_cpu_kernels`: fast or PyTorch's stock stream), each in order for a run resumed on another machine "
             "or version; a run trained on a GPU (fp32, stock masks) names it.", "",

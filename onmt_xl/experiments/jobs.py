@@ -91,8 +91,8 @@ def resolved_cpu(log_text: str) -> str:
     """The CPU each attempt of a training log computed on, as its ``-xl_cpu_precision`` line names it: the bf16
     units where it had them ("AVX512-BF16 and AMX"), else PyTorch's vector ISA ("AVX2"); "?" for an attempt
     without such a line (fp32 asked for, a GPU, a log older than the evidence in it); in order, as
-    :func:`resolved_precision`. CPUs that differ here round bf16 otherwise, so their runs differ in the last
-    digits."""
+    :func:`resolved_precision`. CPUs that differ here run other bf16 kernels (oneDNN's AMX ones where there
+    is AMX), which sum in another order, so a run's last digits differ between them."""
     def pick(line):
         found = line and _CPU_EVIDENCE.search(line)
         if not found:
