@@ -92,7 +92,7 @@ def resolved_cpu(log_text: str) -> str:
     units where it had them ("AVX512-BF16 and AMX"), else PyTorch's vector ISA ("AVX2"); "?" for an attempt
     without such a line (fp32 asked for, a GPU, a log older than the evidence in it); in order, as
     :func:`resolved_precision`. CPUs that differ here run other bf16 kernels (oneDNN's AMX ones where there
-    is AMX), which sum in another order, so a run's last digits differ between them."""
+    is AMX), which need not sum in the same order, so a run's last digits differ between them."""
     def pick(line):
         found = line and _CPU_EVIDENCE.search(line)
         if not found:
