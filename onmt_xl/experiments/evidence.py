@@ -39,7 +39,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.archive import save_curve
 from onmt_xl.experiments.curve import plateau_step, plot_curves, read_curve
-from onmt_xl.experiments.evidence_report import DEFAULT_PREREG, ORDERINGS, Sweep, write_report
+from onmt_xl.experiments.evidence_report import DEFAULT_PREREG, ORDERINGS, PLATEAU_ORDERINGS, Sweep, write_report
 from onmt_xl.experiments.plan import NOISE_RATIOS, Job
 from onmt_xl.experiments.stock import read_lines, say, stock
 from onmt_xl.experiments.systems import SYSTEMS
@@ -303,9 +303,10 @@ def checkpoints(jd: Path) -> Dict[int, Path]:
     return {int(p.stem.rsplit("_", 1)[1]): p for p in jd.glob("model_step_*.pt")}
 
 
-def score_checkpoints(runner, job: Job, every: int, threads: Optional[int] = None) -> List[Dict[str, Any]]:
-    """Translate the validation pairs with each kept checkpoint of ``job`` at a multiple of ``every`` steps that
-    ``curve.jsonl`` lacks (beam ``runner.beam_size``) and append its BLEU, chrF and validation perplexity."""
+def score_checkpoints(runner, job: Job, every: int, threads: Optional[int] = None, first: int = 0) -> List[Dict[str, Any]]:
+    """Translate the validation pairs with each kept checkpoint of ``job`` at a multiple of ``every`` steps from
+    step ``first`` on that ``curve.jsonl`` lacks (beam ``runner.beam_size``) and append its BLEU, chrF and
+    validation perplexity."""
     import sacrebleu
 
     jd = runner.path("jobs", job.name)
@@ -316,7 +317,7 @@ def score_checkpoints(runner, job: Job, every: int, threads: Optional[int] = Non
     valid = validation_log(log.read_text(encoding="utf-8"), runner.job_config(job)["valid_steps"]) if log.exists() else {}
     rows = []
     for step, ckpt in sorted(checkpoints(jd).items()):
-        if step % every or step in done:
+        if step % every or step in done or step < first:
             continue
         hyp = jd / f"hyp.valid.step{step}"
         if not hyp.exists():
@@ -378,6 +379,15 @@ def run_evidence(args) -> int:
         runner.extra_preorder_pairs = _ints(args.preorder_pairs)
         runner.run(sys.argv[1:])
         return 0
+    if args.stage == "plateau-status":
+        from onmt_xl.experiments.plateau import describe
+
+        print(describe(args.workdir, args.plateau_system))
+        return 0
+    if args.stage == "plateau":
+        from onmt_xl.experiments.plateau import run_plateau
+
+        return run_plateau(args, runner, _ints(args.seeds) or [1, 2], _every(args.every), score_checkpoints)
     if args.stage == "curve":
         runner.run(sys.argv[1:])
     else:  # curve-score: no lock, so it can score while the training runs
@@ -499,7 +509,7 @@ def report_stage(args) -> int:
                           seed=args.bootstrap_seed, preorder_pairs=_ints(args.preorder_pairs),
                           families=report_families(systems, args.families or FAMILIES), oracle_systems=ORACLE_SYSTEMS,
                           sweeps=report_sweeps(args.preset, TIERS["d"][1][0]), orderings=ORDERINGS,
-                          prereg=args.prereg)
+                          prereg=args.prereg, plateau_orderings=PLATEAU_ORDERINGS)
     if not report["systems"]:
         say(f"no finished run of {','.join(systems)} with seeds {','.join(map(str, seeds))} in {workdir / 'jobs'} yet")
     print(out.read_text(encoding="utf-8"))
@@ -521,7 +531,8 @@ def add_evidence(sub) -> None:
                         "lowest salted SHA-256; every other training pair with a test source removed); every stage "
                         "of the work directory must give the same N (default 0: none)")
     p.add_argument("--workdir", default="runs/evidence_jaen", help="where everything is written (resumable)")
-    p.add_argument("--stage", choices=("prepare", "curve", "curve-score", "main", "status", "aer", "report"),
+    p.add_argument("--stage", choices=("prepare", "curve", "curve-score", "main", "status", "aer", "plateau", "plateau-status",
+                                            "report"),
                    default="curve",
                    help="prepare: only the splits, alignments, preorderer and vocabularies; curve: train the "
                         "learning-curve jobs; curve-score: score their kept checkpoints; main: every system and seed "
@@ -529,7 +540,10 @@ def add_evidence(sub) -> None:
                         "jobs stands and the hours left, read beside the training (nothing trained or scored); aer: "
                         "the attention AER of Ding et al. 2020 Tab. 3: each finished main job (with its checkpoints) "
                         "forces the gold alignment set and the test pairs through -report_align -gold_align, one "
-                        "thread, beside the training; report: the statistics and verdicts of the finished main runs")
+                        "thread, beside the training; plateau: --plateau-system's jobs with --seeds trained on from "
+                        "their --plateau-from checkpoint to their own plateau (onmt_xl.experiments.plateau); plateau-status: "
+                        "where those rounds stand (nothing trained); report: "
+                        "the statistics and verdicts of the finished main runs")
     p.add_argument("--seed", type=int, default=1, help="training seed of the learning-curve jobs (default 1)")
     p.add_argument("--steps", type=int, help="--stage main/status/aer: steps of every model (where the validation "
                    "BLEU of the learning curve stops rising)")
@@ -558,12 +572,21 @@ def add_evidence(sub) -> None:
     p.add_argument("--max-steps", type=int, default=10000, help="learning-curve length (may grow later: jobs "
                    "resume); --stage main: the same, its first seed's baseline and Combination being the curve jobs")
     p.add_argument("--every", type=int, default=500, help="steps between kept checkpoints and validations")
-    p.add_argument("--score-every", type=int, help="score every this many steps (default: --every)")
+    p.add_argument("--score-every", type=int, help="score every this many steps (default: --every; --stage plateau: "
+                   "1000)")
     p.add_argument("--threads", type=int, help="torch threads of curve-score's translations")
     p.add_argument("--plateau-tolerance", type=float, default=0.5,
                    help="curve stages: BLEU a later checkpoint may gain over the plateau step (default 0.5)")
     p.add_argument("--plateau-window", type=int, default=2000,
                    help="curve stages: steps the curves must extend past the plateau step (default 2000)")
+    p.add_argument("--plateau-system", default="lstm",
+                   help="--stage plateau: the system trained on to its own plateau (default lstm)")
+    p.add_argument("--plateau-from", type=int, default=8000,
+                   help="--stage plateau: the step of SYSTEM_sSEED's checkpoint its plateau job continues (default 8000)")
+    p.add_argument("--plateau-round", type=int, default=4000,
+                   help="--stage plateau: steps trained between two readings of the rule (default 4000)")
+    p.add_argument("--plateau-cap", type=int, default=40000,
+                   help="--stage plateau: the most steps trained; no plateau by then is reported so (default 40000)")
     p.add_argument("--watch", type=float, help="curve-score: look for new checkpoints every this many minutes "
                    "until the jobs have finished")
     p.add_argument("--preorder-options", default=json.dumps(PREORDER_OPTIONS),

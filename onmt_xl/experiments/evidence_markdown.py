@@ -102,7 +102,7 @@ def _comparisons_section(report: Dict[str, Any]) -> List[str]:
         lines += ["", "Sanity check (Ding et al. 2020, Tab. 4: the full Transformer beats the encoder-free one): "
                   f"{outcome}: encoder-free against {report['baseline']} {_delta(free)}, corrected p = "
                   f"{free['p_holm']:.3f}." + (f" Untested, for comparison: {elsewhere}." if elsewhere else "")]
-    return lines + plain_words(report) + _decisive_section(report) + _pairs_section(report)
+    return lines + plain_words(report) + _decisive_section(report) + _pairs_section(report) + _plateau_section(report)
 
 
 def _decisive_section(report: Dict[str, Any]) -> List[str]:
@@ -168,10 +168,44 @@ def _pairs_section(report: Dict[str, Any]) -> List[str]:
             f"paired bootstrap, {boot['samples']} samples, seed {boot['seed']}; "
             + (f"Holm over these {len(pairs)} orderings, a family of their own; " if len(pairs) > 1 else
                "one ordering; ") + f"α = {report['alpha']}; `*_oracle`: trained and tested on oracle indices):", "",
-            *_table(["A > B", "seeds (A; B)", "Δ BLEU [95 % CI]", "p", "p (Holm)", "verdict"],
-                    [[name, f"{c['system_runs']}; {c['baseline_runs']}", _delta(c), f"{c['p']:.3f}",
-                      f"{c['p_holm']:.3f}", {"helps": "A above B", "hurts": "B above A"}.get(c["verdict"], c["verdict"])]
-                     for name, c in pairs.items()])]
+            *_pairs_table(pairs)]
+
+
+def _pairs_table(pairs: Dict[str, Dict[str, Any]]) -> List[str]:
+    return _table(["A > B", "seeds (A; B)", "Δ BLEU [95 % CI]", "p", "p (Holm)", "verdict"],
+                  [[name, f"{c['system_runs']}; {c['baseline_runs']}", _delta(c), f"{c['p']:.3f}",
+                    f"{c['p_holm']:.3f}", {"helps": "A above B", "hurts": "B above A"}.get(c["verdict"], c["verdict"])]
+                   for name, c in pairs.items()])
+
+
+def _plateau_section(report: Dict[str, Any]) -> List[str]:
+    """Each system trained on to its own plateau (``onmt-xl evidence --stage plateau``), and the orderings read
+    against it, a family of their own."""
+    lines = []
+    for system, st in (report.get("plateaus") or {}).items():
+        rule = (f"no later validation BLEU more than {st['tolerance']} above it, {st['window']:,} steps seen past it, "
+                f"both seeds together; validation BLEU every {st['score_every']:,} steps, rounds of "
+                f"{st['round']:,} steps, at most {st['cap']:,}")
+        reached = ", ".join(f"`{name}` {steps:,}" for name, steps in st.get("reached", {}).items())
+        head = (f"`{system}` trained on from its {st['from_step']:,}-step checkpoints to its own plateau, seeds "
+                f"{_seeds(st['seeds'])} (`{system}_plateau_sSEED`; a deviation, `reports/PREREG_decisive_baselines.md`; "
+                f"the study's step rule: {rule}): ")
+        if st["status"] == "plateau":
+            runs = st.get("runs") or {}
+            head += (f"plateau at step {st['step']:,}, each seed translated with the average of its last checkpoints "
+                     f"up to it: validation BLEU {_fmt(runs.get('valid_bleu'))}, test BLEU {_fmt(runs.get('test_bleu'))}"
+                     + (f" ({'; '.join(runs['precision'])})" if runs.get("precision") else "") + ".")
+        elif st["status"] == "cap":
+            head += f"no plateau by the cap ({reached} steps); not translated."
+        else:
+            head += f"no plateau yet ({reached} steps so far)."
+        lines += ["", head]
+    pairs = report.get("plateau_pairs") or {}
+    if pairs:
+        lines += ["", "Orderings read against a system at its plateau (Δ = A − B in test BLEU, the same bootstrap; "
+                  + (f"Holm over these {len(pairs)}, a family of their own" if len(pairs) > 1 else "one ordering, "
+                     "a family of its own") + "; not part of any preregistered family):", "", *_pairs_table(pairs)]
+    return lines
 
 
 XL_VARIANTS = (("inxl", "InXL"), ("headxl", "HeadXL"), ("combination", "Combination"))

@@ -429,6 +429,28 @@ ORDERINGS = (
 )
 
 
+#: the orderings read against a system trained on to its own plateau (onmt_xl.experiments.plateau; the LSTM of Tab. 4,
+#: reports/PREREG_decisive_baselines.md, Deviations): a family of their own, outside the preregistered orderings
+PLATEAU_ORDERINGS = (("encoder_free_inxl", "lstm_plateau"),)
+PLATEAU_FAMILY = "against a system trained on to its plateau (deviation)"
+
+
+def plateau_states(workdir: Path, refs: Dict[str, List[str]]) -> Dict[str, Dict[str, Any]]:
+    """Where each system trained on to its plateau stands (``plateau_SYSTEM.json``, by system), with the validation
+    and test BLEU of its finished, exactly resumed runs (``jobs/SYSTEM_plateau_sSEED``) once translated."""
+    out = {}
+    for path in sorted(workdir.glob("plateau_*.json")):
+        state = json.loads(path.read_text(encoding="utf-8"))
+        system = path.stem[len("plateau_"):]
+        runs = [r for r in seed_runs(workdir, f"{system}_plateau", system, state.get("seeds") or ()) if r.resumed_exactly]
+        if runs:
+            state["runs"] = {"seeds": [r.seed for r in runs], "precision": sorted({_kernels(r.info) for r in runs}),
+                             **{f"{split}_bleu": _mean_sd([_scores(r.hyps[split], refs[split])["bleu"] for r in runs])
+                                for split in SPLITS}}
+        out[system] = state
+    return out
+
+
 def pair_name(a: str, b: str) -> str:
     """The key of the ordering "``a`` scores above ``b``" in the report's ``pairs``."""
     return f"{a} > {b}"
@@ -445,15 +467,15 @@ def side_runs(workdir: Path, side: str, seeds: Sequence[int]) -> List[List[str]]
 
 
 def pair_rows(workdir: Path, pairs: Sequence[Tuple[str, str]], seeds: Sequence[int], refs: List[str], n_samples: int,
-              seed: int, alpha: float) -> Dict[str, Dict[str, Any]]:
+              seed: int, alpha: float, family_name: str = ORDERINGS_FAMILY) -> Dict[str, Dict[str, Any]]:
     """The orderings the papers claim, "A scores above B" for each ``(A, B)`` of ``pairs`` whose two sides have
     finished runs: Δ test BLEU = A − B with the seed-pooled bootstrap (:func:`compare`), Holm over the orderings
-    found, a family of their own."""
+    found, a family of their own (``family_name``)."""
     family: Dict[str, Dict[str, Any]] = {}
     for a, b in pairs:
         ra, rb = side_runs(workdir, a, seeds), side_runs(workdir, b, seeds)
         if ra and rb:
-            family[pair_name(a, b)] = {"a": a, "b": b, "family": ORDERINGS_FAMILY, **compare(ra, rb, refs, n_samples, seed)}
+            family[pair_name(a, b)] = {"a": a, "b": b, "family": family_name, **compare(ra, rb, refs, n_samples, seed)}
     correct(family, alpha)
     return family
 
@@ -484,12 +506,14 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
                  n_samples: int = 1000, seed: int = stats.DEFAULT_SEED, alpha: float = 0.05,
                  preorder_pairs: Sequence[int] = (), families: Optional[Sequence[Tuple[str, Sequence[str]]]] = None,
                  oracle_systems: Sequence[str] = (), sweeps: Sequence[Sweep] = (),
-                 orderings: Sequence[Tuple[str, str]] = (), prereg: str = DEFAULT_PREREG) -> Dict[str, Any]:
+                 orderings: Sequence[Tuple[str, str]] = (), prereg: str = DEFAULT_PREREG,
+                 plateau_orderings: Sequence[Tuple[str, str]] = ()) -> Dict[str, Any]:
     """Everything the report says, as JSON-able data (see the module docstring). ``families``: the families of
     comparisons with the baseline, ``(name, systems)``, each corrected apart (default: one of every system);
     ``oracle_systems``: systems also trained on oracle indices; ``sweeps``: single-seed sweeps of a setting;
     ``orderings``: the pairs ``(A, B)`` whose "A above B" is measured (:func:`pair_rows`); ``prereg``: the
-    preregistration a decisive reading cites (:func:`decisive_design`)."""
+    preregistration a decisive reading cites (:func:`decisive_design`); ``plateau_orderings``: pairs against a
+    system trained on to its plateau, a family of their own (:data:`PLATEAU_ORDERINGS`)."""
     refs = references(workdir)
     novel = novel_indices(refs["test"], read_lines(workdir / "data" / "train.tgt"))
     seen_sources = seen_source_indices(read_lines(workdir / "data" / "test.src"),
@@ -537,6 +561,9 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
             "sweeps": [sweep_rows(workdir, sw, refs, n_samples, seed, alpha) for sw in sweeps],
             "by_reordering": by_reordering(workdir, kept, baseline, refs["test"], n_samples, seed, alpha),
             "pairs": pair_rows(workdir, orderings, seeds, refs["test"], n_samples, seed, alpha),
+            "plateau_pairs": pair_rows(workdir, plateau_orderings, seeds, refs["test"], n_samples, seed, alpha,
+                                       PLATEAU_FAMILY),
+            "plateaus": plateau_states(workdir, refs),
             "decisive": decisive_design(workdir, kept, baseline, comparisons, refs["test"], n_samples, seed, curves,
                                         prereg),
             "attention_aer": attention_alignment(workdir, systems, seeds, baseline, n_samples, seed, alpha),

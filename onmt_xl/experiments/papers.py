@@ -92,6 +92,9 @@ class PaperClaim:
 
 
 T2, T3, T4, R3, E1 = DING_TAB2_JAEN, DING_TAB3_ENDE, DING_TAB4_ENDE, CHEN19_TAB3_JAEN, CHEN20_TAB1_JAEN
+#: the LSTM trained on to its own plateau (onmt_xl.experiments.plateau): its runs are jobs/lstm_plateau_sSEED
+PLATEAU_LSTM = "lstm_plateau"
+PLATEAU_STAGE = "the LSTM's plateau stage"  # not a tier: onmt-xl evidence --stage plateau, after tiers f and g
 
 
 def _aer_gain(system: str) -> float:
@@ -132,8 +135,11 @@ CLAIMS: Tuple[PaperClaim, ...] = (
                f"{fig(T4['encoder_free'])})", gain(T4, "encoder_free_inxl", "encoder_free"), "pair",
                "encoder_free_inxl", "encoder_free", tier="c, h"),
     PaperClaim(D, "Tab. 4", f"The encoder-free Transformer with InXL PE beats a 6-layer LSTM "
-               f"({fig(T4['encoder_free_inxl'])} vs {fig(T4['lstm'])})", gain(T4, "encoder_free_inxl", "lstm"), "pair",
-               "encoder_free_inxl", "lstm", tier="h"),
+               f"({fig(T4['encoder_free_inxl'])} vs {fig(T4['lstm'])}); the LSTM at the study's 8,000 steps "
+               "(preregistered)", gain(T4, "encoder_free_inxl", "lstm"), "pair", "encoder_free_inxl", "lstm", tier="h"),
+    PaperClaim(D, "Tab. 4", f"The same, the LSTM trained on to its own plateau (a deviation: "
+               "`reports/PREREG_decisive_baselines.md`)", gain(T4, "encoder_free_inxl", "lstm"), "pair",
+               "encoder_free_inxl", PLATEAU_LSTM, tier=PLATEAU_STAGE),
     PaperClaim(D, "Fig. 3", "BLEU peaks at an intermediate τ: τ = 0 and τ = H both score below τ = H/2", None, "tau",
                tier="d"),
     PaperClaim(D, "Fig. 4", "Noisier training XL indices lower BLEU (noise is no regulariser)", None, "noise",
@@ -241,6 +247,8 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
                                     partial=bool(pending & {claim.a, *family})))
         elif claim.kind == "pair":
             pairs = report.get("pairs", {})
+            if pair_name(claim.a, claim.b) not in pairs:  # a pair against a system at its plateau: its own family
+                pairs = report.get("plateau_pairs", {})
             c = pairs.get(pair_name(claim.a, claim.b))
             if c:
                 out.append(Measured(study, c["delta"], c["low"], c["high"], c["p_holm"], len(pairs), _runs(c),
@@ -347,6 +355,29 @@ def _tiers_left(claim: PaperClaim, left: Optional[Dict[str, Dict[str, Any]]]) ->
     return [t for t in tiers if t in pending] or tiers
 
 
+def plateau_state(claim: PaperClaim, studies: Dict[str, Dict[str, Any]]) -> Optional[Tuple[str, Dict[str, Any]]]:
+    """``(study, state)`` of the system at its plateau that ``claim`` reads (``SYSTEM_plateau``), best study first."""
+    if not claim.b.endswith("_plateau"):
+        return None
+    system = claim.b[: -len("_plateau")]
+    return next(((study, studies[study]["plateaus"][system]) for study in STUDY_ORDER
+                 if system in ((studies.get(study) or {}).get("plateaus") or {})), None)
+
+
+def _plateau_pending(claim: PaperClaim, studies: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """A claim against a system at its plateau that has no translation yet: still training (*not run yet*) or no
+    plateau by the cap (*not measurable at this scale*, as the deviation states)."""
+    found = plateau_state(claim, studies)
+    if found is None or found[1].get("status") == "plateau":
+        return []
+    study, st = found
+    steps = ", ".join(f"{n:,}" for n in st.get("reached", {}).values()) or "0"
+    if st.get("status") == "cap":
+        return [{"study": study, "figure": f"no plateau by {st['cap']:,} steps (seeds at {steps})",
+                 "verdict": NOT_MEASURABLE}]
+    return [{"study": study, "figure": f"no plateau yet (seeds at {steps} steps)", "verdict": NOT_RUN}]
+
+
 def rows(studies: Dict[str, Dict[str, Any]], heads: int,
          left: Optional[Dict[str, Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
     """One entry per claim: the paper, the claim, each study's figure with interval, Holm p, power and verdict;
@@ -378,8 +409,12 @@ def rows(studies: Dict[str, Dict[str, Any]], heads: int,
                     "runs": m.runs, "detectable": smallest_detectable(m.low, m.high, m.m),
                     "verdict": v + (INTERIM if m.interim else "") + (PARTIAL if m.partial else ""),
                     "size": size_vs_paper(m.low, m.high, claim.effect, direction) if v == REPRODUCED else None})
+            pending = [] if entry["measured"] else _plateau_pending(claim, studies)
+            entry["measured"] += pending
             entry["verdict"] = entry["measured"][0]["verdict"] if entry["measured"] else NOT_RUN
             entry["tiers"] = _tiers_left(claim, left)
+            for m in pending:
+                m["tiers"] = entry["tiers"]
         out.append(entry)
     return out
 
@@ -472,7 +507,9 @@ def corrections(studies: Dict[str, Dict[str, Any]], heads: int) -> List[str]:
     out.append(f"HeadXL's default τ stays H // 2: {heads // 2} of the preset's {heads} heads, which the tuning split "
                "preferred to the paper's quarter of the heads (τ = 4 of its 16).")
     out.append("Tab. 4's rows are declared systems: `encoder_free_none`, `encoder_free` (absolute PE), "
-               "`encoder_free_relative`, `encoder_free_inxl` and `lstm` (tier h with tier c's `encoder_free`).")
+               "`encoder_free_relative`, `encoder_free_inxl` and `lstm` (tier h with tier c's `encoder_free`); the LSTM, "
+               "short of convergence at 8,000 steps, is also trained on to its own plateau (`lstm_plateau`: a "
+               "deviation, `reports/PREREG_decisive_baselines.md`).")
     out.append("The two equations only stored translations caught (`xl_relative` adding the absolute PE; the decoder's "
                "reordering embedding dropped) are pinned by `tests/test_pinned_equations.py`; `reports/mutation.md` "
                "is regenerated by `tools/mutation_check.py --report`.")
@@ -480,7 +517,9 @@ def corrections(studies: Dict[str, Dict[str, Any]], heads: int) -> List[str]:
 
 
 def _tiers(tiers: Sequence[str]) -> str:
-    """``tier d`` or ``tiers d and f``: where a row's missing jobs train."""
+    """``tier d`` or ``tiers d and f``: where a row's missing jobs train (a stage that is no tier: its name)."""
+    if list(tiers) == [PLATEAU_STAGE]:
+        return PLATEAU_STAGE
     return f"tier {tiers[0]}" if len(tiers) == 1 else f"tiers {', '.join(tiers[:-1])} and {tiers[-1]}"
 
 
@@ -549,6 +588,9 @@ def markdown(report: Dict[str, Any]) -> str:
            "`TIERS`; tiers c, d, h and i train on the decisive split, `reports/PREREG_decisive_baselines.md`; the "
            "order and the hours left: `reports/EVIDENCE.md`, Compute plan). Their only figures are the 1,500-step "
            "runs of `reports/RESULTS.md`, which answer nothing about convergence.", ""]
+    if any(c["verdict"] == NOT_RUN and c["tier"] == PLATEAU_STAGE for c in report["claims"]):
+        md += ["The LSTM trained on to its own plateau (`onmt-xl evidence --stage plateau`, "
+               "`onmt_xl/experiments/plateau.py`) trains after tiers f and g (`tools/study_queue.sh`).", ""]
     if report.get("progress"):
         md += ["Each remaining tier's jobs, as the archives held them when this report was generated (a job counts "
                "once it is archived finished):", "",

@@ -256,7 +256,8 @@ class Runner(DataStages, JobStages):
     def run(self, argv: Sequence[str] = ()) -> Dict[str, Any]:
         """The whole chain; returns :func:`onmt_xl.experiments.scoring.collect` of the jobs (also in ``results.json``)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self._lock = self._lock_workdir()
+        if getattr(self, "_lock", None) is None:  # held for the process's lifetime: a second run keeps it
+            self._lock = self._lock_workdir()
         self.restore_archive()
         self.write_manifest(argv)
         self._record_run(started=time.strftime("%Y-%m-%d %H:%M:%S"), parallel=self.parallel, status="running", jobs_done=[])
