@@ -141,6 +141,7 @@ def run_plateau(args, runner, seeds: Sequence[int], overrides: Dict[str, Any], s
                    final_step=final, average=args.average if final else 1, variants=variants, experiments=["plateau"])
 
     def save() -> None:
+        state["reached"] = {j.name: trained_steps(runner, j) for j in (job(seed, start) for seed in seeds)}
         state_path(workdir, system).write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
         if runner.archive is not None:
             save_run(workdir, runner.archive, data=runner.corpus_dir())
@@ -158,10 +159,9 @@ def run_plateau(args, runner, seeds: Sequence[int], overrides: Dict[str, Any], s
     runner.threads = args.threads
     while True:
         probe = [job(seed, start) for seed in seeds]
-        state["reached"] = {j.name: trained_steps(runner, j) for j in probe}
         score_all(probe)
         s = plateau_step(scored_curves(runner, probe, start), args.plateau_tolerance, args.plateau_window)
-        low = min(state["reached"].values())
+        low = min(trained_steps(runner, j) for j in probe)
         if s is not None or low >= cap:
             break
         target = next_round(low, start, round_steps, cap)
