@@ -2,8 +2,9 @@
 # Issue 40's remaining compute, in the order of reports/EVIDENCE.md (Compute plan): the decisive design's addendum
 # (reports/PREREG_decisive_tuned.md) and its attention AER; tiers c (with i), d and h on the decisive split
 # (reports/PREREG_decisive_baselines.md); the secondary tiers f and g with their attention AER; the LSTM trained on
-# to its own plateau (onmt_xl.experiments.plateau); last, tier a's preorderer-quality runs. Every call resumes (finished jobs are skipped, a killed one continues exactly from its
-# last checkpoint; a lost work directory is prepared again from the archive's links), so this one command picks
+# to its own plateau (onmt_xl.experiments.plateau); last, tier a's preorderer-quality runs. Every call resumes
+# (finished jobs are skipped, a killed one continues exactly from its last checkpoint; a lost work directory is
+# prepared again from the archive's links), so this one command picks
 # the study up where it stopped, on this machine or a new one. A failing call is logged and the next one runs
 # (they share no job); the addendum's failure stops it (its AER needs its runs).
 #

@@ -303,7 +303,8 @@ def checkpoints(jd: Path) -> Dict[int, Path]:
     return {int(p.stem.rsplit("_", 1)[1]): p for p in jd.glob("model_step_*.pt")}
 
 
-def score_checkpoints(runner, job: Job, every: int, threads: Optional[int] = None, first: int = 0) -> List[Dict[str, Any]]:
+def score_checkpoints(runner, job: Job, every: int, threads: Optional[int] = None,
+                      first: int = 0) -> List[Dict[str, Any]]:
     """Translate the validation pairs with each kept checkpoint of ``job`` at a multiple of ``every`` steps from
     step ``first`` on that ``curve.jsonl`` lacks (beam ``runner.beam_size``) and append its BLEU, chrF and
     validation perplexity."""
@@ -531,8 +532,8 @@ def add_evidence(sub) -> None:
                         "lowest salted SHA-256; every other training pair with a test source removed); every stage "
                         "of the work directory must give the same N (default 0: none)")
     p.add_argument("--workdir", default="runs/evidence_jaen", help="where everything is written (resumable)")
-    p.add_argument("--stage", choices=("prepare", "curve", "curve-score", "main", "status", "aer", "plateau", "plateau-status",
-                                            "report"),
+    p.add_argument("--stage", choices=("prepare", "curve", "curve-score", "main", "status", "aer", "plateau",
+                                       "plateau-status", "report"),
                    default="curve",
                    help="prepare: only the splits, alignments, preorderer and vocabularies; curve: train the "
                         "learning-curve jobs; curve-score: score their kept checkpoints; main: every system and seed "
@@ -541,9 +542,9 @@ def add_evidence(sub) -> None:
                         "the attention AER of Ding et al. 2020 Tab. 3: each finished main job (with its checkpoints) "
                         "forces the gold alignment set and the test pairs through -report_align -gold_align, one "
                         "thread, beside the training; plateau: --plateau-system's jobs with --seeds trained on from "
-                        "their --plateau-from checkpoint to their own plateau (onmt_xl.experiments.plateau); plateau-status: "
-                        "where those rounds stand (nothing trained); report: "
-                        "the statistics and verdicts of the finished main runs")
+                        "their --plateau-from checkpoint to their own plateau (onmt_xl.experiments.plateau); "
+                        "plateau-status: where those rounds stand (nothing trained); report: the statistics and "
+                        "verdicts of the finished main runs")
     p.add_argument("--seed", type=int, default=1, help="training seed of the learning-curve jobs (default 1)")
     p.add_argument("--steps", type=int, help="--stage main/status/aer: steps of every model (where the validation "
                    "BLEU of the learning curve stops rising)")
