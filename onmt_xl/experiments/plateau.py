@@ -156,7 +156,8 @@ def run_plateau(args, runner, seeds: Sequence[int], overrides: Dict[str, Any], s
         with ThreadPoolExecutor(max_workers=max(1, runner.parallel)) as pool:
             list(pool.map(one, jobs))
 
-    runner.threads = args.threads
+    if args.threads:  # else the runner's layout (one thread per job without a GPU)
+        runner.threads = args.threads
     while True:
         probe = [job(seed, start) for seed in seeds]
         score_all(probe)
