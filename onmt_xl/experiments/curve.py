@@ -10,6 +10,11 @@ from typing import Any, Dict, List, Optional
 from onmt_xl.experiments.stock import read_lines
 
 
+def checkpoints(jd: Path) -> Dict[int, Path]:
+    """A job directory's kept checkpoints by step (``model_step_STEP.pt``)."""
+    return {int(p.stem.rsplit("_", 1)[1]): p for p in jd.glob("model_step_*.pt")}
+
+
 def read_curve(jd: Path) -> List[Dict[str, Any]]:
     path = jd / "curve.jsonl"
     rows = {r["step"]: r for r in map(json.loads, read_lines(path))} if path.exists() else {}

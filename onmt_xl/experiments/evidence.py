@@ -38,7 +38,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.archive import save_curve
-from onmt_xl.experiments.curve import plateau_step, plot_curves, read_curve
+from onmt_xl.experiments.curve import checkpoints, plateau_step, plot_curves, read_curve
 from onmt_xl.experiments.evidence_report import DEFAULT_PREREG, ORDERINGS, PLATEAU_ORDERINGS, Sweep, write_report
 from onmt_xl.experiments.plan import NOISE_RATIOS, Job
 from onmt_xl.experiments.stock import read_lines, say, stock
@@ -297,10 +297,6 @@ def validation_log(log_text: str, valid_steps: int) -> Dict[int, Dict[str, float
         if m and step in out:
             out[step]["valid_acc"] = float(m.group(1))
     return out
-
-
-def checkpoints(jd: Path) -> Dict[int, Path]:
-    return {int(p.stem.rsplit("_", 1)[1]): p for p in jd.glob("model_step_*.pt")}
 
 
 def score_checkpoints(runner, job: Job, every: int, threads: Optional[int] = None,

@@ -28,7 +28,7 @@ import yaml
 
 from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.archive import save_curve, save_run
-from onmt_xl.experiments.curve import plateau_step, read_curve
+from onmt_xl.experiments.curve import checkpoints, plateau_step, read_curve
 from onmt_xl.experiments.plan import Job
 from onmt_xl.experiments.stock import say
 
@@ -61,15 +61,11 @@ def describe(workdir: str, system: str) -> str:
     return f"plateau ({system}): {state['status']}{found}; trained {reached} (cap {state['cap']:,})"
 
 
-def _checkpoints(jd: Path) -> Dict[int, Path]:
-    return {int(p.stem.rsplit("_", 1)[1]): p for p in jd.glob("model_step_*.pt")}
-
-
 def trained_steps(runner, job: Job) -> int:
     """The steps ``job`` has trained: its last checkpoint, or, finished without checkpoints (restored from an
     archive), the ``train_steps`` it finished; 0 when it has not started."""
     jd = runner.path("jobs", job.name)
-    ckpts = _checkpoints(jd)
+    ckpts = checkpoints(jd)
     if ckpts:
         return max(ckpts)
     if (jd / "done.json").exists() and (jd / "config.yaml").exists():
@@ -86,7 +82,7 @@ def continue_from(runner, job: Job, source: str, step: int, average: int) -> boo
     from onmt_xl.experiments.jobs import _differences, _identity
 
     jd, sd = runner.path("jobs", job.name), runner.path("jobs", source)
-    if _checkpoints(jd) or (jd / "done.json").exists():
+    if checkpoints(jd) or (jd / "done.json").exists():
         return False
     ckpt = sd / f"model_step_{step}.pt"
     if not ckpt.exists():
@@ -169,7 +165,7 @@ def run_plateau(args, runner, seeds: Sequence[int], overrides: Dict[str, Any], s
         jobs = [job(seed, max(target, trained_steps(runner, job(seed, start)))) for seed in seeds]
         for j in jobs:
             jd = runner.path("jobs", j.name)
-            if (jd / "done.json").exists() and not _checkpoints(jd):  # restored from an archive: trained again
+            if (jd / "done.json").exists() and not checkpoints(jd):  # restored from an archive: trained again
                 (jd / "curve.jsonl").unlink(missing_ok=True)  # its lost run's points stay in the archive only
             continue_from(runner, j, f"{system}_s{j.seed}", start, args.average)
         say(f"[plateau] {system}: no plateau yet (seeds {', '.join(map(str, seeds))} at "
@@ -188,7 +184,7 @@ def run_plateau(args, runner, seeds: Sequence[int], overrides: Dict[str, Any], s
     runner.jobs = [job(seed, trained_steps(runner, job(seed, start)), s) for seed in seeds]
     runner.run(sys.argv[1:])
     for seed in seeds:  # the disk: every checkpoint but the last (to extend it) and the averaged model goes
-        ckpts = sorted(_checkpoints(runner.path("jobs", plateau_name(system, seed))).items())
+        ckpts = sorted(checkpoints(runner.path("jobs", plateau_name(system, seed))).items())
         for _, path in ckpts[:-1]:
             path.unlink()
     save()
