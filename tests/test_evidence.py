@@ -961,3 +961,35 @@ def test_the_decisive_split_gpu_waves_cover_tiers_c_i_d_h_with_their_own_referen
     d = parser.parse_args(["evidence", "--stage", "main", "--steps", "8000", "--tier", "d", "--systems",
                            "headxl,combination", "--seeds", "1", "--max-steps", "8000"])
     assert set(named["runs/decisive_jaen_gpu_d"]) == {j.name for j in tier_jobs(d) if "_rerun_" not in j.name}
+
+
+def test_a_checkpoint_cut_short_by_a_kill_is_set_aside_and_training_resumes_from_the_one_before(tmp_path, monkeypatch):
+    import torch
+
+    from onmt_xl.experiments import jobs
+    from onmt_xl.experiments.evidence import Job
+
+    monkeypatch.setattr(jobs, "count_checkpoint_parameters", lambda path: {"parameters": torch.load(path)["step"]})
+
+    job = Job("baseline_s1", "baseline", 1, train_steps=30)
+    runner = Runner(Corpus("a", "b", "c", "d"), str(tmp_path), [job], preset="demo", train_steps=30, gpu=False)
+    jd = tmp_path / "jobs" / job.name
+    jd.mkdir(parents=True)
+    torch.save({"step": 10}, jd / "model_step_10.pt")
+    torch.save({"step": 20}, jd / "model_step_20.pt")
+    whole = (jd / "model_step_20.pt").read_bytes()
+    (jd / "model_step_30.pt").write_bytes(whole[: len(whole) // 2])  # the final one, killed while saving
+    (jd / "train.log").write_text("")
+    calls = []
+
+    def run(args, log, commands, **kw):
+        calls.append([str(a) for a in args])
+        torch.save({"step": 30}, jd / "model_step_30.pt")
+        return 1.0
+
+    runner._run = run
+    assert runner.train(job)  # not recorded as trained: the cut-short final checkpoint is no model
+    assert calls[0][-3:] == ["-train_from", str(jd / "model_step_20.pt"), "-xl_exact_resume"]
+    assert (jd / "model_step_30.pt.broken").read_bytes() == whole[: len(whole) // 2]
+    done = json.loads((jd / "done.json").read_text())
+    assert done["resumed_from"] == "model_step_20.pt" and done["parameters"] == 30  # the model trained again

@@ -400,6 +400,8 @@ print(errors)
 
 
 def test_a_job_trained_to_its_last_step_but_not_recorded_is_recorded_without_training(tmp_path, monkeypatch):
+    import torch
+
     import onmt_xl.experiments.jobs as jobs_mod
     from onmt_xl.experiments.runner import Job
 
@@ -407,7 +409,7 @@ def test_a_job_trained_to_its_last_step_but_not_recorded_is_recorded_without_tra
     runner = _runner(tmp_path, [job])
     jd = tmp_path / "jobs" / "baseline"
     jd.mkdir(parents=True)
-    runner.model_path(job).write_bytes(b"checkpoint")  # the run stopped after onmt_train, before done.json
+    torch.save({}, runner.model_path(job))  # the run stopped after onmt_train, before done.json
     (jd / "train.log").write_text("[2026-11-26 07:46:20,749 INFO] Step 4/ 4; acc: 87.9; ppl: 5.3; "
                                   "xent: 1.7; lr: 0.00035; sents: 70; bsz: 11/17/1; 16097/25028 tok/s; 5 sec;\n")
     monkeypatch.setattr(runner, "_run", lambda *a, **k: pytest.fail("onmt_train ran again (-xl_exact_resume replays "

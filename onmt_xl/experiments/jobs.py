@@ -6,7 +6,7 @@ from test-side alignments, forced decoding of a gold reference for attention AER
 
     jobs/NAME/ config.yaml, train.log, commands.sh, done.json, hyp.VARIANT, translate_VARIANT.log
 
-A killed training resumes from its last checkpoint with ``-train_from CKPT -xl_exact_resume``, which continues the
+A killed training resumes from its last whole checkpoint with ``-train_from CKPT -xl_exact_resume``, which continues the
 data and the RNG states where the checkpoint left them, so it ends as an uninterrupted run would; a job whose
 configuration changed is refused, except that a finished job given more ``train_steps`` resumes to them. A job
 written with onmt_xl's legacy option and encoder names (before the ``xl_`` prefix) is the same job under the new
@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+import zipfile
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -41,6 +42,29 @@ RUN_OPTIONS = {"xl_cpu_kernels": "fast", "xl_exact_resume": True}
 #: The source file each variant translates (others: ``test.VARIANT.src``, the swapped-word sets).
 VARIANT_SOURCES = {"test": "test.src", "oracle": "test.src", "test_align": "test.src", "gold_align": "gold.src",
                    "valid": "valid.src"}
+
+
+def whole_checkpoint(path: Path) -> bool:
+    """Whether ``path`` is a whole ``torch.save`` file: a zip archive with its central directory (written last)
+    and its pickle."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            return any(name.endswith("data.pkl") for name in z.namelist())
+    except (zipfile.BadZipFile, OSError):
+        return False
+
+
+def whole_checkpoints(jd: Path, name: str) -> List[Path]:
+    """``jd``'s ``model_step_*.pt`` by step, after setting aside (as ``*.pt.broken``) the last ones that are not
+    whole: OpenNMT writes a checkpoint in place, so a run killed while saving leaves it cut short, and resuming
+    from it would fail in every later attempt. The one before it resumes exactly as well."""
+    ckpts = sorted(jd.glob("model_step_*.pt"), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
+    while ckpts and not whole_checkpoint(ckpts[-1]):
+        broken = ckpts.pop()
+        broken.replace(broken.with_name(broken.name + ".broken"))
+        say(f"  {name}: {broken.name} is cut short (the run stopped while saving it): set aside as "
+            f"{broken.name}.broken; resuming from {ckpts[-1].name if ckpts else 'step 0'}")
+    return ckpts
 
 
 def _identity(cfg: Dict[str, Any]) -> Dict[str, Any]:
@@ -236,12 +260,12 @@ class JobStages:
             return False
         jd.mkdir(parents=True, exist_ok=True)
         (jd / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+        ckpts = whole_checkpoints(jd, job.name)
         if self.model_path(job).exists():  # trained to the end, but the run stopped before recording it
             say(f"  {job.name}: already trained to step {self.steps(job)}; recorded without training again")
             self._write_done(job, None, None)  # its training time is unknown: left out of the time summary
             return True
         args = [stock("onmt_train"), "-config", jd / "config.yaml"]
-        ckpts = sorted(jd.glob("model_step_*.pt"), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
         resumed = ckpts[-1].name if ckpts else None
         if ckpts:
             args += ["-train_from", ckpts[-1], "-xl_exact_resume"]
