@@ -6,11 +6,13 @@ import json
 import os
 
 import pytest
+import torch
 import yaml
 
 from onmt_xl.errors import XLInputError
 from onmt_xl.experiments import evidence, papers
 from onmt_xl.experiments.evidence import add_evidence
+from onmt_xl.experiments.jobs import whole_checkpoint
 from onmt_xl.experiments.plateau import describe, next_round, read_state, run_plateau
 from onmt_xl.experiments.runner import Corpus, Runner
 
@@ -33,7 +35,7 @@ def _setup(tmp_path, monkeypatch, bleu, **cfg_change):
         jd = tmp_path / "jobs" / source.name
         jd.mkdir(parents=True)
         (jd / "config.yaml").write_text(yaml.safe_dump({**runner.job_config(source), **cfg_change}))
-        (jd / "model_step_8000.pt").write_text(f"lstm seed {seed} at 8000")
+        torch.save(f"lstm seed {seed} at 8000", jd / "model_step_8000.pt")
         (jd / "average5_step_8000.pt").write_text(f"lstm seed {seed} averaged")
         (jd / "done.json").write_text("{}")
 
@@ -48,7 +50,7 @@ def _setup(tmp_path, monkeypatch, bleu, **cfg_change):
             (jd / "config.yaml").write_text(yaml.safe_dump(cfg))
             last = max([int(p.stem.rsplit("_", 1)[1]) for p in jd.glob("model_step_*.pt")], default=0)
             for step in range(last + 500, job.train_steps + 1, 500):
-                (jd / f"model_step_{step}.pt").write_text(str(step))
+                torch.save(step, jd / f"model_step_{step}.pt")
             (jd / "done.json").write_text("{}")
             for variant in job.variants:
                 (jd / f"hyp.{variant}").write_text(f"average of {job.average} up to {job.final_step}\n")
@@ -61,6 +63,7 @@ def _setup(tmp_path, monkeypatch, bleu, **cfg_change):
         for p in sorted(jd.glob("model_step_*.pt"), key=lambda p: int(p.stem.rsplit("_", 1)[1])):
             step = int(p.stem.rsplit("_", 1)[1])
             if step % every == 0 and step >= first and step not in done:
+                assert whole_checkpoint(p), f"{p} scored though cut short"
                 with open(curve, "a") as f:
                     f.write(json.dumps({"step": step, "bleu": bleu(step, job.seed)}) + "\n")
 
@@ -103,6 +106,25 @@ def test_the_cap_ends_the_rounds_without_a_translation(tmp_path, monkeypatch):
     assert (state["status"], state["step"]) == ("cap", None)
     assert not list(tmp_path.glob("jobs/lstm_plateau_s*/hyp.*"))
     assert describe(str(tmp_path), "lstm").startswith("plateau (lstm): cap;")
+
+
+def test_a_checkpoint_cut_short_by_a_stop_is_set_aside_before_scoring_and_the_rounds_go_on(tmp_path, monkeypatch):
+    runner, calls, score = _setup(tmp_path, monkeypatch, lambda step, seed: step / 1000)
+    run_plateau(_args("--workdir", str(tmp_path), "--plateau-cap", "12000"), runner, [1, 2], evidence._every(500), score)
+    jd = tmp_path / "jobs" / "lstm_plateau_s1"
+    (jd / "curve.jsonl").write_text("".join(line + "\n" for line in (jd / "curve.jsonl").read_text().splitlines()[:-1]))
+    # the stop came while OpenNMT saved the round's last checkpoint: not scored, the round not recorded as done
+    cut = (jd / "model_step_12000.pt").read_bytes()[:100]
+    (jd / "model_step_12000.pt").write_bytes(cut)
+    (jd / "done.json").unlink()
+    calls.clear()
+    run_plateau(_args("--workdir", str(tmp_path), "--plateau-cap", "16000"), runner, [1, 2], evidence._every(500), score)
+    assert (jd / "model_step_12000.pt.broken").read_bytes() == cut
+    assert [[c[1] for c in call] for call in calls] == [[12000, 12000], [16000, 16000]]  # the round ended first
+    assert torch.load(jd / "model_step_12000.pt") == 12000  # trained again from 11,500
+    points = [json.loads(line)["step"] for line in (jd / "curve.jsonl").read_text().splitlines()]
+    assert points == list(range(8000, 16001, 1000))
+    assert read_state(tmp_path, "lstm")["reached"] == {"lstm_plateau_s1": 16000, "lstm_plateau_s2": 16000}
 
 
 def test_a_source_of_another_configuration_is_refused_and_a_missing_one_trains_from_step_0(tmp_path, monkeypatch):

@@ -29,6 +29,7 @@ import yaml
 from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.archive import save_curve, save_run
 from onmt_xl.experiments.curve import checkpoints, plateau_step, read_curve
+from onmt_xl.experiments.jobs import whole_checkpoints
 from onmt_xl.experiments.plan import Job
 from onmt_xl.experiments.stock import say
 
@@ -156,6 +157,9 @@ def run_plateau(args, runner, seeds: Sequence[int], overrides: Dict[str, Any], s
         runner.threads = args.threads
     while True:
         probe = [job(seed, start) for seed in seeds]
+        for j in probe:  # a checkpoint cut short by a stop is neither scored nor counted as trained
+            if runner.path("jobs", j.name).is_dir():
+                whole_checkpoints(runner.path("jobs", j.name), j.name)
         score_all(probe)
         s = plateau_step(scored_curves(runner, probe, start), args.plateau_tolerance, args.plateau_window)
         low = min(trained_steps(runner, j) for j in probe)
