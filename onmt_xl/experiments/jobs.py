@@ -26,6 +26,7 @@ import yaml
 
 from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.configs import LEGACY_INXL_INIT, config, uses_inxl
+from onmt_xl.experiments.curve import checkpoints
 from onmt_xl.experiments.plan import Job
 from onmt_xl.experiments.stock import count_checkpoint_parameters, read_lines, say, stock
 from onmt_xl.experiments.systems import SYSTEMS
@@ -58,7 +59,7 @@ def whole_checkpoints(jd: Path, name: str) -> List[Path]:
     """``jd``'s ``model_step_*.pt`` by step, after setting aside (as ``*.pt.broken``) the last ones that are not
     whole: OpenNMT writes a checkpoint in place, so a run killed while saving leaves it cut short, and resuming
     from it would fail in every later attempt. The one before it resumes exactly as well."""
-    ckpts = sorted(jd.glob("model_step_*.pt"), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
+    ckpts = [path for _, path in sorted(checkpoints(jd).items())]
     while ckpts and not whole_checkpoint(ckpts[-1]):
         broken = ckpts.pop()
         broken.replace(broken.with_name(broken.name + ".broken"))

@@ -29,7 +29,7 @@ import yaml
 from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.archive import save_curve, save_run
 from onmt_xl.experiments.curve import checkpoints, plateau_step, read_curve
-from onmt_xl.experiments.jobs import whole_checkpoints
+from onmt_xl.experiments.jobs import _differences, _identity, whole_checkpoints
 from onmt_xl.experiments.plan import Job
 from onmt_xl.experiments.stock import say
 
@@ -80,8 +80,6 @@ def continue_from(runner, job: Job, source: str, step: int, average: int) -> boo
     continues that model. The two jobs must be the same model: their configurations may differ only in
     ``train_steps`` and their own paths. False where ``source`` has no such checkpoint (``job`` then trains from
     step 0, the same model from its start)."""
-    from onmt_xl.experiments.jobs import _differences, _identity
-
     jd, sd = runner.path("jobs", job.name), runner.path("jobs", source)
     if checkpoints(jd) or (jd / "done.json").exists():
         return False
