@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from onmt_xl.experiments.evidence_status import (JobStatus, attempt_intervals, job_status, plan_hours,
-                                                  status_lines)
+from onmt_xl.experiments.evidence_status import (STALE_SECONDS, JobStatus, attempt_intervals, job_status,
+                                                  plan_hours, status_lines)
 from onmt_xl.experiments.plan import Job
 from tests.conftest import run_env
 
@@ -59,8 +59,24 @@ def test_job_states_steps_and_speeds(tmp_path):
     assert (r.state, r.step, r.steps_left, r.resumed_exactly) == ("done", 100, 0, None)
     r = job_status(_job_dir(tmp_path, "w"), job, 100, ["valid"])
     assert (r.state, r.step, r.steps_left, r.sec_per_step) == ("waiting", 0, 100, None)
-    # a checkpoint without a log line (the log lost) still counts as trained that far
-    assert job_status(_job_dir(tmp_path, "c", ckpts=(40,)), job, 100, []).step == 40
+    # a checkpoint without a log line (the log lost) still counts as trained that far, stopped
+    r = job_status(_job_dir(tmp_path, "c", ckpts=(40,)), job, 100, [])
+    assert (r.state, r.step, r.steps_left) == ("stopped", 40, 60)
+
+
+def test_a_job_whose_log_stopped_growing_is_stopped_not_training(tmp_path):
+    job = Job("combination_s2", "combination", 2)
+    jd = _job_dir(tmp_path, "combination_s2", LOG, ckpts=(10, 20))
+    written = (jd / "train.log").stat().st_mtime
+    fresh = job_status(jd, job, 100, ["test"], now=written + STALE_SECONDS - 1)
+    stale = job_status(jd, job, 100, ["test"], now=written + STALE_SECONDS + 1)
+    assert (fresh.state, stale.state) == ("training", "stopped")
+    assert (stale.step, stale.steps_left, stale.sec_per_step) == (35, 65, 0.5)  # still counted in the hours left
+    line = status_lines("a", [fresh, stale], 2, 0.5)
+    assert line[-1].startswith("tier a: 2 jobs: 0 done, 0 translating, 1 training, 1 stopped, 0 waiting; 130 steps")
+    # its own speed and hours left, as in training (65 steps at 0.5 s: 0.0 h)
+    assert [f.split()[1:2] + f.split()[4:6] for f in line[1:3]] == [["training", "0.50", "0.0"],
+                                                                    ["stopped", "0.50", "0.0"]]
 
 
 def test_plan_hours_share_steps_out_but_not_below_the_longest_job():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
@@ -18,6 +19,9 @@ from onmt_xl.experiments.plan import Job
 STEP_LINE = re.compile(r"Step (\d+)/\s*\d+;.*;\s+([0-9.]+) sec;\s*$")
 ATTEMPT_START = "Starting training on"
 RECENT = 20  # report intervals per job that its current speed is the median of
+#: a job trained part of the way whose log has not grown for this long is "stopped", not "training" (OpenNMT
+#: logs every 50 steps and validates every 500: minutes apart at CPU speed)
+STALE_SECONDS = 900
 
 
 def attempt_intervals(log_text: str) -> List[List[float]]:
@@ -55,7 +59,7 @@ def last_logged_step(log_text: str) -> int:
 @dataclass
 class JobStatus:
     name: str
-    state: str  # "done", "translating", "training" (trained part of the way) or "waiting"
+    state: str  # "done", "translating", "training" (its log growing), "stopped" (part of the way, idle) or "waiting"
     steps: int  # the job's training steps
     step: int  # steps trained: the last report line's or the last checkpoint's, whichever is further
     checkpoint: int  # the last checkpoint (where a resume starts)
@@ -67,9 +71,10 @@ class JobStatus:
         return 0 if self.state in ("done", "translating") else max(self.steps - self.step, 0)
 
 
-def job_status(jd: Path, job: Job, steps: int, outputs_missing: Sequence[str]) -> JobStatus:
+def job_status(jd: Path, job: Job, steps: int, outputs_missing: Sequence[str],
+               now: Optional[float] = None) -> JobStatus:
     """``job``'s state from its directory ``jd``; ``steps``: what it trains to; ``outputs_missing``: its
-    variants not yet translated."""
+    variants not yet translated; ``now``: the time its log's age is read against (default: now)."""
     log_path = jd / "train.log"
     log = log_path.read_text(encoding="utf-8", errors="replace") if log_path.exists() else ""
     ckpts = [int(p.stem.rsplit("_", 1)[1]) for p in jd.glob("model_step_*.pt")]
@@ -80,7 +85,8 @@ def job_status(jd: Path, job: Job, steps: int, outputs_missing: Sequence[str]) -
         state, step = ("translating" if outputs_missing else "done"), steps
     else:
         step = min(max(last_logged_step(log), checkpoint), steps)
-        state = "training" if step else "waiting"
+        idle = not log_path.exists() or (time.time() if now is None else now) - log_path.stat().st_mtime > STALE_SECONDS
+        state = ("stopped" if idle else "training") if step else "waiting"
     return JobStatus(job.name, state, steps, step, checkpoint, current_job_speed(log), resumed_exactly)
 
 
@@ -105,16 +111,18 @@ def status_lines(tier: str, rows: Sequence[JobStatus], parallel: int, sec_per_st
     lines = [f"{'job':28s} {'state':12s} {'step':>13s} {'checkpoint':>10s} {'s/step':>6s} {'h left':>6s}  resumed exactly"]
     for r in rows:
         speed = f"{r.sec_per_step:6.2f}" if r.sec_per_step else f"{'-':>6s}"
-        # a job in training: its own speed; the hours of its steps left
-        hours = f"{r.steps_left * r.sec_per_step / 3600:6.1f}" if r.state == "training" and r.sec_per_step else f"{'-':>6s}"
+        # a job trained part of the way: its own speed; the hours of its steps left
+        partial = r.state in ("training", "stopped")
+        hours = f"{r.steps_left * r.sec_per_step / 3600:6.1f}" if partial and r.sec_per_step else f"{'-':>6s}"
         exact = {True: "yes", False: "NO: left out of the verdicts",
                  None: "not resumed" if r.state != "waiting" else "-"}[r.resumed_exactly]
         lines.append(f"{r.name:28s} {r.state:12s} {r.step:>6d}/{r.steps:<6d} {r.checkpoint:>10d} {speed} {hours}  {exact}")
     speed = sec_per_step
-    counts = {s: sum(r.state == s for r in rows) for s in ("done", "translating", "training", "waiting")}
+    counts = {s: sum(r.state == s for r in rows) for s in ("done", "translating", "training", "stopped", "waiting")}
     left = sum(r.steps_left for r in rows)
+    stopped = f"{counts['stopped']} stopped, " if counts["stopped"] else ""
     summary = (f"tier {tier}: {len(rows)} jobs: {counts['done']} done, {counts['translating']} translating, "
-               f"{counts['training']} training, {counts['waiting']} waiting; {left:,} steps left")
+               f"{counts['training']} training, {stopped}{counts['waiting']} waiting; {left:,} steps left")
     if left and speed:
         summary += (f", about {plan_hours(rows, speed, parallel):.1f} h at {speed:.2f} s per step per job, "
                     f"{parallel} at once (translation not counted)")
