@@ -235,3 +235,23 @@ def test_the_scores_of_preorderers_on_the_first_pairs_and_the_spread_travel_with
     fresh = tmp_path / "fresh"
     run_archive.restore(archive, fresh)
     assert (fresh / "preorderer_10000.json").read_text(encoding="utf-8") == '{"tau": 0.83}\n'
+
+
+def test_a_job_training_here_past_its_archived_end_keeps_its_own_files(tmp_path):
+    # the plateau stage extends a finished, archived job (its done.json removed here); stopped mid-round, the next
+    # start must not bring the archived log, configuration and done.json back over the job's own
+    wd, archive = _workdir(tmp_path), tmp_path / "archive"
+    jd = wd / "jobs" / "lstm_plateau_s1"
+    jd.mkdir(parents=True)
+    (jd / "train.log").write_text("steps 8000-12000\n", encoding="utf-8")
+    (jd / "done.json").write_text("{}\n", encoding="utf-8")
+    assert run_archive.save_job(wd, archive, "lstm_plateau_s1")
+    (jd / "done.json").unlink()  # extended to 16,000 steps, stopped at 14,000
+    (jd / "train.log").write_text("steps 8000-12000\nsteps 12000-14000\n", encoding="utf-8")
+    (jd / "model_step_14000.pt").write_bytes(b"")
+    assert run_archive.restore(archive, wd) == []
+    assert (jd / "train.log").read_text(encoding="utf-8") == "steps 8000-12000\nsteps 12000-14000\n"
+    assert not (jd / "done.json").exists()
+    (jd / "model_step_14000.pt").unlink()  # no checkpoint here (a new machine's copy): the archive's job comes back
+    assert run_archive.restore(archive, wd) == ["lstm_plateau_s1"]
+    assert (jd / "train.log").read_text(encoding="utf-8") == "steps 8000-12000\n" and (jd / "done.json").exists()

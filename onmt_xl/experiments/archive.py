@@ -237,7 +237,8 @@ def _restore_file(src: Path, jd: Path, *paths: Tuple[str, str]) -> None:
 
 
 def restore(archive: Path, workdir: Path) -> List[str]:
-    """Copy kept alignments and jobs into ``workdir`` where it lacks them; returns the restored job names."""
+    """Copy kept alignments and jobs into ``workdir`` where it lacks them (a job with checkpoints there is
+    training there and keeps its own files); returns the restored job names."""
     if not archive.exists():
         return []
     legacy = archive / "workdir.txt"  # archives of absolute paths name the directory they were saved from
@@ -258,7 +259,9 @@ def restore(archive: Path, workdir: Path) -> List[str]:
     restored = []
     for ad in sorted(p for p in (archive / "jobs").glob("*") if (p / "done.json").exists()):
         jd = workdir / "jobs" / ad.name
-        if (jd / "done.json").exists():
+        # finished here, or training here past what was archived (extended, or retrained without its checkpoints):
+        # the work directory's files are the newer ones, its log included
+        if (jd / "done.json").exists() or any(jd.glob("model_step_*.pt")):
             continue
         jd.mkdir(parents=True, exist_ok=True)
         for src in sorted(ad.iterdir()):
