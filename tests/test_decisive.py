@@ -367,8 +367,8 @@ def test_the_study_queue_runs_the_remaining_tiers_in_the_plans_order(tmp_path):
         ("main", "c,i", "runs/decisive_jaen", "1,2"),
         ("main", "d", "runs/decisive_jaen", "1,2"),
         ("main", "h", "runs/decisive_jaen", "1,2"),
-        ("main", "f,g", "runs/decisive_jaen", "1,2,3,4,5"),
-        ("aer", "f,g", "runs/decisive_jaen", "1,2,3,4,5"),
+        ("main", "f,g", "runs/decisive_jaen", "1,2,3,4,5,6,7,8"),
+        ("aer", "f,g", "runs/decisive_jaen", "1,2,3,4,5,6,7,8"),
         ("plateau", "a", "runs/decisive_jaen", "1,2"),
         ("main", "a", "runs/evidence_jaen", None)]
     assert [a.inxl_init for a in runs] == ["identity", None, None, "identity", "identity", None, "identity",
@@ -390,3 +390,35 @@ def test_the_study_queue_runs_the_remaining_tiers_in_the_plans_order(tmp_path):
     bad = subprocess.run(["bash", str(root / "tools" / "study_queue.sh"), "stat"], capture_output=True, text=True,
                          env=env)
     assert bad.returncode == 2 and "unknown argument 'stat'" in bad.stderr
+
+
+def test_the_report_analyses_a_secondary_only_once_all_its_runs_are_finished(tmp_path):
+    """tools/papers_report.sh (reports/PREREG_decisive.md): HeadXL and InXL join the decisive report and its secondary
+    family only with every seed of the primary's analysis archived; until then only their tiers' progress rows name
+    them, with those seeds."""
+    import shutil
+
+    root = tmp_path / "repo"
+    (root / "tools").mkdir(parents=True)
+    shutil.copy(REPO / "tools" / "papers_report.sh", root / "tools")
+    finished = {"baseline": range(1, 9), "combination": range(1, 9), "headxl": range(1, 9), "inxl": range(1, 6)}
+    for system, seeds in finished.items():
+        for seed in seeds:
+            job = root / "reports" / "decisive_jaen" / "jobs" / f"{system}_s{seed}"
+            job.mkdir(parents=True)
+            (job / "done.json").write_text("{}")
+            (job / "hyp.test.gz").write_bytes(b"")
+    bin_dir, log = tmp_path / "bin", tmp_path / "calls.log"
+    bin_dir.mkdir()
+    (bin_dir / "python3").write_text(f'#!/bin/bash\nprintf "%s\\n" "$*" >> {log}\n')
+    (bin_dir / "python3").chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "WORK": str(tmp_path / "work")}
+    proc = subprocess.run(["bash", str(root / "tools" / "papers_report.sh")], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    calls = log.read_text().splitlines()
+    decisive = next(c for c in calls if "--report reports/DECISIVE_jaen.md" in c)
+    assert "--systems baseline,combination,headxl,relative_pe," in decisive
+    assert "inxl," not in decisive.split("--systems ")[1].split()[0].replace("encoder_free_inxl", "")
+    assert "--families primary=combination;secondary=headxl;the other baselines=" in decisive
+    papers = next(c for c in calls if c.startswith("-m onmt_xl.experiments papers"))
+    assert "--progress reports/decisive_jaen:f,g:1,2,3,4,5,6,7,8" in papers

@@ -10,16 +10,17 @@ cd "$(dirname "$0")/.."
 # the checkout's code, whatever copy of onmt_xl is installed (a stale site copy would write stale reports)
 onmt_xl_cli() { PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" python3 -m onmt_xl.experiments "$@"; }
 WORK=${WORK:-$(mktemp -d -t onmt_xl_papers.XXXXXX)}
-primary_runs() {  # $1: seeds joined by commas; prints how many of their baseline and Combination runs are archived
-  local n=0 s sys
-  for s in ${1//,/ }; do
-    for sys in baseline combination; do
+finished_runs() {  # $1: seeds joined by commas, then systems; prints how many of their runs are archived
+  local n=0 s sys seeds=$1; shift
+  for s in ${seeds//,/ }; do
+    for sys in "$@"; do
       [ -f "reports/decisive_jaen/jobs/${sys}_s$s/done.json" ] && [ -f "reports/decisive_jaen/jobs/${sys}_s$s/hyp.test.gz" ] \
         && n=$((n + 1))
     done
   done
   echo "$n"
 }
+primary_runs() { finished_runs "$1" baseline combination; }
 # k = 8 once the precision rule's extension is archived whole, else the preregistered k = 5
 [ "$(primary_runs 1,2,3,4,5,6,7,8)" -eq 16 ] && DEFAULT_SEEDS=1,2,3,4,5,6,7,8 || DEFAULT_SEEDS=1,2,3,4,5
 DECISIVE_SEEDS=${DECISIVE_SEEDS:-$DEFAULT_SEEDS}
@@ -46,11 +47,21 @@ need=$(( 2 * $(echo "$DECISIVE_SEEDS" | tr ',' '\n' | wc -l) ))
 if [ "$done_runs" -lt "$need" ]; then
   echo "[papers_report] decisive design: $done_runs of $need primary runs archived; not analysed before its end" >&2
 else
+  # a secondary (HeadXL, InXL) is analysed only once all its runs are finished, with the primary's seeds
+  # (reports/PREREG_decisive.md); until then its tier's progress row says what is left
+  secondary=()
+  for sys in headxl inxl; do
+    [ "$(finished_runs "$DECISIVE_SEEDS" "$sys")" -eq "$(echo "$DECISIVE_SEEDS" | tr ',' '\n' | wc -l)" ] \
+      && secondary+=("$sys")
+  done
+  secondary_systems=$(IFS=,; echo "${secondary[*]:-}")
+  families="primary=combination${secondary_systems:+;secondary=$secondary_systems}"
   # the preregistered families, then the other papers' systems on the same split (reports/PREREG_decisive_baselines.md;
   # seeds 1-2, read from the seeds given)
   onmt_xl_cli evidence --workdir "$WORK/decisive_jaen" --archive reports/decisive_jaen --test-from-train 5000 \
-    --stage report --systems "baseline,combination,headxl,inxl,$DECISIVE_OTHERS,$DECISIVE_TAB4" --seeds "$DECISIVE_SEEDS" \
-    --families "primary=combination;secondary=headxl,inxl;the other baselines=$DECISIVE_OTHERS;Tab. 4=$DECISIVE_TAB4" \
+    --stage report --systems "baseline,combination,${secondary_systems:+$secondary_systems,}$DECISIVE_OTHERS,$DECISIVE_TAB4" \
+    --seeds "$DECISIVE_SEEDS" \
+    --families "$families;the other baselines=$DECISIVE_OTHERS;Tab. 4=$DECISIVE_TAB4" \
     --samples 10000 --bootstrap-seed 12345 --report reports/DECISIVE_jaen.md > /dev/null
   studies+=(--study decisive=reports/DECISIVE_jaen.json)
 fi
@@ -97,7 +108,7 @@ if [ -d reports/evidence_jaen_inxl_identity ]; then
   echo "[papers_report] wrote reports/MOVED_inxl_start.md" >&2
 fi
 # what is missing: each remaining tier's unfinished jobs, from the archives (reports/EVIDENCE.md, Compute plan)
-progress=(--progress reports/decisive_jaen:c,i,d,h,f,g)
+progress=(--progress reports/decisive_jaen:c,i,d,h --progress "reports/decisive_jaen:f,g:$DECISIVE_SEEDS")
 [ -d reports/decisive_jaen_tuned ] && progress=(--progress reports/decisive_jaen_tuned:e:1,2,3,4,5,6,7,8 "${progress[@]}")
 onmt_xl_cli papers "${studies[@]}" "${progress[@]}" --report reports/PAPERS.md > /dev/null
 echo "[papers_report] wrote reports/PAPERS.md (and .json)" >&2

@@ -58,9 +58,10 @@ aer --workdir runs/decisive_jaen_tuned --archive reports/decisive_jaen_tuned --t
 for t in c d h; do
   TIERS=$t bash tools/decisive_queue.sh "${args[@]}" || echo "[study_queue] tier $t failed"
 done
-SEEDS=1,2,3,4,5 TIERS="f g" bash tools/decisive_queue.sh "${args[@]}" &
+# the secondaries with the primary's final seeds (reports/PREREG_decisive.md: k = 8 after the precision rule)
+SEEDS=1,2,3,4,5,6,7,8 TIERS="f g" bash tools/decisive_queue.sh "${args[@]}" &
 training=$!
-aer_beside "$training" --workdir runs/decisive_jaen --archive reports/decisive_jaen --tier f,g --seeds 1,2,3,4,5 \
+aer_beside "$training" --workdir runs/decisive_jaen --archive reports/decisive_jaen --tier f,g --seeds 1,2,3,4,5,6,7,8 \
   --inxl-init identity || echo "[study_queue] tiers f g's aer failed"
 wait "$training" || echo "[study_queue] tiers f g failed"
 # the LSTM trained on to its own plateau (reports/PREREG_decisive_baselines.md, Deviations): lstm_plateau_s1/_s2
