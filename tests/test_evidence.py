@@ -325,6 +325,13 @@ def test_report_families_oracle_rows_and_sweeps(tmp_path):
             f"{enc['novel_bleu']['sd']:.2f} against {base['novel_bleu']['mean']:.2f} ± {base['novel_bleu']['sd']:.2f}; "
             f"validation BLEU {enc['valid_bleu']['mean']:.2f} ± ") in md
     assert "| combination | 1,2 | " in md and "oracle in training and test" in md
+    # a system left out of the report (a secondary before all its runs finished) is left out of the orderings too,
+    # though its jobs are there; the declared orderings stay whole, so papers reads the family as partial
+    without = build_report(tmp_path, ["baseline", "combination", "headxl"], [1, 2, 3], n_samples=200, seed=7,
+                           families=[("f", ["combination"])], orderings=[("combination", "inxl"),
+                                                                         ("combination", "headxl")])
+    assert list(without["pairs"]) == ["combination > headxl"] and "inxl" not in without["systems"]
+    assert without["orderings"] == [["combination", "inxl"], ["combination", "headxl"]]
     t0 = tau["points"][0]
     assert (f"| 0 | headxl_tau0_s1 | {t0['valid_bleu']:.2f} | {t0['test_bleu']:.2f} | "
             f"{t0['vs_default']['delta']:+.2f} [") in md
