@@ -1,0 +1,1 @@
+onmt_train -config ${WORKDIR}/jobs/lstm_plateau_s1/config.yaml -train_from ${WORKDIR}/jobs/lstm_plateau_s1/model_step_8000.pt -xl_exact_resume
