@@ -43,7 +43,8 @@ for name in evidence_jaen_gpu evidence_jaen_gpu_d; do
 done
 # the preregistered design is analysed only once all its primary runs are finished (reports/PREREG_decisive.md)
 done_runs=$(primary_runs "$DECISIVE_SEEDS")
-need=$(( 2 * $(echo "$DECISIVE_SEEDS" | tr ',' '\n' | wc -l) ))
+n_seeds=$(echo "$DECISIVE_SEEDS" | tr ',' '\n' | wc -l)
+need=$(( 2 * n_seeds ))
 if [ "$done_runs" -lt "$need" ]; then
   echo "[papers_report] decisive design: $done_runs of $need primary runs archived; not analysed before its end" >&2
 else
@@ -51,8 +52,7 @@ else
   # (reports/PREREG_decisive.md); until then its tier's progress row says what is left
   secondary=()
   for sys in headxl inxl; do
-    [ "$(finished_runs "$DECISIVE_SEEDS" "$sys")" -eq "$(echo "$DECISIVE_SEEDS" | tr ',' '\n' | wc -l)" ] \
-      && secondary+=("$sys")
+    [ "$(finished_runs "$DECISIVE_SEEDS" "$sys")" -eq "$n_seeds" ] && secondary+=("$sys")
   done
   secondary_systems=$(IFS=,; echo "${secondary[*]:-}")
   families="primary=combination${secondary_systems:+;secondary=$secondary_systems}"
