@@ -325,8 +325,8 @@ def test_the_report_command_names_the_systems_that_the_decisive_tiers_train():
 
 def test_the_study_queue_runs_the_remaining_tiers_in_the_plans_order(tmp_path):
     """tools/study_queue.sh: the design's tier e (which prepares the work directory on a new machine), the addendum
-    and its AER, tiers c (with i), d and h, then f and g with their AER (beside their training and once after), the
-    LSTM trained on to its plateau, then tier a's preorderer-quality runs;
+    and its AER, tiers c (with i), d and h, then f and g with their AER (beside their training and once after), tier
+    a's preorderer-quality runs, then the LSTM trained on to its plateau (last: a new machine starts it again);
     `status` asks each call's status and scores nothing."""
     import shutil
 
@@ -369,14 +369,14 @@ def test_the_study_queue_runs_the_remaining_tiers_in_the_plans_order(tmp_path):
         ("main", "h", "runs/decisive_jaen", "1,2"),
         ("main", "f,g", "runs/decisive_jaen", "1,2,3,4,5,6,7,8"),
         ("aer", "f,g", "runs/decisive_jaen", "1,2,3,4,5,6,7,8"),
-        ("plateau", "a", "runs/decisive_jaen", "1,2"),
-        ("main", "a", "runs/evidence_jaen", None)]
+        ("main", "a", "runs/evidence_jaen", None),
+        ("plateau", "a", "runs/decisive_jaen", "1,2")]
     assert [a.inxl_init for a in runs] == ["identity", None, None, "identity", "identity", None, "identity",
                                            "identity", None, None]  # the addendum and tier h: the default start
-    plateau = runs[-2]  # the LSTM trained on to its own plateau (reports/PREREG_decisive_baselines.md, Deviations)
+    plateau = runs[-1]  # the LSTM trained on to its own plateau (reports/PREREG_decisive_baselines.md, Deviations)
     assert (plateau.plateau_system, plateau.plateau_from, plateau.score_every, plateau.parallel) == ("lstm", 8000, 1000, 2)
     assert all(a.archive == "reports/" + a.workdir.split("/")[1] for a in runs)
-    assert runs[-1].preorder_pairs == "10000,25000" and runs[2].test_from_train == 5000
+    assert runs[-2].preorder_pairs == "10000,25000" and runs[2].test_from_train == 5000
     assert (root / "reports" / "decisive_jaen_tuned" / "jobs" / "baseline_s8" / "done.json").exists()
     calls.unlink()
     proc = subprocess.run(["bash", str(root / "tools" / "study_queue.sh"), "status"], capture_output=True, text=True,
@@ -386,7 +386,7 @@ def test_the_study_queue_runs_the_remaining_tiers_in_the_plans_order(tmp_path):
     assert [(a.stage, a.tier, a.workdir.split("/")[1]) for a in status] == [  # one table per tier, no aer
         ("status", "e", "decisive_jaen"), ("status", "e", "decisive_jaen_tuned"), ("status", "c,i", "decisive_jaen"),
         ("status", "d", "decisive_jaen"), ("status", "h", "decisive_jaen"), ("status", "f", "decisive_jaen"),
-        ("status", "g", "decisive_jaen"), ("plateau-status", "a", "decisive_jaen"), ("status", "a", "evidence_jaen")]
+        ("status", "g", "decisive_jaen"), ("status", "a", "evidence_jaen"), ("plateau-status", "a", "decisive_jaen")]
     bad = subprocess.run(["bash", str(root / "tools" / "study_queue.sh"), "stat"], capture_output=True, text=True,
                          env=env)
     assert bad.returncode == 2 and "unknown argument 'stat'" in bad.stderr

@@ -1,11 +1,13 @@
 #!/bin/bash
 # Issue 40's remaining compute, in the order of reports/EVIDENCE.md (Compute plan): the decisive design's addendum
 # (reports/PREREG_decisive_tuned.md) and its attention AER; tiers c (with i), d and h on the decisive split
-# (reports/PREREG_decisive_baselines.md); the secondary tiers f and g with their attention AER; the LSTM trained on
-# to its own plateau (onmt_xl.experiments.plateau); last, tier a's preorderer-quality runs. Every call resumes
-# (finished jobs are skipped, a killed one continues exactly from its last checkpoint; a lost work directory is
-# prepared again from the archive's links), so this one command picks
-# the study up where it stopped, on this machine or a new one. A failing call is logged and the next one runs
+# (reports/PREREG_decisive_baselines.md); the secondary tiers f and g with their attention AER; tier a's
+# preorderer-quality runs; last, the LSTM trained on to its own plateau (onmt_xl.experiments.plateau), the one stage
+# that a new machine starts again from step 0 (its rounds continue checkpoints, which stay on the machine that wrote
+# them) and that takes longer than a session there, so it comes after every job one session can finish. Every call
+# resumes (finished jobs are skipped, a killed one continues exactly from its last checkpoint; a lost work directory
+# is prepared again from the archive's links), so this one command picks the study up where it stopped, on this
+# machine or a new one. A failing call is logged and the next one runs
 # (they share no job); the addendum's failure stops it (its AER needs its runs).
 #
 # Run it from a snapshot of the code, so that later edits of the checkout do not change the jobs in training, and
@@ -64,8 +66,10 @@ training=$!
 aer_beside "$training" --workdir runs/decisive_jaen --archive reports/decisive_jaen --tier f,g --seeds 1,2,3,4,5,6,7,8 \
   --inxl-init identity || echo "[study_queue] tiers f g's aer failed"
 wait "$training" || echo "[study_queue] tiers f g failed"
+TIERS=a bash tools/evidence_queue.sh "${args[@]}" || echo "[study_queue] tier a (pre) failed"
 # the LSTM trained on to its own plateau (reports/PREREG_decisive_baselines.md, Deviations): lstm_plateau_s1/_s2
-# continue lstm_s1/_s2 from their 8,000-step checkpoints in rounds until the study's step rule holds (or 40,000)
+# continue lstm_s1/_s2 from their 8,000-step checkpoints (where this machine has them, else from step 0) in rounds
+# until the study's step rule holds (or 40,000)
 PLATEAU=(--workdir runs/decisive_jaen --archive reports/decisive_jaen --test-from-train 5000 --max-steps 10000
          --plateau-system lstm --seeds 1,2 --parallel 2 --score-every 1000 --threads 1)
 if [ "$STAGE" = status ]; then
@@ -75,5 +79,4 @@ else
   nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage plateau "${PLATEAU[@]}" \
     || echo "[study_queue] the LSTM's plateau failed"
 fi
-TIERS=a bash tools/evidence_queue.sh "${args[@]}" || echo "[study_queue] tier a (pre) failed"
 [ "$STAGE" = status ] || echo "[study_queue] $(date -u '+%F %T') done: bash tools/papers_report.sh (after collecting)"
