@@ -94,7 +94,7 @@ class PaperClaim:
 T2, T3, T4, R3, E1 = DING_TAB2_JAEN, DING_TAB3_ENDE, DING_TAB4_ENDE, CHEN19_TAB3_JAEN, CHEN20_TAB1_JAEN
 #: the LSTM trained on to its own plateau (onmt_xl.experiments.plateau): its runs are jobs/lstm_plateau_sSEED
 PLATEAU_LSTM = "lstm_plateau"
-PLATEAU_STAGE = "the LSTM's plateau stage"  # not a tier: onmt-xl evidence --stage plateau, after tiers f and g
+PLATEAU_STAGE = "the LSTM's plateau stage"  # not a tier: onmt-xl evidence --stage plateau, the queue's last
 
 
 def _aer_gain(system: str) -> float:
@@ -590,7 +590,9 @@ def markdown(report: Dict[str, Any]) -> str:
            "runs of `reports/RESULTS.md`, which answer nothing about convergence.", ""]
     if any(c["verdict"] == NOT_RUN and c["tier"] == PLATEAU_STAGE for c in report["claims"]):
         md += ["The LSTM trained on to its own plateau (`onmt-xl evidence --stage plateau`, "
-               "`onmt_xl/experiments/plateau.py`) trains after tiers f and g (`tools/study_queue.sh`).", ""]
+               "`onmt_xl/experiments/plateau.py`) trains last, after tiers f, g and a (`tools/study_queue.sh`); its "
+               "rounds continue checkpoints that stay on the machine that wrote them, so a new machine trains it "
+               "again from step 0.", ""]
     if report.get("progress"):
         md += ["Each remaining tier's jobs, as the archives held them when this report was generated (a job counts "
                "once it is archived finished):", "",
