@@ -164,6 +164,25 @@ def test_aer_rows_are_in_points_and_the_claimed_direction_is_down():
     assert row["verdict"] == REPRODUCED
 
 
+
+def test_aer_rows_are_partial_while_any_system_of_tab3_still_trains():
+    """Tab. 3's comparisons are one Holm family over the systems the report has runs of: a system of Tab. 3 still
+    training (here InXL) joins it later and moves every row's p, so each row is partial until it finishes."""
+    aer = {"comparisons": {"combination": {"delta": -0.03, "low": -0.05, "high": -0.01, "p": 0.01, "p_holm": 0.02},
+                           "headxl": {"delta": -0.05, "low": -0.08, "high": -0.02, "p": 0.001, "p_holm": 0.002}}}
+    decisive = _study(workdir="decisive_jaen", attention_aer=aer)
+
+    def progress(left):
+        return [{"archive": "reports/decisive_jaen", "tier": "g", "seeds": [1, 2], "jobs": 2,
+                 "finished": 2 - len(left), "left": list(left)}]
+
+    rep = papers.build({"decisive": decisive}, heads=4, progress=progress(["inxl_s2"]))
+    assert _claim(rep, "Combination's attention")["verdict"] == REPRODUCED + papers.PARTIAL
+    assert _claim(rep, "HeadXL's attention")["verdict"] == REPRODUCED + papers.PARTIAL
+    rep = papers.build({"decisive": decisive}, heads=4, progress=progress(["disan_s2"]))  # not a system of Tab. 3
+    assert _claim(rep, "Combination's attention")["verdict"] == REPRODUCED
+    assert _claim(rep, "HeadXL's attention")["verdict"] == REPRODUCED
+
 def _sweep(setting, deltas):
     points = [{"setting": s, "job": f"j{s}", "default": d is None, "test_bleu": 40.0 + (d or 0.0),
                **({} if d is None else {"vs_default": {"delta": d, "p_holm": p}})} for s, (d, p) in deltas]

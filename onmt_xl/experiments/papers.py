@@ -43,6 +43,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from onmt_xl.experiments.evidence_report import ORDERINGS, pair_name
 from onmt_xl.experiments.paper_figures import (C19, C20, CHEN19_TAB3_JAEN, CHEN20_FIG2_JAEN, CHEN20_TAB1_JAEN, D,
                                                DING_BIG_ENDE, DING_TAB2_JAEN, DING_TAB3_ENDE, DING_TAB4_ENDE, fig, gain)
+from onmt_xl.experiments.plan import AER_SYSTEMS
 from onmt_xl.experiments.stats import holm
 
 PAPERS = {D: "cross-lingual position representations (XL PE)", C19: "reordering embeddings",
@@ -230,7 +231,8 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
             left: Optional[Dict[str, Dict[str, Any]]] = None) -> List[Measured]:
     """Every study's measurement of ``claim`` (``baseline``/``pair``/``aer`` kinds), best study first; ``left``
     (:func:`jobs_left`) marks a row *partial* while jobs of its systems (of any system of its Holm
-    family: ``baseline``'s comparisons, or every ordering the report declared for a ``pair``) are not finished."""
+    family: ``baseline``'s comparisons, every ordering the report declared for a ``pair``, Tab. 3's systems for an
+    ``aer`` row) are not finished."""
     out = []
     for study in STUDY_ORDER:
         report = studies.get(study)
@@ -258,9 +260,10 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
                 aer = report.get(key) or {}
                 c = aer.get("comparisons", {}).get(claim.a)
                 if c:
+                    # Holm runs over every system of Tab. 3 the report has runs of: one still training can move p
                     out.append(Measured(f"{study}, {label}", 100 * c["delta"], 100 * c["low"], 100 * c["high"],
                                         c["p_holm"], len(aer["comparisons"]), _runs(c), _at_chance(aer, claim),
-                                        interim, claim.a in pending))
+                                        interim, bool(pending & {claim.a, *AER_SYSTEMS})))
     return out
 
 
