@@ -164,7 +164,6 @@ def test_aer_rows_are_in_points_and_the_claimed_direction_is_down():
     assert row["verdict"] == REPRODUCED
 
 
-
 def test_aer_rows_are_partial_while_any_system_of_tab3_still_trains():
     """Tab. 3's comparisons are one Holm family over the systems the report has runs of: a system of Tab. 3 still
     training (here InXL) joins it later and moves every row's p, so each row is partial until it finishes."""
@@ -182,6 +181,7 @@ def test_aer_rows_are_partial_while_any_system_of_tab3_still_trains():
     rep = papers.build({"decisive": decisive}, heads=4, progress=progress(["disan_s2"]))  # not a system of Tab. 3
     assert _claim(rep, "Combination's attention")["verdict"] == REPRODUCED
     assert _claim(rep, "HeadXL's attention")["verdict"] == REPRODUCED
+
 
 def _sweep(setting, deltas):
     points = [{"setting": s, "job": f"j{s}", "default": d is None, "test_bleu": 40.0 + (d or 0.0),
