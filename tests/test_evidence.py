@@ -382,6 +382,30 @@ def test_report_stage_writes_markdown_and_json(tmp_path):
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "nowhere" in proc.stderr
 
 
+
+def test_a_family_is_recorded_as_declared_and_corrected_over_its_reported_members(tmp_path):
+    """A declared member whose runs the report leaves out (``--systems`` without it) stays in ``families_declared``
+    and is named beside the family's table; Holm runs over the members reported."""
+    import subprocess
+    import sys
+
+    from tests.conftest import run_env
+
+    _fake_study(tmp_path / "wd")
+    out = tmp_path / "DECISIVE.md"
+    proc = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", "evidence", "--stage", "report", "--workdir",
+                           str(tmp_path / "wd"), "--report", str(out), "--samples", "50", "--systems",
+                           "baseline,combination,headxl", "--families", "primary=combination;secondary=headxl,inxl"],
+                          capture_output=True, text=True, env=run_env())
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.with_suffix(".json").read_text())
+    assert report["family_members"] == {"primary": ["combination"], "secondary": ["headxl"]}
+    assert report["families_declared"] == {"primary": ["combination"], "secondary": ["headxl", "inxl"]}
+    assert report["comparisons"]["headxl"]["p_holm"] == report["comparisons"]["headxl"]["p"]
+    text = out.read_text()
+    assert "declared with inxl too, whose runs are not in this report" in text
+    assert text.count("declared with") == 1  # the primary family is whole
+
 def test_preorderer_quality_jobs_train_on_their_own_preorderer(tmp_path):
     """--preorder-pairs: Combination again with a preorderer trained on the first N training pairs, scored on the
     tuning split; training and translation use that file."""

@@ -55,7 +55,8 @@ else
     [ "$(finished_runs "$DECISIVE_SEEDS" "$sys")" -eq "$n_seeds" ] && secondary+=("$sys")
   done
   secondary_systems=$(IFS=,; echo "${secondary[*]:-}")
-  families="primary=combination${secondary_systems:+;secondary=$secondary_systems}"
+  # the secondary family is declared whole, so a row of it reads partial while a member still trains
+  families="primary=combination;secondary=headxl,inxl"
   # the preregistered families, then the other papers' systems on the same split (reports/PREREG_decisive_baselines.md;
   # seeds 1-2, read from the seeds given)
   onmt_xl_cli evidence --workdir "$WORK/decisive_jaen" --archive reports/decisive_jaen --test-from-train 5000 \

@@ -426,6 +426,12 @@ def report_families(systems: Sequence[str], families: Sequence[Tuple[str, Sequen
     return [(name, members) for name, members in families if members]
 
 
+def declared_families(families: Sequence[Tuple[str, Sequence[str]]]) -> List[Tuple[str, List[str]]]:
+    """``families`` whole, as declared, less ``baseline``: a member whose runs the report leaves out (not finished)
+    still belongs to its family (:func:`report_families` restricts them to the systems reported)."""
+    return [(name, [s for s in members if s != "baseline"]) for name, members in families]
+
+
 def families_option(text: str) -> List[Tuple[str, List[str]]]:
     """``--families``: ``NAME=SYSTEM,SYSTEM;NAME=SYSTEM`` (each family Holm-corrected apart, fixed in advance)."""
     families = []
@@ -504,7 +510,8 @@ def report_stage(args) -> int:
     systems, seeds = _report_systems_seeds(args)
     report = write_report(workdir, out, systems=systems, seeds=seeds, n_samples=args.samples,
                           seed=args.bootstrap_seed, preorder_pairs=_ints(args.preorder_pairs),
-                          families=report_families(systems, args.families or FAMILIES), oracle_systems=ORACLE_SYSTEMS,
+                          families=report_families(systems, args.families or FAMILIES),
+                          declared_families=declared_families(args.families or FAMILIES), oracle_systems=ORACLE_SYSTEMS,
                           sweeps=report_sweeps(args.preset, TIERS["d"][1][0]), orderings=ORDERINGS,
                           prereg=args.prereg, plateau_orderings=PLATEAU_ORDERINGS)
     if not report["systems"]:

@@ -514,9 +514,12 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
                  preorder_pairs: Sequence[int] = (), families: Optional[Sequence[Tuple[str, Sequence[str]]]] = None,
                  oracle_systems: Sequence[str] = (), sweeps: Sequence[Sweep] = (),
                  orderings: Sequence[Tuple[str, str]] = (), prereg: str = DEFAULT_PREREG,
-                 plateau_orderings: Sequence[Tuple[str, str]] = ()) -> Dict[str, Any]:
+                 plateau_orderings: Sequence[Tuple[str, str]] = (),
+                 declared_families: Optional[Sequence[Tuple[str, Sequence[str]]]] = None) -> Dict[str, Any]:
     """Everything the report says, as JSON-able data (see the module docstring). ``families``: the families of
     comparisons with the baseline, ``(name, systems)``, each corrected apart (default: one of every system);
+    ``declared_families``: the families as declared in advance, whole (default ``families``): a member left out of
+    this report (its runs not finished) still belongs to its family, which a later report corrects over;
     ``oracle_systems``: systems also trained on oracle indices; ``sweeps``: single-seed sweeps of a setting;
     ``orderings``: the pairs ``(A, B)`` whose "A above B" is measured (:func:`pair_rows`); ``prereg``: the
     preregistration a decisive reading cites (:func:`decisive_design`); ``plateau_orderings``: pairs against a
@@ -577,6 +580,8 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
             "attention_aer_test": attention_alignment(workdir, systems, seeds, baseline, n_samples, seed, alpha,
                                                       "test_align"),
             "family_members": {name: list(members) for name, members in families},
+            "families_declared": {name: list(members) for name, members in
+                                  (families if declared_families is None else declared_families)},
             "orderings": [list(pair) for pair in orderings],
             "left_out": left_out, "test_sentences": len(refs["test"]), "novel_sentences": len(novel),
             "seen_source_sentences": len(seen_sources),

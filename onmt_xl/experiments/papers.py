@@ -243,7 +243,9 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
         if claim.kind == "baseline":
             c = report.get("comparisons", {}).get(claim.a)
             if c:
-                family = (report.get("family_members") or {}).get(c.get("family")) or [claim.a]
+                # the family as declared (a member left out of the report until its runs finish), else as reported
+                family = ((report.get("families_declared") or {}).get(c.get("family"))
+                          or (report.get("family_members") or {}).get(c.get("family")) or [claim.a])
                 out.append(Measured(study, c["delta"], c["low"], c["high"], c["p_holm"],
                                     _family_size(report, c.get("family")), _runs(c), interim=interim,
                                     partial=bool(pending & {claim.a, *family})))
@@ -478,7 +480,7 @@ def tier_progress(spec: str) -> List[Dict[str, Any]]:
 def _study_facts(report: Dict[str, Any]) -> Dict[str, Any]:
     facts = {k: report.get(k) for k in ("workdir", "test_sentences", "novel_sentences", "seen_source_sentences",
                                         "valid_sentences", "bootstrap", "plateau_step", "family_members",
-                                        "orderings")}
+                                        "families_declared", "orderings")}
     if interim_design(report):
         facts["interim"] = {k: report["decisive"][k] for k in ("seeds", "extended_seeds")}
     return facts
