@@ -363,6 +363,9 @@ def test_report_stage_writes_markdown_and_json(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert json.loads(out.with_suffix(".json").read_text())["bootstrap"] == {"samples": 50, "seed": 12345}
     assert out.read_text() in proc.stdout
+    # without --families the default families span every tier: nothing is declared beyond what is reported
+    rep_json = json.loads(out.with_suffix(".json").read_text())
+    assert rep_json["families_declared"] == rep_json["family_members"] and "declared with" not in out.read_text()
     plot = out.with_name("EVIDENCE_curve.png")  # the learning curve beside the report, named in it
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and "plotted in `EVIDENCE_curve.png`" in out.read_text()
     # without --systems: every tier's finished systems, each family apart, the oracle rows and the sweeps
@@ -373,6 +376,8 @@ def test_report_stage_writes_markdown_and_json(tmp_path):
     report = json.loads(out.with_suffix(".json").read_text())
     assert list(report["systems"]) == ["baseline", "inxl", "headxl", "combination", "encoder_free"]
     assert list(report["family_members"]) == ["XL PE and Relative PE", "the other baselines", "Tab. 4: encoder-free variants and the LSTM"]
+    # members of the default families without runs here (not run in this study) are not announced as coming
+    assert "disan" in report["family_members"]["the other baselines"] and "declared with" not in out.read_text()
     assert [r["system"] for r in report["oracle_rows"]] == ["combination"]
     assert [[p["job"] for p in sw["points"]] for sw in report["sweeps"]] == [
         ["headxl_tau0_s1", "headxl_s1", "headxl_tau4_s1"], ["combination_s1", "combination_noise10_s1"],

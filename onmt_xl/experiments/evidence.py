@@ -426,10 +426,12 @@ def report_families(systems: Sequence[str], families: Sequence[Tuple[str, Sequen
     return [(name, members) for name, members in families if members]
 
 
-def declared_families(families: Sequence[Tuple[str, Sequence[str]]]) -> List[Tuple[str, List[str]]]:
-    """``families`` whole, as declared, less ``baseline``: a member whose runs the report leaves out (not finished)
-    still belongs to its family (:func:`report_families` restricts them to the systems reported)."""
-    return [(name, [s for s in members if s != "baseline"]) for name, members in families]
+def declared_families(families: Optional[Sequence[Tuple[str, Sequence[str]]]]
+                      ) -> Optional[List[Tuple[str, List[str]]]]:
+    """``--families`` whole, as declared for the study, less ``baseline``: a member whose runs the report leaves out
+    (not finished) still belongs to its family (:func:`report_families` restricts them to the systems reported).
+    ``None`` without ``--families``: the default :data:`FAMILIES` span every tier, which a study need not run."""
+    return None if families is None else [(name, [s for s in members if s != "baseline"]) for name, members in families]
 
 
 def families_option(text: str) -> List[Tuple[str, List[str]]]:
@@ -511,7 +513,7 @@ def report_stage(args) -> int:
     report = write_report(workdir, out, systems=systems, seeds=seeds, n_samples=args.samples,
                           seed=args.bootstrap_seed, preorder_pairs=_ints(args.preorder_pairs),
                           families=report_families(systems, args.families or FAMILIES),
-                          declared_families=declared_families(args.families or FAMILIES), oracle_systems=ORACLE_SYSTEMS,
+                          declared_families=declared_families(args.families), oracle_systems=ORACLE_SYSTEMS,
                           sweeps=report_sweeps(args.preset, TIERS["d"][1][0]), orderings=ORDERINGS,
                           prereg=args.prereg, plateau_orderings=PLATEAU_ORDERINGS)
     if not report["systems"]:

@@ -82,8 +82,9 @@ def _comparisons_section(report: Dict[str, Any]) -> List[str]:
         members = {s: c for s, c in report["comparisons"].items() if c["family"] == family}
         if not members:
             continue
-        # declared members whose runs this report leaves out: the family's Holm correction is not final yet
-        absent = [s for s in (report.get("families_declared") or {}).get(family, []) if s not in members]
+        # members declared with --families whose runs this report leaves out: its Holm correction is not final yet
+        reported = (report.get("family_members") or {}).get(family, [])
+        absent = [s for s in (report.get("families_declared") or {}).get(family, []) if s not in reported]
         lines += ["", f"Against {report['baseline']}, {family} (test BLEU; seed-pooled paired bootstrap, "
                   f"{boot['samples']} samples, seed {boot['seed']}; "
                   + (f"Holm over these {len(members)} comparisons; " if len(members) > 1 else "one comparison; ")
