@@ -55,6 +55,18 @@ def test_statistics_give_sacrebleus_corpus_bleu_on_a_resample():
     assert bleu_from_statistics(summed) == pytest.approx(expected, abs=1e-9)
 
 
+
+def test_statistics_are_memoised_by_content_and_read_only():
+    """A report scores each run against several others: the statistics are computed once per content, never per
+    list object, so a list edited in place is scored afresh."""
+    refs, rng = corpus()
+    hyps = noisy(refs, 0.3, rng)
+    first = bleu_statistics(hyps, refs)
+    assert bleu_statistics(list(hyps), list(refs)) is first and not first.flags.writeable
+    hyps[0] = refs[0]  # the same list object, other content
+    again = bleu_statistics(hyps, refs)
+    assert again is not first and again[0].tolist() != first[0].tolist() and (again[1:] == first[1:]).all()
+
 def test_tokenized_text_is_scored_without_sacrebleus_detokenization_warning(caplog):
     refs = [f"sentence number {i} ." for i in range(150)]  # >= 100 lines ending in " ." make sacrebleu warn
     hyps = [f"sentence {i} ." for i in range(150)]

@@ -10,6 +10,7 @@ reproduces exactly from the recorded seed.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import dataclass
@@ -40,20 +41,33 @@ def holm(p_values: Mapping[str, float]) -> Dict[str, float]:
 
 def bleu_statistics(hyps: Sequence[str], refs: Sequence[str]) -> np.ndarray:
     """sacrebleu's per-sentence BLEU statistics, ``(sentences, 2 + 2·4)``: hypothesis and reference length, then
-    matching and total n-grams for n = 1..4 (the same tokenization as ``sacrebleu.corpus_bleu``)."""
-    from sacrebleu.metrics import BLEU
-
+    matching and total n-grams for n = 1..4 (the same tokenization as ``sacrebleu.corpus_bleu``). Read-only and
+    memoised: a report compares each run with several others, and tokenizing dominates."""
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses for {len(refs)} references")
+    return _bleu_statistics(tuple(hyps), tuple(refs))
+
+
+@functools.lru_cache(maxsize=256)
+def _bleu_statistics(hyps: Tuple[str, ...], refs: Tuple[str, ...]) -> np.ndarray:
+    from sacrebleu.metrics import BLEU
+
     # force: tokenized text is scored on purpose; it only silences sacrebleu's detokenization warning
-    return np.asarray(BLEU(force=True)._extract_corpus_statistics(list(hyps), [list(refs)]), dtype=np.int64)
+    stats = np.asarray(BLEU(force=True)._extract_corpus_statistics(list(hyps), [list(refs)]), dtype=np.int64)
+    stats.setflags(write=False)
+    return stats
+
+
+@functools.lru_cache(maxsize=1)
+def _bleu_scorer():
+    from sacrebleu.metrics import BLEU
+
+    return BLEU()
 
 
 def bleu_from_statistics(stats: np.ndarray) -> float:
     """Corpus BLEU of summed statistics (``(10,)``), as sacrebleu computes it."""
-    from sacrebleu.metrics import BLEU
-
-    return BLEU()._compute_score_from_stats([int(x) for x in stats]).score
+    return _bleu_scorer()._compute_score_from_stats([int(x) for x in stats]).score
 
 
 @dataclass(frozen=True)
