@@ -164,6 +164,12 @@ def test_aer_rows_are_in_points_and_the_claimed_direction_is_down():
     assert row["verdict"] == REPRODUCED
 
 
+
+def _tier_g_left(left):
+    """The progress of tier g (InXL) in the decisive archive with the jobs ``left``."""
+    return [{"archive": "reports/decisive_jaen", "tier": "g", "seeds": [1, 2], "jobs": 2,
+             "finished": 2 - len(left), "left": list(left)}]
+
 def test_aer_rows_are_partial_while_any_system_of_tab3_still_trains():
     """Tab. 3's comparisons are one Holm family over the systems the report has runs of: a system of Tab. 3 still
     training (here InXL) joins it later and moves every row's p, so each row is partial until it finishes."""
@@ -171,14 +177,10 @@ def test_aer_rows_are_partial_while_any_system_of_tab3_still_trains():
                            "headxl": {"delta": -0.05, "low": -0.08, "high": -0.02, "p": 0.001, "p_holm": 0.002}}}
     decisive = _study(workdir="decisive_jaen", attention_aer=aer)
 
-    def progress(left):
-        return [{"archive": "reports/decisive_jaen", "tier": "g", "seeds": [1, 2], "jobs": 2,
-                 "finished": 2 - len(left), "left": list(left)}]
-
-    rep = papers.build({"decisive": decisive}, heads=4, progress=progress(["inxl_s2"]))
+    rep = papers.build({"decisive": decisive}, heads=4, progress=_tier_g_left(["inxl_s2"]))
     assert _claim(rep, "Combination's attention")["verdict"] == REPRODUCED + papers.PARTIAL
     assert _claim(rep, "HeadXL's attention")["verdict"] == REPRODUCED + papers.PARTIAL
-    rep = papers.build({"decisive": decisive}, heads=4, progress=progress(["disan_s2"]))  # not a system of Tab. 3
+    rep = papers.build({"decisive": decisive}, heads=4, progress=_tier_g_left(["disan_s2"]))  # not a system of Tab. 3
     assert _claim(rep, "Combination's attention")["verdict"] == REPRODUCED
     assert _claim(rep, "HeadXL's attention")["verdict"] == REPRODUCED
 
@@ -192,17 +194,13 @@ def test_a_secondary_row_is_partial_while_a_declared_member_of_its_family_still_
                       family_members={"secondary": ["headxl"]},
                       families_declared={"secondary": ["headxl", "inxl"]})
 
-    def progress(left):
-        return [{"archive": "reports/decisive_jaen", "tier": "g", "seeds": [1, 2], "jobs": 2,
-                 "finished": 2 - len(left), "left": list(left)}]
-
-    rep = papers.build({"decisive": decisive}, heads=4, progress=progress(["inxl_s2"]))
+    rep = papers.build({"decisive": decisive}, heads=4, progress=_tier_g_left(["inxl_s2"]))
     assert _claim(rep, "HeadXL PE improves")["verdict"] == NOT_REPRODUCED + papers.PARTIAL
-    assert _claim(papers.build({"decisive": decisive}, heads=4, progress=progress([])),
+    assert _claim(papers.build({"decisive": decisive}, heads=4, progress=_tier_g_left([])),
                   "HeadXL PE improves")["verdict"] == NOT_REPRODUCED
     # a report that recorded its families only as reported cannot tell: read as written
     older = {k: v for k, v in decisive.items() if k != "families_declared"}
-    assert _claim(papers.build({"decisive": older}, heads=4, progress=progress(["inxl_s2"])),
+    assert _claim(papers.build({"decisive": older}, heads=4, progress=_tier_g_left(["inxl_s2"])),
                   "HeadXL PE improves")["verdict"] == NOT_REPRODUCED
 
 def _sweep(setting, deltas):
