@@ -164,11 +164,11 @@ def test_aer_rows_are_in_points_and_the_claimed_direction_is_down():
     assert row["verdict"] == REPRODUCED
 
 
-
 def _tier_g_left(left):
     """The progress of tier g (InXL) in the decisive archive with the jobs ``left``."""
     return [{"archive": "reports/decisive_jaen", "tier": "g", "seeds": [1, 2], "jobs": 2,
              "finished": 2 - len(left), "left": list(left)}]
+
 
 def test_aer_rows_are_partial_while_any_system_of_tab3_still_trains():
     """Tab. 3's comparisons are one Holm family over the systems the report has runs of: a system of Tab. 3 still
