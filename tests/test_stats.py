@@ -114,6 +114,49 @@ def test_the_seed_makes_it_reproducible():
     assert seed_pooled_bootstrap(x, y, refs, n_samples=100, seed=7) != seed_pooled_bootstrap(x, y, refs, n_samples=100, seed=8)
 
 
+def _reference_bootstrap(system, baseline, metric, n_samples, seed, confidence=0.95):
+    """The bootstrap written out plainly: each run's statistics summed in int64, scored for every draw."""
+    import statistics
+
+    import numpy as np
+
+    n = system.shape[1]
+    mean = lambda stats, runs, w: statistics.mean(float(metric(w @ stats[r])) for r in runs)  # noqa: E731
+    ones = np.ones(n, dtype=np.int64)
+    delta = mean(system, range(len(system)), ones) - mean(baseline, range(len(baseline)), ones)
+    rng = np.random.Generator(np.random.PCG64(seed))
+    draws = []
+    for _ in range(n_samples):
+        w = np.bincount(rng.integers(0, n, n), minlength=n)
+        s, b = rng.integers(0, len(system), len(system)), rng.integers(0, len(baseline), len(baseline))
+        draws.append(mean(system, s, w) - mean(baseline, b, w))
+    d = np.asarray(draws)
+    low, high = np.quantile(d, [(1 - confidence) / 2, (1 + confidence) / 2])
+    p = min(1.0, (int(np.sum(np.abs(d - d.mean()) >= abs(delta) - 1e-12)) + 1) / (n_samples + 1))
+    return delta, float(low), float(high), p
+
+
+@pytest.mark.parametrize("scale", [1, 2 ** 50 + 1])  # sums exact in float64; then too large for it (int64 path)
+def test_the_bootstrap_equals_the_plain_replicate_by_replicate_computation_exactly(scale):
+    """Summing all runs in one product and scoring each distinct run once must not move a reported digit."""
+    import numpy as np
+
+    from onmt_xl.experiments.stats import pooled_bootstrap
+
+    rng = np.random.default_rng(3)
+    refs, prng = corpus(n=80)
+    system = np.stack([bleu_statistics(noisy(refs, 0.3, prng), refs) for _ in range(3)])
+    baseline = np.stack([bleu_statistics(noisy(refs, 0.35, prng), refs) for _ in range(2)])
+    got = pooled_bootstrap(system, baseline, bleu_from_statistics, n_samples=150, seed=5)
+    assert (got.delta, got.low, got.high, got.p_value) == _reference_bootstrap(system, baseline, bleu_from_statistics,
+                                                                                150, 5)
+    counts = lambda runs: rng.integers(0, 6, (runs, 80, 3)) * scale  # noqa: E731
+    ratio = lambda c: c[0] / max(c[1] + c[2], 1)  # noqa: E731  (a ratio metric, like AER)
+    x, y = counts(4), counts(4)
+    got = pooled_bootstrap(x, y, ratio, n_samples=150, seed=9)
+    assert (got.delta, got.low, got.high, got.p_value) == _reference_bootstrap(x, y, ratio, 150, 9)
+
+
 def test_mismatched_lengths_are_refused():
     refs, rng = corpus()
     with pytest.raises(ValueError, match="hypotheses for"):

@@ -88,10 +88,27 @@ class Comparison:
         return f"{self.delta:+.2f} [{self.low:+.2f}, {self.high:+.2f}]"
 
 
-def _mean_metric(stats: np.ndarray, runs: np.ndarray, weights: np.ndarray, metric: Callable[[np.ndarray], float]) -> float:
-    """Mean corpus ``metric`` of the seed runs ``runs`` of ``stats`` ``(runs, sentences, k)``, each sentence counted
-    ``weights`` times."""
-    return statistics.mean(float(metric(weights @ stats[r])) for r in runs)
+class _RunSums:
+    """Each seed run's statistics summed with one weight per sentence: ``stats`` ``(runs, sentences, k)``, integer.
+    Summed in float64 when every sum is an integer below 2**53 (then exact, and one matrix product for all runs),
+    else in int64."""
+
+    def __init__(self, stats: np.ndarray):
+        self.runs, self.n, self.k = stats.shape
+        exact = self.n * max(int(np.abs(stats).max(initial=0)), 1) < 2 ** 53
+        dtype = np.float64 if exact else np.int64
+        self.flat = np.ascontiguousarray(stats.transpose(1, 0, 2).reshape(self.n, self.runs * self.k), dtype=dtype)
+
+    def __call__(self, weights: np.ndarray) -> np.ndarray:
+        """``(runs, k)`` int64 sums of the sentences counted ``weights`` ``(sentences,)`` times."""
+        return (weights.astype(self.flat.dtype) @ self.flat).reshape(self.runs, self.k).astype(np.int64)
+
+
+def _mean_metric(sums: np.ndarray, runs: np.ndarray, metric: Callable[[np.ndarray], float]) -> float:
+    """Mean corpus ``metric`` of the seed runs ``runs`` (with repeats) of ``sums`` ``(runs, k)``; each distinct run
+    scored once."""
+    scores = {int(r): float(metric(sums[r])) for r in np.unique(runs)}
+    return statistics.mean(scores[int(r)] for r in runs)
 
 
 def pooled_bootstrap(system: np.ndarray, baseline: np.ndarray, metric: Callable[[np.ndarray], float],
@@ -106,16 +123,18 @@ def pooled_bootstrap(system: np.ndarray, baseline: np.ndarray, metric: Callable[
     n = system.shape[1]
     if baseline.shape[1] != n:
         raise ValueError(f"{n} sentences against the baseline's {baseline.shape[1]}")
+    sys_sums, base_sums = _RunSums(system), _RunSums(baseline)
     ones = np.ones(n, dtype=np.int64)
-    delta = (_mean_metric(system, np.arange(len(system)), ones, metric)
-             - _mean_metric(baseline, np.arange(len(baseline)), ones, metric))
+    delta = (_mean_metric(sys_sums(ones), np.arange(len(system)), metric)
+             - _mean_metric(base_sums(ones), np.arange(len(baseline)), metric))
     rng = np.random.Generator(np.random.PCG64(seed))
     draws: List[float] = []
     for _ in range(n_samples):
         weights = np.bincount(rng.integers(0, n, n), minlength=n)
         sys_runs = rng.integers(0, len(system), len(system))
         base_runs = rng.integers(0, len(baseline), len(baseline))
-        draws.append(_mean_metric(system, sys_runs, weights, metric) - _mean_metric(baseline, base_runs, weights, metric))
+        draws.append(_mean_metric(sys_sums(weights), sys_runs, metric)
+                     - _mean_metric(base_sums(weights), base_runs, metric))
     d = np.asarray(draws)
     tail = (1 - confidence) / 2
     low, high = np.quantile(d, [tail, 1 - tail])
