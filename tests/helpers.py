@@ -46,3 +46,24 @@ def tiny_model_workdir(wd: Path, cli, system: str = "baseline", **overrides) -> 
     (wd / "cfg.yaml").write_text(yaml.safe_dump(cfg))
     cli("onmt_build_vocab", "-config", str(wd / "cfg.yaml"), "-n_sample", "-1")
     return wd / "cfg.yaml"
+
+
+def archive_noisy_runs(wd: Path, archive: Path, systems, seeds=(1, 2), keep: float = 0.7, seed: int = 3) -> None:
+    """Fake finished jobs ``{system}_s{seed}`` in ``wd/jobs``, archived to ``archive``: each test and validation
+    hypothesis is its reference kept with probability ``keep``, else "w"."""
+    import json
+    import random
+
+    from onmt_xl.experiments.archive import save_job
+
+    refs = (wd / "data" / "test.ref").read_text().splitlines()
+    valid = (wd / "data" / "valid.tgt").read_text().splitlines()
+    rng = random.Random(seed)
+    for system in systems:
+        for s in seeds:
+            jd = wd / "jobs" / f"{system}_s{s}"
+            jd.mkdir(parents=True)
+            for name, lines in (("hyp.test", refs), ("hyp.valid", valid)):
+                (jd / name).write_text("".join((r if rng.random() < keep else "w") + "\n" for r in lines))
+            (jd / "done.json").write_text(json.dumps({"parameters": 10, "buffers": 1, "resumed_exactly": True}))
+            assert save_job(wd, archive, jd.name)

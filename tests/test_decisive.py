@@ -268,7 +268,8 @@ def test_the_half_width_projection_runs_on_an_archive_and_reproduces(tmp_path):
 def test_the_report_of_a_carved_study_regenerates_from_its_archive_with_its_families(tmp_path):
     """A fresh work directory carves the same test pairs again, so the report from the archive is the same, with
     the preregistered families; a report that forgets the carve is refused by name, not scored on other pairs."""
-    from onmt_xl.experiments.archive import save_job, save_run
+    from onmt_xl.experiments.archive import save_run
+    from tests.helpers import archive_noisy_runs
 
     corpus_dir = tmp_path / "corpus"
     corpus_dir.mkdir()
@@ -279,16 +280,7 @@ def test_the_report_of_a_carved_study_regenerates_from_its_archive_with_its_fami
                     test_from_train=30)
     runner.stage_data()
     save_run(wd, archive)
-    refs, valid = _lines(wd / "data" / "test.ref"), _lines(wd / "data" / "valid.tgt")
-    rng = random.Random(3)
-    for system in ("baseline", "combination", "headxl"):
-        for seed in (1, 2):
-            jd = wd / "jobs" / f"{system}_s{seed}"
-            jd.mkdir(parents=True)
-            for name, lines in (("hyp.test", refs), ("hyp.valid", valid)):
-                (jd / name).write_text("".join((r if rng.random() < 0.7 else "w") + "\n" for r in lines))
-            (jd / "done.json").write_text(json.dumps({"parameters": 10, "buffers": 1, "resumed_exactly": True}))
-            assert save_job(wd, archive, jd.name)
+    archive_noisy_runs(wd, archive, ("baseline", "combination", "headxl"))
     corpus_args = ["--data", str(corpus_dir), "--src", "src", "--tgt", "tgt", "--train", "train", "--test", "test",
                    "--valid-size", "20", "--tune-size", "10", "--gold-text", "", "--gold-align", ""]
     common = ["--stage", "report", *corpus_args, "--samples", "50", "--systems", "baseline,combination,headxl",

@@ -620,26 +620,15 @@ def _staged(tmp_path):
 def test_report_from_the_archive_in_a_fresh_work_directory_is_the_same(tmp_path):
     """--archive: a machine that lost the work directory regenerates the report from the archive and the corpus
     (the splits staged again, the finished jobs restored), word for word."""
-    import random
     import subprocess
     import sys
 
-    from onmt_xl.experiments.archive import save_job
     from tests.conftest import run_env
+    from tests.helpers import archive_noisy_runs
 
     wd, corpus_args = _staged(tmp_path)
     archive = tmp_path / "archive"
-    refs = (wd / "data" / "test.ref").read_text().splitlines()
-    valid = (wd / "data" / "valid.tgt").read_text().splitlines()
-    rng = random.Random(3)
-    for system in ("baseline", "combination"):
-        for seed in (1, 2):
-            jd = wd / "jobs" / f"{system}_s{seed}"
-            jd.mkdir(parents=True)
-            for name, lines in (("hyp.test", refs), ("hyp.valid", valid)):
-                (jd / name).write_text("".join((r if rng.random() < 0.7 else "w") + "\n" for r in lines))
-            (jd / "done.json").write_text(json.dumps({"parameters": 10, "buffers": 1, "resumed_exactly": True}))
-            assert save_job(wd, archive, jd.name)
+    archive_noisy_runs(wd, archive, ("baseline", "combination"))
     common = ["--stage", "report", *corpus_args, "--samples", "50", "--systems", "baseline,combination",
               "--seeds", "1,2"]
     reports = []
