@@ -155,6 +155,8 @@ def test_the_bootstrap_equals_the_plain_replicate_by_replicate_computation_exact
     x, y = counts(4), counts(4)
     got = pooled_bootstrap(x, y, ratio, n_samples=150, seed=9)
     assert (got.delta, got.low, got.high, got.p_value) == _reference_bootstrap(x, y, ratio, 150, 9)
+    with pytest.raises(TypeError, match="integer counts"):  # summed as counts: fractions would be truncated
+        pooled_bootstrap(x / 2, y, ratio, n_samples=10)
 
 
 def test_mismatched_lengths_are_refused():

@@ -94,6 +94,8 @@ class _RunSums:
     else in int64."""
 
     def __init__(self, stats: np.ndarray):
+        if not np.issubdtype(stats.dtype, np.integer):
+            raise TypeError(f"per-sentence statistics must be integer counts, not {stats.dtype}")
         self.runs, self.n, self.k = stats.shape
         exact = self.n * max(int(np.abs(stats).max(initial=0)), 1) < 2 ** 53
         dtype = np.float64 if exact else np.int64
