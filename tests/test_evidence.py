@@ -76,7 +76,7 @@ def test_exact_resume_log_needs_every_resume_exact():
     assert exact_resume_log(LOG + "Loading checkpoint from /w/m_step_1500.pt\n") is False  # one resume without the option
 
 
-def test_a_job_may_grow_its_steps_but_not_change_otherwise(tmp_path):
+def test_a_job_may_grow_its_steps_but_not_change_otherwise(tmp_path, capsys):
     job = curve_jobs(seed=1, max_steps=40, every=10)[0]
     runner = Runner(Corpus("a", "b", "c", "d"), str(tmp_path), [job], preset="demo", train_steps=40, gpu=False)
     jd = tmp_path / "jobs" / job.name
@@ -87,6 +87,12 @@ def test_a_job_may_grow_its_steps_but_not_change_otherwise(tmp_path):
     (jd / "done.json").write_text("{}")
     assert runner._checked_config(job)["train_steps"] == 40
     assert not (jd / "done.json").exists()  # no longer finished: it resumes to 40 steps
+    assert "extending from 20 to 40 steps, again from step 0 (none of its checkpoints is here)" in capsys.readouterr().out
+    (jd / "model_step_10.pt").touch()
+    (jd / "model_step_20.pt").touch()
+    (jd / "done.json").write_text("{}")
+    runner._checked_config(job)
+    assert "extending from 20 to 40 steps, from its step-20 checkpoint" in capsys.readouterr().out
     (jd / "config.yaml").write_text(yaml.safe_dump({**cfg, "train_steps": 80}))
     with pytest.raises(XLInputError, match=r"train_steps \(80 there, 40 now: fewer steps\)"):
         runner._checked_config(job)
