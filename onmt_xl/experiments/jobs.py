@@ -247,8 +247,8 @@ class JobStages:
             raise XLUsageError(str(cfg_path), None, f"differs from what job {job.name} needs now in {what}: use another "
                                "--workdir, or delete that job directory to retrain it")
         if cfg["train_steps"] > old["train_steps"] and self.path("jobs", job.name, "done.json").exists():
-            kept = sorted(checkpoints(self.path("jobs", job.name)))
-            start = f"from its step-{kept[-1]} checkpoint" if kept else "again from step 0 (none of its checkpoints is here)"
+            last = max(checkpoints(self.path("jobs", job.name)), default=None)
+            start = f"from its step-{last} checkpoint" if last else "again from step 0 (none of its checkpoints is here)"
             say(f"  {job.name}: extending from {old['train_steps']} to {cfg['train_steps']} steps, {start}")
             self.path("jobs", job.name, "done.json").unlink()
         return cfg
