@@ -127,6 +127,44 @@ def test_a_checkpoint_cut_short_by_a_stop_is_set_aside_before_scoring_and_the_ro
     assert read_state(tmp_path, "lstm")["reached"] == {"lstm_plateau_s1": 16000, "lstm_plateau_s2": 16000}
 
 
+def test_a_round_begun_again_from_step_0_is_finished_after_a_stop_before_the_plateau_steps(tmp_path, monkeypatch):
+    """Restored from an archive (the round to 12,000 finished elsewhere, checkpoints not kept) and without its
+    source's checkpoint here, a job trains its next round from step 0; a stop at 6,500 steps leaves that round's end
+    (16,000) in place, not the round that 6,500 steps alone would give (12,000), which the job would refuse."""
+    runner, calls, score = _setup(tmp_path, monkeypatch, lambda step, seed: step / 1000)
+    for seed in (1, 2):
+        os.unlink(tmp_path / "jobs" / f"lstm_s{seed}" / "model_step_8000.pt")
+    run_plateau(_args("--workdir", str(tmp_path), "--plateau-cap", "12000"), runner, [1, 2], evidence._every(500), score)
+    jds = [tmp_path / "jobs" / f"lstm_plateau_s{seed}" for seed in (1, 2)]
+    for jd in jds:  # the archive keeps config, curve and done.json, not the checkpoints
+        for p in jd.glob("model_step_*.pt"):
+            p.unlink()
+    calls.clear()
+    stop = RuntimeError("the session ended")
+    real_run = runner.run
+
+    def stopped(argv):  # trains the round to its end, then loses every checkpoint past 6,500 and its done.json
+        real_run(argv)
+        for jd in jds:
+            for p in jd.glob("model_step_*.pt"):
+                if int(p.stem.rsplit("_", 1)[1]) > 6500:
+                    p.unlink()
+            (jd / "done.json").unlink()
+            (jd / "curve.jsonl").unlink(missing_ok=True)
+        raise stop
+    monkeypatch.setattr(runner, "run", stopped)
+    with pytest.raises(RuntimeError, match="the session ended"):
+        run_plateau(_args("--workdir", str(tmp_path), "--plateau-cap", "16000"), runner, [1, 2], evidence._every(500),
+                    score)
+    monkeypatch.setattr(runner, "run", real_run)
+    run_plateau(_args("--workdir", str(tmp_path), "--plateau-cap", "16000"), runner, [1, 2], evidence._every(500), score)
+    assert [[c[1] for c in call] for call in calls] == [[16000, 16000], [16000, 16000]]
+    assert read_state(tmp_path, "lstm")["reached"] == {"lstm_plateau_s1": 16000, "lstm_plateau_s2": 16000}
+    for jd in jds:
+        points = [json.loads(line)["step"] for line in (jd / "curve.jsonl").read_text().splitlines()]
+        assert points == list(range(8000, 16001, 1000))
+
+
 def test_a_source_of_another_configuration_is_refused_and_a_missing_one_trains_from_step_0(tmp_path, monkeypatch):
     runner, calls, score = _setup(tmp_path, monkeypatch, lambda step, seed: 1.0, hidden_size=999)
     with pytest.raises(XLInputError, match=r"lstm_plateau_s1 cannot continue lstm_s1: they differ in hidden_size"):

@@ -74,6 +74,13 @@ def trained_steps(runner, job: Job) -> int:
     return 0
 
 
+def round_begun(runner, job: Job) -> int:
+    """The ``train_steps`` of the last round ``job`` began (its ``config.yaml``), 0 before its first: a round cut
+    short by a stop is finished, never shortened, whatever step the stop left."""
+    cfg = runner.path("jobs", job.name, "config.yaml")
+    return int(yaml.safe_load(cfg.read_text(encoding="utf-8"))["train_steps"]) if cfg.exists() else 0
+
+
 def continue_from(runner, job: Job, source: str, step: int, average: int) -> bool:
     """Give ``job`` (not started) the checkpoint of job ``source`` at ``step``, and the average of its last
     ``average`` checkpoints there where it was kept, by hard link (a copy across file systems), so that ``job``
@@ -164,14 +171,16 @@ def run_plateau(args, runner, seeds: Sequence[int], overrides: Dict[str, Any], s
         if s is not None or low >= cap:
             break
         target = next_round(low, start, round_steps, cap)
-        jobs = [job(seed, max(target, trained_steps(runner, job(seed, start)))) for seed in seeds]
+        jobs = [job(seed, max(target, trained_steps(runner, j), round_begun(runner, j)))
+                for seed, j in zip(seeds, probe)]
         for j in jobs:
             jd = runner.path("jobs", j.name)
             if (jd / "done.json").exists() and not checkpoints(jd):  # restored from an archive: trained again
                 (jd / "curve.jsonl").unlink(missing_ok=True)  # its lost run's points stay in the archive only
             continue_from(runner, j, f"{system}_s{j.seed}", start, args.average)
         say(f"[plateau] {system}: no plateau yet (seeds {', '.join(map(str, seeds))} at "
-            f"{', '.join(str(trained_steps(runner, j)) for j in jobs)} steps); training to {target}")
+            f"{', '.join(str(trained_steps(runner, j)) for j in jobs)} steps); training to "
+            f"{', '.join(str(j.train_steps) for j in jobs)}")
         runner.jobs = jobs
         runner.run(sys.argv[1:])
         save()
