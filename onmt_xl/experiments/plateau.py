@@ -69,9 +69,7 @@ def trained_steps(runner, job: Job) -> int:
     ckpts = checkpoints(jd)
     if ckpts:
         return max(ckpts)
-    if (jd / "done.json").exists() and (jd / "config.yaml").exists():
-        return int(yaml.safe_load((jd / "config.yaml").read_text(encoding="utf-8"))["train_steps"])
-    return 0
+    return round_begun(runner, job) if (jd / "done.json").exists() else 0
 
 
 def round_begun(runner, job: Job) -> int:
