@@ -42,6 +42,8 @@ ENJA="--src en --tgt ja --gold-text '' --gold-align '' --max-steps $S --inxl-ini
 TIER_C="--max-steps $S --systems baseline,combination,disan,enc_re,both_re,exgre,refsr,prereorder,encoder_free --seeds 1,2"
 TIER_H="--max-steps $S --systems encoder_free_none,encoder_free_relative,encoder_free_inxl,lstm --seeds 1,2"
 DECISIVE="--test-from-train 5000 --max-steps $S"  # waves 4-6: the decisive split (reports/PREREG_decisive_baselines.md)
+# wave 7: the LSTM's plateau stage (tools/study_queue.sh's options but the layout), from step 0 on the device
+PLATEAU="--test-from-train 5000 --max-steps 10000 --plateau-system lstm --seeds 1,2 --score-every 1000 --threads 4"
 # each line: W FROM TIER JOBS EVIDENCE
 case ${WAVE:-} in
   "") EXTRA_DEFAULT=$([ "${W:-runs/evidence_enja}" = runs/evidence_enja ] && echo "$ENJA" || echo "--max-steps $S")
@@ -55,7 +57,8 @@ runs/evidence_jaen_gpu runs/evidence_jaen c baseline_s1,baseline_s2,combination_
 runs/decisive_jaen_gpu_d runs/decisive_jaen d combination_s1,headxl_s1,headxl_tau0_s1,headxl_tau4_s1,combination_noise5_s1,combination_noise20_s1 $DECISIVE --systems headxl,combination --seeds 1 --inxl-init identity" ;;
   6) WAVES="runs/decisive_jaen_gpu_d runs/decisive_jaen d headxl_tau1_s1,headxl_tau3_s1,combination_noise10_s1,combination_noise15_s1 $DECISIVE --systems headxl,combination --seeds 1 --inxl-init identity
 runs/decisive_jaen_gpu runs/decisive_jaen h encoder_free_none_s1,encoder_free_none_s2,encoder_free_relative_s1,encoder_free_relative_s2,encoder_free_inxl_s1,encoder_free_inxl_s2,lstm_s1,lstm_s2 $DECISIVE --seeds 1,2" ;;
-  *) echo "gpu_evidence: WAVE=$WAVE: 1 to 6" >&2; exit 2 ;;
+  7) WAVES="runs/decisive_jaen ${FROM:-runs/decisive_jaen} plateau lstm_plateau_s1,lstm_plateau_s2 $PLATEAU" ;;
+  *) echo "gpu_evidence: WAVE=$WAVE: 1 to 7" >&2; exit 2 ;;
 esac
 die() { echo "gpu_evidence: $*" >&2; exit 2; }
 seed() {  # FROM DEST: what a work directory's jobs read (splits, links, vocabularies, preorderers), no history
@@ -107,12 +110,16 @@ run)
     all=$(while read -r _ _ _ jobs _; do [ "$jobs" = - ] || echo "$jobs"; done <<< "$WAVES" | tr ',' '\n' | grep -c .)
     eval "set -- $EVIDENCE ${MORE:-}"
     here=$PWD && cd "$RUN" || exit 1
-    PYTHONPATH="$RUN:$SITE_DIR" setsid nohup python3 -m onmt_xl.experiments evidence --stage main --steps "$S" \
-      --tier "$TIER" --gpu yes --parallel "$((all > n ? all : n))" --only "$JOBS" --workdir "$W" --archive "$A" "$@" \
+    if [ "$TIER" = plateau ]; then  # the stage's own rounds; the archive there starts without this machine's rounds
+      rm -rf "$RUN/$A"/jobs/*_plateau_s* "$RUN/$A"/plateau_*.json
+      stage=(--stage plateau)
+    else stage=(--stage main --steps "$S" --tier "$TIER" --only "$JOBS"); fi
+    PYTHONPATH="$RUN:$SITE_DIR" setsid nohup python3 -m onmt_xl.experiments evidence "${stage[@]}" \
+      --gpu yes --parallel "$((all > n ? all : n))" --workdir "$W" --archive "$A" "$@" \
       > "$ROOT/$NAME/wave.log" 2>&1 < /dev/null &  # its own session: it outlives this call
     echo $! > "$ROOT/$NAME/wave.pid"
     cd "$here" || exit 1
-    printf '%s\n' "$W" "$A" "$JOBS" > "$ROOT/$NAME/wave.meta"
+    printf '%s\n' "$W" "$A" "$JOBS" "$TIER" > "$ROOT/$NAME/wave.meta"
     echo "wave $NAME started: $n jobs ($JOBS), $S steps each"
   done <<< "$WAVES"
   running() { for p in "$ROOT"/*/wave.pid; do [ -f "$p" ] && kill -0 "$(cat "$p")" 2>/dev/null && return 0; done; return 1; }
@@ -121,7 +128,14 @@ run)
   for meta in "$ROOT"/*/wave.meta; do
     [ -f "$meta" ] || continue
     d=$(dirname "$meta") name=$(basename "$(dirname "$meta")")
-    { read -r w; read -r a; read -r jobs; } < "$meta"
+    { read -r w; read -r a; read -r jobs; read -r tier; } < "$meta"
+    if [ "$tier" = plateau ]; then  # the rounds so far: state, curves, logs (no checkpoints), finished or not
+      (cd "$d/checkout" && tar czf "$OUT/plateau_$name.tgz" "$a"/plateau_*.json "$a"/jobs/*_plateau_s* \
+        "$w"/plateau_*.json "$w"/jobs/*_plateau_s*/{train.log,curve.jsonl,config.yaml} 2>/dev/null)
+      cp "$d/wave.log" "$OUT/wave_$name.log"
+      grep -h "Step .*/" "$d/checkout/$w"/jobs/*/train.log 2>/dev/null | tail -2
+      continue
+    fi
     finished=$(cd "$d/checkout/$a/jobs" 2>/dev/null && for j in ${jobs//,/ }; do [ -f "$j/done.json" ] && echo "$j"; done)
     [ -n "$finished" ] && tar czf "$OUT/jobs_$name.tgz" -C "$d/checkout/$a/jobs" $finished
     cp "$d/wave.log" "$OUT/wave_$name.log"
