@@ -851,6 +851,31 @@ def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_training_here(tm
     assert (got / "jobs" / "baseline_s2" / "hyp.test").read_text() == "a hypothesis\n"
 
 
+def test_the_gpu_plateau_wave_is_the_cpu_queues_stage_but_its_layout():
+    """tools/gpu_evidence.sh wave 7 trains the LSTM's plateau stage with tools/study_queue.sh's options (the same
+    system, seeds, split, rounds and rule) in the same work directory and archive; only the layout may differ."""
+    import re
+    import shlex
+    import subprocess
+
+    from tests.conftest import REPO, run_env
+
+    def options(words):
+        pairs = dict(zip(words[::2], words[1::2]))
+        assert len(pairs) * 2 == len(words) and all(k.startswith("--") for k in pairs), words
+        return {k: v for k, v in pairs.items() if k not in ("--parallel", "--threads")}
+
+    queue = re.search(r"^PLATEAU=\(([^)]*)\)", (REPO / "tools" / "study_queue.sh").read_text(), re.M)
+    cpu = options(shlex.split(queue.group(1)))
+    proc = subprocess.run(["bash", str(REPO / "tools" / "gpu_evidence.sh"), "list"], capture_output=True, text=True,
+                          env=dict(run_env(), WAVE="7"), cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    (line,) = proc.stdout.splitlines()
+    w, _, tier, jobs, *rest = shlex.split(line)
+    gpu = dict(options(rest), **{"--workdir": w, "--archive": f"reports/{w.split('/')[-1]}"})
+    assert (tier, gpu) == ("plateau", cpu)
+    assert jobs.split(",") == [f"{cpu['--plateau-system']}_plateau_s{s}" for s in cpu["--seeds"].split(",")]
+
 def test_the_gpu_waves_name_jobs_of_their_tiers_and_cover_tiers_c_and_d_with_their_own_references():
     """tools/gpu_evidence.sh's waves: every job named is one that `onmt-xl evidence --stage main` with the wave's
     options trains (a misspelt name would train nothing, silently), and waves 1-2 give tiers (c) and (d), each in

@@ -27,7 +27,11 @@
 # design's, identity) and then tier h x 2 (the default start: a call of its own, wave 6), runs/decisive_jaen_gpu_d
 # tier d with its own default runs (HeadXL and Combination seed 1). 4 = baselines, Relative PE, encoder-free, DiSAN,
 # REs, ExGRE (16); 5 = ReFSR, pre-reordering, the oracle rows, Combination (10) and 6 of tier d; 6 = the other 4 of
-# tier d and tier h (12). Merge with FROM=runs/decisive_jaen.
+# tier d and tier h (12). Merge with FROM=runs/decisive_jaen. 7 = the LSTM's plateau stage (`--stage plateau`
+# with tools/study_queue.sh's options) in runs/decisive_jaen from step 0 (FROM: a prepared runs/decisive_jaen
+# elsewhere); its calls bring back plateau_NAME.tgz (the stage's state, curves and logs so far, no checkpoints),
+# which counts only if the stage reached its verdict there (reports/PREREG_decisive_baselines.md, the note of
+# 2026-12-04): then unpack it and collect its archive part with tools/collect_archive.py --replace (not `merge`).
 # Without WAVE, one work directory: W (runs/evidence_enja), FROM (W), TIER (b), JOBS (comma-separated, required
 # to start), EVIDENCE (more `onmt-xl evidence` options, one string); its archive is reports/NAME of W (merge: A).
 # Also S steps (8000), WAIT seconds (530; 0: start only), STATE (the device's folder of waves), MORE (options added
