@@ -114,7 +114,7 @@ run)
     all=$(while read -r _ _ _ jobs _; do [ "$jobs" = - ] || echo "$jobs"; done <<< "$WAVES" | tr ',' '\n' | grep -c .)
     eval "set -- $EVIDENCE ${MORE:-}"
     here=$PWD && cd "$RUN" || exit 1
-    if [ "$TIER" = plateau ]; then  # the stage's own rounds; the archive there starts without this machine's rounds
+    if [ "$TIER" = plateau ]; then  # the stage's own rounds: the archive's copy there drops rounds trained elsewhere
       rm -rf "$RUN/$A"/jobs/*_plateau_s* "$RUN/$A"/plateau_*.json
       stage=(--stage plateau)
     else stage=(--stage main --steps "$S" --tier "$TIER" --only "$JOBS"); fi
@@ -124,7 +124,8 @@ run)
     echo $! > "$ROOT/$NAME/wave.pid"
     cd "$here" || exit 1
     printf '%s\n' "$W" "$A" "$JOBS" "$TIER" > "$ROOT/$NAME/wave.meta"
-    echo "wave $NAME started: $n jobs ($JOBS), $S steps each"
+    if [ "$TIER" = plateau ]; then echo "wave $NAME started: the plateau stage of $JOBS, from step 0"
+    else echo "wave $NAME started: $n jobs ($JOBS), $S steps each"; fi
   done <<< "$WAVES"
   running() { for p in "$ROOT"/*/wave.pid; do [ -f "$p" ] && kill -0 "$(cat "$p")" 2>/dev/null && return 0; done; return 1; }
   for ((t = 0; t < WAIT; t += 10)); do running || break; sleep 10; done
