@@ -876,6 +876,7 @@ def test_the_gpu_plateau_wave_is_the_cpu_queues_stage_but_its_layout():
     assert (tier, gpu) == ("plateau", cpu)
     assert jobs.split(",") == [f"{cpu['--plateau-system']}_plateau_s{s}" for s in cpu["--seeds"].split(",")]
 
+
 def test_the_gpu_waves_name_jobs_of_their_tiers_and_cover_tiers_c_and_d_with_their_own_references():
     """tools/gpu_evidence.sh's waves: every job named is one that `onmt-xl evidence --stage main` with the wave's
     options trains (a misspelt name would train nothing, silently), and waves 1-2 give tiers (c) and (d), each in

@@ -137,14 +137,12 @@ run)
     if [ "$tier" = plateau ]; then  # the rounds so far: state, curves, logs (no checkpoints), finished or not
       (cd "$d/checkout" && tar czf "$OUT/plateau_$name.tgz" "$a"/plateau_*.json "$a"/jobs/*_plateau_s* \
         "$w"/plateau_*.json "$w"/jobs/*_plateau_s*/{train.log,curve.jsonl,config.yaml} 2>/dev/null)
-      cp "$d/wave.log" "$OUT/wave_$name.log"
-      grep -h "Step .*/" "$d/checkout/$w"/jobs/*/train.log 2>/dev/null | tail -2
-      continue
+    else
+      finished=$(cd "$d/checkout/$a/jobs" 2>/dev/null && for j in ${jobs//,/ }; do [ -f "$j/done.json" ] && echo "$j"; done)
+      [ -n "$finished" ] && tar czf "$OUT/jobs_$name.tgz" -C "$d/checkout/$a/jobs" $finished
+      echo "wave $name: finished $(echo $finished | wc -w) of $(echo "${jobs//,/ }" | wc -w): ${finished//$'\n'/ }"
     fi
-    finished=$(cd "$d/checkout/$a/jobs" 2>/dev/null && for j in ${jobs//,/ }; do [ -f "$j/done.json" ] && echo "$j"; done)
-    [ -n "$finished" ] && tar czf "$OUT/jobs_$name.tgz" -C "$d/checkout/$a/jobs" $finished
     cp "$d/wave.log" "$OUT/wave_$name.log"
-    echo "wave $name: finished $(echo $finished | wc -w) of $(echo "${jobs//,/ }" | wc -w): ${finished//$'\n'/ }"
     grep -h "Step .*/" "$d/checkout/$w"/jobs/*/train.log 2>/dev/null | tail -2
   done
   if running; then echo "waves running: call again at once"; else echo "all waves finished"; fi
