@@ -56,7 +56,7 @@ def test_a_source_that_is_no_archive_is_one_line_and_a_new_destination_is_made(t
     assert proc.returncode == 0 and (tmp_path / "new" / "jobs" / "baseline_s1" / "done.json").exists()
 
 
-def test_the_archive_inputs_are_copied_where_missing_and_never_replaced(tmp_path):
+def test_the_archive_inputs_are_copied_where_missing_and_replaced_only_when_named(tmp_path):
     src, dst = tmp_path / "queue", tmp_path / "repo"
     _job(src, "baseline_s1", "x\n")
     (src / "align").mkdir()
@@ -69,8 +69,33 @@ def test_the_archive_inputs_are_copied_where_missing_and_never_replaced(tmp_path
     (src / "align" / "train.gdfa").write_text("0-1\n")  # other links: the archive's stay
     (src / "preorderer.json").write_text('{"tau": 0.6}')
     lines = collect_archive.collect(src, dst)
-    assert lines == [f"kept {dst / 'align'}: it differs from {src / 'align'} (the archive's jobs trained on its own)",
+    assert lines == [f"kept {dst / 'align'}: it differs from {src / 'align'} (the archive's jobs trained on its own; "
+                     "--replace align to take the source's)",
                      f"kept {dst / 'preorderer.json'}: it differs from {src / 'preorderer.json'} (the archive's jobs "
-                     "trained on its own)"]
+                     "trained on its own; --replace preorderer.json to take the source's)"]
     assert (dst / "align" / "train.gdfa").read_text() == "0-0\n"
     assert (dst / "preorderer.json").read_text() == '{"tau": 0.5}'
+    assert collect_archive.collect(src, dst, replace=["preorderer.json"])[1] == f"replaced {dst / 'preorderer.json'}"
+    assert (dst / "preorderer.json").read_text() == '{"tau": 0.6}'
+    assert (dst / "align" / "train.gdfa").read_text() == "0-0\n"
+    assert collect_archive.collect(src, dst, replace=["align"]) == [f"replaced {dst / 'align'}"]
+    assert (dst / "align" / "train.gdfa").read_text() == "0-1\n"
+
+
+def test_replace_may_be_repeated_and_comma_separated(tmp_path):
+    src, dst = tmp_path / "queue", tmp_path / "repo"
+    for name in ("a_s1", "a_s2", "a_s3"):
+        _job(src, name, "new\n")
+        _job(dst, name, "old\n")
+    (src / "plateau_a.json").write_text('{"status": "plateau"}')
+    (dst / "plateau_a.json").write_text('{"status": "training"}')
+    tool = [sys.executable, str(REPO / "tools" / "collect_archive.py"), "--from", str(src), "--to", str(dst)]
+    proc = subprocess.run(tool + ["--replace", "a_s1", "--replace", "a_s2,plateau_a.json"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    hyps = [(dst / "jobs" / n / "hyp.test").read_text() for n in ("a_s1", "a_s2", "a_s3")]
+    assert hyps == ["new\n", "new\n", "old\n"]
+    assert (dst / "plateau_a.json").read_text() == '{"status": "plateau"}'
+    proc = subprocess.run(tool + ["--replace", "a_s1,a_s4"], capture_output=True, text=True)  # a typo: nothing done
+    assert proc.returncode == 2 and "--replace a_s4: no such job or archive entry there" in proc.stderr
+    assert "Traceback" not in proc.stderr

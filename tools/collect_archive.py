@@ -7,7 +7,9 @@ A job directory counts once it holds ``done.json``. A finished job missing from 
 with other files is left alone and named, unless ``--replace`` names it (a job retrained on purpose, e.g. with
 another option). The archive's inputs (its eflomal links ``align/``, the preorderer's scores: everything beside
 ``jobs/`` and ``manifest.json``) are copied where ``--to`` lacks them, so a fresh work directory regenerates the report
-from the same links; one that differs is never replaced (the jobs trained on the links they name). The archive's
+from the same links; one that differs is kept (the jobs trained on the links they name) unless ``--replace`` names it
+(a stage's state, e.g. ``plateau_lstm.json``, once its jobs are replaced). ``--replace`` takes names separated by
+commas and may be repeated. The archive's
 ``manifest.json`` (its run history) follows the source's. Prints what it did, one line per job or input;
 ``--dry-run`` only prints. A ``--to`` that does not exist yet is made.
 """
@@ -52,8 +54,19 @@ def collect(source: Path, dest: Path, replace: Sequence[str] = (), dry_run: bool
             out.append(f"copied {target}")
             if not dry_run:
                 _copy(entry, target)
-        elif not _same(entry, target):
-            out.append(f"kept {target}: it differs from {entry} (the archive's jobs trained on its own)")
+        elif _same(entry, target):
+            continue
+        elif entry.name in replace:
+            out.append(f"replaced {target}")
+            if not dry_run:
+                if target.is_dir():
+                    shutil.rmtree(target)
+                else:
+                    target.unlink()
+                _copy(entry, target)
+        else:
+            out.append(f"kept {target}: it differs from {entry} (the archive's jobs trained on its own; --replace "
+                       f"{entry.name} to take the source's)")
     for job in sorted(p for p in (source / "jobs").iterdir() if (p / "done.json").is_file()):
         target = dest / "jobs" / job.name
         if target.exists() and _same(job, target):
@@ -81,7 +94,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--from", dest="source", required=True, type=Path, help="the queue's archive")
     p.add_argument("--to", dest="dest", required=True, type=Path, help="the repository's archive")
-    p.add_argument("--replace", default="", help="comma-separated jobs whose source copy replaces a different one")
+    p.add_argument("--replace", action="append", default=[], metavar="NAMES",
+                   help="jobs or archive entries (comma-separated, repeatable) whose source copy replaces another")
     p.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
     args = p.parse_args(argv)
     if not (args.source / "jobs").is_dir():
@@ -92,7 +106,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         raise XLUsageError(str(args.source), None, "--from and --to are the same archive")
     if not args.dest.exists() and not args.dry_run:
         (args.dest / "jobs").mkdir(parents=True)
-    lines = collect(args.source, args.dest, [j for j in args.replace.split(",") if j], args.dry_run)
+    replace = [name for names in args.replace for name in names.split(",") if name]
+    for name in replace:
+        if not ((args.source / "jobs" / name).is_dir() or (name not in ("jobs", "manifest.json")
+                                                           and (args.source / name).exists())):
+            raise XLUsageError(str(args.source), None, f"--replace {name}: no such job or archive entry there")
+    lines = collect(args.source, args.dest, replace, args.dry_run)
     print("\n".join(lines) if lines else f"{args.dest}: nothing to collect")
     return 0
 
