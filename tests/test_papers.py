@@ -384,3 +384,20 @@ def test_what_is_missing_lists_each_tiers_unfinished_jobs_from_the_archive(tmp_p
                       (f"{archive}:e:1,x", "SEEDS must be")):
         res = subprocess.run(cli + ["--progress", bad], capture_output=True, text=True)
         assert res.returncode != 0 and said in res.stderr and "Traceback" not in res.stderr and not out.exists()
+
+
+def test_what_is_missing_says_nothing_is_only_when_no_row_waits_and_no_job_is_left():
+    jaen = _study(comparisons={"combination": _cmp(-0.31, -2.07, 1.46, 1.0)})
+    rep = papers.build({"jaen": jaen}, heads=4)
+    missing = lambda r: papers.markdown(r).split("## What is missing")[1]  # noqa: E731
+    assert "Rows marked *not run yet* wait" in missing(rep) and "Nothing:" not in missing(rep)
+    done = {**rep, "claims": [c for c in rep["claims"] if c["verdict"] != NOT_RUN]}
+    assert missing(done).startswith("\n\nNothing: every row has its verdict from finished runs")
+    finished = {"archive": "a", "tier": "c", "seeds": [1, 2], "finished": 18, "jobs": 18, "left": []}
+    assert "Nothing:" in missing({**done, "progress": [finished]})
+    assert "| `a` | c | 1, 2 | 18 of 18 | – |" in missing({**done, "progress": [finished]})
+    waiting = {**finished, "finished": 17, "left": ["disan_s2"]}
+    assert "Nothing:" not in missing({**done, "progress": [waiting]})
+    partial = [{**c, "measured": [{**m, "verdict": m["verdict"] + papers.PARTIAL} for m in c["measured"]]}
+               for c in done["claims"]]
+    assert "Nothing:" not in missing({**done, "claims": partial})

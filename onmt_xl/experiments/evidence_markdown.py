@@ -192,8 +192,9 @@ def _plateau_section(report: Dict[str, Any]) -> List[str]:
                 f"both seeds together; validation BLEU every {st['score_every']:,} steps, rounds of "
                 f"{st['round']:,} steps, at most {st['cap']:,}")
         reached = ", ".join(f"`{name}` {steps:,}" for name, steps in st.get("reached", {}).items())
-        head = (f"`{system}` trained on from its {st['from_step']:,}-step checkpoints to its own plateau, seeds "
-                f"{_seeds(st['seeds'])} (`{system}_plateau_sSEED`; a deviation, `reports/PREREG_decisive_baselines.md`; "
+        head = (f"`{system}` trained on past its main runs' {st['from_step']:,} steps to its own plateau, seeds "
+                f"{_seeds(st['seeds'])} (`{system}_plateau_sSEED`, the main runs' configuration and seeds; a deviation, "
+                f"`reports/PREREG_decisive_baselines.md`; "
                 f"the study's step rule: {rule}): ")
         if st["status"] == "plateau":
             runs = st.get("runs") or {}

@@ -588,19 +588,26 @@ def markdown(report: Dict[str, Any]) -> str:
             md += _primaries_markdown(report["primaries"])
         md.append("")
     md += ["## Corrections after the independent audit", ""] + [f"- {c}" for c in report["corrections"]] + [""]
-    md += ["## What is missing", "",
-           "Rows marked *not run yet* wait for the CPU queue or a lent GPU (tiers in `onmt_xl/experiments/evidence.py`, "
-           "`TIERS`; tiers c, d, h and i train on the decisive split, `reports/PREREG_decisive_baselines.md`; the "
-           "order and the hours left: `reports/EVIDENCE.md`, Compute plan). Their only figures are the 1,500-step "
-           "runs of `reports/RESULTS.md`, which answer nothing about convergence.", ""]
+    md += ["## What is missing", ""]
+    unfinished = [c for c in report["claims"] if c["verdict"] == NOT_RUN
+                  or any(m["verdict"] == NOT_RUN or PARTIAL in m["verdict"] for m in c["measured"])]
+    left = [r for r in report.get("progress") or [] if r["left"]]
+    if unfinished or left:
+        md += ["Rows marked *not run yet* wait for the CPU queue or a lent GPU (tiers in "
+               "`onmt_xl/experiments/evidence.py`, `TIERS`; tiers c, d, h and i train on the decisive split, "
+               "`reports/PREREG_decisive_baselines.md`; the order and the hours left: `reports/EVIDENCE.md`, Compute "
+               "plan). Their only figures are the 1,500-step runs of `reports/RESULTS.md`, which answer nothing about "
+               "convergence.", ""]
+    else:
+        md += ["Nothing: every row has its verdict from finished runs, and no tier has a job left.", ""]
     if any(c["verdict"] == NOT_RUN and c["tier"] == PLATEAU_STAGE for c in report["claims"]):
         md += ["The LSTM trained on to its own plateau (`onmt-xl evidence --stage plateau`, "
                "`onmt_xl/experiments/plateau.py`) trains last, after tiers f, g and a (`tools/study_queue.sh`); its "
                "rounds continue checkpoints that stay on the machine that wrote them, so a new machine trains it "
                "again from step 0.", ""]
     if report.get("progress"):
-        md += ["Each remaining tier's jobs, as the archives held them when this report was generated (a job counts "
-               "once it is archived finished):", "",
+        md += [("Each remaining" if left else "Each") + " tier's jobs, as the archives held them when this report "
+               "was generated (a job counts once it is archived finished):", "",
                "| archive | tier | seeds | finished | jobs left |", "| --- | --- | --- | ---: | --- |"]
         md += [f"| `{r['archive']}` | {r['tier']} | {', '.join(map(str, r['seeds']))} | {r['finished']} of {r['jobs']} "
                f"| {', '.join(r['left']) or '–'} |" for r in report["progress"]] + [""]
