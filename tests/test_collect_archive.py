@@ -96,6 +96,10 @@ def test_replace_may_be_repeated_and_comma_separated(tmp_path):
     hyps = [(dst / "jobs" / n / "hyp.test").read_text() for n in ("a_s1", "a_s2", "a_s3")]
     assert hyps == ["new\n", "new\n", "old\n"]
     assert (dst / "plateau_a.json").read_text() == '{"status": "plateau"}'
-    proc = subprocess.run(tool + ["--replace", "a_s1,a_s4"], capture_output=True, text=True)  # a typo: nothing done
+    (src / "jobs" / "a_s1" / "hyp.test").write_text("newer\n")
+    proc = subprocess.run(tool[:-1] + [str(tmp_path / "fresh"), "--replace", "a_s1,a_s4"], capture_output=True,
+                          text=True)  # a typo: nothing done, not even the new archive made
     assert proc.returncode == 2 and "--replace a_s4: no such job or archive entry there" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "fresh").exists()
+    proc = subprocess.run(tool + ["--replace", "a_s1,a_s4"], capture_output=True, text=True)
+    assert proc.returncode == 2 and (dst / "jobs" / "a_s1" / "hyp.test").read_text() == "new\n"

@@ -104,13 +104,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         raise XLUsageError(str(args.dest), None, "is not an archive: it has no jobs/ directory")
     if args.source.resolve() == args.dest.resolve():
         raise XLUsageError(str(args.source), None, "--from and --to are the same archive")
-    if not args.dest.exists() and not args.dry_run:
-        (args.dest / "jobs").mkdir(parents=True)
     replace = [name for names in args.replace for name in names.split(",") if name]
     for name in replace:
         if not ((args.source / "jobs" / name).is_dir() or (name not in ("jobs", "manifest.json")
                                                            and (args.source / name).exists())):
             raise XLUsageError(str(args.source), None, f"--replace {name}: no such job or archive entry there")
+    if not args.dest.exists() and not args.dry_run:
+        (args.dest / "jobs").mkdir(parents=True)
     lines = collect(args.source, args.dest, replace, args.dry_run)
     print("\n".join(lines) if lines else f"{args.dest}: nothing to collect")
     return 0
