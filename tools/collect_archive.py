@@ -45,40 +45,30 @@ def _copy(source: Path, target: Path) -> None:
         shutil.copyfile(source, target)
 
 
+def _put(source: Path, target: Path) -> None:
+    """Copy ``source`` to ``target``, over whatever ``target`` holds."""
+    if target.is_dir():
+        shutil.rmtree(target)
+    elif target.exists():
+        target.unlink()
+    _copy(source, target)
+
+
 def collect(source: Path, dest: Path, replace: Sequence[str] = (), dry_run: bool = False) -> List[str]:
     """Copy ``source``'s inputs and finished jobs into ``dest``; the lines that say what happened to each."""
     out = []
-    for entry in sorted(p for p in source.iterdir() if p.name not in ("jobs", "manifest.json")):
-        target = dest / entry.name
-        if not target.exists():
-            out.append(f"copied {target}")
-            if not dry_run:
-                _copy(entry, target)
-        elif _same(entry, target):
+    inputs = sorted(p for p in source.iterdir() if p.name not in ("jobs", "manifest.json"))
+    jobs = sorted(p for p in (source / "jobs").iterdir() if (p / "done.json").is_file())
+    for entry, target, why in ([(p, dest / p.name, "the archive's jobs trained on its own; ") for p in inputs]
+                               + [(p, dest / "jobs" / p.name, "") for p in jobs]):
+        if target.exists() and _same(entry, target):
             continue
-        elif entry.name in replace:
-            out.append(f"replaced {target}")
-            if not dry_run:
-                if target.is_dir():
-                    shutil.rmtree(target)
-                else:
-                    target.unlink()
-                _copy(entry, target)
-        else:
-            out.append(f"kept {target}: it differs from {entry} (the archive's jobs trained on its own; --replace "
-                       f"{entry.name} to take the source's)")
-    for job in sorted(p for p in (source / "jobs").iterdir() if (p / "done.json").is_file()):
-        target = dest / "jobs" / job.name
-        if target.exists() and _same(job, target):
-            continue
-        if target.exists() and job.name not in replace:
-            out.append(f"kept {target}: it differs from {job} (--replace {job.name} to take the source's)")
+        if target.exists() and entry.name not in replace:
+            out.append(f"kept {target}: it differs from {entry} ({why}--replace {entry.name} to take the source's)")
             continue
         out.append(("replaced " if target.exists() else "copied ") + str(target))
         if not dry_run:
-            if target.exists():
-                shutil.rmtree(target)
-            _copy(job, target)
+            _put(entry, target)
     manifest = source / "manifest.json"
     if manifest.is_file() and not ((dest / "manifest.json").is_file()
                                    and filecmp.cmp(manifest, dest / "manifest.json", shallow=False)):
