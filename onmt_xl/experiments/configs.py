@@ -95,7 +95,8 @@ def config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[st
 
     Precedence: MODEL/TRAINING < the system's options < ``PRESETS[preset]`` < the system's ``over_preset`` <
     ``overrides`` (whose legacy option names, e.g. ``inxl_init``, read as the new ones,
-    :func:`onmt_xl.names.upgrade_config`). A system with InXL spells out its start: ``overrides``' one, else
+    :func:`onmt_xl.names.upgrade_config`). ``onmt_tokenize``'s options among ``overrides`` (raw text,
+    :mod:`onmt_xl.experiments.tokenization`) put that transform first in the training and validation pipelines. A system with InXL spells out its start: ``overrides``' one, else
     ``inxl_init``, else ``-xl_inxl_init``'s default; like τ, so that a default changed later is a changed job.
     """
     spec = system_named(system)
@@ -127,6 +128,9 @@ def config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[st
     cfg.update(PRESETS[preset])
     cfg.update(spec.over_preset)
     cfg.update(upgrade_config(overrides or {}))
+    if "src_onmttok_kwargs" in cfg:  # raw text: onmt_tokenize before anything else (experiments/tokenization.py)
+        for split in (train, valid):
+            split["transforms"] = ["onmt_tokenize"] + split["transforms"]
     if cfg["encoder_type"] in XL_HEAD_ENCODERS and "xl_heads" not in cfg:
         cfg["xl_heads"] = default_xl_heads(cfg["heads"])
     if uses_inxl(cfg) and "xl_inxl_init" not in cfg:

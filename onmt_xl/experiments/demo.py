@@ -4,8 +4,10 @@ and ``onmt-xl write-configs``.
 ``demo`` and ``pipeline`` run the same chain of stages as ``onmt-xl experiments``
 (:class:`onmt_xl.experiments.runner.Runner`) with one job per ``--systems`` entry, translated on the test
 set, and print a short summary: the preorderer's Kendall tau, then per system BLEU, chrF, parameters and
-the paired-bootstrap p-value against the baseline. ``demo --framework eole`` runs the same data stages, then Eole
-(:mod:`onmt_xl.experiments.eole_demo`).
+the paired-bootstrap p-value against the baseline. ``--framework eole`` runs the same data stages, then Eole
+(:mod:`onmt_xl.experiments.eole_demo`). ``pipeline`` takes raw text (:mod:`onmt_xl.experiments.tokenization`):
+the scores are sacrebleu's standard ones on the detokenized output, with their signatures, and the summary ends
+with the commands that translate new raw text with a trained model and serve it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from onmt_xl.experiments.configs import DEMO_WORKDIR, TRAINING, write_configs
 from onmt_xl.experiments.plan import Job
 from onmt_xl.experiments.stages import Corpus
 from onmt_xl.experiments.systems import SYSTEMS
+from onmt_xl.experiments.tokenization import CHOICES, WORD_LEVEL_BELOW
 
 DEMO_SIZES = {"train": 6000, "valid": 200, "test": 300}
 
@@ -50,11 +53,19 @@ def summary(res: Dict[str, Any]) -> str:
     lines = [f"preorderer (test set, {p.get('sentences', 0):.0f} sentences, {p.get('links', 'eflomal')} links): "
              f"Kendall tau {p.get('tau', nan):.4f} (monotone order {p.get('monotone_tau', nan):.4f}), "
              f"exact match {p.get('exact_match', nan):.3f}"]
+    signed = None
     for name, e in res["jobs"].items():
         t = e["variants"].get("test", {})
+        signed = signed or (t if "bleu_signature" in t else None)
         sig = f"  p={t['p_bootstrap']:.4f} vs baseline (paired bootstrap)" if "p_bootstrap" in t else ""
-        lines.append(f"{name:12s} BLEU {t.get('bleu', nan):6.2f}  chrF {t.get('chrf', nan):6.2f}  "
+        tok = f"  (tokenized BLEU {t['bleu_tokenized']:.2f})" if "bleu_tokenized" in t else ""
+        lines.append(f"{name:12s} BLEU {t.get('bleu', nan):6.2f}  chrF {t.get('chrf', nan):6.2f}{tok}  "
                      f"params {e.get('parameters', 0):,}{sig}")
+    if signed is not None and "scores" in res:
+        lines.append(f"scores: sacrebleu on {res['scores']['text']}; BLEU {signed['bleu_signature']}; "
+                     f"chrF {signed['chrf_signature']}")
+        if "bleu_tokenized" in res["scores"]:
+            lines.append(f"tokenized BLEU: {res['scores']['bleu_tokenized']}")
     return "\n".join(lines)
 
 
@@ -67,10 +78,37 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
     quiet_onmt_warnings()  # only OpenNMT-py 3.5.1's torch.cuda.amp deprecations
     runner = Runner(corpus, args.workdir, system_jobs(args.systems, command), preset="demo",
                     train_steps=args.train_steps, beam_size=args.beam_size, gpu={"auto": None, "yes": True, "no": False}[args.gpu],
-                    parallel=args.parallel, preorder_iterations=args.preorder_iterations)
+                    parallel=args.parallel, preorder_iterations=args.preorder_iterations,
+                    tokenize=getattr(args, "tokenize", None), subword_size=getattr(args, "subword_size", None))
     res = runner.run(sys.argv[1:])
-    say(f"results: {runner.path('results.json')}\n" + summary(res))
+    say(f"results: {runner.path('results.json')}\n" + summary(res) + next_steps(runner, args.systems))
     return 0
+
+
+def shown_system(systems: List[str]) -> str:
+    """The system the closing commands name: the last one other than the baseline, else the baseline."""
+    return ([s for s in systems if s != "baseline"] or systems)[-1]
+
+
+def next_steps(runner, systems: List[str], framework: str = "opennmt") -> str:
+    """The closing lines of a run on raw text: how to translate new raw text with a trained model and serve it,
+    as a user copies them (nothing without a tokenization: the models then expect tokenized text)."""
+    if not runner.tokenization.active:
+        return ""
+    name = shown_system(systems)
+    if framework == "eole":
+        model = runner.path("eole", "models", name)
+        return (f"\ntranslate new raw text with {name} (detokenized output; the model's config.json carries the "
+                f"tokenization):\n  eole predict -model_path {model} -src new.txt -output new.out")
+    job = runner.path("jobs", name)
+    if not (job / "translate.yaml").exists():
+        return ""
+    return (f"\ntranslate new raw text with {name} (detokenized output):\n"
+            f"  onmt_translate -config {job / 'translate.yaml'} -src new.txt -output new.out\n"
+            f"serve it (raw text in, detokenized text out):\n"
+            f"  onmt_server --ip 127.0.0.1 --port 5000 --url_root /translator --model_config {job / 'serve.json'}\n"
+            "  curl -X POST http://127.0.0.1:5000/translator/translate -H 'Content-Type: application/json' "
+            "-d '[{\"src\": \"A raw sentence.\", \"id\": 100}]'")
 
 
 def run_demo(args) -> int:
@@ -86,7 +124,29 @@ def run_pipeline(args) -> int:
     corpus = Corpus(args.train_src, args.train_tgt, args.test_src, args.test_ref, valid_src=args.valid_src,
                     valid_tgt=args.valid_tgt, test_align=args.test_align)
     check_text_files(corpus.inputs())  # every input there and UTF-8 before hours of work
+    _note_tokenized(corpus, args.tokenize)
+    if args.framework == "eole":
+        from onmt_xl.experiments.eole_demo import check_eole, run_eole_demo
+
+        check_eole(args.systems)  # before any work
+        return run_eole_demo(corpus, args, summary)
     return run_systems(corpus, args, "pipeline")
+
+
+def _note_tokenized(corpus: Corpus, tokenize: str) -> None:
+    """One line when raw-text input looks tokenized already (it is tokenized again, harmlessly, but its scores are
+    then not the standard ones); nothing is changed."""
+    from onmt_xl.experiments.stock import read_lines, say
+    from onmt_xl.experiments.tokenization import looks_tokenized
+
+    if tokenize == "none":
+        return
+    for path in (corpus.train_src, corpus.test_tgt):
+        seen = looks_tokenized(read_lines(Path(path))[:2000])
+        if seen:
+            say(f"note: {path} looks tokenized already ({seen}); the pipeline takes raw text and tokenizes it "
+                "itself: give the raw text for sacrebleu's standard scores, or --tokenize none to keep this tokenization")
+            return
 
 
 def run_write_configs(args) -> int:
@@ -134,18 +194,28 @@ def add_subcommands(sub) -> None:
                    help="train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (`bash tools/install.sh eole`)")
     p.set_defaults(func=run_demo)
 
-    p = sub.add_parser("pipeline", help="align, preorder, train and score the systems on your tokenized data",
-                       description="demo's chain on your data: align the training and test sets with eflomal, train "
-                       "the preorderer, build the vocabularies, train each of --systems, translate the test set and "
-                       "score it (BLEU, chrF, paired bootstrap against the baseline). Every file is one tokenized "
-                       "sentence per line, UTF-8; the run resumes where it stopped when started again.")
+    p = sub.add_parser("pipeline", help="tokenize, align, preorder, train and score the systems on your raw text",
+                       description="demo's chain on your data: tokenize the raw text (pyonmttok, see --tokenize), "
+                       "align the training and test sets with eflomal, train the preorderer, build the vocabularies, "
+                       "train each of --systems, translate the raw test source into detokenized text and score it "
+                       "against the raw reference (sacrebleu's BLEU and chrF, with their signatures; the paired "
+                       "bootstrap against the baseline). Every file is one raw sentence per line, UTF-8; the run resumes "
+                       "where it stopped when started again.")
     for name, what in (("train-src", "training source"), ("train-tgt", "training target, line-parallel to --train-src"),
                        ("valid-src", "validation source"), ("valid-tgt", "validation target"),
                        ("test-src", "test source (translated and scored)"), ("test-ref", "test reference")):
         p.add_argument(f"--{name}", required=True, help=what)
     p.add_argument("--test-align", help="gold Pharaoh links of the test set, to score the preorderer "
-                   "(default: the test set's eflomal links)")
+                   "(default: the test set's eflomal links; only with --tokenize none)")
+    p.add_argument("--tokenize", choices=CHOICES, default="auto",
+                   help=f"how the raw text is tokenized (pyonmttok through OpenNMT's onmt_tokenize transform, recorded "
+                   f"with the models): words, joint BPE, or auto = words below {WORD_LEVEL_BELOW:,} training pairs, "
+                   "BPE above (8,000 merges below 100,000 pairs, 16,000 below 1,000,000, 32,000 above); none = the "
+                   "files are tokenized already and are used, translated and scored as they are (default auto)")
+    p.add_argument("--subword-size", type=int, help="BPE merges (default: by the size rule of --tokenize auto)")
     _common(p)
+    p.add_argument("--framework", choices=("opennmt", "eole"), default="opennmt",
+                   help="train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (`bash tools/install.sh eole`)")
     p.set_defaults(func=run_pipeline)
 
     p = sub.add_parser("write-configs", help="write the YAML configurations for a work directory",

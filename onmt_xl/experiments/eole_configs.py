@@ -16,6 +16,7 @@ would silently lose its backward direction).
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -23,6 +24,7 @@ import yaml
 
 from onmt_xl.experiments.configs import DEMO_WORKDIR, config, write_each
 from onmt_xl.experiments.systems import ALIGNED_R, PREREORDER, SYSTEMS, XL
+from onmt_xl.experiments.tokenization import TRANSFORM_OPTIONS
 from onmt_xl.experiments.systems import system as system_named
 
 #: The systems the Eole adapter supports (``onmt_xl/eole/``), in ``SYSTEMS`` order.
@@ -51,7 +53,7 @@ PLACES: Dict[str, Optional[Tuple[str, ...]]] = {
         "warmup_steps", "max_grad_norm", "label_smoothing", "dropout", "attention_dropout", "gpu_ranks", "world_size")},
     **{k: None for k in ("save_data", "src_vocab", "tgt_vocab", "data", "save_model", "encoder_type", "decoder_type",
                          "position_encoding", "enc_layers", "dec_layers", "param_init", "param_init_glorot",
-                         "xl_source", "xl_preorderer", *RNN_OPTIONS)},
+                         "xl_source", "xl_preorderer", *RNN_OPTIONS, *TRANSFORM_OPTIONS)},
 }
 
 
@@ -102,6 +104,10 @@ def eole_config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Di
         cfg["transforms_configs"] = {XL: {"xl_source": "align"}}
     elif spec.transform is not None:
         raise ValueError(f"system {system}: transform {spec.transform} has no Eole translation")
+    tokenize = {k: onmt[k] for k in TRANSFORM_OPTIONS if k in onmt}
+    if tokenize:  # raw text (onmt_xl.experiments.tokenization): Eole's onmt_tokenize, kept in the model's config.json
+        cfg.setdefault("transforms_configs", {})["onmt_tokenize"] = {
+            k: ast.literal_eval(v) if k.endswith("_kwargs") else v for k, v in tokenize.items()}
     stock = onmt["encoder_type"] == "transformer" and onmt["decoder_type"] == "transformer"
     rnn = onmt["encoder_type"] in RNN_TYPES
     if rnn != (onmt["decoder_type"] == "rnn"):

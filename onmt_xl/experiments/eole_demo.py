@@ -7,7 +7,9 @@ configurations of ``yaml_configs/eole/`` (:mod:`onmt_xl.experiments.eole_configs
 Everything Eole writes goes under ``WORKDIR/eole/`` (``vocab.*``, ``SYSTEM.yaml``, ``models/SYSTEM/``, ``hyp/``,
 ``logs/``, ``results.json``); a second run skips what is done (a system whose training was interrupted is trained
 again from the start). Scores are those of ``onmt-xl demo``: sacrebleu's BLEU and chrF, the paired bootstrap
-against the baseline.
+against the baseline. ``onmt-xl pipeline --framework eole`` runs the same on raw text: ``onmt_tokenize`` in every
+configuration (:mod:`onmt_xl.experiments.tokenization`), kept in each model's ``config.json``, so that
+``eole predict`` reads raw text and writes detokenized text, scored against the raw references.
 """
 
 from __future__ import annotations
@@ -127,22 +129,19 @@ class EoleDemo:
     def scores(self, infos: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
         """``results.json``: the preorderer's scores, per system BLEU/chrF (and the p-value against the baseline),
         in the shape of :func:`onmt_xl.experiments.scoring.collect` so that the demo's summary prints it."""
-        import sacrebleu
-
-        from onmt_xl.experiments.scoring import paired_bootstrap
+        from onmt_xl.experiments.scoring import paired_bootstrap, scores_note, text_scores, tokenization_of
 
         ref = read_lines(self.runner.path("data", "test.ref"))
         hyps = {s: read_lines(self.root / "hyp" / f"{s}.test") for s in self.systems}
-        out: Dict[str, Any] = {"framework": "eole", "jobs": {}}
+        tokenization = tokenization_of(self.runner.workdir)
+        out: Dict[str, Any] = {"framework": "eole", "jobs": {}, "scores": scores_note(tokenization)}
         pre = self.runner.path("preorderer.json")
         if pre.exists():
             out["preorderer"] = json.loads(pre.read_text())
         for s, hyp in hyps.items():
             if len(hyp) != len(ref):
                 raise ValueError(f"{self.root / 'hyp' / (s + '.test')}: {len(hyp)} lines but {len(ref)} references")
-            test = {"bleu": sacrebleu.corpus_bleu(hyp, [ref], force=True).score,  # tokenized on purpose
-                    "chrf": sacrebleu.corpus_chrf(hyp, [ref]).score,
-                    "translate_seconds": infos[s].get("translate_seconds")}
+            test = dict(text_scores(hyp, ref, tokenization), translate_seconds=infos[s].get("translate_seconds"))
             out["jobs"][s] = dict(infos[s], variants={"test": test})
         if "baseline" in hyps:
             others = {s: h for s, h in hyps.items() if s != "baseline"}
@@ -159,13 +158,17 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
 
     runner = Runner(corpus, args.workdir, [], preset="demo", train_steps=args.train_steps, beam_size=args.beam_size,
                     gpu={"auto": None, "yes": True, "no": False}[args.gpu], parallel=args.parallel,
-                    preorder_iterations=args.preorder_iterations)
+                    preorder_iterations=args.preorder_iterations, tokenize=getattr(args, "tokenize", None),
+                    subword_size=getattr(args, "subword_size", None))
     runner.workdir.mkdir(parents=True, exist_ok=True)
     lock = runner._lock_workdir()  # noqa: F841 - held for the process's lifetime
     runner.stage_data()
+    runner.tokenize(runner.tokenize_as, runner.subword_size)  # onmt-xl pipeline: raw text (tokenization.py)
     runner.align()
     runner.preorder()
     res = EoleDemo(runner, args.systems).run()
-    say(f"results: {runner.path('eole', 'results.json')}\n" + summary(res))
+    from onmt_xl.experiments.demo import next_steps
+
+    say(f"results: {runner.path('eole', 'results.json')}\n" + summary(res) + next_steps(runner, args.systems, "eole"))
     return 0
 

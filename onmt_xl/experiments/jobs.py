@@ -329,10 +329,51 @@ class JobStages:
         times[variant] = seconds
         timing.write_text(json.dumps(times, indent=2))
 
+    def translate_config(self, job: Job) -> Path:
+        """``jobs/NAME/translate.yaml``: ``onmt_translate``'s options for raw text with the job's final model (raw
+        text in, ``onmt_tokenize`` then the system's transform, detokenized text out), as the test set is
+        translated and as a user translates new text (``onmt_translate -config translate.yaml -src IN -output OUT``)."""
+        transform = SYSTEMS[job.system].translate_transform
+        cfg: Dict[str, Any] = {"model": str(self.final_model(job)),
+                               "transforms": ["onmt_tokenize"] + ([transform] if transform else []),
+                               **self.tokenization.transform_options(), "beam_size": self.beam_size,
+                               "batch_size": 64, "batch_type": "sents", "xl_cpu_precision": "auto",
+                               "xl_cpu_kernels": RUN_OPTIONS["xl_cpu_kernels"]}
+        if transform:
+            cfg["xl_preorderer"] = str(self.preorderer_path(job.preorder_pairs))
+        if self.gpu:
+            cfg["gpu"] = 0
+        path = self.path("jobs", job.name, "translate.yaml")
+        path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+        self._serve_config(job, cfg)
+        return path
+
+    def _serve_config(self, job: Job, translate: Dict[str, Any]) -> Path:
+        """``jobs/NAME/serve.json``: ``onmt_server --model_config`` for the job's model on raw text. The server
+        runs the model's transforms on the source but no ``apply_reverse``, so its own pyonmttok ``tokenizer``
+        (the same settings) tokenizes the request and detokenizes the answer; ``xl_position`` follows it."""
+        model = Path(translate["model"])
+        opt = {k: v for k, v in translate.items() if k in ("beam_size", "xl_preorderer", "gpu")}
+        transforms = [t for t in translate["transforms"] if t != "onmt_tokenize"]
+        if transforms:
+            opt["transforms"] = transforms
+        kwargs = self.tokenization.kwargs()
+        tokenizer = {"type": "pyonmttok", "mode": kwargs.pop("mode"), "params": kwargs}
+        conf = {"models_root": str(model.parent),
+                "models": [{"id": 100, "model": model.name, "load": True, "opt": opt, "tokenizer": tokenizer}]}
+        path = self.path("jobs", job.name, "serve.json")
+        path.write_text(json.dumps(conf, indent=2) + "\n", encoding="utf-8")
+        return path
+
     def _translate_args(self, job: Job, variant: str, out: Path) -> List[Any]:
         data = self.path("data")
         src = data / VARIANT_SOURCES.get(variant, f"test.{variant}.src")
         aligning = variant in ("gold_align", "test_align")
+        if self.tokenization.active:  # raw text: the options travel in translate.yaml
+            if aligning or variant in ("oracle", "sim"):
+                raise ValueError(f"variant {variant} reads tokenized text: give tokenized input (--tokenize none)")
+            return [stock("onmt_translate"), "-config", self.translate_config(job), "-src", src, "-output", out,
+                    "-seed", job.seed]
         model = self.alignment_model(job) if aligning else self.final_model(job)
         args = [stock("onmt_translate"), "-model", model, "-src", src, "-output", out,
                 "-beam_size", self.beam_size, "-batch_size", 64, "-batch_type", "sents", "-seed", job.seed,

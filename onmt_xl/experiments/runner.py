@@ -51,7 +51,8 @@ class Runner(DataStages, JobStages):
                  time_budget_min: Optional[float] = None, checkpoint_every: int = 500,
                  gpu: Optional[bool] = None, parallel: Optional[int] = None, archive: Optional[str] = None,
                  preorder_iterations: Optional[int] = None, tune_size: int = 0,
-                 preorder_options: Optional[Dict[str, Any]] = None, test_from_train: int = 0):
+                 preorder_options: Optional[Dict[str, Any]] = None, test_from_train: int = 0,
+                 tokenize: Optional[str] = None, subword_size: Optional[int] = None):
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
         self.corpus, self.jobs, self.preset = corpus, list(jobs), preset
@@ -59,6 +60,8 @@ class Runner(DataStages, JobStages):
         self.valid_size, self.beam_size, self.preorder_iterations = valid_size, beam_size, preorder_iterations
         self.tune_size, self.preorder_options = tune_size, dict(preorder_options or {})
         self.test_from_train = test_from_train  # test pairs carved from the training pairs (stages.carve_test_pairs)
+        #: ``--tokenize`` and ``--subword-size`` (:meth:`DataStages.tokenize`); None: the input is tokenized
+        self.tokenize_as, self.subword_size = tokenize, subword_size
         self.extra_preorder_pairs: Sequence[int] = ()  # preorderers on the first N pairs beyond the jobs' own
         self.time_budget_s = None if time_budget_min is None else 60.0 * time_budget_min
         steps = train_steps or config("baseline", str(self.workdir), None, preset)["train_steps"]
@@ -243,6 +246,7 @@ class Runner(DataStages, JobStages):
     def prepare(self) -> None:
         """The stages before training: data, alignment, preorderer, vocabularies."""
         self.stage_data()
+        self.tokenize(self.tokenize_as, self.subword_size)
         self.align()
         if self.archive is not None:
             save_alignments(self.workdir, self.archive)

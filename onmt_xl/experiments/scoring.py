@@ -50,7 +50,7 @@ def sign_test(system: Sequence[str], baseline: Sequence[str], refs: Sequence[str
     import numpy as np
     from sacrebleu.metrics import BLEU
 
-    bleu = BLEU(force=True)  # tokenized on purpose
+    bleu = BLEU(force=True)  # no warning on tokenized text (--tokenize none); the same score as without
     base = np.asarray(bleu._extract_corpus_statistics(list(baseline), [list(refs)]), dtype=float)
     sys_ = np.asarray(bleu._extract_corpus_statistics(list(system), [list(refs)]), dtype=float)
     total = base.sum(axis=0)
@@ -68,7 +68,8 @@ def sign_test(system: Sequence[str], baseline: Sequence[str], refs: Sequence[str
 
 def paired_bootstrap(systems: Dict[str, List[str]], baseline: List[str], refs: List[str], n_samples: int = 1000,
                      seed: int = 12345) -> Dict[str, float]:
-    """sacrebleu's paired bootstrap resampling p-value of each system's BLEU against ``baseline``."""
+    """sacrebleu's paired bootstrap resampling p-value of each system's BLEU against ``baseline`` (on the text given:
+    detokenized output and raw references from ``onmt-xl pipeline``, see :func:`text_scores`)."""
     if not systems:
         return {}
     from sacrebleu.metrics import BLEU
@@ -78,7 +79,8 @@ def paired_bootstrap(systems: Dict[str, List[str]], baseline: List[str], refs: L
     previous = os.environ.get("SACREBLEU_SEED")
     os.environ["SACREBLEU_SEED"] = str(seed)  # PairedTest takes its seed from here (its numpy Generator)
     try:
-        test = PairedTest(named, {"BLEU": BLEU(force=True)}, references=[refs], test_type="bs", n_samples=n_samples)
+        test = PairedTest(named, {"BLEU": BLEU(force=True)}, references=[refs], test_type="bs",  # force: no warning
+                          n_samples=n_samples)
         _, scores = test()
     finally:
         if previous is None:
@@ -172,7 +174,7 @@ def collect(workdir: Path, jobs: Sequence[Job]) -> Dict[str, Any]:
     Also written to ``workdir/results.json``."""
     workdir = Path(workdir)
     refs = {"test": _lines(workdir / "data" / "test.ref")}
-    out: Dict[str, Any] = {"jobs": {}}
+    out: Dict[str, Any] = {"jobs": {}, "scores": scores_note(tokenization_of(workdir))}
     pre = workdir / "preorderer.json"
     if pre.exists():
         out["preorderer"] = json.loads(pre.read_text())
@@ -209,15 +211,48 @@ def _job_entry(workdir: Path, job: Job, info: Dict[str, Any], refs: Dict[str, Li
     return entry
 
 
-def _bleu_chrf(workdir: Path, job: Job, variant: str, hyp: List[str], refs: Dict[str, List[str]]) -> Dict[str, float]:
-    """sacrebleu's corpus BLEU and chrF of a variant's translations against its references."""
-    import sacrebleu
+def tokenization_of(workdir: Path):
+    """The tokenization ``onmt-xl pipeline`` gave the work directory's raw text (``tok/tokenization.json``), or
+    None: its text was tokenized before it came in."""
+    from onmt_xl.experiments.tokenization import read_record
 
+    found = read_record(Path(workdir) / "tok" / "tokenization.json")
+    return found if found is not None and found.active else None
+
+
+def text_scores(hyp: List[str], ref: List[str], tokenization=None) -> Dict[str, Any]:
+    """sacrebleu's corpus BLEU and chrF of ``hyp`` against ``ref``, with their signatures. With ``tokenization``
+    (raw text, :mod:`onmt_xl.experiments.tokenization`) these are sacrebleu's standard scores of the detokenized
+    output against the raw references, and ``bleu_tokenized`` adds BLEU on both sides tokenized by it (an extra,
+    not comparable with published scores); without, the text is tokenized already and scored as it is."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    bleu, chrf = BLEU(force=True), CHRF()  # force: no warning on tokenized text; the same score as without
+    out: Dict[str, Any] = {"bleu": bleu.corpus_score(hyp, [ref]).score, "chrf": chrf.corpus_score(hyp, [ref]).score,
+                           "bleu_signature": bleu.get_signature().format(), "chrf_signature": chrf.get_signature().format()}
+    if tokenization is not None:
+        from onmt_xl.experiments.tokenization import tokenize_lines
+
+        tok = tokenization.tokenizer()
+        out["bleu_tokenized"] = BLEU(tokenize="none", force=True).corpus_score(
+            tokenize_lines(tok, hyp), [tokenize_lines(tok, ref)]).score
+    return out
+
+
+def scores_note(tokenization) -> Dict[str, str]:
+    """``results.json``'s ``scores``: what text BLEU and chrF were computed on."""
+    if tokenization is None:
+        return {"text": "the tokenized text as given (--tokenize none): not sacrebleu's standard detokenized scores"}
+    return {"text": "detokenized output against the raw references (sacrebleu's standard scores)",
+            "bleu_tokenized": f"extra: BLEU (tok:none) on output and references tokenized by {tokenization.describe()}"}
+
+
+def _bleu_chrf(workdir: Path, job: Job, variant: str, hyp: List[str], refs: Dict[str, List[str]]) -> Dict[str, Any]:
+    """:func:`text_scores` of a variant's translations against its references."""
     ref = _refs(workdir, variant, refs)
     if len(hyp) != len(ref):
         raise ValueError(f"{workdir / 'jobs' / job.name / ('hyp.' + variant)}: {len(hyp)} lines but {len(ref)} references")
-    return {"bleu": sacrebleu.corpus_bleu(hyp, [ref], force=True).score,  # tokenized on purpose
-            "chrf": sacrebleu.corpus_chrf(hyp, [ref]).score}
+    return text_scores(hyp, ref, tokenization_of(workdir))
 
 
 def _refs(workdir: Path, variant: str, cache: Dict[str, List[str]]) -> List[str]:

@@ -3,6 +3,9 @@
 Each writes its outputs under the work directory and is skipped when they exist, so a killed run resumes::
 
     data/      train/valid[/tune]/test (+ swapped test sources, gold AER set)   stage_data
+    tok/       with ``tokenize`` (``onmt-xl pipeline``): the splits tokenized     tokenize
+               as ``onmt_tokenize`` does, what the aligner and the preorderer
+               read (:mod:`onmt_xl.experiments.tokenization`)
                (with ``test_from_train`` N: the test split is the test pairs and N pairs carved from the
                training pairs, :func:`carve_test_pairs`; ``data/carve.json`` records the carve)
     align/     eflomal grow-diag-final-and of test+valid[+tune]+train, one run    align
@@ -26,12 +29,14 @@ import yaml
 from onmt_xl.errors import XLInputError, XLUsageError
 from onmt_xl.experiments.configs import config
 from onmt_xl.experiments.plan import SWAP_RATIOS, swap_words
+from onmt_xl.experiments.tokenization import Tokenization
 from onmt_xl.experiments.stock import read_lines, say, stock, write_lines
 
 
 @dataclass
 class Corpus:
-    """Tokenized input files: ``train``/``test`` source and target; optional gold AER pairs.
+    """Input files: ``train``/``test`` source and target (raw text for ``onmt-xl pipeline``, tokenized with
+    ``--tokenize none`` and for ``onmt-xl experiments``); optional gold AER pairs.
 
     Validation pairs are ``valid_src``/``valid_tgt`` when given, else the ``--valid-size`` training pairs
     before the tuning split; the tuning split is the last ``--tune-size`` training pairs (none when 0): every
@@ -224,6 +229,64 @@ class DataStages:
         shutil.copyfile(self.corpus.gold_align, data / "gold.align")
         (data / "gold.keep").write_text(" ".join(map(str, keep)) + "\n")
 
+    #: the tokenization of the text the aligner, the preorderer and the models see (:meth:`tokenize`)
+    tokenization = Tokenization("none")
+
+    def text_path(self, split: str, side: str) -> Path:
+        """The tokens the aligner and the preorderer read: ``tok/`` with a tokenization, else ``data/``."""
+        name = f"{split}.{'ref' if (split, side) == ('test', 'tgt') else side}"
+        return self.path("tok" if self.tokenization.active else "data", name)
+
+    def tokenize(self, requested: Optional[str], size: Optional[int] = None) -> None:
+        """``requested`` (``--tokenize``; None: this stage is off, the input is tokenized): choose the
+        tokenization (:func:`onmt_xl.experiments.tokenization.choose`), learn its BPE model, write the splits
+        tokenized under ``tok/`` and add ``onmt_tokenize``'s options to every configuration. Recorded in
+        ``tok/tokenization.json``; a run asking for another one is refused."""
+        from onmt_xl.experiments import tokenization as tk
+        from onmt_xl.segmentation import count_markers, marker
+
+        if requested is None:
+            return
+        out = self.path("tok")
+        record = out / "tokenization.json"
+        n_train = len(read_lines(self.path("data", "train.src")))
+        chosen = tk.choose(n_train, requested, size)
+        done = tk.read_record(record)
+        if done is not None:
+            if (done.kind, done.merges) != (chosen.kind, chosen.merges):
+                raise XLUsageError(str(record), None, f"this work directory was tokenized as {done.describe()}, this "
+                                   f"run asks for {chosen.describe()}: pass the same --tokenize/--subword-size, or use "
+                                   "another --workdir")
+            self._use_tokenization(done)
+            return
+        if chosen.active and self.corpus.test_align:
+            raise XLUsageError(self.corpus.test_align, None, "--test-align indexes the tokens of tokenized input; "
+                               "give tokenized files with --tokenize none, or leave --test-align out")
+        out.mkdir(exist_ok=True)
+        if chosen.kind == "bpe":
+            say(f"learning a joint BPE model of {chosen.merges:,} merges on the {n_train} training pairs")
+            model = out / "bpe.model"
+            tk.learn_bpe([self.path("data", "train.src"), self.path("data", "train.tgt")], chosen.merges, model)
+            chosen = tk.Tokenization("bpe", chosen.merges, str(model))
+        if chosen.active:
+            tokenizer = chosen.tokenizer()
+            for split in self.splits():
+                for side in ("src", "tgt"):
+                    src = self.path("data", self.text_path(split, side).name)
+                    write_lines(out / src.name, tk.tokenize_lines(tokenizer, read_lines(src)))
+            counts = count_markers(l.split() for l in read_lines(out / "train.src"))
+            if counts.absent(marker("joiner")):
+                raise XLInputError(str(self.path("data", "train.src")), None, "pyonmttok split nothing off any word "
+                                   f"({counts.summary()}): the text looks tokenized already; pass --tokenize none")
+        record.write_text(json.dumps(chosen.to_dict(), indent=2) + "\n", encoding="utf-8")
+        self._manifest_update(tokenization=chosen.to_dict())
+        say(f"tokenization: {chosen.describe()}" + (f" -> {out}" if chosen.active else ""))
+        self._use_tokenization(chosen)
+
+    def _use_tokenization(self, chosen: Tokenization) -> None:
+        self.tokenization = chosen
+        self.overrides.update(chosen.transform_options())
+
     def align(self) -> None:
         """eflomal on test+valid(+tune)+train in one run (unsupervised: the held-out sides only add statistics),
         grow-diag-final-and; the test links serve the oracle, the attention AER reference and Sim, the tuning
@@ -235,8 +298,7 @@ class DataStages:
         if (out / "train.gdfa").exists():
             return
         out.mkdir(exist_ok=True)
-        parts = {name: (read_tokenized(str(self.path("data", f"{name}.src"))),
-                        read_tokenized(str(self.path("data", f"{name}.{'ref' if name == 'test' else 'tgt'}"))))
+        parts = {name: (read_tokenized(str(self.text_path(name, "src"))), read_tokenized(str(self.text_path(name, "tgt"))))
                  for name in self.splits()}
         say(f"aligning {'+'.join(self.splits())} ({sum(len(s) for s, _ in parts.values())} pairs) with eflomal")
         res = align_corpus([s for p in parts.values() for s in p[0]], [t for p in parts.values() for t in p[1]])
@@ -267,7 +329,7 @@ class DataStages:
                                    f"for {json.dumps(dict(self.preorder_options))}: pass those, or delete it and "
                                    f"{scores.name} to retrain it")
         if not model_path.exists():
-            src = [l.split() for l in read_lines(self.path("data", "train.src"))]
+            src = [l.split() for l in read_lines(self.text_path("train", "src"))]
             links = read_pharaoh(str(self.path("align", "train.gdfa")), [len(s) for s in src])
             if pairs:
                 if pairs > len(src):
@@ -276,6 +338,8 @@ class DataStages:
             say(f"training the preorderer on {len(src)} pairs")
             t0 = time.perf_counter()
             kw = dict(self.preorder_options)
+            if self.tokenization.active:  # the pieces onmt_tokenize gives xl_position (the segmentation guard)
+                kw["segmentation"] = self.tokenization.scheme()
             if self.preorder_iterations is not None:
                 kw["iterations"] = self.preorder_iterations
             Preorderer.train(src, links, **kw).save(str(model_path))
@@ -300,7 +364,7 @@ class DataStages:
         from onmt_xl.reorder.metrics import evaluate
         from onmt_xl.reorder.oracle import target_ranks
 
-        src = [l.split() for l in read_lines(self.path("data", f"{split}.src"))]
+        src = [l.split() for l in read_lines(self.text_path(split, "src"))]
         links = read_pharaoh(gold or str(self.path("align", f"{split}.gdfa")), [len(s) for s in src])
         scores = evaluate(model.reorder_batch(src), [target_ranks(len(s), l) for s, l in zip(src, links)])
         result = dict(tau=scores.tau, monotone_tau=scores.monotone_tau, oracle_tau=scores.oracle_tau,

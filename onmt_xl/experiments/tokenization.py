@@ -1,0 +1,165 @@
+"""Raw text in, detokenized text out: how ``onmt-xl pipeline`` tokenizes a corpus.
+
+The pipeline takes raw (untokenized) parallel text. OpenNMT's own tokenizer, pyonmttok, tokenizes it through the
+stock ``onmt_tokenize`` transform (OpenNMT-py 3.5.1 and Eole 0.6.4 alike), placed first in every transform
+pipeline: the trained model's configuration carries the tokenization, so ``onmt_translate`` (with the
+``translate.yaml`` the pipeline writes beside the model) and ``eole predict`` (the model's ``config.json``) read
+raw text and write detokenized text (the transform's ``apply_reverse``). The aligner and the preorderer read the
+same tokens, made here by the same pyonmttok settings (``tok/`` in the work directory), and the preorderer records
+that segmentation, so that ``xl_position``'s segmentation guard finds the pipeline's tokenizer and the
+preorderer in agreement (:func:`onmt_xl.segmentation.tokenizer_segmentation`).
+
+**The rule** (:func:`choose`): pyonmttok's ``aggressive`` mode with joiners ``￭`` (punctuation split off and
+marked, so that detokenization restores it) for every corpus; below :data:`WORD_LEVEL_BELOW` training pairs
+that is all (words: too few pairs to learn sub-words worth having); from there on, joint BPE (one model learned
+on both sides by pyonmttok's ``BPELearner``) with :func:`bpe_merges` merges: 8,000 below 100,000 pairs, 16,000
+below 1,000,000, 32,000 above. ``--tokenize none`` keeps already tokenized input as it is (the scores are then
+computed on that tokenization, not sacrebleu's standard ones).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence
+
+from onmt_xl.segmentation import SegmentationScheme, tokenizer_segmentation
+
+#: ``--tokenize`` choices: ``auto`` applies :func:`choose`'s rule; ``none``: the input is tokenized already
+CHOICES = ("auto", "words", "bpe", "none")
+#: training pairs from which ``auto`` learns sub-words
+WORD_LEVEL_BELOW = 10_000
+#: ``(fewer than this many training pairs, BPE merges)``, in order; the last one holds above
+BPE_SIZES = ((100_000, 8_000), (1_000_000, 16_000), (None, 32_000))
+#: pyonmttok's options for both sides (``src_onmttok_kwargs``/``tgt_onmttok_kwargs`` of ``onmt_tokenize``)
+ONMTTOK_KWARGS: Dict[str, Any] = {"mode": "aggressive", "joiner_annotate": True}
+#: the options of ``onmt_tokenize`` in OpenNMT-py's flat configuration (Eole: ``transforms_configs.onmt_tokenize``)
+TRANSFORM_OPTIONS = ("src_subword_type", "tgt_subword_type", "src_subword_model", "tgt_subword_model",
+                     "src_onmttok_kwargs", "tgt_onmttok_kwargs")
+
+
+def bpe_merges(pairs: int) -> int:
+    """The joint BPE size for ``pairs`` training pairs (:data:`BPE_SIZES`)."""
+    for below, merges in BPE_SIZES:
+        if below is None or pairs < below:
+            return merges
+    raise AssertionError("unreachable")
+
+
+def choose(pairs: int, requested: str = "auto", size: Optional[int] = None) -> "Tokenization":
+    """The tokenization of a corpus of ``pairs`` training pairs: ``requested`` (one of :data:`CHOICES`), ``auto``
+    by the module's rule; ``size``: BPE merges instead of :func:`bpe_merges`'s."""
+    if requested not in CHOICES:
+        raise ValueError(f"--tokenize {requested!r}: choose from {', '.join(CHOICES)}")
+    if requested == "auto":
+        requested = "words" if pairs < WORD_LEVEL_BELOW else "bpe"
+    if requested == "bpe":
+        return Tokenization("bpe", size or bpe_merges(pairs))
+    return Tokenization(requested)
+
+
+@dataclass(frozen=True)
+class Tokenization:
+    """``kind``: ``none`` (input tokenized already), ``words`` (pyonmttok, :data:`ONMTTOK_KWARGS`) or ``bpe``
+    (and joint BPE of ``merges`` merges, model file ``model``)."""
+
+    kind: str
+    merges: int = 0
+    model: Optional[str] = None
+
+    @property
+    def active(self) -> bool:
+        return self.kind != "none"
+
+    def describe(self) -> str:
+        if self.kind == "none":
+            return "none (the input is tokenized already: --tokenize none)"
+        text = "pyonmttok aggressive, joiner-annotated (onmt_tokenize)"
+        return text + (f", joint BPE of {self.merges:,} merges" if self.kind == "bpe" else ", words")
+
+    def kwargs(self) -> Dict[str, Any]:
+        """pyonmttok's options, as ``onmt_tokenize`` builds its tokenizer from :meth:`transform_options`."""
+        return dict(ONMTTOK_KWARGS, **({"bpe_model_path": self.model} if self.kind == "bpe" else {}))
+
+    def tokenizer(self):
+        import pyonmttok
+
+        return pyonmttok.Tokenizer(**self.kwargs())
+
+    def transform_options(self) -> Dict[str, Any]:
+        """``onmt_tokenize``'s options in OpenNMT-py's flat configuration (none without tokenization)."""
+        if not self.active:
+            return {}
+        kind = "bpe" if self.kind == "bpe" else "none"
+        opts: Dict[str, Any] = {"src_subword_type": kind, "tgt_subword_type": kind,
+                                "src_onmttok_kwargs": repr(ONMTTOK_KWARGS), "tgt_onmttok_kwargs": repr(ONMTTOK_KWARGS)}
+        if self.kind == "bpe":
+            opts.update(src_subword_model=self.model, tgt_subword_model=self.model)
+        return opts
+
+    def scheme(self) -> SegmentationScheme:
+        """The source segmentation these tokens are in, as the segmentation guard reads it off the transform."""
+        if not self.active:
+            return SegmentationScheme.words()
+        opts = self.transform_options()
+        return tokenizer_segmentation("onmt_tokenize", opts.get("src_subword_model"), opts["src_subword_type"],
+                                      ONMTTOK_KWARGS).with_note("")
+
+    def to_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Tokenization":
+        return cls(d["kind"], d.get("merges", 0), d.get("model"))
+
+
+def learn_bpe(paths: Sequence[str], merges: int, out: Path) -> None:
+    """Learn a joint BPE model of ``merges`` merges on ``paths`` (pyonmttok's ``BPELearner`` over the
+    :data:`ONMTTOK_KWARGS` tokens) into ``out``."""
+    import pyonmttok
+
+    learner = pyonmttok.BPELearner(tokenizer=pyonmttok.Tokenizer(**ONMTTOK_KWARGS), symbols=merges)
+    for path in paths:
+        learner.ingest_file(str(path))
+    tmp = out.with_name(out.name + ".partial")
+    learner.learn(str(tmp), verbose=False)
+    tmp.replace(out)
+
+
+def tokenize_lines(tokenizer, lines: Iterable[str]) -> List[str]:
+    return [" ".join(tokenizer.tokenize(line)[0]) for line in lines]
+
+
+# --- already tokenized input ---------------------------------------------------------------------------
+
+#: a closing punctuation mark standing apart (`` ,``), or attached to the word before it (``x,``)
+_APART = re.compile(r"(?:^|\s)[.,!?;:)\]](?=\s|$)")
+_ATTACHED = re.compile(r"[^\s.,!?;:)\]][.,!?;:)\]]")
+_ESCAPES = re.compile(r"&(?:apos|quot|amp|lt|gt|#\d+);")
+#: punctuation marks looked at, and the share standing apart, before input is called tokenized
+MIN_MARKS, APART_SHARE = 20, 0.9
+
+
+def looks_tokenized(lines: Iterable[str], limit: int = 2000) -> Optional[str]:
+    """What shows that raw-looking input is tokenized already (Moses escapes such as ``&apos;``, or closing
+    punctuation standing apart from the word before it, `` ,``, in at least :data:`APART_SHARE` of at least
+    :data:`MIN_MARKS` marks), or ``None``. Only to inform: tokenized input goes through the pipeline as well."""
+    apart = attached = escapes = 0
+    for k, line in enumerate(lines):
+        if k >= limit:
+            break
+        apart += len(_APART.findall(line))
+        attached += len(_ATTACHED.findall(line))
+        escapes += len(_ESCAPES.findall(line))
+    if escapes >= MIN_MARKS // 4:
+        return f"{escapes} Moses escapes such as &apos;"
+    marks = apart + attached
+    if marks >= MIN_MARKS and apart >= APART_SHARE * marks:
+        return f"{apart} of {marks} punctuation marks stand apart from the word before them"
+    return None
+
+
+def read_record(path: Path) -> Optional[Tokenization]:
+    return Tokenization.from_dict(json.loads(path.read_text(encoding="utf-8"))) if path.exists() else None

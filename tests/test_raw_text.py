@@ -1,0 +1,168 @@
+"""Raw text in, detokenized translations and sacrebleu's standard scores out (issue 77): ``onmt-xl pipeline`` on a
+small raw corpus through OpenNMT-py and Eole, the sub-word rule, and the note on already tokenized input."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_env
+
+#: a space before closing punctuation: tokenized text, never in the raw references written below
+SPACE_BEFORE_PUNCT = re.compile(r"\s[.,?!]")
+
+
+def raw(tokens, rng: random.Random, question: bool) -> str:
+    """A synthetic sentence as raw text: capitalised, a comma attached after a word now and then, a full stop or
+    a question mark attached at the end."""
+    words = [w for w in tokens if w not in (".", "\u3002")]  # the synthetic full stops (".", "。")
+    words[0] = words[0].capitalize()
+    if len(words) > 4 and rng.random() < 0.5:
+        k = rng.randrange(1, len(words) - 2)
+        words[k] += ","
+    return " ".join(words) + ("?" if question else ".")
+
+
+def write_raw_corpus(out: Path, sizes=(("train", 600), ("valid", 40), ("test", 40))) -> dict:
+    """Raw parallel files (the synthetic SVO -> SOV corpus with punctuation attached to words)."""
+    from onmt_xl.data import synthetic
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for i, (split, n) in enumerate(sizes):
+        corpus = synthetic.generate(n, seed=7 + 1000 * i)
+        rng = random.Random(i)
+        src, tgt = [], []
+        for s, t in zip(corpus.src, corpus.tgt):
+            q = rng.random() < 0.3
+            src.append(raw(s, rng, q))
+            tgt.append(raw(t, rng, q))
+        for side, lines in (("src", src), ("tgt", tgt)):
+            paths[f"{split}_{side}"] = out / f"{split}.{side}"
+            paths[f"{split}_{side}"].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return paths
+
+
+def pipeline(tmp_path: Path, *extra: str):
+    files = write_raw_corpus(tmp_path / "corpus")
+    wd = tmp_path / "run"
+    cmd = [sys.executable, "-m", "onmt_xl.experiments", "pipeline", "--workdir", str(wd),
+           "--train-src", files["train_src"], "--train-tgt", files["train_tgt"],
+           "--valid-src", files["valid_src"], "--valid-tgt", files["valid_tgt"],
+           "--test-src", files["test_src"], "--test-ref", files["test_tgt"],
+           "--train-steps", "6", "--preorder-iterations", "2", "--beam-size", "1", *extra]
+    out = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=run_env())
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return files, wd, out.stdout
+
+
+def check_scores(result: dict, hyp: list, ref: list, stdout: str) -> None:
+    """The summary's and results.json's scores are sacrebleu's standard ones of the detokenized output against the
+    raw references, with their signatures; tokenized BLEU only as a labelled extra."""
+    from sacrebleu.metrics import BLEU, CHRF
+
+    test = result["jobs"]["baseline"]["variants"]["test"]
+    assert test["bleu"] == pytest.approx(BLEU().corpus_score(hyp, [ref]).score)
+    assert test["chrf"] == pytest.approx(CHRF().corpus_score(hyp, [ref]).score)
+    assert test["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:")
+    assert "bleu_tokenized" in test and "p_bootstrap" in result["jobs"]["combination"]["variants"]["test"]
+    assert result["scores"]["text"].startswith("detokenized output against the raw references")
+    assert f"BLEU {test['bleu_signature']}" in stdout and "(tokenized BLEU" in stdout
+    assert "scores: sacrebleu on detokenized output against the raw references" in stdout
+
+
+def test_pipeline_raw_text_opennmt(tmp_path):
+    files, wd, stdout = pipeline(tmp_path)
+    assert "tokenization: pyonmttok aggressive, joiner-annotated (onmt_tokenize), words" in stdout
+    assert "looks tokenized" not in stdout
+    ref = files["test_tgt"].read_text(encoding="utf-8").splitlines()
+    hyp = (wd / "jobs" / "combination" / "hyp.test").read_text(encoding="utf-8").splitlines()
+    assert len(hyp) == len(ref)
+    # the models saw tokens (punctuation split off, joiners), the output is detokenized: no " ." where the raw
+    # references have none, and the joiner never shows
+    assert any("\uffed" in l for l in (wd / "tok" / "train.src").read_text(encoding="utf-8").splitlines())
+    assert not SPACE_BEFORE_PUNCT.search("\n".join(ref))
+    punct = [l for l in hyp if re.search(r"[.,?!]", l)]
+    assert punct and not any(SPACE_BEFORE_PUNCT.search(l) or "\uffed" in l for l in hyp)
+    result = json.loads((wd / "results.json").read_text())
+    check_scores(result, hyp, ref, stdout)
+    # the preorderer records the segmentation xl_position gets from onmt_tokenize (the guard compares them)
+    from onmt_xl.experiments.tokenization import Tokenization
+    from onmt_xl.reorder.preorderer import Preorderer
+
+    assert Preorderer.load(str(wd / "preorderer.xlp")).segmentation == Tokenization("words").scheme()
+    # onmt_translate with the saved configuration on new raw text: detokenized output
+    cfg = wd / "jobs" / "combination" / "translate.yaml"
+    assert str(cfg) in stdout  # the summary says how to translate new text
+    new = tmp_path / "new.txt"
+    new.write_text("\n".join(files["valid_src"].read_text(encoding="utf-8").splitlines()[:8]) + "\n", encoding="utf-8")
+    out = subprocess.run(["onmt_translate", "-config", str(cfg), "-src", str(new), "-output", str(tmp_path / "new.out")],
+                         capture_output=True, text=True, env=run_env())
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = (tmp_path / "new.out").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 8 and not any(SPACE_BEFORE_PUNCT.search(l) or "\uffed" in l for l in lines)
+
+
+def test_pipeline_raw_text_eole(tmp_path):
+    pytest.importorskip("eole", reason="Eole is not installed (bash tools/install.sh eole)")
+    files, wd, stdout = pipeline(tmp_path, "--framework", "eole")
+    ref = files["test_tgt"].read_text(encoding="utf-8").splitlines()
+    hyp = (wd / "eole" / "hyp" / "combination.test").read_text(encoding="utf-8").splitlines()
+    assert len(hyp) == len(ref) and not any(SPACE_BEFORE_PUNCT.search(l) or "\uffed" in l for l in hyp)
+    assert any(re.search(r"\w[.?]$", l) for l in hyp)
+    saved = json.loads((wd / "eole" / "models" / "combination" / "config.json").read_text())
+    assert "onmt_tokenize" in saved["transforms_configs"]  # eole predict takes raw text with the model alone
+    check_scores(json.loads((wd / "eole" / "results.json").read_text()), hyp, ref, stdout)
+
+
+# --- the rules ----------------------------------------------------------------------------------------
+
+
+def test_subword_rule():
+    from onmt_xl.experiments.tokenization import WORD_LEVEL_BELOW, Tokenization, bpe_merges, choose
+
+    assert choose(WORD_LEVEL_BELOW - 1) == Tokenization("words")
+    assert choose(WORD_LEVEL_BELOW) == Tokenization("bpe", 8000)
+    assert [bpe_merges(n) for n in (29_000, 99_999, 100_000, 999_999, 1_000_000, 5_000_000)] == \
+        [8000, 8000, 16000, 16000, 32000, 32000]
+    assert choose(50, "bpe") == Tokenization("bpe", 8000) and choose(50, "bpe", 300).merges == 300
+    assert choose(10**6, "words") == Tokenization("words") and not choose(10**6, "none").active
+    with pytest.raises(ValueError, match="--tokenize"):
+        choose(10, "spm")
+
+
+def test_bpe_tokenization_matches_onmt_tokenize_segmentation(tmp_path):
+    """The BPE model is joint, the tokens carry joiners, and the scheme the preorderer records is the one
+    xl_position's guard reads off onmt_tokenize's options (model hash included)."""
+    from onmt_xl.experiments.tokenization import Tokenization, learn_bpe, tokenize_lines
+    from onmt_xl.segmentation import tokenizer_segmentation
+
+    files = write_raw_corpus(tmp_path, (("train", 200),))
+    model = tmp_path / "bpe.model"
+    learn_bpe([files["train_src"], files["train_tgt"]], 100, model)
+    tok = Tokenization("bpe", 100, str(model))
+    opts = tok.transform_options()
+    assert opts["src_subword_model"] == opts["tgt_subword_model"] == str(model)
+    scheme = tokenizer_segmentation("onmt_tokenize", opts["src_subword_model"], opts["src_subword_type"],
+                                    opts["src_onmttok_kwargs"])
+    assert scheme == tok.scheme() and scheme.sha256 and scheme.marker == "joiner \uffed"
+    line = files["train_src"].read_text(encoding="utf-8").splitlines()[0]
+    (pieces,) = tokenize_lines(tok.tokenizer(), [line])
+    assert tok.tokenizer().detokenize(pieces.split()) == line
+
+
+def test_looks_tokenized():
+    from onmt_xl.experiments.tokenization import looks_tokenized
+
+    raw_text = ["Hello, world. How are you?", "I am fine, thanks!"] * 10
+    tokenized = ["Hello , world . How are you ?", "I am fine , thanks !"] * 10
+    assert looks_tokenized(raw_text) is None
+    assert "stand apart" in looks_tokenized(tokenized)
+    assert "Moses escapes" in looks_tokenized(["it &apos;s"] * 5)
+    assert looks_tokenized(["a ."] * 3) is None  # too few marks to tell
