@@ -63,15 +63,16 @@ def pipeline(tmp_path: Path, *extra: str):
 
 
 def check_scores(result: dict, hyp: list, ref: list, stdout: str) -> None:
-    """The summary's and results.json's scores are sacrebleu's standard ones of the detokenized output against the
-    raw references, with their signatures; tokenized BLEU only as a labelled extra."""
+    """The summary's and results.json's scores are sacrebleu's standard ones of the detokenized output (``hyp``:
+    combination's) against the raw references, with their signatures; tokenized BLEU only as a labelled extra."""
     from sacrebleu.metrics import BLEU, CHRF
 
-    test = result["jobs"]["baseline"]["variants"]["test"]
+    test = result["jobs"]["combination"]["variants"]["test"]
     assert test["bleu"] == pytest.approx(BLEU().corpus_score(hyp, [ref]).score)
     assert test["chrf"] == pytest.approx(CHRF().corpus_score(hyp, [ref]).score)
+    assert f"combination  BLEU {test['bleu']:6.2f}  chrF {test['chrf']:6.2f}  (tokenized BLEU" in stdout
     assert test["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:")
-    assert "bleu_tokenized" in test and "p_bootstrap" in result["jobs"]["combination"]["variants"]["test"]
+    assert "bleu_tokenized" in test and "p_bootstrap" in test
     assert result["scores"]["text"].startswith("detokenized output against the raw references")
     assert f"BLEU {test['bleu_signature']}" in stdout and "(tokenized BLEU" in stdout
     assert "scores: sacrebleu on detokenized output against the raw references" in stdout

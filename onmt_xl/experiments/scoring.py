@@ -242,7 +242,7 @@ def text_scores(hyp: List[str], ref: List[str], tokenization=None) -> Dict[str, 
 def scores_note(tokenization) -> Dict[str, str]:
     """``results.json``'s ``scores``: what text BLEU and chrF were computed on."""
     if tokenization is None:
-        return {"text": "the tokenized text as given (--tokenize none): not sacrebleu's standard detokenized scores"}
+        return {"text": "the tokenized text as given (not sacrebleu's standard, detokenized scores)"}
     return {"text": "detokenized output against the raw references (sacrebleu's standard scores)",
             "bleu_tokenized": f"extra: BLEU (tok:none) on output and references tokenized by {tokenization.describe()}"}
 
