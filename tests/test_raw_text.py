@@ -112,11 +112,13 @@ def test_pipeline_raw_text_opennmt(tmp_path):
 
 def test_pipeline_raw_text_eole(tmp_path):
     pytest.importorskip("eole", reason="Eole is not installed (bash tools/install.sh eole)")
-    files, wd, stdout = pipeline(tmp_path, "--framework", "eole")
+    # 40 steps: Eole's tiny model says nothing before (empty lines), here it ends sentences with a full stop
+    files, wd, stdout = pipeline(tmp_path, "--framework", "eole", "--train-steps", "40")
     ref = files["test_tgt"].read_text(encoding="utf-8").splitlines()
     hyp = (wd / "eole" / "hyp" / "combination.test").read_text(encoding="utf-8").splitlines()
     assert len(hyp) == len(ref) and not any(SPACE_BEFORE_PUNCT.search(l) or "\uffed" in l for l in hyp)
-    assert any(re.search(r"\w[.?]$", l) for l in hyp)
+    assert any(re.search(r"\w[.?]$", l) for l in hyp)  # punctuation attached again by onmt_tokenize's apply_reverse
+    assert f"eole predict -model_path {wd / 'eole' / 'models' / 'combination'} -src new.txt" in stdout
     saved = json.loads((wd / "eole" / "models" / "combination" / "config.json").read_text())
     assert "onmt_tokenize" in saved["transforms_configs"]  # eole predict takes raw text with the model alone
     check_scores(json.loads((wd / "eole" / "results.json").read_text()), hyp, ref, stdout)
@@ -167,3 +169,34 @@ def test_looks_tokenized():
     assert "stand apart" in looks_tokenized(tokenized)
     assert "Moses escapes" in looks_tokenized(["it &apos;s"] * 5)
     assert looks_tokenized(["a ."] * 3) is None  # too few marks to tell
+
+
+def test_tokenize_none_keeps_the_configurations_and_words_put_onmt_tokenize_first():
+    from onmt_xl.experiments.configs import config
+    from onmt_xl.experiments.eole_configs import eole_config
+    from onmt_xl.experiments.tokenization import Tokenization
+
+    assert config("combination", "W", Tokenization("none").transform_options()) == config("combination", "W")
+    cfg = config("combination", "W", Tokenization("words").transform_options())
+    assert [cfg["data"][s]["transforms"] for s in ("train", "valid")] == [["onmt_tokenize", "xl_position"]] * 2
+    assert cfg["src_onmttok_kwargs"] == cfg["tgt_onmttok_kwargs"] == "{'mode': 'aggressive', 'joiner_annotate': True}"
+    eole = eole_config("combination", "W", Tokenization("words").transform_options())["transforms_configs"]
+    assert eole["onmt_tokenize"]["src_onmttok_kwargs"] == {"mode": "aggressive", "joiner_annotate": True}
+    assert "onmt_tokenize" not in eole_config("combination", "W").get("transforms_configs", {})
+
+
+def test_pipeline_notes_tokenized_input_in_one_line(tmp_path, capsys):
+    from onmt_xl.experiments.demo import _note_tokenized
+    from onmt_xl.experiments.stages import Corpus
+
+    raw_file, tok_file = tmp_path / "raw.txt", tmp_path / "tok.txt"
+    raw_file.write_text("Hello, world. How are you?\n" * 20, encoding="utf-8")
+    tok_file.write_text("Hello , world . How are you ?\n" * 20, encoding="utf-8")
+    corpus = lambda src: Corpus(str(src), str(raw_file), str(raw_file), str(raw_file))  # noqa: E731
+    _note_tokenized(corpus(raw_file), "auto")
+    assert capsys.readouterr().out == ""
+    _note_tokenized(corpus(tok_file), "none")  # tokenized on purpose: nothing to say
+    assert capsys.readouterr().out == ""
+    _note_tokenized(corpus(tok_file), "auto")
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 and f"note: {tok_file} looks tokenized already" in out[0] and "--tokenize none" in out[0]

@@ -3,11 +3,11 @@
 Each writes its outputs under the work directory and is skipped when they exist, so a killed run resumes::
 
     data/      train/valid[/tune]/test (+ swapped test sources, gold AER set)   stage_data
-    tok/       with ``tokenize`` (``onmt-xl pipeline``): the splits tokenized     tokenize
-               as ``onmt_tokenize`` does, what the aligner and the preorderer
-               read (:mod:`onmt_xl.experiments.tokenization`)
                (with ``test_from_train`` N: the test split is the test pairs and N pairs carved from the
                training pairs, :func:`carve_test_pairs`; ``data/carve.json`` records the carve)
+    tok/       raw text (``onmt-xl pipeline``): the splits tokenized as           tokenize
+               ``onmt_tokenize`` does, what the aligner and the preorderer read
+               (:mod:`onmt_xl.experiments.tokenization`); ``tokenization.json``
     align/     eflomal grow-diag-final-and of test+valid[+tune]+train, one run    align
     preorderer.xlp, preorderer.json (tau on the tuning split, and on test)        preorder
     vocab.src, vocab.tgt                                                   vocab
