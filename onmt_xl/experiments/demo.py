@@ -74,6 +74,7 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
     from onmt_xl.errors import quiet_onmt_warnings
     from onmt_xl.experiments.runner import Runner
     from onmt_xl.experiments.stock import say
+    from onmt_xl.experiments.usage import next_steps
 
     quiet_onmt_warnings()  # only OpenNMT-py 3.5.1's torch.cuda.amp deprecations
     runner = Runner(corpus, args.workdir, system_jobs(args.systems, command), preset="demo",
@@ -83,32 +84,6 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
     res = runner.run(sys.argv[1:])
     say(f"results: {runner.path('results.json')}\n" + summary(res) + next_steps(runner, args.systems))
     return 0
-
-
-def shown_system(systems: List[str]) -> str:
-    """The system the closing commands name: the last one other than the baseline, else the baseline."""
-    return ([s for s in systems if s != "baseline"] or systems)[-1]
-
-
-def next_steps(runner, systems: List[str], framework: str = "opennmt") -> str:
-    """The closing lines of a run on raw text: how to translate new raw text with a trained model and serve it,
-    as a user copies them (nothing without a tokenization: the models then expect tokenized text)."""
-    if not runner.tokenization.active:
-        return ""
-    name = shown_system(systems)
-    if framework == "eole":
-        model = runner.path("eole", "models", name)
-        return (f"\ntranslate new raw text with {name} (detokenized output; the model's config.json carries the "
-                f"tokenization):\n  eole predict -model_path {model} -src new.txt -output new.out")
-    job = runner.path("jobs", name)
-    if not (job / "translate.yaml").exists():
-        return ""
-    return (f"\ntranslate new raw text with {name} (detokenized output):\n"
-            f"  onmt_translate -config {job / 'translate.yaml'} -src new.txt -output new.out\n"
-            f"serve it (raw text in, detokenized text out):\n"
-            f"  onmt_server --ip 127.0.0.1 --port 5000 --url_root /translator --model_config {job / 'serve.json'}\n"
-            "  curl -X POST http://127.0.0.1:5000/translator/translate -H 'Content-Type: application/json' "
-            "-d '[{\"src\": \"A raw sentence.\", \"id\": 100}]'")
 
 
 def run_demo(args) -> int:

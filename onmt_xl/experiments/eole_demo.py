@@ -167,7 +167,7 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
     runner.align()
     runner.preorder()
     res = EoleDemo(runner, args.systems).run()
-    from onmt_xl.experiments.demo import next_steps
+    from onmt_xl.experiments.usage import next_steps
 
     say(f"results: {runner.path('eole', 'results.json')}\n" + summary(res) + next_steps(runner, args.systems, "eole"))
     return 0

@@ -1,0 +1,32 @@
+"""The closing lines of ``onmt-xl pipeline`` on raw text: how to translate new raw text with a trained model and
+serve it, as a user copies them (:func:`next_steps`)."""
+
+from __future__ import annotations
+
+from typing import List
+
+
+def shown_system(systems: List[str]) -> str:
+    """The system the closing commands name: the last one other than the baseline, else the baseline."""
+    return ([s for s in systems if s != "baseline"] or systems)[-1]
+
+
+def next_steps(runner, systems: List[str], framework: str = "opennmt") -> str:
+    """The closing lines of a run on raw text: how to translate new raw text with a trained model and serve it,
+    as a user copies them (nothing without a tokenization: the models then expect tokenized text)."""
+    if not runner.tokenization.active:
+        return ""
+    name = shown_system(systems)
+    if framework == "eole":
+        model = runner.path("eole", "models", name)
+        return (f"\ntranslate new raw text with {name} (detokenized output; the model's config.json carries the "
+                f"tokenization):\n  eole predict -model_path {model} -src new.txt -output new.out")
+    job = runner.path("jobs", name)
+    if not (job / "translate.yaml").exists():
+        return ""
+    return (f"\ntranslate new raw text with {name} (detokenized output):\n"
+            f"  onmt_translate -config {job / 'translate.yaml'} -src new.txt -output new.out\n"
+            f"serve it (raw text in, detokenized text out):\n"
+            f"  onmt_server --ip 127.0.0.1 --port 5000 --url_root /translator --model_config {job / 'serve.json'}\n"
+            "  curl -X POST http://127.0.0.1:5000/translator/translate -H 'Content-Type: application/json' "
+            "-d '[{\"src\": \"A raw sentence.\", \"id\": 100}]'")
