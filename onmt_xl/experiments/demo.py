@@ -111,13 +111,14 @@ def run_pipeline(args) -> int:
 def _note_tokenized(corpus: Corpus, tokenize: str) -> None:
     """One line when raw-text input looks tokenized already (it is tokenized again, harmlessly, but its scores are
     then not the standard ones); nothing is changed."""
-    from onmt_xl.experiments.stock import read_lines, say
+    from onmt_xl.experiments.stock import say
     from onmt_xl.experiments.tokenization import looks_tokenized
 
     if tokenize == "none":
         return
     for path in (corpus.train_src, corpus.test_tgt):
-        seen = looks_tokenized(read_lines(Path(path))[:2000])
+        with open(path, encoding="utf-8") as f:
+            seen = looks_tokenized(f)  # its first lines
         if seen:
             say(f"note: {path} looks tokenized already ({seen}); the pipeline takes raw text and tokenizes it "
                 "itself: give the raw text for sacrebleu's standard scores, or --tokenize none to keep this tokenization")
