@@ -249,7 +249,11 @@ class XLPositionSource:
         line = f"{self.xl_name}: corpus {cid!r} takes pos_XL {where}"
         if line not in _ANNOUNCED:
             _ANNOUNCED.add(line)
-            logger.info(line)
+            self._log(line)
+
+    def _log(self, line: str) -> None:
+        """One line to the framework's log (an adapter names its framework's logger)."""
+        logger.info(line)
 
     def _has_precomputed(self, example) -> bool:
         return bool(self.precomputed) and (example or {}).get("cid") in self.precomputed

@@ -181,7 +181,7 @@ def example(line, cid="train"):
 def test_the_transform_reads_a_corpus_positions_by_line(trained, corpus, caplog):
     _, pre = trained
     write(corpus.with_name("train.src.xlpos"), corpus)
-    with caplog.at_level("INFO", logger="onmt_xl.position_source"):
+    with caplog.at_level("INFO", logger="onmt"):
         t = make(pre, data_of(corpus))
     assert f"xl_position: corpus 'train' takes pos_XL from {corpus}.xlpos (test)" in caplog.text
     assert "xl_position: corpus 'valid' takes pos_XL from the preorderer" in caplog.text

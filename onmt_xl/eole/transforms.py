@@ -79,6 +79,11 @@ class _XLSourceTransform(XLPositionSource, Transform):
             check_pipeline(self.preorderer.segmentation, self.preorderer_path, self.full_config, self.xl_name)
         self._load_precomputed(self._corpora())
 
+    def _log(self, line: str) -> None:
+        from eole.utils.logging import logger
+
+        logger.info(line)
+
     def _corpora(self):
         """``(corpus id, path_src, transforms)`` of each corpus of ``data`` (none at ``eole predict``)."""
         cfg = self.full_config

@@ -115,6 +115,11 @@ class XLPositionTransform(XLPositionSource, Transform):
                          getattr(self.opts, "xl_cache_size", 1_000_000), self.opts.xl_noise,
                          getattr(self.opts, "xl_positions_suffix", None))
 
+    def _log(self, line: str) -> None:
+        from onmt.utils.logging import logger
+
+        logger.info(line)
+
     def _corpora(self) -> List[Tuple[str, Optional[str], List[str]]]:
         """``(corpus id, path_src, transforms)`` of each corpus of ``-data`` (none in ``onmt_translate``)."""
         data = getattr(self.opts, "data", None)
