@@ -27,7 +27,7 @@ import yaml
 from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.configs import LEGACY_INXL_INIT, config, uses_inxl
 from onmt_xl.experiments.curve import checkpoints
-from onmt_xl.experiments.plan import Job
+from onmt_xl.experiments.plan import XLPOS_SUFFIX, Job
 from onmt_xl.experiments.stock import count_checkpoint_parameters, read_lines, say, stock
 from onmt_xl.experiments.systems import SYSTEMS
 from onmt_xl.names import LEGACY_NOTE, upgrade_config
@@ -179,6 +179,10 @@ class JobStages:
         cfg.update(RUN_OPTIONS)  # every system alike
         if job.preorder_pairs and "xl_preorderer" in cfg:
             cfg["xl_preorderer"] = str(self.preorderer_path(job.preorder_pairs))
+        if job.xl_train == "crossfit":  # reports/PREREG_xlpos.md: the training split's positions are cross-fitted
+            if not SYSTEMS[job.system].uses_preorderer:
+                raise ValueError(f"job {job.name}: xl_train=crossfit needs an XL or pre-reordering system")
+            cfg["xl_positions_suffix"] = XLPOS_SUFFIX
         if job.xl_train == "align":
             if not SYSTEMS[job.system].uses_preorderer:
                 raise ValueError(f"job {job.name}: xl_train=align needs an XL or pre-reordering system")

@@ -60,6 +60,7 @@ class Runner(DataStages, JobStages):
         self.tune_size, self.preorder_options = tune_size, dict(preorder_options or {})
         self.test_from_train = test_from_train  # test pairs carved from the training pairs (stages.carve_test_pairs)
         self.extra_preorder_pairs: Sequence[int] = ()  # preorderers on the first N pairs beyond the jobs' own
+        self.want_crossfit = False  # the cross-fitted training positions even where no job trains on them
         self.time_budget_s = None if time_budget_min is None else 60.0 * time_budget_min
         steps = train_steps or config("baseline", str(self.workdir), None, preset)["train_steps"]
         self.train_steps = steps
@@ -249,6 +250,8 @@ class Runner(DataStages, JobStages):
         self.preorder()
         for pairs in sorted({job.preorder_pairs for job in self.jobs if job.preorder_pairs} | set(self.extra_preorder_pairs)):
             self.preorder(pairs)
+        if self.want_crossfit or any(job.xl_train == "crossfit" for job in self.jobs):
+            self.crossfit()
         if self.archive is not None:  # the preorderers' scores, before any job has finished
             save_run(self.workdir, self.archive, data=self.corpus_dir())
         self.vocab()

@@ -25,8 +25,13 @@ import yaml
 
 from onmt_xl.errors import XLInputError, XLUsageError
 from onmt_xl.experiments.configs import config
-from onmt_xl.experiments.plan import SWAP_RATIOS, swap_words
+from onmt_xl.experiments.plan import SWAP_RATIOS, XLPOS_SUFFIX, swap_words
 from onmt_xl.experiments.stock import read_lines, say, stock, write_lines
+
+#: ``reports/PREREG_xlpos.md``: folds of the cross-fitted training positions, and the training sentences (the first
+#: ones) on which the full preorderer, which saw them, is compared with the cross-fitted positions
+CROSSFIT_FOLDS = 5
+SEEN_SAMPLE = 5000
 
 
 @dataclass
@@ -309,6 +314,59 @@ class DataStages:
             result["links"] = "gold"
         say(f"preorderer on the {split} split ({'gold' if gold else 'eflomal'} links):\n" + scores.format())
         return result
+
+    def crossfit_path(self) -> Path:
+        """The training split's cross-fitted positions (``-xl_positions_suffix`` :data:`XLPOS_SUFFIX` reads them)."""
+        return self.path("data", "train.src" + XLPOS_SUFFIX)
+
+    def crossfit(self) -> None:
+        """Cross-fitted training positions (``reports/PREREG_xlpos.md``, stage 1): every training sentence's
+        ``pos_XL`` from a preorderer trained, with ``preorder_options``, on the other :data:`CROSSFIT_FOLDS` − 1
+        folds (:func:`onmt_xl.reorder.crossfit.crossfit_positions`), in :meth:`crossfit_path`; ``crossfit.json``:
+        their Kendall tau on every training sentence, and on the first :data:`SEEN_SAMPLE` of them beside the
+        full preorderer's on the same sentences (which it trained on: seen against unseen)."""
+        from onmt_xl.align.pharaoh import read_pharaoh
+        from onmt_xl.reorder.crossfit import FOLD_RULE, crossfit_positions, predict_positions, score
+        from onmt_xl.reorder.positions_file import PositionsHeader, scan_corpus, write_positions
+        from onmt_xl.reorder.preorderer import Preorderer
+
+        out, figures_path = self.crossfit_path(), self.path("crossfit.json")
+        options = dict(self.preorder_options)
+        if self.preorder_iterations is not None:
+            options["iterations"] = self.preorder_iterations
+        if out.exists() and figures_path.exists():
+            made = json.loads(figures_path.read_text()).get("options")
+            if made != options:
+                raise XLUsageError(str(out), None, f"was made with preorderer options {json.dumps(made)}, this run "
+                                   f"asks for {json.dumps(options)}: delete it and {figures_path.name} to make it again")
+            return
+        src = [l.split() for l in read_lines(self.path("data", "train.src"))]
+        tgt = [l.split() for l in read_lines(self.path("data", "train.tgt"))]
+        links = read_pharaoh(str(self.path("align", "train.gdfa")), [len(s) for s in src], [len(t) for t in tgt])
+        say(f"cross-fitting the training positions: {CROSSFIT_FOLDS} preorderers on {len(src)} pairs")
+        t0 = time.perf_counter()
+        positions, figures = crossfit_positions(src, tgt, links, CROSSFIT_FOLDS, options,
+                                                threads=self.threads or 0)
+        seconds = time.perf_counter() - t0
+        scan = scan_corpus(str(self.path("data", "train.src")))
+        made = {"method": "crossfit", "folds": CROSSFIT_FOLDS, "fold_rule": FOLD_RULE, "options": options}
+        partial = out.with_name(out.name + ".partial")
+        write_positions(str(partial), PositionsHeader("train.src", scan.lines, scan.sha256, made), positions)
+        sample = [k for k in range(min(SEEN_SAMPLE, len(src))) if src[k] and tgt[k]]
+        full = Preorderer.load(str(self.preorderer_path()))
+        own = predict_positions(full, [src[k] for k in sample])
+        seen = score(own, [src[k] for k in sample], [links[k] for k in sample], range(len(sample)))
+        unseen = score(positions, src, links, sample)
+        result = {"folds": CROSSFIT_FOLDS, "fold_rule": FOLD_RULE, "options": options, "seconds": seconds,
+                  "crossfit": figures.to_dict(),
+                  "sample": {"sentences": len(sample), "what": f"the first {SEEN_SAMPLE} training pairs",
+                             "full_preorderer": {"tau": seen.tau, "exact_match": seen.exact_match},
+                             "crossfit": {"tau": unseen.tau, "exact_match": unseen.exact_match},
+                             "monotone_tau": seen.monotone_tau, "oracle_tau": seen.oracle_tau}}
+        say(f"cross-fitted positions: Kendall tau {figures.tau:.4f} on the {len(src)} training pairs; on the first "
+            f"{len(sample)}: the full preorderer (seen) {seen.tau:.4f}, cross-fitted (unseen) {unseen.tau:.4f}")
+        figures_path.write_text(json.dumps(result, indent=2))
+        partial.replace(out)
 
     def vocab(self) -> None:
         if self.path("vocab.tgt").exists():
