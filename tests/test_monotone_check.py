@@ -107,3 +107,52 @@ def test_round_trips_through_its_record():
 def test_refuses_a_non_permutation():
     with pytest.raises(ValueError, match="sentence 1"):
         check_monotone([[0, 0]], [np.array([0, 1])])
+
+
+# --- the commands: preorder-train with held-out pairs, preorder-eval ------------------------------------------------
+
+
+def _cli(*argv):
+    from onmt_xl.cli import main
+
+    return main([str(a) for a in argv])
+
+
+def _synth(tmp_path, name: str, n: int, seed: int, divergence: float):
+    prefix = tmp_path / name
+    assert _cli("synth", "--n", n, "--seed", seed, "--divergence", divergence, "--prefix", prefix) == 0
+    return [f"{prefix}.{k}" for k in ("src", "tgt", "align")]
+
+
+@pytest.mark.parametrize("divergence", [1.0, 0.0])
+def test_commands_say_whether_it_beats_the_monotone_order(tmp_path, capsys, divergence):
+    """SOV targets: one line with the gain; a monotone target side (divergence 0): the warning, from both commands."""
+    train = _synth(tmp_path, "train", 300, 1, divergence)
+    held = _synth(tmp_path, "held", 200, 2, divergence)
+    model = tmp_path / "m.xlp"
+    corpus = ["--src", train[0], "--tgt", train[1], "--align", train[2]]
+    heldout = ["--heldout-src", held[0], "--heldout-tgt", held[1], "--heldout-align", held[2]]
+    assert _cli("preorder-train", *corpus, "--model", model, "--iterations", 2, "--quiet", "--hash-bits", 18,
+                *heldout) == 0
+    err = capsys.readouterr().err
+    checks = [l for l in err.splitlines() if "the monotone order (" in l]
+    assert len(checks) == 1 and "on 200 held-out pairs" in checks[0]
+    if divergence:
+        assert checks[0].startswith("preorder-train: the preorderer (Kendall tau") and " beats " in checks[0]
+    else:
+        assert checks[0].startswith("preorder-train: warning: the preorderer (Kendall tau")
+        assert "nearly monotone here, and XL PE has little to gain; consider the baseline" in checks[0]
+    assert _cli("preorder-eval", "--model", model, "--src", held[0], "--tgt", held[1], "--align", held[2]) == 0
+    captured = capsys.readouterr()
+    where = captured.out if divergence else captured.err
+    assert [l for l in where.splitlines() if "the monotone order (" in l] == [checks[0].replace("train", "eval", 1)]
+
+
+def test_preorder_train_without_heldout_pairs_says_how_to_check(tmp_path, capsys):
+    train = _synth(tmp_path, "train", 100, 1, 1.0)
+    assert _cli("preorder-train", "--src", train[0], "--tgt", train[1], "--align", train[2], "--model",
+                tmp_path / "m.xlp", "--iterations", 1, "--quiet", "--hash-bits", 16) == 0
+    assert "give --heldout-src, --heldout-tgt and --heldout-align" in capsys.readouterr().err
+    assert _cli("preorder-train", "--src", train[0], "--tgt", train[1], "--align", train[2], "--model",
+                tmp_path / "m2.xlp", "--heldout-src", train[0]) == 2
+    assert "give all three of --heldout-src" in capsys.readouterr().err and not (tmp_path / "m2.xlp").exists()
