@@ -156,3 +156,64 @@ def test_preorder_train_without_heldout_pairs_says_how_to_check(tmp_path, capsys
     assert _cli("preorder-train", "--src", train[0], "--tgt", train[1], "--align", train[2], "--model",
                 tmp_path / "m2.xlp", "--heldout-src", train[0]) == 2
     assert "give all three of --heldout-src" in capsys.readouterr().err and not (tmp_path / "m2.xlp").exists()
+
+
+# --- the pipeline: the check before any training --------------------------------------------------------------------
+
+
+def test_pipeline_stops_before_training_on_a_monotone_pair(tmp_path, capsys):
+    """A monotone target side: one warning line, a stop before the vocabularies and any training, exit status 0, the
+    figures in the manifest and ``monotone_check.json``."""
+    import json
+
+    from onmt_xl.experiments.cli import main
+
+    train, valid, test = (_synth(tmp_path, n, k, s, 0.0) for n, k, s in (("tr", 400, 3), ("va", 100, 4), ("te", 100, 5)))
+    capsys.readouterr()
+    wd = tmp_path / "wd"
+    argv = ["pipeline", "--train-src", train[0], "--train-tgt", train[1], "--valid-src", valid[0], "--valid-tgt",
+            valid[1], "--test-src", test[0], "--test-ref", test[1], "--workdir", wd, "--preorder-iterations", 2]
+    assert main([str(a) for a in argv]) == 0
+    out = capsys.readouterr().out
+    warnings = [l for l in out.splitlines() if "does not beat the monotone order" in l]
+    assert len(warnings) == 1 and "on 100 validation pairs" in warnings[0]
+    assert warnings[0].startswith("[onmt-xl] warning: the preorderer (Kendall tau ")
+    assert "stopped before training any model" in out and "--if-monotone train" in out
+    assert not (wd / "vocab.src").exists() and not (wd / "jobs").exists() and not (wd / "results.json").exists()
+    manifest = json.loads((wd / "manifest.json").read_text())
+    assert manifest["monotone_check"]["beats"] is False and manifest["monotone_check"]["sentences"] == 100
+    assert manifest["runs"][-1]["status"].startswith("stopped before training: the preorderer does not clearly beat")
+    assert json.loads((wd / "monotone_check.json").read_text()) == manifest["monotone_check"]
+
+
+def _gate(tmp_path, monkeypatch, check):
+    from onmt_xl.experiments.runner import Runner
+    from onmt_xl.experiments.stages import Corpus
+
+    runner = Runner(Corpus("s", "t", "ts", "tr"), str(tmp_path / "wd"), [], preset="demo", gpu=False)
+    monkeypatch.setattr(runner, "monotone_check", lambda: check)
+    return runner.monotone_gate
+
+
+def test_the_gate_stops_only_when_asked_and_when_it_matters(tmp_path, monkeypatch, capsys):
+    ranks = _reversed(50, 8)
+    flat = check_monotone([list(range(len(r))) for r in ranks], ranks, "validation pairs")
+    good = check_monotone([_target_order(r) for r in ranks], ranks, "validation pairs")
+    gate = _gate(tmp_path, monkeypatch, flat)
+    assert "does not clearly beat" in gate(["baseline", "combination"], "stop")
+    assert capsys.readouterr().out.count("\n") == 2  # the check's line and the stop's
+    assert gate(["baseline", "combination"], "train") is None
+    assert gate(["baseline"], "stop") is None  # no system uses the preorderer: nothing to stop for
+    assert "warning: the preorderer" in capsys.readouterr().out
+    assert _gate(tmp_path, monkeypatch, good)(["combination"], "stop") is None
+    assert " beats the monotone order" in capsys.readouterr().out
+
+
+def test_the_summary_carries_the_check():
+    from onmt_xl.experiments.demo import summary
+
+    ranks = _reversed(30, 9)
+    check = check_monotone([_target_order(r) for r in ranks], ranks, "validation pairs")
+    res = {"preorderer": {"tau": 1.0, "monotone_tau": 0.0}, "jobs": {}, "monotone_check": check.to_dict()}
+    assert summary(res).splitlines()[1] == check.format()
+    assert len(summary({"jobs": {}}).splitlines()) == 1
