@@ -9,7 +9,10 @@ corpus' word alignments through the BTG oracle (``xl_source: align``; training a
 alignments it is the oracle upper bound of Chen et al. 2020, Sec. 3). At training time a noise ratio ``R`` swaps
 random pairs of an n-token sentence's indices, ``R·n/2`` pairs in expectation (:func:`swap_noise`, the noise attack
 of §4.5, footnote 4). The first source tokens of a process go through the segmentation content check of
-:mod:`onmt_xl.segmentation` (a preorderer only means something on the segmentation it was trained on).
+:mod:`onmt_xl.segmentation` (a preorderer only means something on the segmentation it was trained on), and through
+the vocabulary check of :mod:`onmt_xl.reorder.coverage`: a preorderer that knows under half of them was trained on
+other text (another language pair or corpus), which is logged once per preorderer file and process, as a warning
+(a user may mean it).
 
 :class:`XLPositionSource` is a mixin: an adapter's ``Transform`` subclass inherits from it and the framework's
 ``Transform``, maps its options onto :meth:`~XLPositionSource._set_source` and calls
@@ -19,13 +22,17 @@ of §4.5, footnote 4). The first source tokens of a process go through the segme
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 from contextlib import contextmanager
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from onmt_xl.errors import XLInputError, example_location
+from onmt_xl.reorder.coverage import VocabCoverage, foreign_text
 from onmt_xl.segmentation import MarkerCounts, content_mismatch
+
+logger = logging.getLogger(__name__)
 
 XL_SOURCES = ("preorderer", "align")
 
@@ -67,6 +74,9 @@ def reorder_tokens(src: Sequence[str], pos_xl: Sequence[int]) -> List[str]:
 
 _LOADED: Dict[Tuple[str, int, int], object] = {}
 
+#: preorderer files whose foreign-text warning this process gave (once per file and process)
+_WARNED_FOREIGN: set = set()
+
 
 def load_preorderer(path: Optional[str]):
     """The preorderer in ``path``, read once per process (option validation and ``warm_up`` both ask for it); a
@@ -87,8 +97,10 @@ def load_preorderer(path: Optional[str]):
 class XLPositionSource:
     """The positions of one transform instance. Attributes (set by :meth:`_set_source`, :meth:`_load_source`):
     ``source`` ('preorderer' | 'align'), ``preorderer_path``, ``align_path``, ``cache_size``, ``noise``, ``cache``
-    (source sentence -> positions), ``preorderer``, ``align_lines``, ``rng`` and ``_seg_sample`` (marker counts of
-    the first source tokens, until the content check is done). ``xl_name`` names the transform in messages."""
+    (source sentence -> positions), ``preorderer``, ``align_lines``, ``rng``, ``_seg_sample`` (marker counts of
+    the first source tokens, until the content check is done) and ``_coverage`` (the preorderer's vocabulary's
+    coverage of the first source tokens, until the foreign-text check is done). ``xl_name`` names the transform in
+    messages."""
 
     xl_name = "xl_position"
 
@@ -103,6 +115,7 @@ class XLPositionSource:
         self.cache = {}
         self._bucket = None
         self._seg_sample = None
+        self._coverage = None
 
     def _load_source(self) -> None:
         """Read the preorderer (or the alignment file of ``align_path``) and start the content check."""
@@ -110,6 +123,7 @@ class XLPositionSource:
             if getattr(self, "preorderer", None) is None:
                 self.preorderer = load_preorderer(self.preorderer_path)
             self._seg_sample = MarkerCounts([self.preorderer.segmentation.marker or "none"])
+            self._coverage = VocabCoverage(self.preorderer.vocab.index)
         self.align_lines = None
         if self.source == "align" and self.align_path:
             try:
@@ -168,6 +182,8 @@ class XLPositionSource:
     def _preordered_positions(self, src: List[str], example=None) -> Sequence[int]:
         if self._seg_sample is not None:
             self._check_sample(src, example or {})
+        if getattr(self, "_coverage", None) is not None:
+            self._check_coverage(src, example or {})
         key = " ".join(src)
         pos = self.cache.get(key)
         if pos is None and self._bucket:
@@ -203,6 +219,21 @@ class XLPositionSource:
             f"segmentation mismatch: this preorderer was trained on {trained.describe()}, but the source tokens "
             f"of {where} reaching {self.xl_name} are {seen}; {hint}",
         )
+
+    def _check_coverage(self, src: List[str], example) -> None:
+        """The foreign-text check of :mod:`onmt_xl.reorder.coverage` on the first source tokens: a warning, once per
+        preorderer file and process, when the preorderer knows under half of them."""
+        coverage = self._coverage
+        coverage.add(src)
+        if not coverage.full:
+            return
+        self._coverage = None
+        where = example_location(example)[0] or "the input"
+        message = foreign_text(coverage, self.preorderer_path, where, self.xl_name)
+        key = os.path.abspath(str(self.preorderer_path))
+        if message and key not in _WARNED_FOREIGN:
+            _WARNED_FOREIGN.add(key)
+            logger.warning(message)
 
     def _oracle_positions(self, example, src_len: int) -> List[int]:
         """The BTG oracle's ``pos_xl`` from the example's alignment (``align``: Pharaoh links, a string or a list of
