@@ -250,3 +250,41 @@ def test_a_preorderer_on_other_text_warns_once_and_not_on_its_own(trained, caplo
     assert message.startswith(f"xl_position: warning: the preorderer {path} knows only 0% of the first ")
     assert "onmt-xl preorder-train" in message
     assert warnings_for(foreign) == []  # once per process
+
+
+# --- precomputed positions (xl_positions_suffix, issue 76) ------------------------------------------------------------
+
+def test_eole_reads_a_corpus_positions_by_line(trained, tmp_path, caplog):
+    from onmt_xl.reorder.positions_file import PositionsHeader, scan_corpus, write_positions
+
+    _, pre = trained
+    src = ["a b c", "d e", "g h i j"]
+    corpus = tmp_path / "train.src"
+    corpus.write_text("".join(s + "\n" for s in src))
+    scan = scan_corpus(str(corpus))
+    write_positions(str(corpus) + ".xlpos", PositionsHeader("train.src", 3, scan.sha256, {"method": "test"}),
+                    [[2, 0, 1], [1, 0], [3, 2, 1, 0]])
+    (tmp_path / "valid.src").write_text("a b c\n")
+    cfg = XLPositionConfig(xl_preorderer=str(pre), xl_positions_suffix=".xlpos")
+    data = {"train": SimpleNamespace(path_src=str(corpus), transforms=None),
+            "valid": SimpleNamespace(path_src=str(tmp_path / "valid.src"), transforms=["xl_position"])}
+    full = SimpleNamespace(transforms_configs=SimpleNamespace(xl_position=cfg), seed=-1, data=data,
+                           transforms=["xl_position"])
+    t = XLPositionTransform(full)
+    with caplog.at_level("INFO", logger="eole"):
+        t.warm_up()
+    assert f"xl_position: corpus 'train' takes pos_XL from {corpus}.xlpos (test)" in caplog.text
+    assert f"xl_position: corpus 'valid' takes pos_XL from the preorderer {pre}" in caplog.text
+
+    def ex(line, cid="train", number=None):
+        return {"src": src[line], "tgt": None, "cid": cid, "cid_line_number": line if number is None else number}
+
+    assert t.apply(ex(0), is_train=True)["xl_pos"] == [2, 0, 1]
+    assert t.apply(ex(2))["xl_pos"] == [3, 2, 1, 0]
+    assert t.apply(ex(2, number=1))["xl_pos"] == [3, 2, 1, 0]  # a strided reader's line number
+    assert t.apply(ex(0, "valid"))["xl_pos"] == t.preorderer.pos_xl(src[0].split())
+    assert t.batch_apply([(ex(1), None, "train"), (ex(0, "valid"), None, "valid")])[0][0]["xl_pos"] == [1, 0]
+    with pytest.raises(XLInputError, match=r"train.src, line 2: 3 source tokens reach xl_position, but .*xlpos has 2"):
+        t.apply({"src": "d e f", "tgt": None, "cid": "train", "cid_line_number": 1})
+    # Eole's config validates the option and stock configs leave it unset
+    assert XLPositionConfig().xl_positions_suffix is None and XLPreReorderConfig().xl_positions_suffix is None

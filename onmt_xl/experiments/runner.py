@@ -267,6 +267,10 @@ class Runner(DataStages, JobStages):
         if getattr(self, "_lock", None) is None:  # held for the process's lifetime: a second run keeps it
             self._lock = self._lock_workdir()
         self.restore_archive()
+        for job in self.jobs:  # a refused run changes nothing: no manifest entry, no job reopened
+            problem = self.config_problem(job)
+            if problem is not None:
+                raise problem
         self.write_manifest(argv)
         self._record_run(started=time.strftime("%Y-%m-%d %H:%M:%S"), parallel=self.parallel, status="running", jobs_done=[])
         stop = self.prepare()

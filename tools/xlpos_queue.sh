@@ -1,0 +1,64 @@
+#!/bin/bash
+# Issue 76's compute (reports/PREREG_xlpos.md), in its preregistered order, in the work directory
+# runs/decisive_jaen_xlpos (archive reports/decisive_jaen_xlpos), seeded from runs/decisive_jaen's inputs (splits,
+# eflomal links, vocabularies, preorderer), which this call prepares again from the decisive archive where the
+# machine lacks it. Every call resumes (finished jobs are skipped, a killed one continues exactly from its last
+# checkpoint), so this one command picks the design up where it stopped, on this machine or a new one.
+#
+#   drift   baseline seeds 1 and 2 retrained on the current code (the control's drift check), tier e's options
+#
+# Later stages (cross-fitted positions, the source chosen on the tuning split, combination_xfit seeds 1-8) are added
+# here, each committed before its first job. Run it from a snapshot of the code and bring finished jobs back:
+#   git worktree add --detach runs/queue_code HEAD
+#   (cd runs/queue_code && nohup setsid bash tools/xlpos_queue.sh >> ../xlpos_queue.log 2>&1 &)
+#   (cd runs/queue_code && bash tools/xlpos_queue.sh status)
+#   python3 tools/collect_archive.py --from runs/queue_code/reports/decisive_jaen_xlpos --to reports/decisive_jaen_xlpos
+#
+# Env: P jobs at once (2), NICE (10), STAGES ("drift").
+set -u
+cd "$(dirname "$0")/.." || exit 1
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+P=${P:-2} NICE=${NICE:-10} STAGES=${STAGES:-drift}
+FROM=runs/decisive_jaen WORK=runs/decisive_jaen_xlpos
+DESIGN=(--test-from-train 5000 --max-steps 10000 --steps 8000)
+XLPOS=(--workdir "$WORK" --archive reports/decisive_jaen_xlpos "${DESIGN[@]}")
+case ${1:-} in
+  "") STAGE=main ;;
+  status) STAGE=status ;;
+  *) echo "xlpos_queue: unknown argument '$1' (none, or status)" >&2; exit 2 ;;
+esac
+
+seed_workdir() {  # on first use: runs/decisive_jaen's inputs (prepared from its archive if missing), copied
+  local f
+  [ -d "$WORK" ] && return 0
+  if [ ! -f "$FROM/data/ready" ]; then
+    python3 -m onmt_xl.experiments evidence --workdir "$FROM" --archive reports/decisive_jaen --test-from-train 5000 \
+      --stage prepare || { echo "xlpos_queue: preparing $FROM failed" >&2; exit 1; }
+  fi
+  mkdir -p "$WORK" || exit 1
+  for f in data align vocab.src vocab.tgt vocab_config.yaml preorderer.xlp preorderer.json; do
+    cp -a "$FROM/$f" "$WORK/" || exit 1
+  done
+}
+
+run_stage() {  # $1: the stage's name; the rest: evidence's arguments
+  local name=$1; shift
+  if [ "$STAGE" = status ]; then
+    [ -d "$WORK" ] || { echo "[$name] $WORK: not started"; return 0; }
+    python3 -m onmt_xl.experiments evidence --stage status --parallel "$P" "${XLPOS[@]}" "$@" || exit 1
+    return 0
+  fi
+  echo "[xlpos_queue] $(date -u '+%F %T') $name"
+  nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage main --parallel "$P" "${XLPOS[@]}" "$@" \
+    || { echo "[xlpos_queue] $name failed ($?)" >&2; exit 1; }
+}
+
+[ "$STAGE" = main ] && seed_workdir
+for stage in $STAGES; do
+  case $stage in
+    drift) run_stage drift --tier e --systems baseline --seeds 1,2 ;;
+    *) echo "xlpos_queue: unknown stage '$stage' (drift)" >&2; exit 2 ;;
+  esac
+done
+[ "$STAGE" = main ] && echo "[xlpos_queue] $(date -u '+%F %T') done"
+exit 0
