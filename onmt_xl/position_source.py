@@ -16,7 +16,10 @@ by line (:class:`PrecomputedPositions`); the file must have been made for that v
 SHA-256, checked at ``warm_up``) and the transform must see the file's tokens (no tokenizer before it in that corpus'
 pipeline). Every other text (a corpus without such a file, ``onmt_translate``/``eole predict`` input, a server) keeps
 the source of ``xl_source``. ``warm_up`` logs once per corpus and process where its positions come from. The first source tokens of a process go through the segmentation content check of
-:mod:`onmt_xl.segmentation` (a preorderer only means something on the segmentation it was trained on).
+:mod:`onmt_xl.segmentation` (a preorderer only means something on the segmentation it was trained on), and through
+the vocabulary check of :mod:`onmt_xl.reorder.coverage`: a preorderer that knows under half of them was trained on
+other text (another language pair or corpus), which is logged once per preorderer file and process, as a warning
+(a user may mean it).
 
 :class:`XLPositionSource` is a mixin: an adapter's ``Transform`` subclass inherits from it and the framework's
 ``Transform``, maps its options onto :meth:`~XLPositionSource._set_source` and calls
@@ -33,6 +36,7 @@ from contextlib import contextmanager
 from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from onmt_xl.errors import XLInputError, XLUsageError, example_location
+from onmt_xl.reorder.coverage import VocabCoverage, foreign_text
 from onmt_xl.segmentation import SUBWORD_TRANSFORMS, MarkerCounts, content_mismatch
 
 logger = logging.getLogger(__name__)
@@ -76,6 +80,9 @@ def reorder_tokens(src: Sequence[str], pos_xl: Sequence[int]) -> List[str]:
 
 
 _LOADED: Dict[Tuple[str, int, int], object] = {}
+
+#: preorderer files whose foreign-text warning this process gave (once per file and process)
+_WARNED_FOREIGN: set = set()
 
 
 def load_preorderer(path: Optional[str]):
@@ -179,8 +186,10 @@ _ANNOUNCED: set = set()
 class XLPositionSource:
     """The positions of one transform instance. Attributes (set by :meth:`_set_source`, :meth:`_load_source`):
     ``source`` ('preorderer' | 'align'), ``preorderer_path``, ``align_path``, ``cache_size``, ``noise``, ``cache``
-    (source sentence -> positions), ``preorderer``, ``align_lines``, ``rng`` and ``_seg_sample`` (marker counts of
-    the first source tokens, until the content check is done). ``xl_name`` names the transform in messages."""
+    (source sentence -> positions), ``preorderer``, ``align_lines``, ``rng``, ``_seg_sample`` (marker counts of
+    the first source tokens, until the content check is done) and ``_coverage`` (the preorderer's vocabulary's
+    coverage of the first source tokens, until the foreign-text check is done). ``xl_name`` names the transform in
+    messages."""
 
     xl_name = "xl_position"
 
@@ -197,6 +206,7 @@ class XLPositionSource:
         self.cache = {}
         self._bucket = None
         self._seg_sample = None
+        self._coverage = None
 
     def _load_source(self) -> None:
         """Read the preorderer (or the alignment file of ``align_path``) and start the content check."""
@@ -204,6 +214,7 @@ class XLPositionSource:
             if getattr(self, "preorderer", None) is None:
                 self.preorderer = load_preorderer(self.preorderer_path)
             self._seg_sample = MarkerCounts([self.preorderer.segmentation.marker or "none"])
+            self._coverage = VocabCoverage(self.preorderer.vocab.index)
         self.align_lines = None
         if self.source == "align" and self.align_path:
             try:
@@ -313,6 +324,8 @@ class XLPositionSource:
     def _preordered_positions(self, src: List[str], example=None) -> Sequence[int]:
         if self._seg_sample is not None:
             self._check_sample(src, example or {})
+        if getattr(self, "_coverage", None) is not None:
+            self._check_coverage(src, example or {})
         key = " ".join(src)
         pos = self.cache.get(key)
         if pos is None and self._bucket:
@@ -348,6 +361,21 @@ class XLPositionSource:
             f"segmentation mismatch: this preorderer was trained on {trained.describe()}, but the source tokens "
             f"of {where} reaching {self.xl_name} are {seen}; {hint}",
         )
+
+    def _check_coverage(self, src: List[str], example) -> None:
+        """The foreign-text check of :mod:`onmt_xl.reorder.coverage` on the first source tokens: a warning, once per
+        preorderer file and process, when the preorderer knows under half of them."""
+        coverage = self._coverage
+        coverage.add(src)
+        if not coverage.full:
+            return
+        self._coverage = None
+        where = example_location(example)[0] or "the input"
+        message = foreign_text(coverage, self.preorderer_path, where, self.xl_name)
+        key = os.path.abspath(str(self.preorderer_path))
+        if message and key not in _WARNED_FOREIGN:
+            _WARNED_FOREIGN.add(key)
+            logger.warning(message)
 
     def _oracle_positions(self, example, src_len: int) -> List[int]:
         """The BTG oracle's ``pos_xl`` from the example's alignment (``align``: Pharaoh links, a string or a list of

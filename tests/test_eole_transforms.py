@@ -227,6 +227,31 @@ def test_a_broken_onmt_xl_never_breaks_import_eole(tmp_path):
     assert len(warnings) == 1 and "simulated breakage" in warnings[0] and "Eole runs without onmt_xl" in warnings[0]
 
 
+def test_a_preorderer_on_other_text_warns_once_and_not_on_its_own(trained, caplog, monkeypatch):
+    """The foreign-text warning of the shared logic (onmt_xl.reorder.coverage) in Eole, whose source is raw text:
+    once for the synthetic target language as the source, none for held-out sentences of the preorderer's own."""
+    from onmt_xl import position_source
+    from onmt_xl.data.synthetic import generate
+
+    monkeypatch.setattr(position_source, "_WARNED_FOREIGN", set())
+    corpus, path = trained
+
+    def warnings_for(sentences):
+        caplog.clear()
+        transform = eole_transform(XLPositionTransform, xl_preorderer=str(path))
+        with caplog.at_level("WARNING", logger="onmt_xl.position_source"):
+            for src in sentences:
+                transform.apply({"src": " ".join(src), "tgt": None})
+        return [r.getMessage() for r in caplog.records if "source tokens of" in r.getMessage()]
+
+    assert warnings_for(generate(60, seed=10).src) == []
+    foreign = generate(60, seed=9).tgt
+    [message] = warnings_for(foreign)
+    assert message.startswith(f"xl_position: warning: the preorderer {path} knows only 0% of the first ")
+    assert "onmt-xl preorder-train" in message
+    assert warnings_for(foreign) == []  # once per process
+
+
 # --- precomputed positions (xl_positions_suffix, issue 76) ------------------------------------------------------------
 
 def test_eole_reads_a_corpus_positions_by_line(trained, tmp_path, caplog):

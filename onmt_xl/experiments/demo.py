@@ -6,6 +6,13 @@ and ``onmt-xl write-configs``.
 set, and print a short summary: the preorderer's Kendall tau, then per system BLEU, chrF, parameters and
 the paired-bootstrap p-value against the baseline. ``demo --framework eole`` runs the same data stages, then Eole
 (:mod:`onmt_xl.experiments.eole_demo`).
+
+Before any model trains, both check that the preorderer clearly beats the monotone order on the validation pairs
+(:mod:`onmt_xl.reorder.monotone_check`) and print one line with the figures. Where it does not, XL PE has little to
+gain: with ``--if-monotone stop`` (the default) the run ends there, exit status 0, before the vocabularies and any
+training (a rerun with ``--if-monotone train`` resumes from there); ``train`` trains the systems all the same. Runs
+of ``--systems`` none of which uses the preorderer (``baseline`` alone) never stop. The figures go to
+``monotone_check.json``, the manifest and the summary.
 """
 
 from __future__ import annotations
@@ -50,6 +57,10 @@ def summary(res: Dict[str, Any]) -> str:
     lines = [f"preorderer (test set, {p.get('sentences', 0):.0f} sentences, {p.get('links', 'eflomal')} links): "
              f"Kendall tau {p.get('tau', nan):.4f} (monotone order {p.get('monotone_tau', nan):.4f}), "
              f"exact match {p.get('exact_match', nan):.3f}"]
+    if "monotone_check" in res:
+        from onmt_xl.reorder.monotone_check import MonotoneCheck
+
+        lines.append(MonotoneCheck.from_dict(res["monotone_check"]).format())
     for name, e in res["jobs"].items():
         t = e["variants"].get("test", {})
         sig = f"  p={t['p_bootstrap']:.4f} vs baseline (paired bootstrap)" if "p_bootstrap" in t else ""
@@ -68,7 +79,10 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
     runner = Runner(corpus, args.workdir, system_jobs(args.systems, command), preset="demo",
                     train_steps=args.train_steps, beam_size=args.beam_size, gpu={"auto": None, "yes": True, "no": False}[args.gpu],
                     parallel=args.parallel, preorder_iterations=args.preorder_iterations)
+    runner.before_training = lambda: runner.monotone_gate(args.systems, args.if_monotone)
     res = runner.run(sys.argv[1:])
+    if res is None:  # stopped by the monotone check, which said why
+        return 0
     say(f"results: {runner.path('results.json')}\n" + summary(res))
     return 0
 
@@ -118,6 +132,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="train and translate on the GPU: auto = when torch sees one (default auto)")
     p.add_argument("--parallel", type=int, default=None,
                    help="systems trained at once (default: one per CPU without a GPU, 1 with a GPU)")
+    p.add_argument("--if-monotone", choices=("stop", "train"), default="stop",
+                   help="when the preorderer does not clearly beat the monotone order on the validation pairs (XL PE "
+                   "has little to gain): stop before any training, exit status 0, or train all the same (default stop)")
 
 
 def add_subcommands(sub) -> None:

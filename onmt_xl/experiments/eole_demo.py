@@ -137,6 +137,9 @@ class EoleDemo:
         pre = self.runner.path("preorderer.json")
         if pre.exists():
             out["preorderer"] = json.loads(pre.read_text())
+        check = self.runner.path("monotone_check.json")
+        if check.exists():
+            out["monotone_check"] = json.loads(check.read_text())
         for s, hyp in hyps.items():
             if len(hyp) != len(ref):
                 raise ValueError(f"{self.root / 'hyp' / (s + '.test')}: {len(hyp)} lines but {len(ref)} references")
@@ -165,6 +168,8 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
     runner.stage_data()
     runner.align()
     runner.preorder()
+    if runner.monotone_gate(args.systems, args.if_monotone):
+        return 0
     res = EoleDemo(runner, args.systems).run()
     say(f"results: {runner.path('eole', 'results.json')}\n" + summary(res))
     return 0

@@ -7,6 +7,7 @@ Each writes its outputs under the work directory and is skipped when they exist,
                training pairs, :func:`carve_test_pairs`; ``data/carve.json`` records the carve)
     align/     eflomal grow-diag-final-and of test+valid[+tune]+train, one run    align
     preorderer.xlp, preorderer.json (tau on the tuning split, and on test)        preorder
+    monotone_check.json (the preorderer against the monotone order, validation)   monotone_check (demo, pipeline)
     vocab.src, vocab.tgt                                                   vocab
 """
 
@@ -19,7 +20,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import yaml
 
@@ -367,6 +368,41 @@ class DataStages:
             f"{len(sample)}: the full preorderer (seen) {seen.tau:.4f}, cross-fitted (unseen) {unseen.tau:.4f}")
         figures_path.write_text(json.dumps(result, indent=2))
         partial.replace(out)
+
+    def monotone_check(self):
+        """The preorderer (``preorderer.xlp``) against the monotone order on the validation pairs with both sides
+        non-empty, eflomal links (held out, and not the test set, which scores the systems;
+        :mod:`onmt_xl.reorder.monotone_check`). Computed on every run (seconds), written to ``monotone_check.json``
+        and the manifest; returns the :class:`~onmt_xl.reorder.monotone_check.MonotoneCheck`."""
+        from onmt_xl.align.pharaoh import read_pharaoh
+        from onmt_xl.reorder.monotone_check import check_monotone
+        from onmt_xl.reorder.oracle import target_ranks
+        from onmt_xl.reorder.preorderer import Preorderer
+
+        src = [l.split() for l in read_lines(self.path("data", "valid.src"))]
+        tgt = read_lines(self.path("data", "valid.tgt"))
+        links = read_pharaoh(str(self.path("align", "valid.gdfa")), [len(s) for s in src])
+        keep = [k for k, (s, t) in enumerate(zip(src, tgt)) if s and t.split()]
+        model = Preorderer.load(str(self.preorderer_path()))
+        check = check_monotone(model.reorder_batch([src[k] for k in keep]),
+                               [target_ranks(len(src[k]), links[k]) for k in keep], "validation pairs")
+        self.path("monotone_check.json").write_text(json.dumps(check.to_dict(), indent=2))
+        self._manifest_update(monotone_check=check.to_dict())
+        return check
+
+    def monotone_gate(self, systems: Sequence[str], if_monotone: str = "stop") -> Optional[str]:
+        """Print the :meth:`monotone_check` line; the reason to stop before training when the preorderer does not
+        clearly beat the monotone order, ``if_monotone`` is ``"stop"`` and one of ``systems`` uses the preorderer;
+        else ``None``."""
+        from onmt_xl.experiments.systems import SYSTEMS
+
+        check = self.monotone_check()
+        say(check.format())
+        if check.beats or if_monotone != "stop" or not any(SYSTEMS[s].uses_preorderer for s in systems):
+            return None
+        say("stopped before training any model (--if-monotone stop, the default); every stage done so far is kept: "
+            "to train the systems all the same, run the same command with --if-monotone train")
+        return "the preorderer does not clearly beat the monotone order on the validation pairs"
 
     def vocab(self) -> None:
         if self.path("vocab.tgt").exists():

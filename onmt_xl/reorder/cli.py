@@ -101,6 +101,30 @@ def _warn_skipped(command: str, data: ParallelData, what: str) -> None:
               f"(lines {shown}); {what}", file=sys.stderr)
 
 
+def _heldout(args: argparse.Namespace) -> Optional[ParallelData]:
+    """``preorder-train``'s held-out pairs (all three of --heldout-src/-tgt/-align, or none)."""
+    given = [args.heldout_src, args.heldout_tgt, args.heldout_align]
+    if not any(given):
+        return None
+    if not all(given):
+        raise XLUsageError(None, None, "give all three of --heldout-src, --heldout-tgt and --heldout-align, or none")
+    return read_parallel(args.heldout_src, args.heldout_tgt, args.heldout_align)
+
+
+def _monotone_check(command: str, model, data: ParallelData, pred: Optional[List[List[int]]] = None,
+                    beaten_to=None) -> None:
+    """One line: does ``model`` beat the monotone order on ``data``'s usable pairs
+    (:mod:`onmt_xl.reorder.monotone_check`)? A warning goes to stderr; the figures of a clear gain to ``beaten_to``
+    (default stderr)."""
+    from onmt_xl.reorder.monotone_check import check_monotone
+    from onmt_xl.reorder.oracle import target_ranks
+
+    src = [data.src[k] for k in data.keep]
+    ranks = [target_ranks(len(data.src[k]), data.links[k]) for k in data.keep]
+    check = check_monotone(model.reorder_batch(src) if pred is None else pred, ranks)
+    print(f"{command}: {check.format()}", file=sys.stderr if not check.beats else beaten_to or sys.stderr)
+
+
 def _write_int_lines(path: str, rows: Iterable[Sequence[int]]) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for row in rows:
@@ -180,6 +204,9 @@ def run_preorder_train(args: argparse.Namespace) -> int:
     data = read_parallel(args.src, args.tgt, args.align)
     scheme = _declared_scheme(args, data)
     _warn_skipped("preorder-train", data, "skipped")
+    heldout = _heldout(args)  # read before training: a bad file fails now, not after it
+    if heldout is not None:
+        _warn_skipped("preorder-train", heldout, "left out of the held-out check")
     keep = data.keep[: args.max_sentences] if args.max_sentences else data.keep
     t0 = time.perf_counter()
     model = Preorderer.train(
@@ -198,6 +225,12 @@ def run_preorder_train(args: argparse.Namespace) -> int:
           f"({model.train_info['threads']} threads; vocabulary and word classes "
           f"{model.train_info['vocab_seconds']:.1f}s); source segmentation: {scheme.describe()}; "
           f"model written to {args.model}", file=sys.stderr)
+    if heldout is None:
+        print("preorder-train: to check that it beats the monotone order, give --heldout-src, --heldout-tgt and "
+              "--heldout-align, or run onmt-xl preorder-eval on held-out pairs", file=sys.stderr)
+    else:
+        _check_input(model, args.model, heldout.src, args.heldout_src)
+        _monotone_check("preorder-train", model, heldout)
     return 0
 
 
@@ -254,6 +287,7 @@ def run_preorder_eval(args: argparse.Namespace) -> int:
         model.reorder(toks)
     single_s = time.perf_counter() - t0
     print(evaluate(pred, ranks).format())
+    _monotone_check("preorder-eval", model, data, pred, beaten_to=sys.stdout)
     n_tok = sum(len(s) for s in src)
     print(f"speed: {len(src) / max(batch_s, 1e-9):,.0f} sentences/s batched, "
           f"{n1 / max(single_s, 1e-9):,.0f} sentences/s one at a time "
@@ -457,6 +491,10 @@ def _add_preorder_train(subparsers) -> None:
     p.add_argument("--model", required=True, help="output model file (one versioned .npz file)")
     p.add_argument("--max-sentences", type=int, default=0, help="train on the first N usable pairs (0 = all)")
     _train_args(p)
+    p.add_argument("--heldout-src", help="held-out source (with --heldout-tgt, --heldout-align): after training, "
+                   "check that the preorderer beats the monotone order on these pairs (one line)")
+    p.add_argument("--heldout-tgt", help="held-out target, line-parallel to --heldout-src")
+    p.add_argument("--heldout-align", help="held-out Pharaoh alignments")
     p.set_defaults(func=run_preorder_train, output_files=("model",))
 
 
