@@ -74,6 +74,7 @@ class _XLSourceTransform(XLPositionSource, Transform):
         if self.source == "preorderer" and not self.preorderer_path:
             raise XLUsageError(None, None, f"{self.xl_name} needs {self._option('xl_preorderer')} (a file from "
                                            "`onmt-xl preorder-train`)")
+        _note_first_pass(self)
         self._load_source()
         if self.source == "preorderer":
             check_pipeline(self.preorderer.segmentation, self.preorderer_path, self.full_config, self.xl_name)
@@ -111,6 +112,22 @@ class _XLSourceTransform(XLPositionSource, Transform):
 
     def _repr_args(self):
         return f"xl_source={self.source!r}, xl_preorderer={self.xl_preorderer!r}, xl_noise={self.noise}"
+
+
+_NOTED = set()  # transform names whose first-pass note this process has logged
+
+
+def _note_first_pass(transform) -> None:
+    """One log line per process and transform (issue 77: ``eole build_vocab`` ran 71 s without a word): where the
+    time of a first pass over a corpus goes. Eole's own output is unchanged."""
+    if transform.source != "preorderer" or transform.xl_name in _NOTED:
+        return
+    _NOTED.add(transform.xl_name)
+    from eole.utils.logging import logger
+
+    logger.info(f"{transform.xl_name}: the preorderer parses each new source sentence once per process (then "
+                f"cached, up to {transform.cache_size:,} sentences): a first pass over a corpus (eole build_vocab, the first "
+                f"epoch) is slower than later ones")
 
 
 class XLPositionTransform(_XLSourceTransform):
