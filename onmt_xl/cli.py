@@ -85,6 +85,9 @@ EXAMPLES = {
                       "--out-reordered test.reordered.ja",
     "preorder-eval": "onmt-xl preorder-eval --model preorderer.xlp --src data/dev.ja --tgt data/dev.en "
                      "--align align/dev.gdfa",
+    "positions": "onmt-xl positions --src data/train.ja --tgt data/train.en --align align/train.gdfa --folds 5 "
+                 "--out data/train.ja.xlpos\n"
+                 "onmt-xl positions --src data/valid.ja --preorderer preorderer.xlp --out data/valid.ja.xlpos",
     "show-reordering": "onmt-xl show-reordering --model preorderer.xlp --sentence 'kare wa hon o yonda'\n"
                        "onmt-xl show-reordering --model preorderer.xlp --src data/dev.ja --tgt data/dev.en "
                        "--align align/dev.gdfa --line 7 --png line7.png",

@@ -138,6 +138,10 @@ XL_POSITION: Tuple[Option, ...] = (
         "Cache the preorderer's positions for up to this many distinct source sentences per process "
         "(0 disables).",
         ge=0),
+    Option("xl_positions_suffix", str, None,
+        "Precomputed positions for training corpora: a corpus whose path_src + SUFFIX exists (a file from "
+        "`onmt-xl positions`, e.g. cross-fitted) takes pos_XL from it, line by line, checked against the corpus; "
+        "other text (no such file, {predict}) keeps -xl_source. Unset: none read."),
     Option("xl_noise", float, 0.0,
         "Training only: ratio in [0, 1] of each sentence's XL indices moved by random pair swaps, in "
         "expectation (noise attack, paper §4.5).",

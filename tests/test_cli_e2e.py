@@ -68,6 +68,23 @@ def test_translate_with_the_transform(workdir, trained_combination):
     assert len(out.read_text().splitlines()) == 6
 
 
+@pytest.mark.parametrize("side", ["src", "tgt"])
+def test_translate_warns_once_for_a_preorderer_from_other_text(workdir, trained_combination, side):
+    """The validation sources: the preorderer's own kind of text, no warning. The validation targets (another
+    language) as the source: one warning line naming the preorderer file, exit status 0 and every line translated."""
+    src = workdir / "data" / f"valid.{side}"
+    out = workdir / f"hyp_{side}.txt"
+    proc = run("onmt_translate", "-model", str(trained_combination), "-src", str(src), "-output", str(out),
+               "-transforms", "xl_position", "-xl_preorderer", str(workdir / "preorderer.xlp"), "-beam_size", "2")
+    lines = [line for line in proc.stderr.splitlines() if "source tokens of" in line]
+    assert len(out.read_text().splitlines()) == len(src.read_text().splitlines())
+    if side == "src":
+        assert lines == [], proc.stderr[-3000:]
+    else:
+        assert len(lines) == 1, proc.stderr[-3000:]
+        assert lines[0].startswith(f"xl_position: warning: the preorderer {workdir / 'preorderer.xlp'} knows only 0%")
+
+
 EARLIER = "a translation from an earlier run\n"
 
 

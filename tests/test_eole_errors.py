@@ -68,6 +68,15 @@ def test_config_mistakes_give_one_line(workdir, name):
     assert_one_line(proc, config, expected)
 
 
+def test_xl_heads_above_the_models_heads_names_the_models_heads(workdir):
+    """``heads`` set on the model, not the encoder, reaches the encoder config after Eole validated it with its
+    default (8): the limit in the message is the configured 4, not 8 (issue 77)."""
+    config = bad_config(workdir, "xl_heads_9_of_4", "xl_heads: 1", "xl_heads: 9")
+    config.write_text(config.read_text().replace("  heads: 2\n", "  heads: 4\n"))
+    proc = run_eole(MODULE, "train", "-config", config, cwd=workdir, ok=False)
+    assert_one_line(proc, config, "xl_heads must be in [0, heads=4], got 9")
+
+
 def test_missing_preorderer_names_the_file(workdir):
     config = bad_config(workdir, "missing_pre", "pre.xlp}", "nope.xlp}")
     proc = run_eole(MODULE, "train", "-config", config, cwd=workdir, ok=False)

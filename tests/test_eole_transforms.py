@@ -225,3 +225,66 @@ def test_a_broken_onmt_xl_never_breaks_import_eole(tmp_path):
     assert proc.stdout.strip().splitlines()[-1] == "False"
     warnings = [line for line in proc.stderr.splitlines() if line.startswith("onmt_xl: warning")]
     assert len(warnings) == 1 and "simulated breakage" in warnings[0] and "Eole runs without onmt_xl" in warnings[0]
+
+
+def test_a_preorderer_on_other_text_warns_once_and_not_on_its_own(trained, caplog, monkeypatch):
+    """The foreign-text warning of the shared logic (onmt_xl.reorder.coverage) in Eole, whose source is raw text:
+    once for the synthetic target language as the source, none for held-out sentences of the preorderer's own."""
+    from onmt_xl import position_source
+    from onmt_xl.data.synthetic import generate
+
+    monkeypatch.setattr(position_source, "_WARNED_FOREIGN", set())
+    corpus, path = trained
+
+    def warnings_for(sentences):
+        caplog.clear()
+        transform = eole_transform(XLPositionTransform, xl_preorderer=str(path))
+        with caplog.at_level("WARNING", logger="onmt_xl.position_source"):
+            for src in sentences:
+                transform.apply({"src": " ".join(src), "tgt": None})
+        return [r.getMessage() for r in caplog.records if "source tokens of" in r.getMessage()]
+
+    assert warnings_for(generate(60, seed=10).src) == []
+    foreign = generate(60, seed=9).tgt
+    [message] = warnings_for(foreign)
+    assert message.startswith(f"xl_position: warning: the preorderer {path} knows only 0% of the first ")
+    assert "onmt-xl preorder-train" in message
+    assert warnings_for(foreign) == []  # once per process
+
+
+# --- precomputed positions (xl_positions_suffix, issue 76) ------------------------------------------------------------
+
+def test_eole_reads_a_corpus_positions_by_line(trained, tmp_path, caplog):
+    from onmt_xl.reorder.positions_file import PositionsHeader, scan_corpus, write_positions
+
+    _, pre = trained
+    src = ["a b c", "d e", "g h i j"]
+    corpus = tmp_path / "train.src"
+    corpus.write_text("".join(s + "\n" for s in src))
+    scan = scan_corpus(str(corpus))
+    write_positions(str(corpus) + ".xlpos", PositionsHeader("train.src", 3, scan.sha256, {"method": "test"}),
+                    [[2, 0, 1], [1, 0], [3, 2, 1, 0]])
+    (tmp_path / "valid.src").write_text("a b c\n")
+    cfg = XLPositionConfig(xl_preorderer=str(pre), xl_positions_suffix=".xlpos")
+    data = {"train": SimpleNamespace(path_src=str(corpus), transforms=None),
+            "valid": SimpleNamespace(path_src=str(tmp_path / "valid.src"), transforms=["xl_position"])}
+    full = SimpleNamespace(transforms_configs=SimpleNamespace(xl_position=cfg), seed=-1, data=data,
+                           transforms=["xl_position"])
+    t = XLPositionTransform(full)
+    with caplog.at_level("INFO", logger="eole"):
+        t.warm_up()
+    assert f"xl_position: corpus 'train' takes pos_XL from {corpus}.xlpos (test)" in caplog.text
+    assert f"xl_position: corpus 'valid' takes pos_XL from the preorderer {pre}" in caplog.text
+
+    def ex(line, cid="train", number=None):
+        return {"src": src[line], "tgt": None, "cid": cid, "cid_line_number": line if number is None else number}
+
+    assert t.apply(ex(0), is_train=True)["xl_pos"] == [2, 0, 1]
+    assert t.apply(ex(2))["xl_pos"] == [3, 2, 1, 0]
+    assert t.apply(ex(2, number=1))["xl_pos"] == [3, 2, 1, 0]  # a strided reader's line number
+    assert t.apply(ex(0, "valid"))["xl_pos"] == t.preorderer.pos_xl(src[0].split())
+    assert t.batch_apply([(ex(1), None, "train"), (ex(0, "valid"), None, "valid")])[0][0]["xl_pos"] == [1, 0]
+    with pytest.raises(XLInputError, match=r"train.src, line 2: 3 source tokens reach xl_position, but .*xlpos has 2"):
+        t.apply({"src": "d e f", "tgt": None, "cid": "train", "cid_line_number": 1})
+    # Eole's config validates the option and stock configs leave it unset
+    assert XLPositionConfig().xl_positions_suffix is None and XLPreReorderConfig().xl_positions_suffix is None

@@ -1050,3 +1050,47 @@ def test_a_checkpoint_cut_short_by_a_kill_is_set_aside_and_training_resumes_from
     assert (jd / "model_step_30.pt.broken").read_bytes() == whole[: len(whole) // 2]
     done = json.loads((jd / "done.json").read_text())
     assert done["resumed_from"] == "model_step_20.pt" and done["parameters"] == 30  # the model trained again
+
+
+def test_crossfit_stage_writes_positions_and_seen_against_unseen_figures(tmp_path):
+    """reports/PREREG_xlpos.md, stage 1: the training split's cross-fitted positions, checked against the corpus by
+    the transform's reader, and crossfit.json's figures; tier x's jobs train on them."""
+    from onmt_xl.data import synthetic
+    from onmt_xl.errors import XLUsageError
+    from onmt_xl.experiments.evidence import TIERS, tier_main_jobs
+    from onmt_xl.experiments.stages import CROSSFIT_FOLDS
+    from onmt_xl.reorder.positions_file import read_positions
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "align").mkdir()
+    synthetic.write(synthetic.generate(120, seed=3), str(tmp_path / "data" / "train"))
+    (tmp_path / "data" / "train.align").rename(tmp_path / "align" / "train.gdfa")
+    runner = Runner(Corpus("a", "b", "c", "d"), str(tmp_path), [], preset="demo", train_steps=4, gpu=False,
+                    preorder_iterations=1)
+    runner.preorder_options = {"tiebreak_null": "none"}
+    runner.preorder = lambda pairs=None: None  # the full preorderer, trained here by hand (no test split to score)
+    from onmt_xl.align.pharaoh import read_pharaoh
+    from onmt_xl.reorder.preorderer import Preorderer
+
+    src = [l.split() for l in (tmp_path / "data" / "train.src").read_text().splitlines()]
+    Preorderer.train(src, read_pharaoh(str(tmp_path / "align" / "train.gdfa"), [len(s) for s in src]),
+                     iterations=1, tiebreak_null="none").save(str(runner.preorderer_path()))
+    runner.crossfit()
+    header, rows = read_positions(str(runner.crossfit_path()))
+    assert header.lines == len(src) == len(rows) and header.made["folds"] == CROSSFIT_FOLDS
+    assert all(sorted(r) == list(range(len(s))) for r, s in zip(rows, src))
+    figures = json.loads((tmp_path / "crossfit.json").read_text())
+    assert figures["options"] == {"tiebreak_null": "none", "iterations": 1}
+    assert figures["sample"]["sentences"] == len(src)
+    assert 0 < figures["sample"]["crossfit"]["tau"] <= 1 and 0 < figures["sample"]["full_preorderer"]["tau"] <= 1
+    stamp = runner.crossfit_path().stat().st_mtime_ns
+    runner.crossfit()  # made: not again
+    assert runner.crossfit_path().stat().st_mtime_ns == stamp
+    runner.preorder_iterations = 2
+    with pytest.raises(XLUsageError, match=r"was made with preorderer options .*delete it and crossfit.json"):
+        runner.crossfit()
+    jobs = tier_main_jobs("x", *TIERS["x"], 8000, 500, 5, 1, 10000)
+    assert [j.name for j in jobs] == [f"combination_xfit_s{s}" for s in range(1, 9)]
+    assert jobs[0].train_steps == 10000 and jobs[1].train_steps == 8000 and all(j.xl_train == "crossfit" for j in jobs)
+    cfg = runner.job_config(jobs[0])
+    assert cfg["xl_positions_suffix"] == ".xlpos" and cfg["data"]["train"]["path_src"] == str(tmp_path / "data" / "train.src")

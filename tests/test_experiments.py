@@ -230,9 +230,11 @@ def test_experiments_run_score_report_and_resume(tmp_path):
     assert "restored 2 finished job(s)" in again.stdout and "onmt_" not in again.stdout
     row = report.split("| combination |")[1].split("\n")[0]
     assert row in (rep3 / "RESULTS.md").read_text()
-    # a changed configuration is refused, naming the file
-    changed = subprocess.run([c if c != "6" else "7" for c in cmd], capture_output=True, text=True, env=run_env())
+    # a changed model is refused, naming the file, before anything is written
+    manifest_text = (wd / "manifest.json").read_text()
+    changed = subprocess.run([c if c != "demo" else "enja" for c in cmd], capture_output=True, text=True, env=run_env())
     assert changed.returncode == 2 and "config.yaml: differs" in changed.stderr
+    assert (wd / "manifest.json").read_text() == manifest_text
 
 
 def test_a_job_trained_on_a_gpu_is_the_same_job_on_a_cpu():
@@ -552,3 +554,31 @@ def test_default_layout_is_one_single_thread_job_per_cpu_without_a_gpu(tmp_path,
     assert (cpu.parallel, cpu.threads) == (4, 1)
     gpu = Runner(Corpus("a", "b", "c", "d"), str(tmp_path / "gpu"), [], preset="demo", train_steps=4, gpu=True)
     assert (gpu.parallel, gpu.threads) == (1, None)
+
+
+def test_more_steps_reopen_a_job_and_a_refused_run_writes_nothing(tmp_path):
+    """The pipeline derives validation and checkpoint steps from the steps: asking for more steps is the same model
+    trained longer, not another job; a run refused for another configuration leaves the work directory as it was."""
+    import yaml
+
+    from onmt_xl.errors import XLInputError
+    from onmt_xl.experiments.runner import Corpus, Job, Runner
+
+    job = Job("baseline", "baseline", 1)
+    short = Runner(Corpus("a", "b", "c", "d"), str(tmp_path), [job], preset="demo", train_steps=400, gpu=False)
+    cfg = short.job_config(job)
+    jd = tmp_path / "jobs" / job.name
+    jd.mkdir(parents=True)
+    (jd / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    (jd / "done.json").write_text("{}")
+    longer = Runner(Corpus("a", "b", "c", "d"), str(tmp_path), [job], preset="demo", train_steps=1200, gpu=False)
+    assert longer.job_config(job)["valid_steps"] != cfg["valid_steps"]
+    assert longer.config_problem(job) is None
+    assert longer._checked_config(job)["train_steps"] == 1200 and not (jd / "done.json").exists()
+    (jd / "done.json").write_text("{}")
+    (jd / "config.yaml").write_text(yaml.safe_dump({**cfg, "heads": 1}, sort_keys=False))
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    with pytest.raises(XLInputError, match=r"needs now in heads \(1 there, 8 now\)"):
+        longer.run(["pipeline"])
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.name != ".lock") == before
+    assert (jd / "done.json").exists() and not (tmp_path / "manifest.json").exists()

@@ -185,3 +185,53 @@ def test_paired_bootstrap_seed_is_used(monkeypatch):
     import os
 
     assert os.environ["SACREBLEU_SEED"] == "None"  # restored
+
+
+def test_pooled_variance_weights_each_system_by_its_degrees_of_freedom():
+    from onmt_xl.experiments.stats import pooled_variance
+    # variances 1 (3 values, 2 df) and 4 (2 values, 1 df): (2·1 + 1·4) / 3 = 2
+    assert pooled_variance([[1.0, 2.0, 3.0], [0.0, 2 * 2 ** 0.5]]) == (pytest.approx(2.0), 3)
+    assert pooled_variance([[5.0]]) == (None, 0)
+
+
+def test_with_seed_variance_adds_the_pooled_term_a_few_seed_side_lacks():
+    """Δ = 1.0 with a bootstrap SE of 0.3 (95 % interval 1 ± 1.96·0.3), a 2-seed side whose runs agree (v = 0) and
+    an 8-seed side: the pooled variance 0.14 adds 0.14/2 = 0.07, so SE′ = √(0.09 + 0.07) = 0.4 exactly, the interval
+    is 1 ± z·0.4 and p is the normal p of 1/0.4 = 2.5."""
+    from statistics import NormalDist
+
+    from onmt_xl.experiments.stats import with_seed_variance
+    z = NormalDist().inv_cdf(0.975)
+    out = with_seed_variance(1.0, 1 - z * 0.3, 1 + z * 0.3, 0.001, [(2, 0.0), (8, 0.5)], pooled=0.14)
+    assert out.added == pytest.approx(0.07)
+    assert (out.low, out.high) == pytest.approx((1 - z * 0.4, 1 + z * 0.4))
+    assert out.p == pytest.approx(2 * (1 - NormalDist().cdf(2.5)))  # 0.0124
+    # an asymmetric percentile interval keeps its shape: each side widens by SE′/SE
+    lop = with_seed_variance(1.0, 0.5, 1.0 + 2 * z * 0.3 - 0.5, 0.001, [(2, 0.0)], pooled=0.14)
+    assert (1.0 - lop.low) / (lop.high - 1.0) == pytest.approx(0.5 / (2 * z * 0.3 - 0.5))
+    # a side's own spread counts where it is the larger (0.10 of 0.14 seen: 0.02 added), never a narrower interval
+    assert with_seed_variance(1.0, 0.4, 1.6, 0.01, [(2, 0.10)], pooled=0.14).added == pytest.approx(0.02)
+    same = with_seed_variance(1.0, 0.4, 1.6, 0.01, [(2, 0.30), (8, 0.0)], pooled=0.14)
+    assert (same.low, same.high, same.p, same.added) == (0.4, 1.6, 0.01, 0.0)
+    # sides with 8 runs, or nothing pooled, leave the bootstrap's interval and p
+    assert with_seed_variance(1.0, 0.4, 1.6, 0.01, [(8, 0.0), (8, 0.0)], pooled=0.14).added == 0.0
+    assert with_seed_variance(1.0, 0.4, 1.6, 0.01, [(2, 0.0)], pooled=None).high == 1.6
+    # the normal p never goes below the bootstrap's
+    assert with_seed_variance(1.0, 1 - z * 0.3, 1 + z * 0.3, 0.5, [(2, 0.0)], pooled=0.14).p == 0.5
+
+
+def test_holm_interval_is_the_interval_at_holms_level_for_the_row():
+    """Δ = 1, SE 0.5 (95 % interval 1 ± 0.98): a family of one keeps the 95 % interval; the smallest of 4 p
+    (Holm p = 4p) gets the Bonferroni interval at 1 − 0.05/4; the interval holds 0 exactly where Holm p ≥ α."""
+    from statistics import NormalDist
+
+    from onmt_xl.experiments.stats import holm_interval
+    nd, z = NormalDist(), NormalDist().inv_cdf(0.975)
+    low, high = 1 - z * 0.5, 1 + z * 0.5
+    assert holm_interval(1.0, low, high, 0.0455, 0.0455) == pytest.approx((low, high))
+    z4 = nd.inv_cdf(1 - 0.05 / 8)
+    assert holm_interval(1.0, low, high, 0.0455, 4 * 0.0455) == pytest.approx((1 - z4 * 0.5, 1 + z4 * 0.5))
+    for se in (0.3, 0.45, 0.6):  # normal p of Δ/se against the interval at Holm's level, m = 3, smallest p
+        p = 2 * (1 - nd.cdf(1.0 / se))
+        lo, _ = holm_interval(1.0, 1 - z * se, 1 + z * se, p, min(1.0, 3 * p))
+        assert (lo > 0) == (min(1.0, 3 * p) < 0.05)

@@ -219,3 +219,45 @@ def test_the_noise_report_names_the_rule_its_runs_had():
 
     assert noise_rule({"versions": {"onmt_xl": "0.1.0"}}).startswith("`round(ratio·n/2)`")
     assert "in expectation" in noise_rule({"versions": {"onmt_xl": "0.2.0"}}) == noise_rule(None)
+
+
+# --- the foreign-text warning (onmt_xl.reorder.coverage) ---------------------------------------------------------
+
+
+def _foreign_warnings(caplog):
+    return [r.getMessage() for r in caplog.records if "source tokens of" in r.getMessage()]
+
+
+def test_a_preorderer_on_other_text_warns_once_per_process(trained, caplog, monkeypatch):
+    """The synthetic target language as the source: the preorderer knows none of its words. One warning with the
+    figure, the file and what to do, after the first 200 tokens; a second transform of the same process says nothing."""
+    from onmt_xl import position_source
+    from onmt_xl.data.synthetic import generate
+
+    monkeypatch.setattr(position_source, "_WARNED_FOREIGN", set())
+    corpus, path = trained
+    foreign = generate(60, seed=9).tgt
+    for _ in range(2):
+        t = make(xl_preorderer=str(path))
+        with caplog.at_level("WARNING", logger="onmt_xl.position_source"):
+            for k, src in enumerate(foreign):
+                t.apply({"src": list(src), "tgt": None, "cid": "test.ja", "cid_line_number": k})
+    [message] = _foreign_warnings(caplog)
+    assert message.startswith(f"xl_position: warning: the preorderer {path} knows only 0% of the first ")
+    assert "source tokens of test.ja" in message
+    assert "train a preorderer on this language pair's source text: onmt-xl preorder-train" in message
+
+
+def test_no_warning_on_its_own_kind_of_text(trained, caplog, monkeypatch):
+    from onmt_xl import position_source
+    from onmt_xl.data.synthetic import generate
+
+    monkeypatch.setattr(position_source, "_WARNED_FOREIGN", set())
+    corpus, path = trained
+    t = make(xl_preorderer=str(path))
+    held_out = generate(60, seed=10).src  # other sentences of the same language
+    with caplog.at_level("WARNING", logger="onmt_xl.position_source"):
+        for src in held_out:
+            t.apply({"src": list(src), "tgt": None})
+    assert t._coverage is None  # the check ran to its end
+    assert _foreign_warnings(caplog) == []

@@ -5,7 +5,9 @@
 # machine lacks it. Every call resumes (finished jobs are skipped, a killed one continues exactly from its last
 # checkpoint), so this one command picks the design up where it stopped, on this machine or a new one.
 #
-#   drift   baseline seeds 1 and 2 retrained on the current code (the control's drift check), tier e's options
+#   crossfit  stage 1: the training split's cross-fitted positions (5 folds) and crossfit.json (Kendall tau of the
+#             full preorderer and of the cross-fitted positions on the same 5,000 training sentences, seen/unseen)
+#   drift     baseline seeds 1 and 2 retrained on the current code (the control's drift check), tier e's options
 #
 # Later stages (cross-fitted positions, the source chosen on the tuning split, combination_xfit seeds 1-8) are added
 # here, each committed before its first job. Run it from a snapshot of the code and bring finished jobs back:
@@ -14,11 +16,11 @@
 #   (cd runs/queue_code && bash tools/xlpos_queue.sh status)
 #   python3 tools/collect_archive.py --from runs/queue_code/reports/decisive_jaen_xlpos --to reports/decisive_jaen_xlpos
 #
-# Env: P jobs at once (2), NICE (10), STAGES ("drift").
+# Env: P jobs at once (2), NICE (10), STAGES ("crossfit drift", in that order).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-P=${P:-2} NICE=${NICE:-10} STAGES=${STAGES:-drift}
+P=${P:-2} NICE=${NICE:-10} STAGES=${STAGES:-crossfit drift}
 FROM=runs/decisive_jaen WORK=runs/decisive_jaen_xlpos
 DESIGN=(--test-from-train 5000 --max-steps 10000 --steps 8000)
 XLPOS=(--workdir "$WORK" --archive reports/decisive_jaen_xlpos "${DESIGN[@]}")
@@ -56,8 +58,16 @@ run_stage() {  # $1: the stage's name; the rest: evidence's arguments
 [ "$STAGE" = main ] && seed_workdir
 for stage in $STAGES; do
   case $stage in
+    crossfit)
+      if [ "$STAGE" = status ]; then
+        [ -f "$WORK/crossfit.json" ] && echo "[crossfit] done: $WORK/crossfit.json" || echo "[crossfit] not done"
+      else
+        echo "[xlpos_queue] $(date -u '+%F %T') crossfit"
+        nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage prepare --crossfit "${XLPOS[@]}" \
+          || { echo "[xlpos_queue] crossfit failed ($?)" >&2; exit 1; }
+      fi ;;
     drift) run_stage drift --tier e --systems baseline --seeds 1,2 ;;
-    *) echo "xlpos_queue: unknown stage '$stage' (drift)" >&2; exit 2 ;;
+    *) echo "xlpos_queue: unknown stage '$stage' (crossfit, drift)" >&2; exit 2 ;;
   esac
 done
 [ "$STAGE" = main ] && echo "[xlpos_queue] $(date -u '+%F %T') done"

@@ -38,7 +38,8 @@ class XLTransformerEncoderConfig(TransformerEncoderConfig):
                              "(encoder_layer_style: standard, ffn_layernorm: false)")
         if self.heads_kv not in (None, self.heads):
             raise ValueError(f"encoder_type {self.encoder_type} needs heads_kv == heads (HeadXL splits Q, K and V alike)")
-        self._check_xl_heads()
+        if "heads" in self.model_fields_set:
+            self._check_xl_heads()
         return self
 
     def _check_xl_heads(self) -> None:
@@ -46,11 +47,12 @@ class XLTransformerEncoderConfig(TransformerEncoderConfig):
             raise ValueError(f"xl_heads must be in [0, heads={self.heads}], got {self.xl_heads}")
 
     def update(self, **kwargs):
-        """Eole's ``update`` (no validation): the model-level ``heads`` reaches the encoder config through it after
-        this config was validated, so τ ≤ heads is checked again here."""
+        """Eole's ``update`` (no validation). A model config validates its encoder config first, then passes it the
+        model-level values the encoder does not set (``heads`` among them) through this method, every time (Eole's
+        ``BaseModelConfig._override_values``): τ ≤ heads is checked here against the heads the model will have, and
+        at validation only where the encoder sets ``heads`` itself (else the limit would be Eole's default, 8)."""
         super().update(**kwargs)
-        if "heads" in kwargs or "xl_heads" in kwargs:
-            self._check_xl_heads()
+        self._check_xl_heads()
 
     @property
     def resolved_xl_heads(self) -> int:

@@ -10,8 +10,9 @@ or 1 (data), as the OpenNMT-py side does::
     eole train: error: bad.yaml: model.custom.encoder.xl_combination.xl_heads: Input should be a valid integer ...
 
 A ``ValidationError`` is ours when one of its errors names an ``xl_`` option, section or type (in its location or
-its message); every other exception, a stock config's mistakes included, keeps Eole's traceback (stock stays
-stock).
+its message). A corpus line that is not UTF-8, in a run that names our components, gives the file and the line
+(:mod:`onmt_xl.eole.undecodable`). Every other exception, a stock config's mistakes included, keeps Eole's traceback
+(stock stays stock).
 """
 
 from __future__ import annotations
@@ -113,6 +114,10 @@ def message(exc: BaseException) -> Optional[tuple]:
         head = f"{prog()}: error: {where + ': ' if where else ''}"
         return [head + line for line in lines], USAGE_EXIT
     err = _xl_input_error(exc)
+    if err is None:
+        from onmt_xl.eole.undecodable import corpus_error
+
+        err = corpus_error(exc)
     if err is not None:
         named = err.path is not None or err.line is not None
         return [f"{prog()}: error: {'' if named or not where else where + ': '}{err}"], exit_code(err)

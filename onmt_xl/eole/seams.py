@@ -24,12 +24,18 @@ nothing for a config that names none of our components: stock encoders, transfor
 * :func:`trainer`, :func:`translator`: the model's stock forward calls ``encoder(emb, pad_mask=...)`` only, so the
   batch's positions are fed around the calls that encode a batch (:func:`onmt_xl.channel.feeding_xl_positions`);
   in training, the encoder's auxiliary loss (ExGRE/ReFSR) joins the loss (:func:`add_encoder_loss`).
+* :func:`translator` also: Eole translates an empty source line (one empty token) into a full sentence; a prediction
+  with our components (:func:`predicts_with_ours`: our encoder or decoder, or a transform ``xl_*``) gives an empty
+  line for it instead (``n_best`` empty hypotheses, score 0), as the OpenNMT-py adapter does
+  (:mod:`onmt_xl.seams.output`): ``tensorify`` marks the batch's empty sources (``batch["xl_empty_src"]``) while
+  such a prediction runs, and ``predict_batch`` blanks their hypotheses (:func:`blank_empty_sources`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 import typing
 from typing import Union
 
@@ -37,6 +43,11 @@ from onmt_xl.channel import feeding_xl_positions
 from onmt_xl.modules.starts import reset_starts  # noqa: F401  (public here too)
 
 XL_POS_KEY = "xl_pos"
+#: batch key: the rows whose source line is empty (only while :data:`_prediction` says a prediction of ours runs)
+XL_EMPTY_KEY = "xl_empty_src"
+#: ``ours``: True while Eole's ``_predict`` runs for a model or transform pipeline of ours (this thread; Eole builds
+#: inference batches in the predicting process, ``num_workers`` 0)
+_prediction = threading.local()
 
 
 def _types(configs, field):
@@ -256,6 +267,10 @@ def tensorify_with_xl(stock, vocabs, minibatch, device, left_pad=False):
     from torch.nn.utils.rnn import pad_sequence
 
     batch = stock(vocabs, minibatch, device, left_pad)
+    if getattr(_prediction, "ours", False):
+        empty = [i for i, (ex, _) in enumerate(minibatch) if not any(str(t).strip() for t in ex["src"].get("src") or ())]
+        if empty:
+            batch[XL_EMPTY_KEY] = empty
     if not any(XL_POS_KEY in ex for ex, _ in minibatch):
         return batch
     seqs = []
@@ -317,17 +332,48 @@ def add_encoder_loss(model, loss, normalization):
     return loss + aux / normalization
 
 
+def predicts_with_ours(model, transforms) -> bool:
+    """Whether a prediction uses one of our components: the model's encoder or decoder, or a transform ``xl_*``."""
+    from onmt_xl.eole import registry
+
+    ours = (*registry.ENCODERS.values(), *registry.DECODERS.values())
+    parts = (getattr(model, "encoder", None), getattr(model, "decoder", None))
+    return any(isinstance(part, ours) for part in parts if part is not None) or any(
+        str(name).startswith("xl_") for name in (transforms or ()))
+
+
+def blank_empty_sources(prediction_batch, rows):
+    """Eole's ``predict_batch`` output with no hypothesis (an empty line each) and score 0 for ``rows``."""
+    for b in rows:
+        prediction_batch["predictions"][b] = []
+        prediction_batch["scores"][b] = [0.0] * len(prediction_batch["scores"][b])
+    return prediction_batch
+
+
 def translator() -> None:
     from eole.predict.translator import Translator
 
-    stock = Translator._run_encoder
+    stock, stock_predict, stock_batch = Translator._run_encoder, Translator._predict, Translator.predict_batch
 
     @functools.wraps(stock)
     def _run_encoder(self, batch):
         with feeding_xl_positions(batch.get(XL_POS_KEY)):
             return stock(self, batch)
 
-    Translator._run_encoder = _run_encoder
+    @functools.wraps(stock_predict)
+    def _predict(self, infer_iter, transform=None, *args, **kwargs):
+        before = getattr(_prediction, "ours", False)
+        _prediction.ours = predicts_with_ours(self.model, transform)
+        try:
+            return stock_predict(self, infer_iter, transform, *args, **kwargs)
+        finally:
+            _prediction.ours = before
+
+    @functools.wraps(stock_batch)
+    def predict_batch(self, batch, *args, **kwargs):
+        return blank_empty_sources(stock_batch(self, batch, *args, **kwargs), batch.get(XL_EMPTY_KEY, ()))
+
+    Translator._run_encoder, Translator._predict, Translator.predict_batch = _run_encoder, _predict, predict_batch
 
 
 #: Eole module -> the seam applied right after it has executed

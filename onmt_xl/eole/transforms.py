@@ -12,6 +12,9 @@ models below). The preorderer file is a transform *artifact*: Eole copies it int
 and rewrites the path to ``${MODEL_PATH}/FILE``, so ``eole predict`` and ``eole serve`` find it with the model.
 ``xl_source: align`` reads the corpus' ``path_align`` (or ``xl_align_path``, e.g. test-side alignments: an oracle
 upper bound for analysis only). Either transform must be the last one that changes the source tokens.
+``xl_positions_suffix: SUFFIX``: a corpus of ``data`` whose ``path_src + SUFFIX`` exists (``onmt-xl positions``, e.g.
+cross-fitted) takes its positions from that file, checked against the corpus (the shared
+:class:`~onmt_xl.position_source.PrecomputedPositions`); ``eole predict`` input keeps the preorderer.
 
 Segmentation guard: ``warm_up`` refuses a preorderer trained on another segmentation than the one Eole's sub-word
 transforms listed before ours give (:mod:`onmt_xl.eole.segmentation`, per corpus or the top-level ``transforms``);
@@ -26,7 +29,7 @@ import random
 from eole.transforms.transform import Transform, TransformConfig
 
 from onmt_xl.eole import registry
-from onmt_xl.eole.segmentation import check_pipeline
+from onmt_xl.eole.segmentation import _get, check_pipeline
 from onmt_xl.eole.fields import annotation, field
 from onmt_xl.errors import XLUsageError
 from onmt_xl.position_source import DEFAULT_SEED, XL_POS_KEY, XLPositionSource  # noqa: F401  (XL_POS_KEY public)
@@ -40,6 +43,7 @@ class XLPreReorderConfig(TransformConfig):
         "xl_preorderer", note="A model artifact: Eole copies it into the model directory.")
     xl_align_path: annotation("xl_align_path") = field("xl_align_path")
     xl_cache_size: annotation("xl_cache_size") = field("xl_cache_size")
+    xl_positions_suffix: annotation("xl_positions_suffix") = field("xl_positions_suffix")
 
 
 class XLPositionConfig(XLPreReorderConfig):
@@ -54,7 +58,8 @@ class _XLSourceTransform(XLPositionSource, Transform):
         self.xl_preorderer = cfg.xl_preorderer  # an artifact: Eole copies it into the model directory
         self.artifacts = ["xl_preorderer"]
         path = os.path.expandvars(cfg.xl_preorderer) if cfg.xl_preorderer else None  # ${MODEL_PATH}/... at inference
-        self._set_source(cfg.xl_source, path, cfg.xl_align_path, cfg.xl_cache_size, getattr(cfg, "xl_noise", 0.0))
+        self._set_source(cfg.xl_source, path, cfg.xl_align_path, cfg.xl_cache_size, getattr(cfg, "xl_noise", 0.0),
+                         getattr(cfg, "xl_positions_suffix", None))
         self.preorderer = None
 
     def _option(self, name: str) -> str:
@@ -69,9 +74,29 @@ class _XLSourceTransform(XLPositionSource, Transform):
         if self.source == "preorderer" and not self.preorderer_path:
             raise XLUsageError(None, None, f"{self.xl_name} needs {self._option('xl_preorderer')} (a file from "
                                            "`onmt-xl preorder-train`)")
+        _note_first_pass(self)
         self._load_source()
         if self.source == "preorderer":
             check_pipeline(self.preorderer.segmentation, self.preorderer_path, self.full_config, self.xl_name)
+        self._load_precomputed(self._corpora())
+
+    def _log(self, line: str) -> None:
+        from eole.utils.logging import logger
+
+        logger.info(line)
+
+    def _corpora(self):
+        """``(corpus id, path_src, transforms)`` of each corpus of ``data`` (none at ``eole predict``)."""
+        cfg = self.full_config
+        data = _get(cfg, "data")
+        if not isinstance(data, dict):
+            return []
+        default = list(_get(cfg, "transforms") or [])
+        out = []
+        for cid, corpus in data.items():
+            names = _get(corpus, "transforms") if corpus is not None else None
+            out.append((cid, _get(corpus, "path_src"), default if names is None else list(names)))
+        return out
 
     @staticmethod
     def _tokens(src):
@@ -81,11 +106,28 @@ class _XLSourceTransform(XLPositionSource, Transform):
     def batch_apply(self, batch, is_train=False, **kwargs):
         """Eole applies transforms to a whole bucket at once: its preorderer cache misses are parsed in one
         compiled call (:meth:`~onmt_xl.position_source.XLPositionSource._prefilled`), then each example as usual."""
-        with self._prefilled([self._tokens(example["src"]) for example, _, _ in batch]):
+        with self._prefilled([self._tokens(example["src"]) for example, _, _ in batch
+                              if not self._has_precomputed(example)]):
             return super().batch_apply(batch, is_train=is_train, **kwargs)
 
     def _repr_args(self):
         return f"xl_source={self.source!r}, xl_preorderer={self.xl_preorderer!r}, xl_noise={self.noise}"
+
+
+_NOTED = set()  # transform names whose first-pass note this process has logged
+
+
+def _note_first_pass(transform) -> None:
+    """One log line per process and transform (issue 77: ``eole build_vocab`` ran 71 s without a word): where the
+    time of a first pass over a corpus goes. Eole's own output is unchanged."""
+    if transform.source != "preorderer" or transform.xl_name in _NOTED:
+        return
+    _NOTED.add(transform.xl_name)
+    from eole.utils.logging import logger
+
+    logger.info(f"{transform.xl_name}: the preorderer parses each new source sentence once per process (then "
+                f"cached, up to {transform.cache_size:,} sentences): a first pass over a corpus (eole build_vocab, the first "
+                f"epoch) is slower than later ones")
 
 
 class XLPositionTransform(_XLSourceTransform):

@@ -51,7 +51,8 @@ DATA = "${DATA}"  # the corpus' directory
 SITE_PACKAGES = "${SITE_PACKAGES}"  # Python's package directory
 JOB_FILES = ("config.yaml", "commands.sh", "train.log", "translate_seconds.json", "sim.json", "curve.jsonl")
 TEXT_WITH_PATHS = ("config.yaml", "commands.sh", "manifest.json")
-RUN_FILES = ("manifest.json", "preorderer.json", "preorder_spread.jsonl")  # the last: tools/preorder_spread.py
+RUN_FILES = ("manifest.json", "preorderer.json", "preorder_spread.jsonl",  # the last: tools/preorder_spread.py
+             "crossfit.json")  # the cross-fitted positions' figures (onmt_xl.experiments.stages: crossfit)
 #: the scores of preorderers trained on the first N pairs, and where a system trained on to its plateau stands (evidence)
 RUN_FILE_PATTERNS = ("preorderer_*.json", "plateau_*.json")
 ALIGN_SPLITS = ("test", "valid", "tune", "train")  # tune: runs with a tuning split; train last: its file marks the align stage as done

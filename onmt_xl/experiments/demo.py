@@ -8,6 +8,13 @@ the paired-bootstrap p-value against the baseline. ``--framework eole`` runs the
 (:mod:`onmt_xl.experiments.eole_demo`). ``pipeline`` takes raw text (:mod:`onmt_xl.experiments.tokenization`):
 the scores are sacrebleu's standard ones on the detokenized output, with their signatures, and the summary ends
 with the commands that translate new raw text with a trained model and serve it.
+
+Before any model trains, both check that the preorderer clearly beats the monotone order on the validation pairs
+(:mod:`onmt_xl.reorder.monotone_check`) and print one line with the figures. Where it does not, XL PE has little to
+gain: with ``--if-monotone stop`` (the default) the run ends there, exit status 0, before the vocabularies and any
+training (a rerun with ``--if-monotone train`` resumes from there); ``train`` trains the systems all the same. Runs
+of ``--systems`` none of which uses the preorderer (``baseline`` alone) never stop. The figures go to
+``monotone_check.json``, the manifest and the summary.
 """
 
 from __future__ import annotations
@@ -54,6 +61,10 @@ def summary(res: Dict[str, Any]) -> str:
              f"Kendall tau {p.get('tau', nan):.4f} (monotone order {p.get('monotone_tau', nan):.4f}), "
              f"exact match {p.get('exact_match', nan):.3f}"]
     signed = None
+    if "monotone_check" in res:
+        from onmt_xl.reorder.monotone_check import MonotoneCheck
+
+        lines.append(MonotoneCheck.from_dict(res["monotone_check"]).format())
     for name, e in res["jobs"].items():
         t = e["variants"].get("test", {})
         signed = signed or (t if "bleu_signature" in t else None)
@@ -81,7 +92,10 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
                     train_steps=args.train_steps, beam_size=args.beam_size, gpu={"auto": None, "yes": True, "no": False}[args.gpu],
                     parallel=args.parallel, preorder_iterations=args.preorder_iterations,
                     tokenize=getattr(args, "tokenize", None), subword_size=getattr(args, "subword_size", None))
+    runner.before_training = lambda: runner.monotone_gate(args.systems, args.if_monotone)
     res = runner.run(sys.argv[1:])
+    if res is None:  # stopped by the monotone check, which said why
+        return 0
     say(f"results: {runner.path('results.json')}\n" + summary(res) + next_steps(runner, args.systems))
     return 0
 
@@ -154,6 +168,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="train and translate on the GPU: auto = when torch sees one (default auto)")
     p.add_argument("--parallel", type=int, default=None,
                    help="systems trained at once (default: one per CPU without a GPU, 1 with a GPU)")
+    p.add_argument("--if-monotone", choices=("stop", "train"), default="stop",
+                   help="when the preorderer does not clearly beat the monotone order on the validation pairs (XL PE "
+                   "has little to gain): stop before any training, exit status 0, or train all the same (default stop)")
 
 
 def add_subcommands(sub) -> None:

@@ -138,6 +138,9 @@ class EoleDemo:
         pre = self.runner.path("preorderer.json")
         if pre.exists():
             out["preorderer"] = json.loads(pre.read_text())
+        check = self.runner.path("monotone_check.json")
+        if check.exists():
+            out["monotone_check"] = json.loads(check.read_text())
         for s, hyp in hyps.items():
             if len(hyp) != len(ref):
                 raise ValueError(f"{self.root / 'hyp' / (s + '.test')}: {len(hyp)} lines but {len(ref)} references")
@@ -166,6 +169,8 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
     runner.tokenize(runner.tokenize_as, runner.subword_size)  # onmt-xl pipeline: raw text (tokenization.py)
     runner.align()
     runner.preorder()
+    if runner.monotone_gate(args.systems, args.if_monotone):
+        return 0
     res = EoleDemo(runner, args.systems).run()
     from onmt_xl.experiments.usage import next_steps
 

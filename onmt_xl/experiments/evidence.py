@@ -27,6 +27,7 @@ split is scored once per finished model.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import re
@@ -68,6 +69,8 @@ TIERS = {
     # Relative PE, Ding et al. 2020 Tab. 2's other baseline, for the decisive split, where tier a does not run
     # (reports/PREREG_decisive_baselines.md: tiers c, i and h against the design's baseline runs)
     "i": (("relative_pe",), (1, 2)),
+    # reports/PREREG_xlpos.md: Combination trained on cross-fitted positions (SYSTEM_xfit_sSEED), seeds 1-8
+    "x": (("combination",), (1, 2, 3, 4, 5, 6, 7, 8)),
 }
 TAU_SWEEP = (0, 1, 3, 4)  # HeadXL's xl_heads besides the default 2 of tier a (heads 4 in the enja preset)
 ORACLE_SYSTEMS = ("combination", "prereorder")  # tier c: also trained on oracle indices (upper bound)
@@ -148,6 +151,9 @@ def tier_main_jobs(tier: str, systems: Sequence[str], seeds: Sequence[int], *arg
     sweep, the noise attack and Combination's first seed again (:data:`RERUN_SYSTEMS`; the other arguments as
     :func:`main_jobs`'s)."""
     d = tier == "d"
+    if tier == "x":
+        return [dataclasses.replace(j, name=f"{j.system}_xfit_s{j.seed}", xl_train="crossfit")
+                for j in main_jobs(systems, seeds, *args, **kwargs)]
     return main_jobs(systems, seeds, *args, oracle_systems=ORACLE_SYSTEMS if tier == "c" else (),
                      tau_sweep=TAU_SWEEP if d else (), noise=NOISE_RATIOS if d else (),
                      rerun=RERUN_SYSTEMS if d else (), **kwargs)
@@ -374,6 +380,7 @@ def run_evidence(args) -> int:
     if args.stage == "prepare":  # the splits, alignments, preorderers and vocabularies, no training
         runner.jobs = []
         runner.extra_preorder_pairs = _ints(args.preorder_pairs)
+        runner.want_crossfit = args.crossfit
         runner.run(sys.argv[1:])
         return 0
     if args.stage == "plateau-status":
@@ -553,7 +560,7 @@ def add_evidence(sub) -> None:
     p.add_argument("--seed", type=int, default=1, help="training seed of the learning-curve jobs (default 1)")
     p.add_argument("--steps", type=int, help="--stage main/status/aer: steps of every model (where the validation "
                    "BLEU of the learning curve stops rising)")
-    p.add_argument("--tier", type=tiers_option, default="a", metavar="{a,b,c,d,e,f,g,h,i}[,...]",
+    p.add_argument("--tier", type=tiers_option, default="a", metavar="{a,b,c,d,e,f,g,h,i,x}[,...]",
                    help="--stage main/status/aer (and report with --systems or --seeds): a = baseline, Relative PE, "
                         "InXL, HeadXL, Combination, seeds 1-3; b = baseline and Combination, seeds 1-3 (run it on "
                         "the reversed corpus); c = encoder-free, DiSAN, REs, ExGRE, ReFSR, pre-reordering, seeds "
@@ -561,7 +568,8 @@ def add_evidence(sub) -> None:
                         "HeadXL and the noise attack on Combination, seed 1; e, f, g = the decisive design "
                         "(reports/PREREG_decisive.md): baseline and Combination, then HeadXL, then InXL, seeds 1-5; h = the rest "
                         "of Tab. 4: encoder-free with no, relative and InXL PE, and the LSTM, seeds 1-2; i = Relative PE, "
-                        "seeds 1-2 (with c and h on the decisive split, reports/PREREG_decisive_baselines.md). "
+                        "seeds 1-2 (with c and h on the decisive split, reports/PREREG_decisive_baselines.md); x = Combination on "
+                        "cross-fitted training positions, seeds 1-8 (reports/PREREG_xlpos.md). "
                         "Several tiers joined by commas (a,c,d) "
                         "run in one call, tier after tier, so no job slot idles at a tier's end")
     p.add_argument("--systems", help="--stage main/aer/report: comma-separated systems (default: the tier's; "
@@ -572,6 +580,9 @@ def add_evidence(sub) -> None:
                    help="--stage main: also Combination with preorderers trained on the first N training pairs, for "
                         "each N of this comma-separated list (e.g. 10000,25000), to measure what preorderer quality buys; "
                         "--stage prepare: train and score those preorderers")
+    p.add_argument("--crossfit", action="store_true",
+                   help="--stage prepare: also the cross-fitted training positions and their figures (crossfit.json; "
+                        "reports/PREREG_xlpos.md), which tier x's jobs train on")
     p.add_argument("--preorder-seeds", default="1,2", help="--stage main: seeds of those runs (default 1,2)")
     p.add_argument("--average", type=int, default=5, help="--stage main: checkpoints averaged (onmt_average_models)")
     p.add_argument("--only", help="comma-separated job names (e.g. baseline_s1) to restrict the stage to")

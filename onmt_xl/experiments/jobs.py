@@ -27,7 +27,7 @@ import yaml
 from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.configs import LEGACY_INXL_INIT, config, uses_inxl
 from onmt_xl.experiments.curve import checkpoints
-from onmt_xl.experiments.plan import Job
+from onmt_xl.experiments.plan import XLPOS_SUFFIX, Job
 from onmt_xl.experiments.stock import count_checkpoint_parameters, read_lines, say, stock
 from onmt_xl.experiments.systems import SYSTEMS
 from onmt_xl.names import LEGACY_NOTE, upgrade_config
@@ -39,6 +39,9 @@ DEVICE_OPTIONS = ("gpu_ranks", "world_size", "xl_cpu_precision")  # xl_cpu_preci
 #: what every job trains with: onmt_xl's CPU kernels (the same for every system, so comparisons stay fair) and
 #: RNG states in every checkpoint, so that a killed job resumes exactly
 RUN_OPTIONS = {"xl_cpu_kernels": "fast", "xl_exact_resume": True}
+#: when a job validates, checkpoints and reports: a job asked for more steps may change them (the pipeline derives
+#: them from the steps) and stays the same model, so they are not part of what a changed configuration is judged on
+SCHEDULE_OPTIONS = ("valid_steps", "save_checkpoint_steps", "keep_checkpoint", "report_every")
 
 #: The source file each variant translates (others: ``test.VARIANT.src``, the swapped-word sets).
 VARIANT_SOURCES = {"test": "test.src", "oracle": "test.src", "test_align": "test.src", "gold_align": "gold.src",
@@ -69,14 +72,15 @@ def whole_checkpoints(jd: Path, name: str) -> List[Path]:
 
 
 def _identity(cfg: Dict[str, Any]) -> Dict[str, Any]:
-    """A job configuration without :data:`DEVICE_OPTIONS` and ``train_steps`` (what a changed configuration is
-    judged on; ``train_steps`` may grow: the job resumes to them), legacy names read as the new ones (a job
+    """A job configuration without :data:`DEVICE_OPTIONS`, :data:`SCHEDULE_OPTIONS` and ``train_steps`` (what a
+    changed configuration is judged on; ``train_steps`` may grow: the job resumes to them), legacy names read as the new ones (a job
     configured before the ``xl_`` prefix is the same job), and InXL's start spelled out as it was trained: one
     configured before the configurations named it started from :data:`~onmt_xl.experiments.configs.LEGACY_INXL_INIT`."""
     cfg = upgrade_config(cfg)
     if uses_inxl(cfg) and "xl_inxl_init" not in cfg:
         cfg["xl_inxl_init"] = LEGACY_INXL_INIT
-    return {k: v for k, v in cfg.items() if k not in DEVICE_OPTIONS + tuple(RUN_OPTIONS) + ("train_steps",)}
+    return {k: v for k, v in cfg.items()
+            if k not in DEVICE_OPTIONS + tuple(RUN_OPTIONS) + SCHEDULE_OPTIONS + ("train_steps",)}
 
 
 def _differences(old: Dict[str, Any], new: Dict[str, Any], shown: int = 3) -> str:
@@ -175,6 +179,10 @@ class JobStages:
         cfg.update(RUN_OPTIONS)  # every system alike
         if job.preorder_pairs and "xl_preorderer" in cfg:
             cfg["xl_preorderer"] = str(self.preorderer_path(job.preorder_pairs))
+        if job.xl_train == "crossfit":  # reports/PREREG_xlpos.md: the training split's positions are cross-fitted
+            if not SYSTEMS[job.system].uses_preorderer:
+                raise ValueError(f"job {job.name}: xl_train=crossfit needs an XL or pre-reordering system")
+            cfg["xl_positions_suffix"] = XLPOS_SUFFIX
         if job.xl_train == "align":
             if not SYSTEMS[job.system].uses_preorderer:
                 raise ValueError(f"job {job.name}: xl_train=align needs an XL or pre-reordering system")
@@ -233,19 +241,32 @@ class JobStages:
             tmp.replace(out)
         return out
 
+    def config_problem(self, job: Job) -> Optional[XLUsageError]:
+        """Why ``job``'s configuration cannot go on from ``jobs/NAME/config.yaml`` (what it was trained with), or
+        None: another model, or fewer steps. Reads only."""
+        cfg_path = self.path("jobs", job.name, "config.yaml")
+        if not cfg_path.exists():
+            return None
+        cfg = self.job_config(job)
+        old = yaml.safe_load(cfg_path.read_text(encoding="utf-8"))
+        was, now = _identity(old), _identity(cfg)
+        if was == now and cfg["train_steps"] >= old["train_steps"]:
+            return None
+        what = _differences(was, now) or f"train_steps ({old['train_steps']} there, {cfg['train_steps']} now: fewer steps)"
+        return XLUsageError(str(cfg_path), None, f"differs from what job {job.name} needs now in {what}: use another "
+                            "--workdir, or delete that job directory to retrain it")
+
     def _checked_config(self, job: Job) -> Dict[str, Any]:
-        """The job's configuration; refuses one that differs from ``jobs/NAME/config.yaml`` (what it was trained with)."""
+        """The job's configuration; refuses one that differs from ``jobs/NAME/config.yaml`` (:meth:`config_problem`);
+        more steps than it was trained to reopen a finished job, which resumes from its last checkpoint."""
+        problem = self.config_problem(job)
+        if problem is not None:
+            raise problem
         cfg = self.job_config(job)
         cfg_path = self.path("jobs", job.name, "config.yaml")
         if not cfg_path.exists():
             return cfg
         old = yaml.safe_load(cfg_path.read_text(encoding="utf-8"))
-        was, now = _identity(old), _identity(cfg)
-        if was != now or cfg["train_steps"] < old["train_steps"]:
-            what = _differences(was, now) or \
-                f"train_steps ({old['train_steps']} there, {cfg['train_steps']} now: fewer steps)"
-            raise XLUsageError(str(cfg_path), None, f"differs from what job {job.name} needs now in {what}: use another "
-                               "--workdir, or delete that job directory to retrain it")
         if cfg["train_steps"] > old["train_steps"] and self.path("jobs", job.name, "done.json").exists():
             last = max(checkpoints(self.path("jobs", job.name)), default=None)
             start = f"from its step-{last} checkpoint" if last else "again from step 0 (none of its checkpoints is here)"

@@ -10,19 +10,25 @@ Output: Markdown and its JSON.
 
 Each claim is a difference the paper reports (its figure on its own data, ``effect``, in BLEU or AER points; the
 sign is the claimed direction), measured here as a difference of the same two systems with a 95 % interval from the
-seed-pooled paired bootstrap and a Holm-corrected p within its family (both from the evidence report). Verdicts:
+seed-pooled paired bootstrap (the evidence report's), read by :mod:`onmt_xl.experiments.row_intervals`: a side with
+fewer than 8 seed runs carries the seed variance pooled over the study's systems with the most runs, Holm is
+recomputed within each family with those p, and each row gets its **Holm-adjusted interval** (the interval at the
+level Holm tests the row at, α · p / Holm p). Every verdict reads that one interval:
 
-- **reproduced**: significant in the claimed direction (Holm p < α; for a family of one the interval must also
-  exclude 0, as the preregistration decides by the interval);
-- **reversed**: significant against the claimed direction;
-- **not reproduced**: not significant, and the interval excludes an effect of the paper's size;
-- **not measurable at this scale**: the interval holds both 0 and the paper's effect;
+- **reproduced**: it excludes 0 on the claimed side;
+- **reversed**: it excludes 0 on the other side;
+- **not reproduced**: it holds 0 and excludes an effect of the paper's size;
+- **not measurable at this scale**: it holds both 0 and the paper's effect;
 - **not run yet**: no converged run of a system it needs (the tier that trains it is named);
 - attention AER only: **not measurable here** where neither system's attention aligns better than diagonal links.
 
 A *reproduced* row also says how its size compares with the paper's figure (measured on other data and models, so
-descriptive only): **smaller than the paper's** where the paper's figure lies beyond the interval's far end,
-**larger than the paper's** where it lies short of the near end, nothing where the interval holds it.
+descriptive only): **smaller than the paper's** where the paper's figure lies beyond the adjusted interval's far
+end, **larger than the paper's** where it lies short of the near end, nothing where the interval holds it. A row one
+of whose systems scores below half the study baseline's BLEU is labelled **far from trained** (its verdict kept).
+
+The tally counts claims, not rows: a claim measured again (the LSTM at its plateau) is counted once, by its first
+row.
 
 Tab. 3 is measured against the gold links first (the paper's protocol; the claim's verdict), then against the test
 pairs' eflomal links (in domain, but noisy, and the preorderer behind the XL systems' positions learnt from the same
@@ -40,11 +46,12 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from onmt_xl.experiments import row_intervals
 from onmt_xl.experiments.evidence_report import ORDERINGS, pair_name
 from onmt_xl.experiments.paper_figures import (C19, C20, CHEN19_TAB3_JAEN, CHEN20_FIG2_JAEN, CHEN20_TAB1_JAEN, D,
                                                DING_BIG_ENDE, DING_TAB2_JAEN, DING_TAB3_ENDE, DING_TAB4_ENDE, fig, gain)
 from onmt_xl.experiments.plan import AER_SYSTEMS
-from onmt_xl.experiments.stats import holm
+from onmt_xl.experiments.stats import FULL_SEEDS, holm
 
 PAPERS = {D: "cross-lingual position representations (XL PE)", C19: "reordering embeddings",
           C20: "explicit reordering (ExGRE, ReFSR)"}
@@ -54,17 +61,23 @@ AT_CHANCE = "not measurable here: attention no better than diagonal links"
 INTERIM = " (interim)"
 PARTIAL = " (partial)"
 SMALLER, LARGER = "smaller than the paper's", "larger than the paper's"
+UNTRAINED = "comparison system far from trained"
 ALPHA, POWER = 0.05, 0.8
-#: which study answers a claim, best first: the decisive design where it measured the comparison (its addendum with
-#: InXL's tuned start, the current default, first; then the same split's runs on a lent GPU), then the CPU study,
-#: then the GPU route's work directories of tiers c/h and d (reports/EVIDENCE.md, tools/gpu_evidence.sh)
-STUDY_ORDER = ("decisive_tuned", "decisive", "decisive_gpu", "jaen", "jaen_gpu", "jaen_gpu_d")
+#: which study answers a claim, best first: the preregistered decisive design where it measured the comparison,
+#: then its addendum with InXL's tuned start (a second look, set up after the design's result was known), then the
+#: same split's runs on a lent GPU, then the CPU study, then the GPU route's work directories of tiers c/h and d
+#: (reports/EVIDENCE.md, tools/gpu_evidence.sh)
+STUDY_ORDER = ("decisive", "decisive_tuned", "decisive_gpu", "jaen", "jaen_gpu", "jaen_gpu_d")
 #: what each study is, for the report's list of studies
 STUDY_TEXT = {
-    "decisive_tuned": "the decisive design's addendum, `reports/PREREG_decisive_tuned.md`: Combination with InXL's "
-                      "tuned start, `absolute` (the default), against the design's baseline runs",
+    "decisive_tuned": "the decisive design's addendum, `reports/PREREG_decisive_tuned.md`, a second look set up after "
+                      "the design's result was known: Combination with InXL's tuned start, `absolute` (the default), "
+                      "against the design's baseline runs, which trained on older code (before later option renames "
+                      "and the numba thread-pool fix of `b72fcc0`; one tuned seed retrained on another machine); rows "
+                      "say *control on older code*",
     "decisive": "the preregistered decisive design, `reports/PREREG_decisive.md`: Combination, HeadXL and InXL with "
-                "InXL's `identity` start; on its split, the other papers' systems "
+                "InXL's `identity` start, which the tuning split then rejected (`reports/TUNING.md`; rows with "
+                "InXL say so); on its split, the other papers' systems "
                 "(`reports/PREREG_decisive_baselines.md`: `identity` in tiers c and d, the default start in tier h)",
     "jaen": "the ja→en study: tier a, and tier c's first runs",
     "enja": "the en→ja study, tier b, with InXL's `identity` start",
@@ -72,7 +85,26 @@ STUDY_TEXT = {
     "decisive_gpu": "the decisive split's tiers c, i and h trained on a lent GPU with their own baseline runs",
     "decisive_gpu_d": "the decisive split's tier d trained on a lent GPU with its own default runs"}
 #: the two preregistered primary comparisons of the decisive question (the design, its addendum): Holm over both
-PRIMARY_STUDIES, PRIMARY_SYSTEM = ("decisive_tuned", "decisive"), "combination"
+PRIMARY_STUDIES, PRIMARY_SYSTEM = ("decisive", "decisive_tuned"), "combination"
+#: the order of events behind the two primaries (``git log`` of the reports named; dates UTC), for the report's
+#: paragraph on the decisive question
+ADDENDUM_HISTORY = (
+    "the design's result at k = 8 was committed on 2026-11-27 at 16:55 (`1ef8b5a`, `reports/DECISIVE_jaen.md`); "
+    "the tuning that rejected the `identity` start landed at 18:50 (`b72fcc0`, `reports/TUNING.md`; that morning "
+    "`TUNING.md` still said the decisive design keeps the defaults it was preregistered with); the addendum, "
+    "`reports/PREREG_decisive_tuned.md`, was committed at 19:06 (`3a43119`), before any of its jobs trained")
+#: what a study's rows need said beside them (``systems``: the rows with any of them; ``None``: every row)
+ROW_NOTES: Dict[str, Tuple[Optional[frozenset], str]] = {
+    "decisive": (frozenset({"inxl", "combination"}),
+                 "InXL's `identity` start, rejected by tuning"),
+    "decisive_tuned": (None, "control on older code"),
+}
+#: runs planned but not queued yet (issue 78); the report names them under *What is missing*, without a result
+PLANNED = (
+    "InXL with the default (tuned) start, 8 seeds, on the decisive split: the design's InXL rows test the `identity` "
+    "start the tuning split rejected",
+    "more seeds for the rows with 2 seeds per system (here their intervals carry the pooled seed variance instead)",
+    "2 baseline seeds on current code, beside the addendum's control that ran on older code")
 
 
 @dataclass(frozen=True)
@@ -80,7 +112,7 @@ class PaperClaim:
     """One finding of a paper: ``effect`` is its figure for the difference (``None``: a trend without one figure),
     ``kind`` how it is measured (``baseline``: a system against the baseline; ``pair``: system ``a`` against ``b``;
     ``aer``: Δ attention AER against the baseline, in points; ``tau``/``noise``: the sweeps), ``tier`` the study's
-    tier that trains what it needs."""
+    tier that trains what it needs; ``repeat``: the claim above measured again (the tally counts it once)."""
 
     paper: str
     where: str
@@ -90,6 +122,7 @@ class PaperClaim:
     a: str = ""
     b: str = "baseline"
     tier: str = "a"
+    repeat: bool = False
 
 
 T2, T3, T4, R3, E1 = DING_TAB2_JAEN, DING_TAB3_ENDE, DING_TAB4_ENDE, CHEN19_TAB3_JAEN, CHEN20_TAB1_JAEN
@@ -140,7 +173,7 @@ CLAIMS: Tuple[PaperClaim, ...] = (
                "(preregistered)", gain(T4, "encoder_free_inxl", "lstm"), "pair", "encoder_free_inxl", "lstm", tier="h"),
     PaperClaim(D, "Tab. 4", f"The same, the LSTM trained on to its own plateau (a deviation: "
                "`reports/PREREG_decisive_baselines.md`)", gain(T4, "encoder_free_inxl", "lstm"), "pair",
-               "encoder_free_inxl", PLATEAU_LSTM, tier=PLATEAU_STAGE),
+               "encoder_free_inxl", PLATEAU_LSTM, tier=PLATEAU_STAGE, repeat=True),
     PaperClaim(D, "Fig. 3", "BLEU peaks at an intermediate τ: τ = 0 and τ = H both score below τ = H/2", None, "tau",
                tier="d"),
     PaperClaim(D, "Fig. 4", "Noisier training XL indices lower BLEU (noise is no regulariser)", None, "noise",
@@ -179,6 +212,10 @@ class Measured:
     at_chance: bool = False  # attention AER: both systems align no better than diagonal links
     interim: bool = False  # the decisive design before the seeds its precision rule requires
     partial: bool = False  # jobs of the row's systems, or of its Holm family's, not finished yet
+    adj_low: float = 0.0  # the Holm-adjusted interval, which the verdict reads (row_intervals)
+    adj_high: float = 0.0
+    carried: bool = False  # the interval and p carry the pooled seed variance (a side with few seeds)
+    notes: Tuple[str, ...] = ()  # what the row needs said beside it: ROW_NOTES, a system far from trained
 
 
 def smallest_detectable(low: float, high: float, m: int, alpha: float = ALPHA, power: float = POWER) -> float:
@@ -189,12 +226,14 @@ def smallest_detectable(low: float, high: float, m: int, alpha: float = ALPHA, p
     return (z.inv_cdf(1 - alpha / (2 * max(1, m))) + z.inv_cdf(power)) * se
 
 
-def verdict(delta: float, low: float, high: float, p_holm: float, m: int, effect: Optional[float],
-            direction: int, alpha: float = ALPHA) -> str:
-    """The module docstring's rule; ``direction``: the claimed sign (+1 or −1), ``effect`` the paper's figure."""
-    significant = p_holm < alpha and (m > 1 or low > 0 or high < 0)
-    if significant:
-        return REPRODUCED if delta * direction > 0 else REVERSED
+def verdict(low: float, high: float, effect: Optional[float], direction: int) -> str:
+    """The module docstring's rule on one interval, the Holm-adjusted [``low``, ``high``]; ``direction``: the claimed
+    sign (+1 or −1), ``effect`` the paper's figure."""
+    near, far = (low, high) if direction > 0 else (-high, -low)
+    if near > 0:
+        return REPRODUCED
+    if far < 0:
+        return REVERSED
     if size_vs_paper(low, high, effect, direction) == SMALLER:  # the interval excludes an effect of the paper's size
         return NOT_REPRODUCED
     return NOT_MEASURABLE
@@ -240,33 +279,56 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
             continue
         interim = interim_design(report)
         pending = _left_in(left, report, "systems")
+        read = row_intervals.read(report, ALPHA)
+        notes = _row_notes(study, (claim.a, claim.b))
+
+        def measured(label: str, key: Tuple[str, str], c: Dict[str, Any], m: int, scale: float = 1.0,
+                     **kw: Any) -> Measured:
+            r = read[key]
+            return Measured(label, scale * r.delta, scale * r.low, scale * r.high, r.p_holm, m, _runs(c),
+                            adj_low=scale * r.adj_low, adj_high=scale * r.adj_high, carried=r.carried, **kw)
+
         if claim.kind == "baseline":
             c = report.get("comparisons", {}).get(claim.a)
             if c:
                 # the family as declared (a member left out of the report until its runs finish), else as reported
                 family = ((report.get("families_declared") or {}).get(c.get("family"))
                           or (report.get("family_members") or {}).get(c.get("family")) or [claim.a])
-                out.append(Measured(study, c["delta"], c["low"], c["high"], c["p_holm"],
-                                    _family_size(report, c.get("family")), _runs(c), interim=interim,
-                                    partial=bool(pending & {claim.a, *family})))
+                out.append(measured(study, ("comparisons", claim.a), c, _family_size(report, c.get("family")),
+                                    interim=interim, partial=bool(pending & {claim.a, *family}),
+                                    notes=notes + _untrained(report, (claim.a,))))
         elif claim.kind == "pair":
-            pairs = report.get("pairs", {})
-            if pair_name(claim.a, claim.b) not in pairs:  # a pair against a system at its plateau: its own family
-                pairs = report.get("plateau_pairs", {})
+            key = "pairs"
+            if pair_name(claim.a, claim.b) not in report.get(key, {}):  # against a system at its plateau: own family
+                key = "plateau_pairs"
+            pairs = report.get(key, {})
             c = pairs.get(pair_name(claim.a, claim.b))
             if c:
-                out.append(Measured(study, c["delta"], c["low"], c["high"], c["p_holm"], len(pairs), _runs(c),
-                                    interim=interim, partial=bool(pending & {claim.a, claim.b, *ordering_sides(report)})))
+                out.append(measured(study, (key, pair_name(claim.a, claim.b)), c, len(pairs), interim=interim,
+                                    partial=bool(pending & {claim.a, claim.b, *ordering_sides(report)}),
+                                    notes=notes + _untrained(report, (claim.a, claim.b))))
         elif claim.kind == "aer":
             for key, label in AER_REFERENCES:
                 aer = report.get(key) or {}
                 c = aer.get("comparisons", {}).get(claim.a)
                 if c:
                     # Holm runs over every system of Tab. 3 the report has runs of: one still training can move p
-                    out.append(Measured(f"{study}, {label}", 100 * c["delta"], 100 * c["low"], 100 * c["high"],
-                                        c["p_holm"], len(aer["comparisons"]), _runs(c), _at_chance(aer, claim),
-                                        interim, bool(pending & {claim.a, *AER_SYSTEMS})))
+                    out.append(measured(f"{study}, {label}", (key, claim.a), c, len(aer["comparisons"]), 100.0,
+                                        at_chance=_at_chance(aer, claim), interim=interim,
+                                        partial=bool(pending & {claim.a, *AER_SYSTEMS}), notes=notes))
     return out
+
+
+def _row_notes(study: str, systems: Sequence[str]) -> Tuple[str, ...]:
+    """:data:`ROW_NOTES`' note for ``study`` where the row compares any of its systems."""
+    which, note = ROW_NOTES.get(study, (frozenset(), ""))
+    return (note,) if note and (which is None or which & set(systems)) else ()
+
+
+def _untrained(report: Dict[str, Any], systems: Sequence[str]) -> Tuple[str, ...]:
+    """The label of a row one of whose ``systems`` is far from trained (:func:`row_intervals.far_from_trained`)."""
+    return tuple(f"{UNTRAINED} ({name} {mean:.1f} vs the baseline's {base:.1f} BLEU)"
+                 for name, mean, base in row_intervals.far_from_trained(report, systems))
 
 
 def _left_in(left: Optional[Dict[str, Dict[str, Any]]], report: Optional[Dict[str, Any]], key: str) -> Any:
@@ -318,17 +380,21 @@ def _sweep(report: Dict[str, Any], setting: str) -> Optional[Dict[str, Any]]:
 
 
 def sweep_verdict(claim: PaperClaim, report: Optional[Dict[str, Any]], heads: int) -> Tuple[str, str]:
-    """The τ sweep (both ends below τ = H/2, each significantly: reproduced; either end significantly above: not
-    reproduced) and the noise attack (the noisiest point significantly below the clean run: reproduced; any noisy
-    point significantly above it: not reproduced); else not measurable. Without the default setting's run, or (τ)
-    without both ends, not run yet; the figure then names what is missing. Returns (figure, verdict)."""
+    """The τ sweep (both ends below τ = H/2, each significantly: reproduced; either end significantly above:
+    reversed) and the noise attack (the noisiest point significantly below the clean run: reproduced; any noisy
+    point significantly above it: reversed); else not measurable. *Significantly*: the point's Holm-adjusted
+    interval against the default run excludes 0, with the seed variance carried (one run a point,
+    :mod:`row_intervals`). Without the default setting's run, or (τ) without both ends, not run yet; the figure then
+    names what is missing. Returns (figure, verdict)."""
     sweep = _sweep(report or {}, _SWEEPS[claim.kind])
     points = sweep["points"] if sweep else []
     others = [p for p in points if not p.get("default")]
     if not others:
         return "–", NOT_RUN
+    read = row_intervals.read(report or {}, ALPHA)
+    at = {p["setting"]: read[f"sweep:{sweep.get('setting')}", p["setting"]] for p in points if "vs_default" in p}
     figure = ", ".join(f"{p['setting']}: {p['test_bleu']:.2f}" + (
-        f" ({p['vs_default']['delta']:+.2f}, Holm p {p['vs_default']['p_holm']:.3f})" if "vs_default" in p else "")
+        f" ({at[p['setting']].delta:+.2f}, Holm p {at[p['setting']].p_holm:.3f})" if p["setting"] in at else "")
         for p in points)
     missing = [] if any(p.get("default") for p in points) else [
         f"the default's run{' ' + sweep['default_job'] if sweep.get('default_job') else ''}"]
@@ -337,10 +403,8 @@ def sweep_verdict(claim: PaperClaim, report: Optional[Dict[str, Any]], heads: in
         missing += [f"τ = {e}" for e in ends if e not in {p["setting"] for p in others}]
     if missing:
         return figure + f" ({' and '.join(missing)} needed)", NOT_RUN
-    below = {p["setting"]: p["vs_default"]["p_holm"] < ALPHA and p["vs_default"]["delta"] < 0
-             for p in others if "vs_default" in p}
-    above = [p["setting"] for p in others if "vs_default" in p and p["vs_default"]["p_holm"] < ALPHA
-             and p["vs_default"]["delta"] > 0]
+    below = {setting: r.adj_high < 0 for setting, r in at.items()}
+    above = [setting for setting, r in at.items() if r.adj_low > 0]
     if claim.kind == "tau":
         if any(e in above for e in ends):
             return figure, REVERSED
@@ -391,7 +455,7 @@ def rows(studies: Dict[str, Dict[str, Any]], heads: int,
     for claim in CLAIMS:
         entry: Dict[str, Any] = {"paper": claim.paper, "where": claim.where, "claim": claim.text,
                                  "effect": claim.effect, "unit": "AER points" if claim.kind == "aer" else "BLEU",
-                                 "tier": claim.tier, "measured": []}
+                                 "tier": claim.tier, "repeat": claim.repeat, "measured": []}
         if claim.kind in ("tau", "noise"):
             study = next((n for n in SWEEP_STUDIES if _sweep(studies.get(n) or {}, _SWEEPS[claim.kind])
                           and len(_sweep(studies[n], _SWEEPS[claim.kind])["points"]) > 1), SWEEP_STUDIES[0])
@@ -403,17 +467,21 @@ def rows(studies: Dict[str, Dict[str, Any]], heads: int,
             default_tier = (_left_in(left, report, "job_tiers") or {}).get(
                 (_sweep(report or {}, _SWEEPS[claim.kind]) or {}).get("default_job"))
             tiers = [claim.tier] + ([default_tier] if v == NOT_RUN and default_tier not in (None, claim.tier) else [])
-            entry["measured"].append({"study": study, "figure": figure, "verdict": v, "tiers": tiers})
+            entry["measured"].append({"study": study, "figure": figure, "verdict": v, "tiers": tiers,
+                                      "notes": list(_row_notes(study, ("headxl",) if claim.kind == "tau"
+                                                                else ("combination",)))})
             entry["verdict"], entry["tiers"] = v, tiers
         else:
             direction = -1 if (claim.effect or 0) < 0 else 1
             for m in measure(claim, studies, left):
-                v = AT_CHANCE if m.at_chance else verdict(m.delta, m.low, m.high, m.p_holm, m.m, claim.effect, direction)
+                v = AT_CHANCE if m.at_chance else verdict(m.adj_low, m.adj_high, claim.effect, direction)
                 entry["measured"].append({
                     "study": m.study, "delta": m.delta, "low": m.low, "high": m.high, "p_holm": m.p_holm, "m": m.m,
+                    "adj_low": m.adj_low, "adj_high": m.adj_high, "seed_variance_pooled": m.carried,
                     "runs": m.runs, "detectable": smallest_detectable(m.low, m.high, m.m),
                     "verdict": v + (INTERIM if m.interim else "") + (PARTIAL if m.partial else ""),
-                    "size": size_vs_paper(m.low, m.high, claim.effect, direction) if v == REPRODUCED else None})
+                    "size": size_vs_paper(m.adj_low, m.adj_high, claim.effect, direction) if v == REPRODUCED else None,
+                    "notes": list(m.notes)})
             pending = [] if entry["measured"] else _plateau_pending(claim, studies)
             entry["measured"] += pending
             entry["verdict"] = entry["measured"][0]["verdict"] if entry["measured"] else NOT_RUN
@@ -432,8 +500,10 @@ def primaries(studies: Dict[str, Dict[str, Any]]) -> Optional[Dict[str, Dict[str
     if not all(found.values()):
         return None
     corrected = holm({s: c["p"] for s, c in found.items()})
-    return {s: {"delta": c["delta"], "low": c["low"], "high": c["high"], "p": c["p"], "p_holm": corrected[s]}
-            for s, c in found.items()}
+    decisions = {s: (((studies[s].get("decisive") or {}).get("rows") or {}).get(PRIMARY_SYSTEM) or {}).get("decision")
+                 for s in found}
+    return {s: {"delta": c["delta"], "low": c["low"], "high": c["high"], "p": c["p"], "p_holm": corrected[s],
+                "decision": decisions[s] or [c.get("verdict", "")]} for s, c in found.items()}
 
 
 def build(studies: Dict[str, Dict[str, Any]], heads: int,
@@ -442,8 +512,12 @@ def build(studies: Dict[str, Dict[str, Any]], heads: int,
     claims = rows(studies, heads, jobs_left(progress))
     tally: Dict[str, int] = {}
     for c in claims:
-        tally[c["verdict"]] = tally.get(c["verdict"], 0) + 1
+        if not c["repeat"]:  # one verdict per claim: a claim measured again counts once, by its first row
+            tally[c["verdict"]] = tally.get(c["verdict"], 0) + 1
+    untrained = sum(1 for c in claims if not c["repeat"] and c["measured"]
+                    and any(n.startswith(UNTRAINED) for n in c["measured"][0].get("notes", [])))
     return {"studies": {k: _study_facts(v) for k, v in studies.items()}, "claims": claims, "tally": tally,
+            "claims_counted": sum(tally.values()), "far_from_trained": untrained,
             "heads": heads, "alpha": ALPHA, "power": POWER, "primaries": primaries(studies),
             "corrections": corrections(studies, heads), "progress": list(progress)}
 
@@ -483,6 +557,10 @@ def _study_facts(report: Dict[str, Any]) -> Dict[str, Any]:
                                         "families_declared", "orderings")}
     if interim_design(report):
         facts["interim"] = {k: report["decisive"][k] for k in ("seeds", "extended_seeds")}
+    variance, df = row_intervals.pooled_seed_variance(
+        [row_intervals.bleu_values(report, n) or [] for n in (report.get("systems") or {})])
+    if variance is not None:
+        facts["pooled_seed_sd"], facts["pooled_seed_df"] = variance ** 0.5, df
     return facts
 
 
@@ -503,9 +581,14 @@ def corrections(studies: Dict[str, Dict[str, Any]], heads: int) -> List[str]:
             out.append(f"By-reordering halves, {name}, Holm p per cell (more / less reordered half): "
                        + "; ".join(cells) + ". This split was added after the 3-seed results: exploratory.")
     out.append("Tiers a (ja→en) and b (en→ja) are separate Holm families; en→ja's one comparison is corrected alone.")
+    carve = ((studies.get("decisive") or {}).get("decisive") or {}).get("carve") or {}
+    share = (f" `dev` is {carve['test_given']:,} of the decisive design's {carve['test_after']:,} test pairs "
+             f"({carve['test_given'] / carve['test_after']:.0%}); `reports/PREREG_decisive.md`'s sentence that no "
+             "choice was ever made on those pairs is false, and its erratum says so."
+             if carve.get("test_given") and carve.get("test_after") else "")
     out.append("Choices made on the test split: the preorderer's base options were chosen on `dev` (the study's test "
                "split) in earlier rounds (`reports/PREORDER_HISTORY.md`); the tuning split only re-tested one-option "
-               "changes. InXL's start and HeadXL's τ were settled on the ja→en tuning split, 3 seeds each, by the rule "
+               f"changes.{share} InXL's start and HeadXL's τ were settled on the ja→en tuning split, 3 seeds each, by the rule "
                "of `reports/TUNING.md`: InXL now starts from `absolute` (`identity` before), tier (a)'s InXL systems "
                "retrain with it (their `identity` runs: `reports/evidence_jaen_inxl_identity`); the decisive design "
                "and en→ja keep `identity`, the start they were run with.")
@@ -549,14 +632,27 @@ def markdown(report: Dict[str, Any]) -> str:
           "(d 256, 3+3 layers, 8,000 steps, the average of the last 5 checkpoints). *Δ* is the same difference here, "
           "mean over seeds, with the 95 % interval of the seed-pooled paired bootstrap over test sentences. "
           "*Holm p* is corrected within the row's family (*m* comparisons). *detectable* is the smallest true "
-          f"difference the row would detect with {report['power']:.0%} power at α/m. Verdicts follow one rule "
-          "(module docstring): *reproduced* (significant in the paper's direction), *reversed*, *not reproduced* "
-          "(not significant, and the interval excludes the paper's figure), *not measurable at this scale* (the "
-          "interval holds both 0 and the paper's figure), *not run yet*; a *reproduced* row adds *smaller* or *larger "
-          "than the paper's* where its interval lies short of or beyond the paper's figure (other data and models: "
-          "descriptive only). *(partial)*: jobs of the row's systems, or of "
-          "another system of its Holm family, are not finished yet (*What is missing*), so its figure, *m*, Holm p "
-          "and verdict can still move.", ""]
+          f"difference the row would detect with {report['power']:.0%} power at α/m.", "",
+          f"**Few seeds.** With two runs a system's seed variance is estimated on one degree of freedom, and the "
+          f"bootstrap, resampling those runs, barely sees it. So a side with fewer than {FULL_SEEDS} runs carries "
+          "instead the seed variance pooled over the same study's systems with the most runs (8 in the decisive "
+          f"design and its addendum; {_pooled_text(report)}; AER rows pool AER the same way): Δ's variance grows by max(0, s²_pooled − v)/k for that side (k "
+          "runs, v the plug-in variance of its own runs), the interval widens about Δ by the ratio of the standard "
+          "errors (the bootstrap's Δ taken as normal), p becomes the normal p (never below the bootstrap's), and Holm "
+          "is recomputed within the family. Such rows say *seed variance pooled* beside their seeds "
+          "(`onmt_xl/experiments/row_intervals.py`, `stats.with_seed_variance`).", "",
+          "**One verdict rule on one interval.** Every verdict reads the *Holm-adjusted interval*: Δ's interval at "
+          "the level Holm tests the row at (α · p / Holm p: α/m for the smallest p of m, α for a family of one), so it "
+          "holds 0 exactly where Holm p ≥ α. *reproduced*: it excludes 0 on the paper's side; *reversed*: on the "
+          "other side; *not reproduced*: it holds 0 and excludes the paper's figure; *not measurable at this scale*: "
+          "it holds both; *not run yet*. A *reproduced* row adds *smaller* or *larger than the paper's* where that "
+          "interval lies short of or beyond the paper's figure (other data and models: descriptive only). A row one "
+          f"of whose systems scores below {row_intervals.UNTRAINED_SHARE:.0%} of the study baseline's BLEU is "
+          f"labelled *{UNTRAINED}*; its verdict stands but says little about the claim. *(partial)*: jobs of the "
+          "row's systems, or of another system of its Holm family, are not finished yet (*What is missing*), so its "
+          "figure, *m*, Holm p and verdict can still move.", ""]
+    if report.get("primaries"):  # the decisive question's answer leads, before how to read the rows
+        md[4:4] = _primaries_markdown(report["primaries"]) + [""]
     md += ["Studies:"]
     for name, f in facts.items():
         md.append(f"- **{name}**: " + (f"{STUDY_TEXT[name]}; " if name in STUDY_TEXT else "")
@@ -565,27 +661,31 @@ def markdown(report: Dict[str, Any]) -> str:
                   + (f" **Interim**: {f['interim']['seeds']} seeds per system of the {f['interim']['extended_seeds']} "
                      "its preregistered precision rule requires (`reports/PREREG_decisive.md`); its verdicts are "
                      "marked *(interim)*." if f.get("interim") else ""))
-    md += ["", "Tally: " + ", ".join(f"{k} {v}" for k, v in sorted(report["tally"].items())) + ".", ""]
+    md += ["", f"Tally, one verdict per claim ({report['claims_counted']} claims; a claim measured again counts once, "
+           "by its first row, its first study): " + ", ".join(f"{k} {v}" for k, v in sorted(report["tally"].items()))
+           + "." + (f" Of these, {report['far_from_trained']} answered against a {UNTRAINED}."
+                    if report["far_from_trained"] else ""), ""]
     for paper, topic in PAPERS.items():
         md += [f"## {paper}: {topic}", "",
-               "| where | claim | paper's Δ | study | Δ [95 % CI] | Holm p (m) | detectable | verdict |",
-               "| --- | --- | ---: | --- | --- | --- | ---: | --- |"]
+               "| where | claim | paper's Δ | study | Δ [95 % CI] | Holm-adjusted CI | Holm p (m) | detectable | verdict |",
+               "| --- | --- | ---: | --- | --- | --- | --- | ---: | --- |"]
         for c in (c for c in report["claims"] if c["paper"] == paper):
             unit = " pt" if c["unit"] == "AER points" and c["effect"] is not None else ""
             head = f"| {c['where']} | {c['claim']} | {_fmt(c['effect'])}{unit} "
             if not c["measured"]:
-                md.append(head + f"| – | – | – | – | {NOT_RUN} ({_tiers(c['tiers'])}) |")
+                md.append(head + f"| – | – | – | – | – | {NOT_RUN} ({_tiers(c['tiers'])}) |")
             for m in c["measured"]:
+                notes = "".join(f"; {n}" for n in m.get("notes", []))
                 if "figure" in m:
-                    md.append(head + f"| {m['study']} | {m['figure']} | – | – | {m['verdict']}"
-                              + (f" ({_tiers(m['tiers'])})" if m["verdict"] == NOT_RUN else "") + " |")
+                    md.append(head + f"| {m['study']} | {m['figure']} | – | – | – | {m['verdict']}"
+                              + (f" ({_tiers(m['tiers'])})" if m["verdict"] == NOT_RUN else "") + notes + " |")
                 else:
-                    md.append(head + f"| {m['study']} ({m['runs']}) | {m['delta']:+.2f} [{m['low']:+.2f}, "
-                              f"{m['high']:+.2f}] | {m['p_holm']:.3f} ({m['m']}) | {m['detectable']:.2f} | "
-                              f"{m['verdict']}" + (f"; {m['size']}" if m.get("size") else "") + " |")
+                    runs = m["runs"] + ("; seed variance pooled" if m.get("seed_variance_pooled") else "")
+                    md.append(head + f"| {m['study']} ({runs}) | {m['delta']:+.2f} [{m['low']:+.2f}, "
+                              f"{m['high']:+.2f}] | [{m['adj_low']:+.2f}, {m['adj_high']:+.2f}] | "
+                              f"{m['p_holm']:.3f} ({m['m']}) | {m['detectable']:.2f} | "
+                              f"{m['verdict']}" + (f"; {m['size']}" if m.get("size") else "") + notes + " |")
                 head = "| | | "
-        if paper == D and report.get("primaries"):
-            md += _primaries_markdown(report["primaries"])
         md.append("")
     md += ["## Corrections after the independent audit", ""] + [f"- {c}" for c in report["corrections"]] + [""]
     md += ["## What is missing", ""]
@@ -599,7 +699,9 @@ def markdown(report: Dict[str, Any]) -> str:
                "plan). Their only figures are the 1,500-step runs of `reports/RESULTS.md`, which answer nothing about "
                "convergence.", ""]
     else:
-        md += ["Nothing: every row has its verdict from finished runs, and no tier has a job left.", ""]
+        md += ["Every row has its verdict from finished runs, and no tier has a job left.", ""]
+    md += ["Planned, not queued yet (no result exists; the rows above do not use them): "
+           + "; ".join(PLANNED) + ".", ""]
     if any(c["verdict"] == NOT_RUN and c["tier"] == PLATEAU_STAGE for c in report["claims"]):
         md += ["The LSTM trained on to its own plateau (`onmt-xl evidence --stage plateau`, "
                "`onmt_xl/experiments/plateau.py`) trains last, after tiers f, g and a (`tools/study_queue.sh`); its "
@@ -614,12 +716,24 @@ def markdown(report: Dict[str, Any]) -> str:
     return "\n".join(md)
 
 
-def _primaries_markdown(found: Dict[str, Dict[str, float]]) -> List[str]:
-    cells = [f"{s} {c['delta']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}], p {c['p']:.3f}, Holm p {c['p_holm']:.3f}"
-             for s, c in found.items()]
-    return ["", "The decisive question was asked twice, each time preregistered: Combination against the baseline "
-            "with InXL's `identity` start (`decisive`) and with its tuned start (`decisive_tuned`). Each row's verdict "
-            "follows its own preregistered rule; over the two primaries, Holm gives: " + "; ".join(cells) + "."]
+def _primaries_markdown(found: Dict[str, Dict[str, Any]]) -> List[str]:
+    def cell(s: str) -> str:
+        c = found[s]
+        return (f"{c['delta']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}], p {c['p']:.3f} (Holm over the two "
+                f"primaries {c['p_holm']:.3f}): \"{'; '.join(c['decision'])}\"")
+    return ["**The decisive question.** The preregistered answer is the design's (`decisive`, "
+            "`reports/PREREG_decisive.md`): Combination with InXL's `identity` start against the baseline, "
+            f"{cell('decisive')}. A second look, also preregistered but set up after that result was known "
+            f"(`decisive_tuned`: {ADDENDUM_HISTORY}), asked it again with InXL's tuned start: {cell('decisive_tuned')}. "
+            "Each keeps its own preregistered rule; the second look does not replace the first. In the table below "
+            "the design's row comes first, the addendum's beside it."]
+
+
+def _pooled_text(report: Dict[str, Any]) -> str:
+    """The pooled seed standard deviation of test BLEU per study, as the report used it."""
+    cells = [f"{name} {f['pooled_seed_sd']:.2f} BLEU ({f['pooled_seed_df']} degrees of freedom)"
+             for name, f in report["studies"].items() if f.get("pooled_seed_sd") is not None]
+    return "pooled sd " + ", ".join(cells) if cells else "none pooled"
 
 
 def load_studies(paths: Dict[str, Path]) -> Dict[str, Dict[str, Any]]:

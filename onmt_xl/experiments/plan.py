@@ -29,10 +29,16 @@ SIM_SYSTEMS = ("exgre", "refsr", "exgre_literal")  # the last: Eq. 9 as written,
 # --- the plan --------------------------------------------------------------------------------------
 
 
+#: a job trained on cross-fitted positions reads those of ``data/train.src`` from ``data/train.src`` + this
+#: (``-xl_positions_suffix``; :meth:`onmt_xl.experiments.stages.DataStages.crossfit` writes them)
+XLPOS_SUFFIX = ".xlpos"
+
+
 @dataclass
 class Job:
     """One trained model. ``xl_train``: where its training XL indices (or reordered sources) come from:
-    the preorderer, or ``align`` = the BTG oracle of the training alignments (oracle upper bound)."""
+    the preorderer, ``align`` = the BTG oracle of the training alignments (oracle upper bound), or ``crossfit`` =
+    cross-fitted preorderers' (``reports/PREREG_xlpos.md``; validation and translation: the preorderer)."""
 
     name: str
     system: str

@@ -63,6 +63,7 @@ class Runner(DataStages, JobStages):
         #: ``--tokenize`` and ``--subword-size`` (:meth:`DataStages.tokenize`); None: the input is tokenized
         self.tokenize_as, self.subword_size = tokenize, subword_size
         self.extra_preorder_pairs: Sequence[int] = ()  # preorderers on the first N pairs beyond the jobs' own
+        self.want_crossfit = False  # the cross-fitted training positions even where no job trains on them
         self.time_budget_s = None if time_budget_min is None else 60.0 * time_budget_min
         steps = train_steps or config("baseline", str(self.workdir), None, preset)["train_steps"]
         self.train_steps = steps
@@ -84,6 +85,8 @@ class Runner(DataStages, JobStages):
         self._run_index: Optional[int] = None  # this run's entry in the manifest's ``runs``
         self._jobs_done: List[str] = []
         self.after_job: Optional[Callable[[Job], None]] = None  # called once a job is trained, translated and archived
+        #: called once the preorderers are trained, before the vocabularies: a reason to stop there, or None
+        self.before_training: Optional[Callable[[], Optional[str]]] = None
         self.started = time.perf_counter()
 
     def path(self, *parts: str) -> Path:
@@ -243,8 +246,9 @@ class Runner(DataStages, JobStages):
         if restored:
             say(f"restored {len(restored)} finished job(s) from {self.archive}: {', '.join(restored)}")
 
-    def prepare(self) -> None:
-        """The stages before training: data, alignment, preorderer, vocabularies."""
+    def prepare(self) -> Optional[str]:
+        """The stages before training: data, alignment, preorderer, vocabularies; stops before the vocabularies
+        and returns the reason when :attr:`before_training` gives one."""
         self.stage_data()
         self.tokenize(self.tokenize_as, self.subword_size)
         self.align()
@@ -253,19 +257,33 @@ class Runner(DataStages, JobStages):
         self.preorder()
         for pairs in sorted({job.preorder_pairs for job in self.jobs if job.preorder_pairs} | set(self.extra_preorder_pairs)):
             self.preorder(pairs)
+        if self.want_crossfit or any(job.xl_train == "crossfit" for job in self.jobs):
+            self.crossfit()
         if self.archive is not None:  # the preorderers' scores, before any job has finished
             save_run(self.workdir, self.archive, data=self.corpus_dir())
+        stop = self.before_training() if self.before_training is not None else None
+        if stop:
+            return stop
         self.vocab()
+        return None
 
-    def run(self, argv: Sequence[str] = ()) -> Dict[str, Any]:
-        """The whole chain; returns :func:`onmt_xl.experiments.scoring.collect` of the jobs (also in ``results.json``)."""
+    def run(self, argv: Sequence[str] = ()) -> Optional[Dict[str, Any]]:
+        """The whole chain; returns :func:`onmt_xl.experiments.scoring.collect` of the jobs (also in ``results.json``),
+        or ``None`` when :attr:`before_training` stopped it (recorded in the manifest's run)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         if getattr(self, "_lock", None) is None:  # held for the process's lifetime: a second run keeps it
             self._lock = self._lock_workdir()
         self.restore_archive()
+        for job in self.jobs:  # a refused run changes nothing: no manifest entry, no job reopened
+            problem = self.config_problem(job)
+            if problem is not None:
+                raise problem
         self.write_manifest(argv)
         self._record_run(started=time.strftime("%Y-%m-%d %H:%M:%S"), parallel=self.parallel, status="running", jobs_done=[])
-        self.prepare()
+        stop = self.prepare()
+        if stop:
+            self._record_run(status=f"stopped before training: {stop}")
+            return None
         stopped = self._run_jobs()
         self._record_run(status="stopped by the time budget" if stopped else "finished", stopped_before=stopped)
         if self.archive is not None:

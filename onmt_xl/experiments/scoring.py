@@ -178,6 +178,9 @@ def collect(workdir: Path, jobs: Sequence[Job]) -> Dict[str, Any]:
     pre = workdir / "preorderer.json"
     if pre.exists():
         out["preorderer"] = json.loads(pre.read_text())
+    check = workdir / "monotone_check.json"  # demo and pipeline only
+    if check.exists():
+        out["monotone_check"] = json.loads(check.read_text())
     for job in jobs:
         info = _job_info(workdir, job)
         if info is not None:

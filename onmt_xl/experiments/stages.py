@@ -10,6 +10,7 @@ Each writes its outputs under the work directory and is skipped when they exist,
                (:mod:`onmt_xl.experiments.tokenization`); ``tokenization.json``
     align/     eflomal grow-diag-final-and of test+valid[+tune]+train, one run    align
     preorderer.xlp, preorderer.json (tau on the tuning split, and on test)        preorder
+    monotone_check.json (the preorderer against the monotone order, validation)   monotone_check (demo, pipeline)
     vocab.src, vocab.tgt                                                   vocab
 """
 
@@ -22,15 +23,20 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import yaml
 
 from onmt_xl.errors import XLInputError, XLUsageError
 from onmt_xl.experiments.configs import config
-from onmt_xl.experiments.plan import SWAP_RATIOS, swap_words
+from onmt_xl.experiments.plan import SWAP_RATIOS, XLPOS_SUFFIX, swap_words
 from onmt_xl.experiments.tokenization import Tokenization
 from onmt_xl.experiments.stock import read_lines, say, stock, write_lines
+
+#: ``reports/PREREG_xlpos.md``: folds of the cross-fitted training positions, and the training sentences (the first
+#: ones) on which the full preorderer, which saw them, is compared with the cross-fitted positions
+CROSSFIT_FOLDS = 5
+SEEN_SAMPLE = 5000
 
 
 @dataclass
@@ -373,6 +379,94 @@ class DataStages:
             result["links"] = "gold"
         say(f"preorderer on the {split} split ({'gold' if gold else 'eflomal'} links):\n" + scores.format())
         return result
+
+    def crossfit_path(self) -> Path:
+        """The training split's cross-fitted positions (``-xl_positions_suffix`` :data:`XLPOS_SUFFIX` reads them)."""
+        return self.path("data", "train.src" + XLPOS_SUFFIX)
+
+    def crossfit(self) -> None:
+        """Cross-fitted training positions (``reports/PREREG_xlpos.md``, stage 1): every training sentence's
+        ``pos_XL`` from a preorderer trained, with ``preorder_options``, on the other :data:`CROSSFIT_FOLDS` − 1
+        folds (:func:`onmt_xl.reorder.crossfit.crossfit_positions`), in :meth:`crossfit_path`; ``crossfit.json``:
+        their Kendall tau on every training sentence, and on the first :data:`SEEN_SAMPLE` of them beside the
+        full preorderer's on the same sentences (which it trained on: seen against unseen)."""
+        from onmt_xl.align.pharaoh import read_pharaoh
+        from onmt_xl.reorder.crossfit import FOLD_RULE, crossfit_positions, predict_positions, score
+        from onmt_xl.reorder.positions_file import PositionsHeader, scan_corpus, write_positions
+        from onmt_xl.reorder.preorderer import Preorderer
+
+        out, figures_path = self.crossfit_path(), self.path("crossfit.json")
+        options = dict(self.preorder_options)
+        if self.preorder_iterations is not None:
+            options["iterations"] = self.preorder_iterations
+        if out.exists() and figures_path.exists():
+            made = json.loads(figures_path.read_text()).get("options")
+            if made != options:
+                raise XLUsageError(str(out), None, f"was made with preorderer options {json.dumps(made)}, this run "
+                                   f"asks for {json.dumps(options)}: delete it and {figures_path.name} to make it again")
+            return
+        src = [l.split() for l in read_lines(self.path("data", "train.src"))]
+        tgt = [l.split() for l in read_lines(self.path("data", "train.tgt"))]
+        links = read_pharaoh(str(self.path("align", "train.gdfa")), [len(s) for s in src], [len(t) for t in tgt])
+        say(f"cross-fitting the training positions: {CROSSFIT_FOLDS} preorderers on {len(src)} pairs")
+        t0 = time.perf_counter()
+        positions, figures = crossfit_positions(src, tgt, links, CROSSFIT_FOLDS, options,
+                                                threads=self.threads or 0)
+        seconds = time.perf_counter() - t0
+        scan = scan_corpus(str(self.path("data", "train.src")))
+        made = {"method": "crossfit", "folds": CROSSFIT_FOLDS, "fold_rule": FOLD_RULE, "options": options}
+        partial = out.with_name(out.name + ".partial")
+        write_positions(str(partial), PositionsHeader("train.src", scan.lines, scan.sha256, made), positions)
+        sample = [k for k in range(min(SEEN_SAMPLE, len(src))) if src[k] and tgt[k]]
+        full = Preorderer.load(str(self.preorderer_path()))
+        own = predict_positions(full, [src[k] for k in sample])
+        seen = score(own, [src[k] for k in sample], [links[k] for k in sample], range(len(sample)))
+        unseen = score(positions, src, links, sample)
+        result = {"folds": CROSSFIT_FOLDS, "fold_rule": FOLD_RULE, "options": options, "seconds": seconds,
+                  "crossfit": figures.to_dict(),
+                  "sample": {"sentences": len(sample), "what": f"the first {SEEN_SAMPLE} training pairs",
+                             "full_preorderer": {"tau": seen.tau, "exact_match": seen.exact_match},
+                             "crossfit": {"tau": unseen.tau, "exact_match": unseen.exact_match},
+                             "monotone_tau": seen.monotone_tau, "oracle_tau": seen.oracle_tau}}
+        say(f"cross-fitted positions: Kendall tau {figures.tau:.4f} on the {len(src)} training pairs; on the first "
+            f"{len(sample)}: the full preorderer (seen) {seen.tau:.4f}, cross-fitted (unseen) {unseen.tau:.4f}")
+        figures_path.write_text(json.dumps(result, indent=2))
+        partial.replace(out)
+
+    def monotone_check(self):
+        """The preorderer (``preorderer.xlp``) against the monotone order on the validation pairs with both sides
+        non-empty, eflomal links (held out, and not the test set, which scores the systems;
+        :mod:`onmt_xl.reorder.monotone_check`). Computed on every run (seconds), written to ``monotone_check.json``
+        and the manifest; returns the :class:`~onmt_xl.reorder.monotone_check.MonotoneCheck`."""
+        from onmt_xl.align.pharaoh import read_pharaoh
+        from onmt_xl.reorder.monotone_check import check_monotone
+        from onmt_xl.reorder.oracle import target_ranks
+        from onmt_xl.reorder.preorderer import Preorderer
+
+        src = [l.split() for l in read_lines(self.text_path("valid", "src"))]  # the tokens the links index
+        tgt = read_lines(self.text_path("valid", "tgt"))
+        links = read_pharaoh(str(self.path("align", "valid.gdfa")), [len(s) for s in src])
+        keep = [k for k, (s, t) in enumerate(zip(src, tgt)) if s and t.split()]
+        model = Preorderer.load(str(self.preorderer_path()))
+        check = check_monotone(model.reorder_batch([src[k] for k in keep]),
+                               [target_ranks(len(src[k]), links[k]) for k in keep], "validation pairs")
+        self.path("monotone_check.json").write_text(json.dumps(check.to_dict(), indent=2))
+        self._manifest_update(monotone_check=check.to_dict())
+        return check
+
+    def monotone_gate(self, systems: Sequence[str], if_monotone: str = "stop") -> Optional[str]:
+        """Print the :meth:`monotone_check` line; the reason to stop before training when the preorderer does not
+        clearly beat the monotone order, ``if_monotone`` is ``"stop"`` and one of ``systems`` uses the preorderer;
+        else ``None``."""
+        from onmt_xl.experiments.systems import SYSTEMS
+
+        check = self.monotone_check()
+        say(check.format())
+        if check.beats or if_monotone != "stop" or not any(SYSTEMS[s].uses_preorderer for s in systems):
+            return None
+        say("stopped before training any model (--if-monotone stop, the default); every stage done so far is kept: "
+            "to train the systems all the same, run the same command with --if-monotone train")
+        return "the preorderer does not clearly beat the monotone order on the validation pairs"
 
     def vocab(self) -> None:
         if self.path("vocab.tgt").exists():

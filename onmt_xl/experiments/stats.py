@@ -1,4 +1,5 @@
-"""Statistics over seeds and sentences: mean ± sd, a seed-pooled paired bootstrap of ΔBLEU, Holm's correction.
+"""Statistics over seeds and sentences: mean ± sd, a seed-pooled paired bootstrap of ΔBLEU, Holm's correction, and
+the two readings of a bootstrap interval the papers' report uses (:func:`with_seed_variance`, :func:`holm_interval`).
 
 A comparison of two systems trained with several seeds each has two sources of chance: which sentences the
 test set holds, and which seed a model was trained with. :func:`seed_pooled_bootstrap` resamples both in
@@ -16,10 +17,15 @@ import statistics
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from statistics import NormalDist
+
 import numpy as np
 
 #: the bootstrap seed when none is given; the report records the one it used
 DEFAULT_SEED = 12345
+#: a side with fewer seed runs than this has its seed variance taken from the pooled estimate
+#: (:func:`with_seed_variance`); the decisive design's precision rule settled on 8 seeds per system
+FULL_SEEDS = 8
 
 
 def mean_sd(values: Sequence[float]) -> Tuple[float, Optional[float]]:
@@ -153,6 +159,74 @@ def seed_pooled_bootstrap(system: Sequence[Sequence[str]], baseline: Sequence[Se
     sys_stats = np.stack([bleu_statistics(h, refs) for h in system])
     base_stats = np.stack([bleu_statistics(h, refs) for h in baseline])
     return pooled_bootstrap(sys_stats, base_stats, bleu_from_statistics, n_samples, seed, confidence)
+
+
+def pooled_variance(groups: Sequence[Sequence[float]]) -> Tuple[Optional[float], int]:
+    """The pooled sample variance of several groups, Σ (kᵢ − 1) sᵢ² / Σ (kᵢ − 1), and its degrees of freedom
+    Σ (kᵢ − 1); ``(None, 0)`` when no group has two values."""
+    df = sum(len(g) - 1 for g in groups if len(g) > 1)
+    if df == 0:
+        return None, 0
+    return sum((len(g) - 1) * statistics.variance(g) for g in groups if len(g) > 1) / df, df
+
+
+def _z(confidence: float) -> float:
+    return NormalDist().inv_cdf(0.5 + confidence / 2)
+
+
+def scale_interval(delta: float, low: float, high: float, factor: float) -> Tuple[float, float]:
+    """[``low``, ``high``] widened about ``delta`` by ``factor`` on each side (a percentile interval's asymmetry
+    kept)."""
+    return delta - (delta - low) * factor, delta + (high - delta) * factor
+
+
+@dataclass(frozen=True)
+class SeedCarried:
+    """:func:`with_seed_variance`'s answer: the interval and p with the pooled seed variance where a side lacks seeds,
+    ``added`` the variance it added to Δ's (0: the bootstrap's interval and p unchanged)."""
+
+    low: float
+    high: float
+    p: float
+    added: float
+
+
+def with_seed_variance(delta: float, low: float, high: float, p: float, sides: Sequence[Tuple[int, float]],
+                       pooled: Optional[float], confidence: float = 0.95, full: int = FULL_SEEDS) -> SeedCarried:
+    """The seed-pooled bootstrap's interval [``low``, ``high``] (at ``confidence``) and p of Δ, widened to carry seed
+    variance on each side with fewer than ``full`` runs.
+
+    A side of k runs enters Δ as the mean of its runs, and the bootstrap, resampling those runs, sees their seed
+    variance as v/k, v the runs' own plug-in variance ((k − 1)/k · s², 0 for one run): with two runs an estimate on
+    one degree of freedom, often near 0. Each such side (``sides``: ``(k, v)`` per side) is given instead the larger
+    of v and ``pooled`` (the seed variance pooled over systems with enough runs, :func:`pooled_variance`), so Δ's
+    variance grows by max(0, ``pooled`` − v) / k per side. Taking the bootstrap's Δ as normal with standard error
+    SE = (``high`` − ``low``) / (2 z), the new SE′ = √(SE² + added); the interval is widened about Δ by SE′/SE and p
+    is the two-sided normal p of Δ / SE′, never below the bootstrap's. Sides with ``full`` runs or more, a missing
+    ``pooled`` or nothing added leave the interval and p as they were."""
+    added = 0.0 if pooled is None else sum(max(0.0, pooled - v) / k for k, v in sides if 0 < k < full)
+    se = (high - low) / (2 * _z(confidence))
+    if added <= 0 or se <= 0:
+        return SeedCarried(low, high, p, 0.0)
+    se_carried = math.sqrt(se * se + added)
+    new_low, new_high = scale_interval(delta, low, high, se_carried / se)
+    p_normal = 2 * (1 - NormalDist().cdf(abs(delta) / se_carried))
+    return SeedCarried(new_low, new_high, max(p, p_normal), added)
+
+
+def holm_interval(delta: float, low: float, high: float, p: float, p_holm: float, alpha: float = 0.05,
+                  confidence: float = 0.95) -> Tuple[float, float]:
+    """The interval of Δ at the level Holm's procedure tests it at, α · ``p`` / ``p_holm`` (α/m for the smallest
+    of m p-values, α for a family of one; smaller where the step-down's monotonicity or the cap at 1 raised
+    ``p_holm``): the interval [``low``, ``high``] at ``confidence``, taken as normal about Δ, widened by
+    z₁₋α′/₂ / z at each side. It holds 0 exactly when Δ's normal p ≥ α′, i.e. where its Holm-adjusted p would be
+    ≥ α, so one interval answers both whether a row is significant after correction and which effects it
+    excludes."""
+    if p_holm <= p or p <= 0:
+        level = alpha
+    else:
+        level = alpha * p / p_holm
+    return scale_interval(delta, low, high, _z(1 - level) / _z(confidence))
 
 
 def significance_stars(p: Optional[float]) -> str:

@@ -1,5 +1,5 @@
 """``onmt-xl`` subcommands for reordering: ``oracle``, ``preorder-train``, ``preorder-apply``,
-``preorder-eval``, ``show-reordering`` and ``synth``.
+``preorder-eval``, ``positions``, ``show-reordering`` and ``synth``.
 
 Corpus files hold one whitespace-tokenized sentence per line; alignments are Pharaoh ``i-j``
 (0-indexed, source first) and are checked against the sentence lengths. A pair with an empty
@@ -101,6 +101,30 @@ def _warn_skipped(command: str, data: ParallelData, what: str) -> None:
               f"(lines {shown}); {what}", file=sys.stderr)
 
 
+def _heldout(args: argparse.Namespace) -> Optional[ParallelData]:
+    """``preorder-train``'s held-out pairs (all three of --heldout-src/-tgt/-align, or none)."""
+    given = [args.heldout_src, args.heldout_tgt, args.heldout_align]
+    if not any(given):
+        return None
+    if not all(given):
+        raise XLUsageError(None, None, "give all three of --heldout-src, --heldout-tgt and --heldout-align, or none")
+    return read_parallel(args.heldout_src, args.heldout_tgt, args.heldout_align)
+
+
+def _monotone_check(command: str, model, data: ParallelData, pred: Optional[List[List[int]]] = None,
+                    beaten_to=None) -> None:
+    """One line: does ``model`` beat the monotone order on ``data``'s usable pairs
+    (:mod:`onmt_xl.reorder.monotone_check`)? A warning goes to stderr; the figures of a clear gain to ``beaten_to``
+    (default stderr)."""
+    from onmt_xl.reorder.monotone_check import check_monotone
+    from onmt_xl.reorder.oracle import target_ranks
+
+    src = [data.src[k] for k in data.keep]
+    ranks = [target_ranks(len(data.src[k]), data.links[k]) for k in data.keep]
+    check = check_monotone(model.reorder_batch(src) if pred is None else pred, ranks)
+    print(f"{command}: {check.format()}", file=sys.stderr if not check.beats else beaten_to or sys.stderr)
+
+
 def _write_int_lines(path: str, rows: Iterable[Sequence[int]]) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for row in rows:
@@ -140,10 +164,8 @@ def run_oracle(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_preorder_train(args: argparse.Namespace) -> int:
-    from onmt_xl.reorder.preorderer import Preorderer
-
-    data = read_parallel(args.src, args.tgt, args.align)
+def _declared_scheme(args: argparse.Namespace, data: ParallelData):
+    """The segmentation ``--src`` is declared in, checked against ``onmt-xl align``'s record of what it aligned."""
     scheme = segmentation.declared(args, data.src, args.src)
     if data.record is not None and data.record.src.declared and not data.record.src.segmentation.matches(scheme):
         raise XLInputError(
@@ -152,12 +174,13 @@ def run_preorder_train(args: argparse.Namespace) -> int:
             f"(see {data.record.path}), but --src {args.src} is declared as {scheme.describe()}: align the "
             "text you train on, or declare its segmentation as it is (--src-subword-model, --src-subword-marker)",
         )
-    _warn_skipped("preorder-train", data, "skipped")
-    keep = data.keep[: args.max_sentences] if args.max_sentences else data.keep
-    t0 = time.perf_counter()
-    model = Preorderer.train(
-        [data.src[k] for k in keep],
-        [data.links[k] for k in keep],
+    return scheme
+
+
+def train_options(args: argparse.Namespace, scheme) -> dict:
+    """The keyword arguments of ``Preorderer.train`` that ``preorder-train``'s options give (threads and progress
+    apart): ``onmt-xl positions`` trains its fold preorderers with the same."""
+    return dict(
         iterations=args.iterations,
         seed=args.seed,
         hash_size=1 << args.hash_bits,
@@ -170,10 +193,28 @@ def run_preorder_train(args: argparse.Namespace) -> int:
         n_clusters=args.clusters,
         min_count=args.min_count,
         batch=args.batch,
-        threads=args.threads,
         parallel=args.parallel,
-        progress=not args.quiet,
         segmentation=scheme,
+    )
+
+
+def run_preorder_train(args: argparse.Namespace) -> int:
+    from onmt_xl.reorder.preorderer import Preorderer
+
+    data = read_parallel(args.src, args.tgt, args.align)
+    scheme = _declared_scheme(args, data)
+    _warn_skipped("preorder-train", data, "skipped")
+    heldout = _heldout(args)  # read before training: a bad file fails now, not after it
+    if heldout is not None:
+        _warn_skipped("preorder-train", heldout, "left out of the held-out check")
+    keep = data.keep[: args.max_sentences] if args.max_sentences else data.keep
+    t0 = time.perf_counter()
+    model = Preorderer.train(
+        [data.src[k] for k in keep],
+        [data.links[k] for k in keep],
+        threads=args.threads,
+        progress=not args.quiet,
+        **train_options(args, scheme),
     )
     seconds = time.perf_counter() - t0
     for st in model.train_log:
@@ -184,6 +225,12 @@ def run_preorder_train(args: argparse.Namespace) -> int:
           f"({model.train_info['threads']} threads; vocabulary and word classes "
           f"{model.train_info['vocab_seconds']:.1f}s); source segmentation: {scheme.describe()}; "
           f"model written to {args.model}", file=sys.stderr)
+    if heldout is None:
+        print("preorder-train: to check that it beats the monotone order, give --heldout-src, --heldout-tgt and "
+              "--heldout-align, or run onmt-xl preorder-eval on held-out pairs", file=sys.stderr)
+    else:
+        _check_input(model, args.model, heldout.src, args.heldout_src)
+        _monotone_check("preorder-train", model, heldout)
     return 0
 
 
@@ -240,10 +287,79 @@ def run_preorder_eval(args: argparse.Namespace) -> int:
         model.reorder(toks)
     single_s = time.perf_counter() - t0
     print(evaluate(pred, ranks).format())
+    _monotone_check("preorder-eval", model, data, pred, beaten_to=sys.stdout)
     n_tok = sum(len(s) for s in src)
     print(f"speed: {len(src) / max(batch_s, 1e-9):,.0f} sentences/s batched, "
           f"{n1 / max(single_s, 1e-9):,.0f} sentences/s one at a time "
           f"(mean length {n_tok / max(len(src), 1):.1f} tokens; batched on {n_threads} threads)")
+    return 0
+
+
+def run_positions(args: argparse.Namespace) -> int:
+    """``pos_XL`` of every line of ``--src`` into a positions file (:mod:`onmt_xl.reorder.positions_file`):
+    cross-fitted (``--folds K``, :mod:`onmt_xl.reorder.crossfit`) or from one preorderer (``--preorderer``)."""
+    import json
+    import os
+
+    from onmt_xl.reorder.crossfit import FOLD_RULE, crossfit_positions, figures_of, predict_positions
+    from onmt_xl.reorder.positions_file import PositionsHeader, scan_corpus, write_positions
+
+    if (args.folds is None) == (args.preorderer is None):
+        raise XLUsageError(None, None, "give either --folds K (cross-fitted positions) or --preorderer FILE")
+    if args.folds is not None and not (args.tgt and args.align):
+        raise XLUsageError(None, None, "--folds needs --tgt and --align (the fold preorderers train on them)")
+    if args.folds is not None and args.folds < 2:
+        raise XLUsageError(None, None, f"--folds must be at least 2, got {args.folds}")
+    if args.seen_tau and args.folds is None:
+        raise XLUsageError(None, None, "--seen-tau compares a fold preorderer on its own sentences: give --folds")
+    if args.tgt and args.align:
+        data = read_parallel(args.src, args.tgt, args.align)
+    elif args.tgt or args.align:
+        raise XLUsageError(None, None, "give both --tgt and --align (for Kendall tau), or neither")
+    else:
+        src = read_tokens(args.src)
+        data = ParallelData(src, [], [], [])
+    scan = scan_corpus(args.src)
+    if scan.lines != len(data.src):
+        raise XLInputError(args.src, None, f"has {scan.lines} lines ending in \\n but {len(data.src)} text lines: a "
+                                           "carriage return inside a line? OpenNMT-py and Eole split lines at \\n only")
+    t0 = time.perf_counter()
+    figures = None
+    if args.folds is not None:
+        scheme = _declared_scheme(args, data)
+        _warn_skipped("positions", data, "not trained on (a non-empty source still gets its positions)")
+        options = train_options(args, scheme)
+        try:
+            positions, figures = crossfit_positions(data.src, data.tgt, data.links, args.folds, options,
+                                                    args.threads, args.seen_tau, not args.quiet, args.batch_size)
+        except ValueError as err:
+            raise XLInputError(args.src, None, str(err)) from None
+        made = {"method": "crossfit", "folds": args.folds, "fold_rule": FOLD_RULE,
+                "options": {**{k: v for k, v in options.items() if k != "segmentation"},
+                            "segmentation": scheme.describe()}}
+    else:
+        from onmt_xl.reorder.preorderer import Preorderer, set_threads
+        from onmt_xl.segmentation import file_sha256
+
+        model = Preorderer.load(args.preorderer)
+        _check_input(model, args.preorderer, data.src, args.src)
+        set_threads(args.threads)
+        positions = predict_positions(model, data.src, args.batch_size, not args.quiet)
+        if data.tgt:
+            figures = figures_of(positions, data.src, data.tgt, data.links)
+        made = {"method": "preorderer", "preorderer": os.path.basename(args.preorderer),
+                "preorderer_sha256": file_sha256(args.preorderer)}
+    header = PositionsHeader(os.path.basename(args.src), scan.lines, scan.sha256, made)
+    write_positions(args.out, header, positions)
+    summary = {"positions": os.path.basename(args.out), "corpus": {"name": header.corpus_name, "lines": scan.lines,
+               "sha256": scan.sha256}, "made": made, "figures": figures.to_dict() if figures else None}
+    with open(args.out + ".json", "w", encoding="utf-8") as f:
+        json.dump(summary, f, indent=1)
+        f.write("\n")
+    if figures is not None:
+        print(figures.format())
+    print(f"positions: {len(positions)} lines ({header.describe()}) in {time.perf_counter() - t0:.1f}s written to "
+          f"{args.out}; figures in {args.out}.json", file=sys.stderr)
     return 0
 
 
@@ -334,18 +450,11 @@ def _add_oracle(subparsers) -> None:
     p.set_defaults(func=run_oracle, output_files=("out_order", "out_pos"))
 
 
-def _add_preorder_train(subparsers) -> None:
-    p = subparsers.add_parser(
-        "preorder-train", help="train the discriminative BTG preorderer on source + alignments",
-        description="Averaged latent-oracle perceptron over BTG trees (Neubig et al. 2012). The target side "
-        "is read only to check the alignments.",
-    )
-    _corpus_args(p)
-    p.add_argument("--model", required=True, help="output model file (one versioned .npz file)")
+def _train_args(p: argparse.ArgumentParser) -> None:
+    """The training options of ``preorder-train`` (also those of ``positions``' fold preorderers)."""
     p.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS,
                    help=f"passes over the data (default {DEFAULT_ITERATIONS})")
     p.add_argument("--seed", type=int, default=1, help="shuffling seed (default 1)")
-    p.add_argument("--max-sentences", type=int, default=0, help="train on the first N usable pairs (0 = all)")
     p.add_argument("--hash-bits", type=int, default=20,
                    help="2^BITS hashed feature rows (default 20; more for corpora much larger than 50k pairs)")
     p.add_argument("--loss-aug", type=float, default=1.0, help="loss-augmented decoding weight (default 1, 0 = off)")
@@ -370,6 +479,22 @@ def _add_preorder_train(subparsers) -> None:
                    help="break ties of the loss by the loss with this null attachment (default left)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     segmentation.add_arguments(p)
+
+
+def _add_preorder_train(subparsers) -> None:
+    p = subparsers.add_parser(
+        "preorder-train", help="train the discriminative BTG preorderer on source + alignments",
+        description="Averaged latent-oracle perceptron over BTG trees (Neubig et al. 2012). The target side "
+        "is read only to check the alignments.",
+    )
+    _corpus_args(p)
+    p.add_argument("--model", required=True, help="output model file (one versioned .npz file)")
+    p.add_argument("--max-sentences", type=int, default=0, help="train on the first N usable pairs (0 = all)")
+    _train_args(p)
+    p.add_argument("--heldout-src", help="held-out source (with --heldout-tgt, --heldout-align): after training, "
+                   "check that the preorderer beats the monotone order on these pairs (one line)")
+    p.add_argument("--heldout-tgt", help="held-out target, line-parallel to --heldout-src")
+    p.add_argument("--heldout-align", help="held-out Pharaoh alignments")
     p.set_defaults(func=run_preorder_train, output_files=("model",))
 
 
@@ -406,6 +531,32 @@ def _add_preorder_eval(subparsers) -> None:
     p.set_defaults(func=run_preorder_eval)
 
 
+def _add_positions(subparsers) -> None:
+    p = subparsers.add_parser(
+        "positions", help="a corpus' pos_XL for training: cross-fitted (k folds) or from one preorderer",
+        description="Write pos_XL for every line of --src into a positions file (.xlpos: a JSON header naming the "
+        "corpus' line count and SHA-256 and how the positions were made, then one line of space-separated integers "
+        "per corpus line), which the xl_position transform reads for a training corpus (-xl_positions_suffix). "
+        "--folds K cuts the pairs into K folds by a hash of the source text (lines with the same source share a "
+        "fold), trains K preorderers as preorder-train does, each on the other folds, and gives each line the "
+        "positions of the preorderer that never saw it. --preorderer FILE applies one preorderer (e.g. to a "
+        "validation set). With --tgt and --align it prints Kendall tau against the alignments' target order (and "
+        "the monotone order's and the BTG oracle's); the figures also go to OUT.json.",
+    )
+    p.add_argument("--src", required=True, help="source side, one whitespace-tokenized sentence per line, as the "
+                   "model reads it (already segmented)")
+    p.add_argument("--tgt", help="target side, line-parallel to --src (needed with --folds)")
+    p.add_argument("--align", help="Pharaoh alignments (i-j, 0-indexed, source first; needed with --folds)")
+    p.add_argument("--out", required=True, help="the positions file to write (the transform finds SRC + SUFFIX)")
+    p.add_argument("--folds", type=int, help="cross-fit with this many folds (5 is usual)")
+    p.add_argument("--preorderer", help="apply this preorderer (from preorder-train) instead of cross-fitting")
+    p.add_argument("--seen-tau", action="store_true",
+                   help="also score fold 1's preorderer on (up to 5,000 of) its own training sentences")
+    p.add_argument("--batch-size", type=int, default=1000, help="sentences per compiled parsing call (default 1000)")
+    _train_args(p)
+    p.set_defaults(func=run_positions, output_files=("out",))
+
+
 def _add_show_reordering(subparsers) -> None:
     p = subparsers.add_parser(
         "show-reordering", help="one sentence's predicted BTG tree and reordering next to the oracle's",
@@ -440,6 +591,6 @@ def _add_synth(subparsers) -> None:
 
 def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
     """Register the reordering subcommands (each sets ``func`` via ``set_defaults``)."""
-    for add in (_add_oracle, _add_preorder_train, _add_preorder_apply, _add_preorder_eval, _add_show_reordering,
-                _add_synth):
+    for add in (_add_oracle, _add_preorder_train, _add_preorder_apply, _add_preorder_eval, _add_positions,
+                _add_show_reordering, _add_synth):
         add(subparsers)

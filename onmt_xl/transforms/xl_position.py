@@ -11,7 +11,9 @@ BPE/SentencePiece pieces).
 
 Preorderer outputs are cached per distinct source sentence (``-xl_cache_size`` entries per process,
 default 1M; OpenNMT re-applies transforms on every pass over the corpus), so the CKY parse runs once per
-sentence and process. At training time ``-xl_noise R`` swaps random pairs of reordered indices, ``R·n/2`` swaps in an
+sentence and process. With ``-xl_positions_suffix SUFFIX``, a corpus of ``-data`` whose ``path_src + SUFFIX`` exists
+(``onmt-xl positions``: cross-fitted training positions) takes its positions from that file, line by line, checked
+against the corpus (:class:`onmt_xl.position_source.PrecomputedPositions`); other text keeps the preorderer. At training time ``-xl_noise R`` swaps random pairs of reordered indices, ``R·n/2`` swaps in an
 n-token sentence in expectation (stochastically rounded), i.e. a ratio R of its indices move (the noise attack of
 §4.5, footnote 4).
 
@@ -110,7 +112,25 @@ class XLPositionTransform(XLPositionSource, Transform):
 
     def _parse_opts(self):
         self._set_source(self.opts.xl_source, self.opts.xl_preorderer, getattr(self.opts, "xl_align_path", None),
-                         getattr(self.opts, "xl_cache_size", 1_000_000), self.opts.xl_noise)
+                         getattr(self.opts, "xl_cache_size", 1_000_000), self.opts.xl_noise,
+                         getattr(self.opts, "xl_positions_suffix", None))
+
+    def _log(self, line: str) -> None:
+        from onmt.utils.logging import logger
+
+        logger.info(line)
+
+    def _corpora(self) -> List[Tuple[str, Optional[str], List[str]]]:
+        """``(corpus id, path_src, transforms)`` of each corpus of ``-data`` (none in ``onmt_translate``)."""
+        data = getattr(self.opts, "data", None)
+        if not isinstance(data, dict):
+            return []
+        default = list(getattr(self.opts, "transforms", None) or [])
+        out = []
+        for cid, corpus in data.items():
+            names = (corpus or {}).get("transforms")
+            out.append((cid, (corpus or {}).get("path_src"), default if names is None else list(names)))
+        return out
 
     def _set_seed(self, seed):
         self.rng = random.Random(seed)
@@ -121,6 +141,7 @@ class XLPositionTransform(XLPositionSource, Transform):
         self._load_source()
         if self.source == "preorderer":
             self._check_pipeline_segmentation()
+        self._load_precomputed(self._corpora())
 
     def _check_pipeline_segmentation(self) -> None:
         trained = self.preorderer.segmentation
@@ -146,7 +167,7 @@ class XLPositionTransform(XLPositionSource, Transform):
     def batch_apply(self, batch, is_train=False, **kwargs):
         """OpenNMT applies transforms to a whole bucket at once: its preorderer cache misses are parsed in one
         compiled call (:meth:`~onmt_xl.position_source.XLPositionSource._prefilled`), then each example as usual."""
-        with self._prefilled([example["src"] for example, _, _ in batch]):
+        with self._prefilled([example["src"] for example, _, _ in batch if not self._has_precomputed(example)]):
             return super().batch_apply(batch, is_train=is_train, **kwargs)
 
     def apply(self, example, is_train=False, stats=None, **kwargs):

@@ -1,0 +1,31 @@
+"""reports/PAPERS.md is what ``onmt-xl papers`` writes from the committed evidence reports' JSON and the archives, as
+``tools/papers_report.sh`` calls it: a change to the reading (``papers.py``, ``row_intervals.py``) must come with
+the regenerated report."""
+
+from pathlib import Path
+
+import pytest
+
+from onmt_xl.experiments import papers
+
+REPO = Path(__file__).resolve().parents[1]
+REPORTS = REPO / "reports"
+#: tools/papers_report.sh's --study and --progress arguments once the decisive design has its 8 seeds archived
+STUDIES = {"jaen": "EVIDENCE_jaen.json", "enja": "EVIDENCE_enja.json", "decisive": "DECISIVE_jaen.json",
+           "decisive_tuned": "DECISIVE_jaen_tuned.json"}
+PROGRESS = ("reports/decisive_jaen_tuned:e:1,2,3,4,5,6,7,8", "reports/decisive_jaen:c,i,d,h",
+            "reports/decisive_jaen:f,g:1,2,3,4,5,6,7,8")
+
+
+def test_papers_md_regenerates_from_the_committed_json(monkeypatch):
+    if not all((REPORTS / f).exists() for f in STUDIES.values()) or not (REPORTS / "decisive_jaen" / "jobs").is_dir():
+        pytest.skip("the committed reports or archives are not in this checkout")
+    monkeypatch.chdir(REPO)  # --progress names archives relative to the repository, as the script does
+    progress = [row for spec in PROGRESS for row in papers.tier_progress(spec)]
+    report = papers.build(papers.load_studies({k: REPORTS / v for k, v in STUDIES.items()}), 4, progress)
+    assert papers.markdown(report) == (REPORTS / "PAPERS.md").read_text(encoding="utf-8")
+    # what issue 78 changed, read from the regenerated report rather than written here: the preregistered primary
+    # leads, and its row is the claim's verdict
+    comb = next(c for c in report["claims"] if c["claim"].startswith("Combination improves"))
+    assert [m["study"] for m in comb["measured"]][:2] == ["decisive", "decisive_tuned"]
+    assert comb["verdict"] == comb["measured"][0]["verdict"]
