@@ -174,6 +174,8 @@ def run_preorder_train(args: argparse.Namespace) -> int:
         parallel=args.parallel,
         progress=not args.quiet,
         segmentation=scheme,
+        features=args.features,
+        tagger=args.tagger,
     )
     seconds = time.perf_counter() - t0
     for st in model.train_log:
@@ -320,6 +322,15 @@ def _threads_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=0, help="numba threads (default 0 = all cores)")
 
 
+def _feature_groups(value: str) -> Tuple[str, ...]:
+    groups = tuple(g for g in (part.strip() for part in value.split(",")) if g)
+    bad = [g for g in groups if g not in ("context",)]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown feature group(s) {', '.join(bad)}: the groups are context "
+                                         "(part-of-speech features come with --tagger)")
+    return groups
+
+
 def _add_oracle(subparsers) -> None:
     p = subparsers.add_parser(
         "oracle", help="BTG oracle reordering from word alignments (minimal Kendall loss)",
@@ -368,6 +379,13 @@ def _add_preorder_train(subparsers) -> None:
     _attach_null_arg(p, "none")
     p.add_argument("--tiebreak-null", choices=("none", "left", "right"), default="left",
                    help="break ties of the loss by the loss with this null attachment (default left)")
+    p.add_argument("--features", type=_feature_groups, default=(),
+                   help="feature groups added to the base templates, comma-separated: context = two tokens each "
+                   "side of every boundary and word conjunctions of the children's ends (default: none)")
+    p.add_argument("--tagger", choices=("none", "unidic"), default="none",
+                   help="a Japanese morphological tagger whose part-of-speech views become features (unidic = MeCab "
+                   "through fugashi with unidic-lite: pip install 'onmt-xl[ja]'); recorded in the model, which then "
+                   "tags its own input (default none)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     segmentation.add_arguments(p)
     p.set_defaults(func=run_preorder_train, output_files=("model",))
