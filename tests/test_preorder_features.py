@@ -252,3 +252,15 @@ def test_cli_trains_with_feature_groups_and_rejects_unknown_ones(tmp_path, capsy
     with pytest.raises(SystemExit):
         main(args + ["--features", "pos"])
     assert "unknown feature group" in capsys.readouterr().err
+
+
+def test_sentence_taus_weigh_each_sentence_alike():
+    from onmt_xl.reorder.metrics import evaluate, sentence_taus
+
+    ranks = [np.array([0, 1, 2]), np.array([1, 0, -1, 2, 3]), np.array([-1, 0]), np.array([0, 0])]
+    orders = [[2, 1, 0], [0, 1, 2, 3, 4], [1, 0], [1, 0]]
+    # 3 pairs, all reversed; 6 pairs, one reversed; no pair (one aligned word); no pair (a tie)
+    assert sentence_taus(orders, ranks) == [0.0, 5 / 6, None, None]
+    assert evaluate(orders, ranks).tau == pytest.approx(5 / 9)  # micro-averaged: the long sentence weighs more
+    with pytest.raises(ValueError):
+        sentence_taus(orders[:1], ranks)
