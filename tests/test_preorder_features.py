@@ -264,3 +264,14 @@ def test_sentence_taus_weigh_each_sentence_alike():
     assert evaluate(orders, ranks).tau == pytest.approx(5 / 9)  # micro-averaged: the long sentence weighs more
     with pytest.raises(ValueError):
         sentence_taus(orders[:1], ranks)
+
+
+def test_tagger_reads_sub_word_pieces_as_the_word_they_make():
+    pytest.importorskip("fugashi")
+    pytest.importorskip("unidic_lite")
+    from onmt_xl.reorder.tagger import Tagger
+
+    tagger = Tagger()
+    words = [x.tolist() for x in tagger.tags("彼 は 本 を 読 ん だ".split())]
+    assert [x.tolist() for x in tagger.tags("彼 は 本 を 読￭ ん￭ だ".split())] == words
+    assert [x.tolist() for x in tagger.tags("▁彼 ▁は ▁本 ▁を ▁読 ん だ".split())] == words

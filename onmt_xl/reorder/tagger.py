@@ -9,7 +9,8 @@ analysis of the morpheme that covers its first character:
 * ``infl``: for inflecting words the conjugation type and form (``助動詞|助動詞-タ|終止形-一般``), else the
   finest part of speech (``pos1-pos2-pos3``).
 
-Both become stable ids (CRC-32 above the other views' ids) that :meth:`onmt_xl.reorder.features.Vocab.encode`
+Sub-word markers (joiner ``￭``, spacer ``▁``, ``@@``) are left out of the text the analyser reads, so pieces
+take the analysis of the word they belong to. Both become stable ids (CRC-32 above the other views' ids) that :meth:`onmt_xl.reorder.features.Vocab.encode`
 puts in the ``g`` views. Tagging is per sentence, so a cache of the preorderer's outputs per sentence (the
 ``xl_position`` transform's) caches it too.
 
@@ -38,6 +39,7 @@ logger = logging.getLogger(__name__)
 TAGGERS = ("unidic",)
 POS_BASE = 1 << 42  # above every word, cluster and shape id
 INFL_BASE = 1 << 43
+_MARKERS = ("￭", "▁", "@@")  # as onmt_xl.reorder.features' word shapes
 _PACKAGES = {"unidic": (("fugashi", "fugashi"), ("unidic_lite", "unidic-lite"))}  # (module, distribution)
 
 
@@ -46,6 +48,17 @@ class TaggerMissing(XLUsageError, ImportError):
 
     def __reduce__(self):
         return (type(self), (self.path, self.line, self.problem))
+
+
+def _strip_markers(token: str) -> str:
+    """``token`` without sub-word markers at either end (the token itself when nothing else is left)."""
+    core = token
+    for mark in _MARKERS:
+        if core.startswith(mark) and len(core) > len(mark):
+            core = core[len(mark):]
+        if core.endswith(mark) and len(core) > len(mark):
+            core = core[: -len(mark)]
+    return core
 
 
 def _stable_id(base: int, label: str) -> int:
@@ -125,6 +138,7 @@ class Tagger:
         infl_ids = np.empty(n, dtype=np.int64)
         if n == 0:
             return pos_ids, infl_ids
+        tokens = [_strip_markers(t) for t in tokens]
         morphs = self.morphemes("".join(tokens))
         j, start = 0, 0
         for i, tok in enumerate(tokens):
