@@ -2,6 +2,7 @@
 
     python tools/score_sources.py --data runs/src/data --split tune --model s0=runs/src/s0.xlp \
         --model s1_context=runs/src/s1_context.xlp --json runs/src/scores_tune.json
+    python tools/score_sources.py --summarize seed1.json seed2.json ...   # mean and sd over training seeds
 
 For each model: Kendall tau micro-averaged over aligned pairs (``onmt_xl.reorder.metrics.evaluate``, as
 ``onmt-xl preorder-eval`` prints it), the mean per-sentence tau (the criterion of reports/PREREG_xlpos.md; sentences
@@ -43,14 +44,43 @@ def score(model: Preorderer, src: List[List[str]], ranks) -> Dict[str, object]:
                 features=list(model.features), tagger=model.header().get("tagger"), sentence_tau=per)
 
 
+def summarize(paths: List[str]) -> None:
+    """A markdown table of each model's figures over several ``--json`` files (one per training seed); a model
+    is matched across files by its name without a ``_seedN`` suffix."""
+    import re
+    import statistics
+
+    runs: Dict[str, List[dict]] = {}
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            for name, res in json.load(f)["models"].items():
+                runs.setdefault(re.sub(r"_seed\d+$", "", name), []).append(res)
+    keys = ("mean_sentence_tau", "tau", "exact_match", "frs_aligned")
+    print("| model | runs | " + " | ".join(keys) + " |")
+    print("| --- | --- |" + " --- |" * len(keys))
+    for name, rs in runs.items():
+        cells = []
+        for k in keys:
+            xs = [r[k] for r in rs]
+            sd = statistics.stdev(xs) if len(xs) > 1 else 0.0
+            cells.append(f"{statistics.mean(xs):.4f} ± {sd:.4f} ({', '.join(f'{x:.4f}' for x in xs)})")
+        print(f"| {name} | {len(rs)} | " + " | ".join(cells) + " |")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", required=True, help="folder with SPLIT.src and SPLIT.gdfa")
+    p.add_argument("--summarize", nargs="+", metavar="JSON", help="only summarize earlier --json outputs")
+    p.add_argument("--data", help="folder with SPLIT.src and SPLIT.gdfa")
     p.add_argument("--split", choices=SPLITS, default="tune")
-    p.add_argument("--model", action="append", required=True, help="NAME=PATH of a preorderer (repeatable)")
+    p.add_argument("--model", action="append", help="NAME=PATH of a preorderer (repeatable)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json", help="write the figures (and every sentence's tau) here")
     args = p.parse_args(argv)
+    if args.summarize:
+        summarize(args.summarize)
+        return 0
+    if not (args.data and args.model):
+        p.error("give --data and --model (or --summarize)")
     set_threads(args.threads)
     src = [line.split() for line in open(os.path.join(args.data, f"{args.split}.src"), encoding="utf-8")]
     links = read_pharaoh(os.path.join(args.data, f"{args.split}.gdfa"), [len(s) for s in src])
@@ -74,8 +104,10 @@ def main(argv=None) -> int:
     print(f"monotone mean per-sentence tau {out['monotone_mean_sentence_tau']:.4f}, "
           f"oracle {out['oracle_mean_sentence_tau']:.4f}")
     if args.json:
+        for res in out["models"].values():  # type: ignore[union-attr]
+            res["sentence_tau"] = [None if x is None else round(x, 6) for x in res["sentence_tau"]]
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(out, f, indent=1, ensure_ascii=False)
+            json.dump(out, f, ensure_ascii=False)
     return 0
 
 
