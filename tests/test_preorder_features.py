@@ -10,6 +10,7 @@ import pytest
 from onmt_xl.data.synthetic import generate
 from onmt_xl.errors import XLInputError
 from onmt_xl.reorder import features as F
+from onmt_xl.reorder.btg import is_btg_permutation
 from onmt_xl.reorder.features import Vocab
 from onmt_xl.reorder.preorderer import Preorderer
 
@@ -124,6 +125,7 @@ def test_context_model_learns_and_round_trips_through_the_file(context_model, tm
     assert loaded.fset == F.FSET_CONTEXT and loaded.reorder_batch(test.src) == pred
     assert pickle.loads(pickle.dumps(model)).reorder_batch(test.src) == pred
     assert [model.reorder(s) for s in test.src[:20]] == pred[:20]
+    assert all(is_btg_permutation(o) for o in pred)
     # the same weights decoded with the base features only give other orders: the group is really used
     base = Preorderer(loaded.vocab, loaded.weights, {**loaded.hparams, "features": []})
     assert base.reorder_batch(test.src) != pred
@@ -228,6 +230,8 @@ def test_tagged_model_records_its_tagger_and_tags_its_own_input(pos_model, tmp_p
     assert head["features"] == ["pos"] and head["tagger"]["name"] == "unidic"
     assert set(head["tagger"]["packages"]) == {"fugashi", "unidic-lite"} and all(head["tagger"]["packages"].values())
     assert loaded.reorder_batch(test.src) == pred and loaded.pos_xl(test.src[0]) == model.pos_xl(test.src[0])
+    assert all(is_btg_permutation(o) for o in pred)
+    assert [loaded.reorder(s) for s in test.src[:10]] == pred[:10]  # tagged one sentence at a time, the same
     assert pickle.loads(pickle.dumps(loaded)).reorder_batch(test.src) == pred
     # where the analyser is not installed, loading fails naming the file and the package
     _hide_fugashi(monkeypatch)
