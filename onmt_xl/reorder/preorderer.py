@@ -28,7 +28,7 @@ import numpy as np
 
 from onmt_xl.reorder import preorderer_io
 from onmt_xl.reorder.btg import BTGNode, order_to_pos_xl, tree_from_splits
-from onmt_xl.reorder.features import FEATURE_GROUPS, Vocab
+from onmt_xl.reorder.features import Vocab
 from onmt_xl.reorder.preorderer_io import FORMAT, READABLE_VERSIONS, VERSION  # noqa: F401  (public names)
 from onmt_xl.reorder.threads import caller_threads, set_threads
 from onmt_xl.reorder.training import (
@@ -197,10 +197,7 @@ class Preorderer:
             features += ("pos",)
         if "pos" in features and tagger in (None, "none"):
             raise ValueError("the 'pos' feature group needs a tagger (tagger='unidic')")
-        unknown = [f for f in features if f not in FEATURE_GROUPS]
-        if unknown:
-            raise ValueError(f"unknown feature groups {unknown}: the groups are {sorted(FEATURE_GROUPS)}")
-        features = tuple(sorted(set(features)))
+        features = tuple(sorted(set(features)))  # check_settings rejects unknown groups
         tagger_obj = make_tagger(tagger, "training with")
         if segmentation is None:
             segmentation = detect(sentences).with_note("")
