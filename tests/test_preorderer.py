@@ -10,7 +10,7 @@ import pytest
 
 from onmt_xl.errors import XLInputError
 from onmt_xl.reorder.btg import is_btg_permutation, order_to_pos_xl, tree_to_order
-from onmt_xl.reorder.features import UNK, Vocab, word_shape
+from onmt_xl.reorder.features import N_VIEWS, UNK, VIEW_POS, VIEW_SHAPE, Vocab, word_shape
 from onmt_xl.reorder.metrics import evaluate
 from onmt_xl.reorder.oracle import target_ranks
 from onmt_xl.reorder.preorderer import Preorderer
@@ -125,7 +125,7 @@ def test_save_load_round_trip(trained, tmp_path):
     test = generate(200, seed=3)
     assert loaded.reorder_batch(test.src) == model.reorder_batch(test.src)
     assert loaded.header() == model.header()
-    assert loaded.header()["format"] == "onmt_xl.preorderer" and loaded.header()["version"] == 3
+    assert loaded.header()["format"] == "onmt_xl.preorderer" and loaded.header()["version"] == 4
     assert loaded.header()["clustered"] and np.array_equal(loaded.vocab.clusters, model.vocab.clusters)
     assert np.array_equal(loaded.weights, model.weights)
 
@@ -189,7 +189,7 @@ def test_load_wrong_version_and_format(trained, tmp_path):
     wrong_version = str(tmp_path / "v99.npz")
     _write_with_header(wrong_version, {**header, "version": 99})
     msg = _raises_naming(wrong_version)
-    assert "version 99" in msg and "reads versions 2, 3" in msg and "retrain" in msg
+    assert "version 99" in msg and "reads versions 2, 3, 4" in msg and "retrain" in msg
 
     other = str(tmp_path / "other.npz")
     _write_with_header(other, {**header, "format": "something.else"})
@@ -225,8 +225,10 @@ def test_training_is_deterministic():
 def test_vocab_and_word_classes():
     vocab = Vocab.build([["the", "cat", "the", "dog", "cat", "the"]], min_count=2, class_words=1)
     assert vocab.tokens == ["the", "cat"]
-    w, c, g = vocab.encode(["the", "cat", "dog", "犬"])
+    w, c, views = vocab.encode(["the", "cat", "dog", "犬"])
+    g = views[:, VIEW_SHAPE]
     assert w.shape == c.shape == g.shape == (8,) and w[4] == UNK and w[5] == UNK
+    assert views.shape == (8, N_VIEWS) and (views[2:6, VIEW_POS] == UNK).all()  # no tagger: no part of speech
     assert list(w[:2]) == [1, 1] and list(w[-2:]) == [2, 2]  # BOS BOS ... EOS EOS
     assert c[2] == w[2]  # most frequent word is its own class
     assert c[3] != w[3] and c[3] == g[3]  # the others get a shape class (no clustering)
@@ -348,29 +350,38 @@ def random_model():
     return Preorderer(vocab, weights)
 
 
+def _random_tags(rng, n):
+    """Part-of-speech and inflection views as a tagger would give them (a few distinct ids)."""
+    return (np.array([rng.randrange(4) + 10 for _ in range(n)], dtype=np.int64),
+            np.array([rng.randrange(3) + 20 for _ in range(n)], dtype=np.int64))
+
+
+@pytest.mark.parametrize("fset", [0, 1, 2, 3])
 @pytest.mark.parametrize("n", [2, 3, 5, 7])
-def test_cky_finds_the_best_tree_exactly_and_under_span_limits(random_model, n):
-    from onmt_xl.reorder.features import N_FEATS_NODE, node_features
+def test_cky_finds_the_best_tree_exactly_and_under_span_limits(random_model, n, fset):
+    """Every feature group factorizes over the chart's tables: CKY finds the tree the node features score best."""
+    from onmt_xl.reorder.features import MAX_FEATS_NODE, N_FEATS_NODE, node_features
     from onmt_xl.reorder.parser import decode_tree
 
     model = random_model
     rng = random.Random(n)
     toks = [rng.choice(["a", "b", "c", "d", "zz", "あ"]) for _ in range(n)]
-    w, c, g = model.vocab.encode(toks)
-    buf = np.empty(N_FEATS_NODE, dtype=np.int64)
+    w, c, g = model.vocab.encode(toks, _random_tags(rng, n))
+    buf = np.empty(MAX_FEATS_NODE, dtype=np.int64)
     node_score = {}
     for s in range(n):
         for m in range(s + 1, n):
             for e in range(m + 1, n + 1):
-                node_features(w, c, g, 0, s, m, e, model.mask, buf)
+                nf = node_features(w, c, g, 0, s, m, e, model.mask, fset, buf)
+                assert (nf == N_FEATS_NODE) == (fset == 0)
                 for t in (0, 1):
-                    node_score[s, m, e, t] = float(model.weights[buf, t].astype(np.float64).sum())
+                    node_score[s, m, e, t] = float(model.weights[buf[:nf], t].astype(np.float64).sum())
     trees = _all_trees(0, n)
     for K in sorted({0, 1, 2, 3, n - 1}):
         allowed = [t for t in trees if K == 0 or _allowed(t, K)]
         scores = [sum(node_score[x] for x in t) for t in allowed]
         best = int(np.argmax(scores))
-        order, nodes, score = decode_tree(w, c, g, n, model.weights, model.mask, K)
+        order, nodes, score = decode_tree(w, c, g, n, model.weights, model.mask, fset, K)
         assert score == pytest.approx(scores[best], abs=1e-6), (n, K)
         assert order.tolist() == _tree_order(allowed[best], n), (n, K)
         got = tuple(map(tuple, nodes.tolist()))
@@ -393,7 +404,7 @@ def test_latent_oracle_and_loss_augmented_search_are_exact(random_model, K):
         toks = list(rng.choice(["a", "b", "c", "d"], size=n))
         w, c, g = model.vocab.encode(toks)
         kk = span_limit(n, K)
-        tables = score_tables(w, c, g, 0, n, kk, model.weights, model.mask)
+        tables = score_tables(w, c, g, 0, n, kk, model.weights, model.mask, 0)
         P, kb = _loss_matrix(r1, r2, True)
         best = min(kendall_loss(o, r1) * kb + kendall_loss(o, r2) for o in orders)
         if K == 0:
@@ -475,7 +486,7 @@ def test_version_1_files_fail_naming_the_file_and_the_readable_versions(tmp_path
     _write_with_header(path, {"format": "onmt_xl.preorderer", "version": 1, "hash_size": 4096, "class_words": 1,
                               "max_len": 400}, vocab=b'["a", "b", "c"]')
     msg = _raises_naming(path)
-    assert "version 1" in msg and "reads versions 2, 3" in msg and "retrain" in msg
+    assert "version 1" in msg and "reads versions 2, 3, 4" in msg and "retrain" in msg
 
 
 # --- word clusters -------------------------------------------------------------------------------
@@ -499,7 +510,7 @@ def test_exchange_clustering_recovers_word_roles():
     clustered = Vocab.build(sents, min_count=1, class_words=0, n_clusters=3)
     cls = {t: clustered.encode([t])[1][2] for t in clustered.tokens}
     assert all(len({cls[w] for w in r}) == 1 for r in roles) and len({cls[r[0]] for r in roles}) == 3
-    assert clustered.encode(["unseen"])[1][2] == clustered.encode(["unseen"])[2][2]  # unknown: its shape
+    assert clustered.encode(["unseen"])[1][2] == clustered.encode(["unseen"])[2][2, VIEW_SHAPE]  # unknown: its shape
 
 
 # --- show-reordering -----------------------------------------------------------------------------

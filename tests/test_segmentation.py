@@ -77,7 +77,7 @@ def _main(*argv):
 def test_segmentation_record_round_trips_through_save_and_load(setup):
     loaded = Preorderer.load(setup.pieces_pre)
     header = loaded.header()
-    assert header["version"] == 3
+    assert header["version"] == 4
     assert header["segmentation"] == {"kind": "subword", "marker": "joiner ￭", "model": "src.bpe",
                                       "sha256": file_sha256(setup.bpe), "tokenizer": "pyonmttok"}
     assert loaded.segmentation == setup.scheme
@@ -89,7 +89,7 @@ def test_segmentation_record_round_trips_through_save_and_load(setup):
 def _save_as_version_2(model, path):
     """Write ``model`` as the previous format wrote it: version 2, no segmentation record."""
     state = model.__getstate__()
-    header = {k: v for k, v in state["header"].items() if k != "segmentation"}
+    header = {k: v for k, v in state["header"].items() if k not in ("segmentation", "features", "tagger")}
     header["version"] = 2
     as_bytes = lambda obj: np.frombuffer(json.dumps(obj).encode(), dtype=np.uint8)  # noqa: E731
     np.savez(path, header=as_bytes(header), vocab=as_bytes(state["vocab"]), clusters=state["clusters"],

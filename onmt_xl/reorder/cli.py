@@ -195,6 +195,8 @@ def train_options(args: argparse.Namespace, scheme) -> dict:
         batch=args.batch,
         parallel=args.parallel,
         segmentation=scheme,
+        features=args.features,
+        tagger=args.tagger,
     )
 
 
@@ -436,6 +438,15 @@ def _threads_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=0, help="numba threads (default 0 = all cores)")
 
 
+def _feature_groups(value: str) -> Tuple[str, ...]:
+    groups = tuple(g for g in (part.strip() for part in value.split(",")) if g)
+    bad = [g for g in groups if g not in ("context",)]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown feature group(s) {', '.join(bad)}: the groups are context "
+                                         "(part-of-speech features come with --tagger)")
+    return groups
+
+
 def _add_oracle(subparsers) -> None:
     p = subparsers.add_parser(
         "oracle", help="BTG oracle reordering from word alignments (minimal Kendall loss)",
@@ -477,6 +488,13 @@ def _train_args(p: argparse.ArgumentParser) -> None:
     _attach_null_arg(p, "none")
     p.add_argument("--tiebreak-null", choices=("none", "left", "right"), default="left",
                    help="break ties of the loss by the loss with this null attachment (default left)")
+    p.add_argument("--features", type=_feature_groups, default=(),
+                   help="feature groups added to the base templates, comma-separated: context = two tokens each "
+                   "side of every boundary and word conjunctions of the children's ends (default: none)")
+    p.add_argument("--tagger", choices=("none", "unidic"), default="none",
+                   help="a Japanese morphological tagger whose part-of-speech views become features (unidic = MeCab "
+                   "through fugashi with unidic-lite: pip install 'onmt-xl[ja]'); recorded in the model, which then "
+                   "tags its own input (default none)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     segmentation.add_arguments(p)
 

@@ -20,7 +20,8 @@ span limit ``K`` (``K = L``: exact). Conjunction with the node type is implicit:
 ``(size, 2)``, one column per type.
 
 Tokens map to ids of a training vocabulary (``UNK`` for unseen or rare ones, two ``BOS``/``EOS``
-pad each side). Each token has three views: the word id, a *class* and a *shape*:
+pad each side). Each token has three views: the word id, a *class* and a *shape* (and, with a
+tagger, two more: its part of speech and inflection, see below):
 
 * class: the token itself for the ``class_words`` most frequent training tokens, else its
   exchange-clustering class (:mod:`onmt_xl.reorder.clusters`, learnt on the training source),
@@ -28,6 +29,16 @@ pad each side). Each token has three views: the word id, a *class* and a *shape*
 * shape: Unicode script and case of the first and last letter, length bucket, subword
   joiner/spacer marks ``￭`` ``▁`` ``@@`` -- a Japanese KyTea token, an English word and a
   SentencePiece piece all get a sensible one.
+
+**Feature sets.** The templates above are the base set. ``fset`` (a bit mask, recorded in the
+model) adds groups of templates, each over the same six tables, so decoding keeps its cost order:
+
+* ``context`` (``FSET_CONTEXT``): a wider window, two tokens each side of every boundary (word
+  bigrams, class trigrams and a class four-gram around the split), and word conjunctions of the
+  children's ends: first x last word of each child and of the node, last word of the left child x
+  first/last word of the right child (a particle ending one child x the verb ending the other);
+* ``pos`` (``FSET_POS``): the part-of-speech and inflection views of a morphological tagger
+  (:mod:`onmt_xl.reorder.tagger`) at every boundary, around the split and at the children's ends.
 """
 
 from __future__ import annotations
@@ -45,6 +56,8 @@ from onmt_xl.reorder.jit import njit
 UNK, BOS, EOS = 0, 1, 2
 N_SPECIAL = 3
 PAD = 2  # boundary tokens on each side of an encoded sentence
+VIEW_SHAPE, VIEW_POS, VIEW_INFL = 0, 1, 2  # columns of the ``g`` views of an encoded sentence
+N_VIEWS = 3
 SHAPE_CLASS_BASE = 1 << 40  # shape-class ids live above every word id
 CLUSTER_BASE = 1 << 36  # cluster-class ids live above every word id, below shape ids
 
@@ -165,24 +178,35 @@ class Vocab:
                 self._unk_cls[token] = c
         return c
 
-    def encode(self, tokens: Sequence[str]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Padded word, class and shape ids, each shape ``(n + 2 PAD,)`` int64:
-        ``BOS BOS w_0 .. w_{n-1} EOS EOS``."""
+    def encode(self, tokens: Sequence[str], tags: Optional[Tuple[np.ndarray, np.ndarray]] = None
+               ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Padded word and class ids, each shape ``(n + 2 PAD,)`` int64: ``BOS BOS w_0 .. w_{n-1} EOS EOS``,
+        and the other views ``g`` of shape ``(n + 2 PAD, N_VIEWS)``: the shape id (``VIEW_SHAPE``) and, when
+        ``tags`` gives them (two ``(n,)`` arrays of a tagger, :mod:`onmt_xl.reorder.tagger`), the
+        part-of-speech and inflection ids (``VIEW_POS``, ``VIEW_INFL``; ``UNK`` without a tagger)."""
         n = len(tokens)
         w = np.empty(n + 2 * PAD, dtype=np.int64)
         c = np.empty(n + 2 * PAD, dtype=np.int64)
-        g = np.empty(n + 2 * PAD, dtype=np.int64)
-        w[:PAD] = c[:PAD] = g[:PAD] = BOS
-        w[n + PAD:] = c[n + PAD:] = g[n + PAD:] = EOS
+        g = np.full((n + 2 * PAD, N_VIEWS), UNK, dtype=np.int64)
+        w[:PAD] = c[:PAD] = BOS
+        g[:PAD] = BOS
+        w[n + PAD:] = c[n + PAD:] = EOS
+        g[n + PAD:] = EOS
         index, classes, shapes = self.index, self.classes, self.shapes
         for i, tok in enumerate(tokens):
             k = index.get(tok, UNK)
             w[i + PAD] = k
             if k != UNK:
                 c[i + PAD] = classes[k]
-                g[i + PAD] = shapes[k]
+                g[i + PAD, VIEW_SHAPE] = shapes[k]
             else:
-                c[i + PAD] = g[i + PAD] = self._shape_of_unknown(tok)
+                c[i + PAD] = g[i + PAD, VIEW_SHAPE] = self._shape_of_unknown(tok)
+        if tags is not None:
+            pos, infl = tags
+            if len(pos) != n or len(infl) != n:
+                raise ValueError(f"{len(pos)} and {len(infl)} tags for {n} tokens")
+            g[PAD : n + PAD, VIEW_POS] = pos
+            g[PAD : n + PAD, VIEW_INFL] = infl
         return w, c, g
 
 
@@ -226,8 +250,20 @@ def len_bucket(n: int) -> int:
     return 8
 
 
+# --- feature sets ----------------------------------------------------------------------------------
+#
+# ``fset`` is a bit mask of template groups added to the base templates (the version-2/3 model, which
+# ``fset = 0`` reproduces exactly): CONTEXT widens the window around every boundary and conjoins the
+# words at the ends of the children; POS reads the part-of-speech views ``g[:, VIEW_POS]`` and
+# ``g[:, VIEW_INFL]`` that a tagger filled (:mod:`onmt_xl.reorder.tagger`).
+
+FSET_CONTEXT = 1
+FSET_POS = 2
+FEATURE_GROUPS = {"context": FSET_CONTEXT, "pos": FSET_POS}
+
 # Positions index the padded arrays of the chunk starting at ``lo``: token ``i`` is at
-# ``lo + PAD + i``. Each function writes its features to ``out[k:]`` and returns the new ``k``.
+# ``lo + PAD + i``. Each function writes its features to ``out[k:]`` and returns the new ``k``; a
+# group writes at most ``MAX_FEATS_GROUP`` features, a node at most ``MAX_FEATS_NODE``.
 
 N_FEATS_S = 6
 N_FEATS_M = 12
@@ -235,31 +271,53 @@ N_FEATS_E = 6
 N_FEATS_A = 3
 N_FEATS_B = 5
 N_FEATS_D = 4
-N_FEATS_NODE = N_FEATS_S + N_FEATS_M + N_FEATS_E + N_FEATS_A + N_FEATS_B + N_FEATS_D
+N_FEATS_NODE = N_FEATS_S + N_FEATS_M + N_FEATS_E + N_FEATS_A + N_FEATS_B + N_FEATS_D  # fset = 0
+MAX_FEATS_GROUP = 32
+MAX_FEATS_NODE = 6 * MAX_FEATS_GROUP
+
+
+@njit(cache=True, inline="always")
+def _pair(a: int, b: int) -> int:
+    """One 62-bit id for the pair ``(a, b)`` (four-token templates hash a pair as one argument)."""
+    return fhash(0, a, b, 0, (1 << 62) - 1)
 
 
 @njit(cache=True)
-def _feats_edge(w, c, g, inner: int, outer: int, base: int, mask: int, out, k: int) -> int:
+def _feats_edge(w, c, g, inner: int, outer: int, base: int, mask: int, fset: int, out, k: int) -> int:
     """A node edge: its word ``inner`` at the edge and the word ``outer`` beside it outside the node;
-    templates ``base + 1 .. base + 6`` (the class pair in sentence order)."""
+    templates ``base + 1 .. base + 6`` (the class pair in sentence order), ``base + 7 ..`` with ``fset``."""
     out[k + 0] = fhash(base + 1, w[inner], 0, 0, mask)
     out[k + 1] = fhash(base + 2, c[inner], 0, 0, mask)
     out[k + 2] = fhash(base + 3, w[outer], 0, 0, mask)
     out[k + 3] = fhash(base + 4, c[outer], 0, 0, mask)
-    out[k + 4] = fhash(base + 5, c[min(inner, outer)], c[max(inner, outer)], 0, mask)
-    out[k + 5] = fhash(base + 6, g[inner], 0, 0, mask)
-    return k + 6
+    lo_, hi_ = min(inner, outer), max(inner, outer)
+    out[k + 4] = fhash(base + 5, c[lo_], c[hi_], 0, mask)
+    out[k + 5] = fhash(base + 6, g[inner, VIEW_SHAPE], 0, 0, mask)
+    k += 6
+    if fset & FSET_CONTEXT:
+        far = outer + (outer - inner)  # the second word outside the node
+        out[k + 0] = fhash(base + 7, w[lo_], w[hi_], 0, mask)
+        out[k + 1] = fhash(base + 8, c[min(far, inner)], c[outer], c[max(far, inner)], mask)
+        out[k + 2] = fhash(base + 9, w[far], 0, 0, mask)
+        k += 3
+    if fset & FSET_POS:
+        out[k + 0] = fhash(base + 10, g[inner, VIEW_POS], 0, 0, mask)
+        out[k + 1] = fhash(base + 11, g[lo_, VIEW_POS], g[hi_, VIEW_POS], 0, mask)
+        out[k + 2] = fhash(base + 12, g[inner, VIEW_INFL], 0, 0, mask)
+        out[k + 3] = fhash(base + 13, g[outer, VIEW_INFL], w[inner], 0, mask)
+        k += 4
+    return k
 
 
 @njit(cache=True)
-def feats_start(w, c, g, lo: int, s: int, mask: int, out, k: int) -> int:
+def feats_start(w, c, g, lo: int, s: int, mask: int, fset: int, out, k: int) -> int:
     """Node start ``s``: first word ``a`` and the word ``p`` before the node."""
     a = lo + PAD + s
-    return _feats_edge(w, c, g, a, a - 1, 0, mask, out, k)
+    return _feats_edge(w, c, g, a, a - 1, 0, mask, fset, out, k)
 
 
 @njit(cache=True)
-def feats_split(w, c, g, lo: int, m: int, mask: int, out, k: int) -> int:
+def feats_split(w, c, g, lo: int, m: int, mask: int, fset: int, out, k: int) -> int:
     """Split ``m``: last word ``x`` of the left child, first word ``y`` of the right child."""
     y = lo + PAD + m
     x = y - 1
@@ -273,20 +331,41 @@ def feats_split(w, c, g, lo: int, m: int, mask: int, out, k: int) -> int:
     out[k + 7] = fhash(18, c[x], w[y], 0, mask)
     out[k + 8] = fhash(19, c[x - 1], c[x], c[y], mask)
     out[k + 9] = fhash(20, c[x], c[y], c[y + 1], mask)
-    out[k + 10] = fhash(21, g[x], 0, 0, mask)
-    out[k + 11] = fhash(22, g[y], 0, 0, mask)
-    return k + N_FEATS_M
+    out[k + 10] = fhash(21, g[x, VIEW_SHAPE], 0, 0, mask)
+    out[k + 11] = fhash(22, g[y, VIEW_SHAPE], 0, 0, mask)
+    k += N_FEATS_M
+    if fset & FSET_CONTEXT:  # two words each side of the split
+        out[k + 0] = fhash(71, w[x - 1], w[x], 0, mask)
+        out[k + 1] = fhash(72, w[y], w[y + 1], 0, mask)
+        out[k + 2] = fhash(73, _pair(c[x - 1], c[x]), c[y], c[y + 1], mask)
+        out[k + 3] = fhash(74, c[x - 2], c[x - 1], c[x], mask)
+        out[k + 4] = fhash(75, c[y], c[y + 1], c[y + 2], mask)
+        out[k + 5] = fhash(76, w[x - 1], w[x], w[y], mask)
+        out[k + 6] = fhash(77, w[x], w[y], w[y + 1], mask)
+        k += 7
+    if fset & FSET_POS:
+        px, py = g[x, VIEW_POS], g[y, VIEW_POS]
+        out[k + 0] = fhash(101, px, 0, 0, mask)
+        out[k + 1] = fhash(102, py, 0, 0, mask)
+        out[k + 2] = fhash(103, px, py, 0, mask)
+        out[k + 3] = fhash(104, g[x - 1, VIEW_POS], px, py, mask)
+        out[k + 4] = fhash(105, px, py, g[y + 1, VIEW_POS], mask)
+        out[k + 5] = fhash(106, g[x, VIEW_INFL], g[y, VIEW_INFL], 0, mask)
+        out[k + 6] = fhash(107, w[x], py, 0, mask)
+        out[k + 7] = fhash(108, px, w[y], 0, mask)
+        k += 8
+    return k
 
 
 @njit(cache=True)
-def feats_end(w, c, g, lo: int, e: int, mask: int, out, k: int) -> int:
+def feats_end(w, c, g, lo: int, e: int, mask: int, fset: int, out, k: int) -> int:
     """Node end ``e``: last word ``z`` of the node and the word ``q`` after it."""
     q = lo + PAD + e
-    return _feats_edge(w, c, g, q - 1, q, 30, mask, out, k)
+    return _feats_edge(w, c, g, q - 1, q, 30, mask, fset, out, k)
 
 
 @njit(cache=True)
-def feats_left(w, c, g, lo: int, s: int, m: int, mask: int, out, k: int) -> int:
+def feats_left(w, c, g, lo: int, s: int, m: int, mask: int, fset: int, out, k: int) -> int:
     """Left child ``[s, m)``."""
     a = lo + PAD + s
     y = lo + PAD + m
@@ -294,11 +373,21 @@ def feats_left(w, c, g, lo: int, s: int, m: int, mask: int, out, k: int) -> int:
     out[k + 0] = fhash(41, c[a], c[x], 0, mask)
     out[k + 1] = fhash(42, len_bucket(m - s), 0, 0, mask)
     out[k + 2] = fhash(43, c[a], c[y], 0, mask)
-    return k + N_FEATS_A
+    k += N_FEATS_A
+    if fset & FSET_CONTEXT:  # the left child's first and last words
+        out[k + 0] = fhash(81, w[a], w[x], 0, mask)
+        out[k + 1] = fhash(82, c[a], w[x], 0, mask)
+        out[k + 2] = fhash(83, w[x], len_bucket(m - s), 0, mask)
+        k += 3
+    if fset & FSET_POS:
+        out[k + 0] = fhash(111, g[a, VIEW_POS], g[x, VIEW_POS], 0, mask)
+        out[k + 1] = fhash(112, g[x, VIEW_INFL], len_bucket(m - s), 0, mask)
+        k += 2
+    return k
 
 
 @njit(cache=True)
-def feats_right(w, c, g, lo: int, m: int, e: int, mask: int, out, k: int) -> int:
+def feats_right(w, c, g, lo: int, m: int, e: int, mask: int, fset: int, out, k: int) -> int:
     """Right child ``[m, e)``."""
     y = lo + PAD + m
     x = y - 1
@@ -307,12 +396,25 @@ def feats_right(w, c, g, lo: int, m: int, e: int, mask: int, out, k: int) -> int
     out[k + 1] = fhash(52, len_bucket(e - m), 0, 0, mask)
     out[k + 2] = fhash(53, c[x], c[z], 0, mask)
     out[k + 3] = fhash(54, w[x], w[z], 0, mask)
-    out[k + 4] = fhash(55, c[x], g[z], 0, mask)
-    return k + N_FEATS_B
+    out[k + 4] = fhash(55, c[x], g[z, VIEW_SHAPE], 0, mask)
+    k += N_FEATS_B
+    if fset & FSET_CONTEXT:  # the ends of both children across the split (particle x verb ending)
+        out[k + 0] = fhash(91, w[y], w[z], 0, mask)
+        out[k + 1] = fhash(92, c[x], w[z], 0, mask)
+        out[k + 2] = fhash(93, w[x], c[z], 0, mask)
+        out[k + 3] = fhash(94, w[x], w[y], w[z], mask)
+        k += 4
+    if fset & FSET_POS:
+        out[k + 0] = fhash(121, g[y, VIEW_POS], g[z, VIEW_POS], 0, mask)
+        out[k + 1] = fhash(122, g[x, VIEW_POS], g[z, VIEW_POS], 0, mask)
+        out[k + 2] = fhash(123, g[x, VIEW_INFL], g[z, VIEW_INFL], 0, mask)
+        out[k + 3] = fhash(124, w[x], g[z, VIEW_INFL], 0, mask)
+        k += 4
+    return k
 
 
 @njit(cache=True)
-def feats_span(w, c, g, lo: int, s: int, e: int, mask: int, out, k: int) -> int:
+def feats_span(w, c, g, lo: int, s: int, e: int, mask: int, fset: int, out, k: int) -> int:
     """The whole node ``[s, e)``."""
     a = lo + PAD + s
     q = lo + PAD + e
@@ -320,15 +422,25 @@ def feats_span(w, c, g, lo: int, s: int, e: int, mask: int, out, k: int) -> int:
     out[k + 1] = fhash(62, c[a], c[q - 1], 0, mask)
     out[k + 2] = fhash(63, len_bucket(e - s), 0, 0, mask)
     out[k + 3] = fhash(64, c[a - 1], c[q], 0, mask)
-    return k + N_FEATS_D
+    k += N_FEATS_D
+    if fset & FSET_CONTEXT:
+        out[k + 0] = fhash(65, w[a], w[q - 1], 0, mask)
+        out[k + 1] = fhash(66, w[q - 1], len_bucket(e - s), 0, mask)
+        k += 2
+    if fset & FSET_POS:
+        out[k + 0] = fhash(131, g[a, VIEW_POS], g[q - 1, VIEW_POS], 0, mask)
+        out[k + 1] = fhash(132, g[a - 1, VIEW_POS], g[q, VIEW_POS], 0, mask)
+        k += 2
+    return k
 
 
 @njit(cache=True)
-def node_features(w, c, g, lo: int, s: int, m: int, e: int, mask: int, out) -> None:
-    """All ``N_FEATS_NODE`` feature indices of node ``(s, m, e)`` into ``out``."""
-    k = feats_start(w, c, g, lo, s, mask, out, 0)
-    k = feats_split(w, c, g, lo, m, mask, out, k)
-    k = feats_end(w, c, g, lo, e, mask, out, k)
-    k = feats_left(w, c, g, lo, s, m, mask, out, k)
-    k = feats_right(w, c, g, lo, m, e, mask, out, k)
-    feats_span(w, c, g, lo, s, e, mask, out, k)
+def node_features(w, c, g, lo: int, s: int, m: int, e: int, mask: int, fset: int, out) -> int:
+    """The feature indices of node ``(s, m, e)`` into ``out`` (at least ``MAX_FEATS_NODE`` long); returns
+    their number (``N_FEATS_NODE`` for ``fset = 0``)."""
+    k = feats_start(w, c, g, lo, s, mask, fset, out, 0)
+    k = feats_split(w, c, g, lo, m, mask, fset, out, k)
+    k = feats_end(w, c, g, lo, e, mask, fset, out, k)
+    k = feats_left(w, c, g, lo, s, m, mask, fset, out, k)
+    k = feats_right(w, c, g, lo, m, e, mask, fset, out, k)
+    return feats_span(w, c, g, lo, s, e, mask, fset, out, k)

@@ -8,6 +8,8 @@ All figures compare a predicted source order with the target ranks of
   1.0 = every pair in target order. It is the fraction of concordant pairs in ``[0, 1]``,
   not the ``[-1, 1]`` correlation coefficient.
 * **exact**: fraction of sentences whose order has zero Kendall loss.
+* **per-sentence tau** (:func:`sentence_taus`): the same fraction within each sentence, for a mean over
+  sentences (each sentence weighs the same, whatever its length) and paired resampling of sentences.
 * **FRS**, the fuzzy reordering score of Talbot et al. (2011): ``1 - (C - 1) / (M - 1)`` where
   ``M`` is the number of words and ``C`` the number of chunks the predicted order splits into
   such that each chunk is contiguous and in order in the *reference* order. The reference is the
@@ -159,3 +161,15 @@ def evaluate(
         frs_aligned=frs(model.chunk_breaks_aligned, n_aligned_minus_one),
         monotone_frs_aligned=frs(mono.chunk_breaks_aligned, n_aligned_minus_one),
     )
+
+
+def sentence_taus(pred_orders: Sequence[Sequence[int]], ranks_list: Sequence[np.ndarray]) -> List[Optional[float]]:
+    """Each sentence's tau: ``#aligned pairs put in target order / #aligned pairs with distinct ranks``;
+    ``None`` for a sentence with no such pair (it says nothing about an order)."""
+    if len(pred_orders) != len(ranks_list):
+        raise ValueError(f"{len(pred_orders)} predicted orders but {len(ranks_list)} rank arrays")
+    out: List[Optional[float]] = []
+    for pred, ranks in zip(pred_orders, ranks_list):
+        pairs = ordered_pairs(ranks)
+        out.append((pairs - kendall_loss(pred, ranks)) / pairs if pairs else None)
+    return out

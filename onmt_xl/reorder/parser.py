@@ -1,7 +1,8 @@
 """CKY over BTG trees with a hashed linear model, and the latent-oracle perceptron (numba).
 
-Shapes: a sentence (or chunk) of ``L`` tokens has padded id arrays ``w``, ``c``, ``g`` and offset
-``lo`` (see :mod:`onmt_xl.reorder.features`); weights ``W`` have shape ``(size, 2)``, column 0
+Shapes: a sentence (or chunk) of ``L`` tokens has padded id arrays ``w``, ``c`` (``(L + 4,)``), its
+other views ``g`` (``(L + 4, N_VIEWS)``) and offset ``lo`` (see :mod:`onmt_xl.reorder.features`); ``fset``
+is the model's feature-set bit mask (0: the base templates); weights ``W`` have shape ``(size, 2)``, column 0
 straight, column 1 inverted. With a span limit ``K`` (``K = L``: exact), the tables are banded:
 ``A[s, d, t]`` scores the left child ``[s, s+d)``, ``B[m, d, t]`` the right child ``[m, m+d)``,
 ``D[s, d, t]`` the node ``[s, s+d)``, ``C[m, t]`` the split, each of shape ``(L+1, K+1, 2)`` or
@@ -29,13 +30,8 @@ from __future__ import annotations
 import numpy as np
 
 from onmt_xl.reorder.features import (
-    N_FEATS_A,
-    N_FEATS_B,
-    N_FEATS_D,
-    N_FEATS_E,
-    N_FEATS_M,
-    N_FEATS_NODE,
-    N_FEATS_S,
+    MAX_FEATS_GROUP,
+    MAX_FEATS_NODE,
     feats_end,
     feats_left,
     feats_right,
@@ -49,7 +45,6 @@ from onmt_xl.reorder.oracle import backpointers, pair_prefix, rect, walk_spans
 
 _NEG = -1e300
 _BIG = np.int64(1) << 62
-_NBUF = 16  # >= the largest N_FEATS_* group
 
 
 @njit(cache=True, inline="always")
@@ -62,51 +57,51 @@ def _sum(W, buf, n: int):
 
 
 @njit(cache=True)
-def score_tables(w, c, g, lo: int, L: int, K: int, W, mask: int):
+def score_tables(w, c, g, lo: int, L: int, K: int, W, mask: int, fset: int):
     """``(A, B, C, D, GA, GD)`` for the chunk of ``L`` tokens at ``lo`` with span limit ``K <= L``.
 
     ``GA[m]`` / ``GD[e]``: left-child / node features of the glue nodes ``(0, m, e)`` (only filled
     when ``K < L``). ``O(L K)`` hash look-ups per template.
     """
-    buf = np.empty(_NBUF, dtype=np.int64)
+    buf = np.empty(MAX_FEATS_GROUP, dtype=np.int64)
     S = np.zeros((L + 1, 2))
     E = np.zeros((L + 1, 2))
     C = np.zeros((L + 1, 2))
     for s in range(L - 1):
-        feats_start(w, c, g, lo, s, mask, buf, 0)
-        S[s, 0], S[s, 1] = _sum(W, buf, N_FEATS_S)
+        nf = feats_start(w, c, g, lo, s, mask, fset, buf, 0)
+        S[s, 0], S[s, 1] = _sum(W, buf, nf)
     for m in range(1, L):
-        feats_split(w, c, g, lo, m, mask, buf, 0)
-        C[m, 0], C[m, 1] = _sum(W, buf, N_FEATS_M)
+        nf = feats_split(w, c, g, lo, m, mask, fset, buf, 0)
+        C[m, 0], C[m, 1] = _sum(W, buf, nf)
     for e in range(2, L + 1):
-        feats_end(w, c, g, lo, e, mask, buf, 0)
-        E[e, 0], E[e, 1] = _sum(W, buf, N_FEATS_E)
+        nf = feats_end(w, c, g, lo, e, mask, fset, buf, 0)
+        E[e, 0], E[e, 1] = _sum(W, buf, nf)
     A = np.zeros((L + 1, K + 1, 2))
     B = np.zeros((L + 1, K + 1, 2))
     D = np.zeros((L + 1, K + 1, 2))
     for s in range(L - 1):
         for d in range(1, min(K, L - 1 - s) + 1):  # left child [s, s+d), right child starts < L
-            feats_left(w, c, g, lo, s, s + d, mask, buf, 0)
-            a0, a1 = _sum(W, buf, N_FEATS_A)
+            nf = feats_left(w, c, g, lo, s, s + d, mask, fset, buf, 0)
+            a0, a1 = _sum(W, buf, nf)
             A[s, d, 0], A[s, d, 1] = a0 + S[s, 0], a1 + S[s, 1]
     for m in range(1, L):
         for d in range(1, min(K, L - m) + 1):
-            feats_right(w, c, g, lo, m, m + d, mask, buf, 0)
-            b0, b1 = _sum(W, buf, N_FEATS_B)
+            nf = feats_right(w, c, g, lo, m, m + d, mask, fset, buf, 0)
+            b0, b1 = _sum(W, buf, nf)
             B[m, d, 0], B[m, d, 1] = b0 + E[m + d, 0], b1 + E[m + d, 1]
     for s in range(L - 1):
         for d in range(2, min(K, L - s) + 1):
-            feats_span(w, c, g, lo, s, s + d, mask, buf, 0)
-            D[s, d, 0], D[s, d, 1] = _sum(W, buf, N_FEATS_D)
+            nf = feats_span(w, c, g, lo, s, s + d, mask, fset, buf, 0)
+            D[s, d, 0], D[s, d, 1] = _sum(W, buf, nf)
     GA = np.zeros(L + 1)
     GD = np.zeros(L + 1)
     if K < L:
         for m in range(1, L):
-            feats_left(w, c, g, lo, 0, m, mask, buf, 0)
-            GA[m] = _sum(W, buf, N_FEATS_A)[0] + S[0, 0]
+            nf = feats_left(w, c, g, lo, 0, m, mask, fset, buf, 0)
+            GA[m] = _sum(W, buf, nf)[0] + S[0, 0]
         for e in range(2, L + 1):
-            feats_span(w, c, g, lo, 0, e, mask, buf, 0)
-            GD[e] = _sum(W, buf, N_FEATS_D)[0]
+            nf = feats_span(w, c, g, lo, 0, e, mask, fset, buf, 0)
+            GD[e] = _sum(W, buf, nf)[0]
     return A, B, C, D, GA, GD
 
 
@@ -240,11 +235,11 @@ def span_limit(L: int, max_span: int) -> int:
 
 
 @njit(cache=True)
-def update(W, U, w, c, g, gold, pred, step: float, mask: int) -> None:
+def update(W, U, w, c, g, gold, pred, step: float, mask: int, fset: int) -> None:
     """Perceptron update: ``W[f, t] += 1`` for the features of the ``gold`` tree's nodes, ``-= 1``
     for the ``pred`` tree's; nodes in both trees cancel and are skipped. ``U`` keeps ``step * delta``
     sums for averaging (``W_avg = W - U / step``)."""
-    buf = np.empty(N_FEATS_NODE, dtype=np.int64)
+    buf = np.empty(MAX_FEATS_NODE, dtype=np.int64)
     for side in range(2):
         nodes, other = (gold, pred) if side == 0 else (pred, gold)
         delta = 1.0 if side == 0 else -1.0
@@ -257,8 +252,8 @@ def update(W, U, w, c, g, gold, pred, step: float, mask: int) -> None:
                     break
             if shared:
                 continue
-            node_features(w, c, g, 0, s, m, e, mask, buf)
-            for j in range(N_FEATS_NODE):
+            nf = node_features(w, c, g, 0, s, m, e, mask, fset, buf)
+            for j in range(nf):
                 W[buf[j], t] += delta
                 U[buf[j], t] += step * delta
 
@@ -279,14 +274,14 @@ def _loss_matrix(r1, r2, use_r2: bool):
 
 
 @njit(cache=True)
-def _train_one(ws, cs, gs, lo, L, r1, r2, use_r2, W, aug, mask, max_span, nodes_p, nodes_g):
+def _train_one(ws, cs, gs, lo, L, r1, r2, use_r2, W, aug, mask, fset, max_span, nodes_p, nodes_g):
     """Predicted and latent-oracle trees of one sentence -> ``(pred loss, oracle loss, KB)``."""
     K = span_limit(L, max_span)
     w = ws[lo : lo + L + 4]
     c = cs[lo : lo + L + 4]
     g = gs[lo : lo + L + 4]
     P, kb = _loss_matrix(r1, r2, use_r2)
-    A, B, C, D, GA, GD = score_tables(w, c, g, 0, L, K, W, mask)
+    A, B, C, D, GA, GD = score_tables(w, c, g, 0, L, K, W, mask, fset)
     order = np.empty(L, dtype=np.int64)
     sp, iv, gsp, l_p, _ = cky(A, B, C, D, GA, GD, P, aug, False, float(kb))
     extract(sp, iv, gsp, L, K, order, nodes_p)
@@ -296,7 +291,7 @@ def _train_one(ws, cs, gs, lo, L, r1, r2, use_r2, W, aug, mask, max_span, nodes_
 
 
 @njit(cache=True)
-def _train_slot(j, k, ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2, W, aug, mask, max_span,
+def _train_slot(j, k, ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2, W, aug, mask, fset, max_span,
                 nodes_p, nodes_g, lp, lg, kbs) -> None:
     """Trees of sentence ``k`` into batch slot ``j``."""
     L = lens[k]
@@ -305,12 +300,12 @@ def _train_slot(j, k, ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2, W, au
     if L >= 2:
         ro = rank_off[k]
         lp[j], lg[j], kbs[j] = _train_one(ws, cs, gs, pad_off[k], L, r1[ro : ro + L], r2[ro : ro + L], use_r2,
-                                          W, aug, mask, max_span, nodes_p[j, : L - 1], nodes_g[j, : L - 1])
+                                          W, aug, mask, fset, max_span, nodes_p[j, : L - 1], nodes_g[j, : L - 1])
 
 
 @njit(cache=True, parallel=True)
 def train_pass(ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2: bool, perm, W, U, step: float,
-               aug: float, mask: int, max_span: int, batch: int, serial: bool):
+               aug: float, mask: int, fset: int, max_span: int, batch: int, serial: bool):
     """One perceptron pass over the sentences ``perm`` (flat corpus arrays, see preorderer.py).
 
     Mini-batches of ``batch`` sentences: trees in parallel (``serial``: in a plain loop, for one
@@ -333,11 +328,11 @@ def train_pass(ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2: bool, perm, 
         if serial:
             for j in range(nb):
                 _train_slot(j, perm[b0 + j], ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2, W, aug, mask,
-                            max_span, nodes_p, nodes_g, lp, lg, kbs)
+                            fset, max_span, nodes_p, nodes_g, lp, lg, kbs)
         else:
             for j in prange(nb):
                 _train_slot(j, perm[b0 + j], ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2, W, aug, mask,
-                            max_span, nodes_p, nodes_g, lp, lg, kbs)
+                            fset, max_span, nodes_p, nodes_g, lp, lg, kbs)
         for j in range(nb):
             step += 1.0
             k = perm[b0 + j]
@@ -352,13 +347,13 @@ def train_pass(ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2: bool, perm, 
                 w = ws[lo : lo + L + 4]
                 c = cs[lo : lo + L + 4]
                 g = gs[lo : lo + L + 4]
-                update(W, U, w, c, g, nodes_g[j, : L - 1], nodes_p[j, : L - 1], step, mask)
+                update(W, U, w, c, g, nodes_g[j, : L - 1], nodes_p[j, : L - 1], step, mask, fset)
     return step, pred_loss, gold_loss, n_upd
 
 
 @njit(cache=True)
 def _pass_serial(ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2: bool, perm, W, U, step: float,
-                 aug: float, mask: int, max_span: int, Lmax: int):
+                 aug: float, mask: int, fset: int, max_span: int, Lmax: int):
     """The plain online perceptron over ``perm`` (one sentence at a time); as :func:`train_pass`."""
     nodes_p = np.zeros((1, Lmax - 1, 4), dtype=np.int64)
     nodes_g = np.zeros((1, Lmax - 1, 4), dtype=np.int64)
@@ -374,7 +369,7 @@ def _pass_serial(ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2: bool, perm
         L = lens[k]
         if L < 2:
             continue
-        _train_slot(0, k, ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2, W, aug, mask, max_span,
+        _train_slot(0, k, ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2, W, aug, mask, fset, max_span,
                     nodes_p, nodes_g, lp, lg, kbs)
         pred_loss += lp[0] // kbs[0]
         gold_loss += lg[0] // kbs[0]
@@ -382,13 +377,13 @@ def _pass_serial(ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2: bool, perm
             n_upd += 1
             lo = pad_off[k]
             update(W, U, ws[lo : lo + L + 4], cs[lo : lo + L + 4], gs[lo : lo + L + 4], nodes_g[0, : L - 1],
-                   nodes_p[0, : L - 1], step, mask)
+                   nodes_p[0, : L - 1], step, mask, fset)
     return step, pred_loss, gold_loss, n_upd
 
 
 @njit(cache=True, parallel=True)
 def train_pass_mix(ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2: bool, perm, W, Acc, aug: float,
-                   mask: int, max_span: int, shards: int):
+                   mask: int, fset: int, max_span: int, shards: int):
     """One pass with iterative parameter mixing (McDonald et al. 2010): ``perm`` is cut into
     ``shards`` contiguous shards, each trained by the online perceptron on its own copy of ``W`` in
     parallel, and ``W`` becomes the mean of the copies. ``Acc`` accumulates the sum of every
@@ -410,7 +405,7 @@ def train_pass_mix(ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2: bool, pe
         a = (t * n) // shards
         b = ((t + 1) * n) // shards
         st, pl, gl, nu = _pass_serial(ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2, perm[a:b], Wt[t], Ut[t],
-                                      0.0, aug, mask, max_span, Lmax)
+                                      0.0, aug, mask, fset, max_span, Lmax)
         stats[t, 0], stats[t, 1], stats[t, 2], stats[t, 3] = np.int64(st), pl, gl, nu
     for i in prange(H):
         for col in range(2):
@@ -428,7 +423,7 @@ def train_pass_mix(ws, cs, gs, pad_off, lens, r1, r2, rank_off, use_r2: bool, pe
 
 
 @njit(cache=True)
-def decode_sentence(w, c, g, L: int, W, mask: int, max_span: int, out) -> None:
+def decode_sentence(w, c, g, L: int, W, mask: int, fset: int, max_span: int, out) -> None:
     """Best order of one sentence (padded arrays ``w, c, g``) into ``out`` (shape ``(L,)``)."""
     if L == 1:
         out[0] = 0
@@ -436,14 +431,14 @@ def decode_sentence(w, c, g, L: int, W, mask: int, max_span: int, out) -> None:
         return
     K = span_limit(L, max_span)
     empty = np.zeros((0, 0), dtype=np.int64)
-    A, B, C, D, GA, GD = score_tables(w, c, g, 0, L, K, W, mask)
+    A, B, C, D, GA, GD = score_tables(w, c, g, 0, L, K, W, mask, fset)
     split, inv, gsplit, _, _ = cky(A, B, C, D, GA, GD, empty, 0.0, False, 1.0)
     nodes = np.empty((L - 1, 4), dtype=np.int64)
     extract(split, inv, gsplit, L, K, out, nodes)
 
 
 @njit(cache=True)
-def decode_tree(w, c, g, L: int, W, mask: int, max_span: int):
+def decode_tree(w, c, g, L: int, W, mask: int, fset: int, max_span: int):
     """``(order, nodes, score)`` of the best tree (``nodes`` as in :func:`extract`)."""
     order = np.arange(L)
     nodes = np.zeros((max(L - 1, 0), 4), dtype=np.int64)
@@ -451,14 +446,14 @@ def decode_tree(w, c, g, L: int, W, mask: int, max_span: int):
         return order, nodes, 0.0
     K = span_limit(L, max_span)
     empty = np.zeros((0, 0), dtype=np.int64)
-    A, B, C, D, GA, GD = score_tables(w, c, g, 0, L, K, W, mask)
+    A, B, C, D, GA, GD = score_tables(w, c, g, 0, L, K, W, mask, fset)
     split, inv, gsplit, _, score = cky(A, B, C, D, GA, GD, empty, 0.0, False, 1.0)
     extract(split, inv, gsplit, L, K, order, nodes)
     return order, nodes, score
 
 
 @njit(cache=True, parallel=True)
-def decode_batch(ws, cs, gs, pad_off, lens, W, mask: int, max_span: int, serial: bool):
+def decode_batch(ws, cs, gs, pad_off, lens, W, mask: int, fset: int, max_span: int, serial: bool):
     """Orders of a batch (flat padded arrays), sentences in parallel (``serial``: in a plain loop);
     returns a flat int64 array, sentence ``k`` at ``[sum(lens[:k]), sum(lens[:k+1]))``."""
     n = lens.shape[0]
@@ -468,16 +463,16 @@ def decode_batch(ws, cs, gs, pad_off, lens, W, mask: int, max_span: int, serial:
     out = np.empty(off[n], dtype=np.int64)
     if serial or n == 1:  # no parallel region: no thread wake-ups
         for k in range(n):
-            _decode_slot(k, ws, cs, gs, pad_off, lens, off, W, mask, max_span, out)
+            _decode_slot(k, ws, cs, gs, pad_off, lens, off, W, mask, fset, max_span, out)
     else:
         for k in prange(n):
-            _decode_slot(k, ws, cs, gs, pad_off, lens, off, W, mask, max_span, out)
+            _decode_slot(k, ws, cs, gs, pad_off, lens, off, W, mask, fset, max_span, out)
     return out
 
 
 @njit(cache=True)
-def _decode_slot(k, ws, cs, gs, pad_off, lens, off, W, mask: int, max_span: int, out) -> None:
+def _decode_slot(k, ws, cs, gs, pad_off, lens, off, W, mask: int, fset: int, max_span: int, out) -> None:
     L = lens[k]
     lo = pad_off[k]
-    decode_sentence(ws[lo : lo + L + 4], cs[lo : lo + L + 4], gs[lo : lo + L + 4], L, W, mask, max_span,
+    decode_sentence(ws[lo : lo + L + 4], cs[lo : lo + L + 4], gs[lo : lo + L + 4], L, W, mask, fset, max_span,
                     out[off[k] : off[k + 1]])

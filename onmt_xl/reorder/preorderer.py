@@ -38,6 +38,7 @@ from onmt_xl.reorder.training import (
     check_hash_size,
     check_settings,
     flatten,
+    fset_of,
     train_weights,
 )
 from onmt_xl.segmentation import SegmentationMismatch, SegmentationScheme, check_tokens, detect
@@ -105,6 +106,10 @@ class Preorderer:
         self.hparams["hash_size"] = weights.shape[0]
         self.hparams.setdefault("max_len", DEFAULT_MAX_LEN)
         self.hparams.setdefault("max_span", 0)
+        from onmt_xl.reorder.tagger import make_tagger
+
+        self.tagger = make_tagger(self.hparams.get("tagger"))
+        self.fset = fset_of(self.features)
         self.train_log: List[EpochStats] = []
         self.train_info: Dict[str, Any] = {}
 
@@ -119,6 +124,12 @@ class Preorderer:
     max_span = _IntHParam("max_span", "Span limit ``K`` of decoding (0 = exact CKY up to ``max_len`` tokens): no "
                           "inverted node spans more than ``K`` tokens, and the cost is ``O(n K^2)`` (see "
                           ":mod:`onmt_xl.reorder.parser`).")
+
+    @property
+    def features(self) -> Tuple[str, ...]:
+        """The feature groups added to the base templates (:data:`~onmt_xl.reorder.features.FEATURE_GROUPS`; none
+        for files of format versions 2 and 3)."""
+        return tuple(self.hparams.get("features") or ())
 
     @property
     def effective_span(self) -> int:
@@ -150,6 +161,8 @@ class Preorderer:
         parallel: str = DEFAULT_PARALLEL,
         progress: bool = True,
         segmentation: Optional[SegmentationScheme] = None,
+        features: Sequence[str] = (),
+        tagger: Optional[str] = None,
     ) -> "Preorderer":
         """Averaged latent-oracle perceptron (see :mod:`onmt_xl.reorder.parser`).
 
@@ -171,7 +184,21 @@ class Preorderer:
         model, see :mod:`onmt_xl.segmentation`); ``None`` records what the tokens show (sub-words of an
         unrecorded model when they carry markers, else words). Raises
         :class:`~onmt_xl.segmentation.SegmentationMismatch` when the tokens contradict it.
+
+        ``features``: groups of templates added to the base set (``"context"``: a wider window and word
+        conjunctions of the children's ends, see :mod:`onmt_xl.reorder.features`); ``tagger``: a morphological
+        tagger whose part-of-speech views the ``"pos"`` group reads (``"unidic"``, :mod:`onmt_xl.reorder.tagger`;
+        it implies that group). Both are recorded in the model, which then tags its own input.
         """
+        from onmt_xl.reorder.tagger import make_tagger
+
+        features = tuple(features)
+        if tagger not in (None, "none") and "pos" not in features:
+            features += ("pos",)
+        if "pos" in features and tagger in (None, "none"):
+            raise ValueError("the 'pos' feature group needs a tagger (tagger='unidic')")
+        features = tuple(sorted(set(features)))  # check_settings rejects unknown groups
+        tagger_obj = make_tagger(tagger, "training with")
         if segmentation is None:
             segmentation = detect(sentences).with_note("")
         else:
@@ -180,7 +207,8 @@ class Preorderer:
             if problem:
                 raise SegmentationMismatch(problem)
         settings = Settings(iterations, seed, hash_size, min_count, class_words, n_clusters, cluster_passes, loss_aug,
-                            attach_null, tiebreak_null, max_len, max_span, batch, parallel, progress)
+                            attach_null, tiebreak_null, max_len, max_span, batch, parallel, progress, features,
+                            tagger_obj)
         check_settings(settings, len(sentences), len(links_list))
         import numba
 
@@ -197,9 +225,10 @@ class Preorderer:
     # --- inference ---------------------------------------------------------------------------
 
     def _encode(self, tokens: Sequence[str]):
+        """Padded ids and views of ``tokens``, tagged by the model's tagger when it has one."""
         if isinstance(tokens, str):
             raise TypeError("expected a list of tokens, not a string")
-        return self.vocab.encode(tokens)
+        return self.vocab.encode(tokens, self.tagger.tags(tokens) if self.tagger is not None else None)
 
     def reorder(self, tokens: Sequence[str]) -> List[int]:
         """Predicted ``order`` (source indices in target-like order): a BTG-valid permutation."""
@@ -211,8 +240,8 @@ class Preorderer:
         if n <= 1:
             return list(range(n))
         out = np.empty(n, dtype=np.int64)
-        w, c, g = self.vocab.encode(tokens)
-        decode_sentence(w, c, g, n, self.weights, self.mask, self.effective_span, out)
+        w, c, g = self._encode(tokens)
+        decode_sentence(w, c, g, n, self.weights, self.mask, self.fset, self.effective_span, out)
         return out.tolist()
 
     def reorder_tree(self, tokens: Sequence[str]) -> Tuple[List[int], Optional[BTGNode], float]:
@@ -222,8 +251,8 @@ class Preorderer:
         if isinstance(tokens, str):
             raise TypeError("reorder_tree() takes a list of tokens, not a string")
         n = len(tokens)
-        w, c, g = self.vocab.encode(tokens)
-        order, nodes, score = decode_tree(w, c, g, n, self.weights, self.mask, self.effective_span)
+        w, c, g = self._encode(tokens)
+        order, nodes, score = decode_tree(w, c, g, n, self.weights, self.mask, self.fset, self.effective_span)
         return order.tolist(), _nodes_to_tree(nodes, n), float(score)
 
     def pos_xl(self, tokens: Sequence[str]) -> List[int]:
@@ -241,9 +270,10 @@ class Preorderer:
                 raise TypeError("reorder_batch() takes lists of tokens, not strings")
         if not batch:
             return []
-        ws, cs, gs, pad_off, lens = flatten([self.vocab.encode(t) for t in batch])
+        ws, cs, gs, pad_off, lens = flatten([self._encode(t) for t in batch])
         with caller_threads() as threads:
-            flat = decode_batch(ws, cs, gs, pad_off, lens, self.weights, self.mask, self.effective_span, threads == 1)
+            flat = decode_batch(ws, cs, gs, pad_off, lens, self.weights, self.mask, self.fset, self.effective_span,
+                                threads == 1)
         out, pos = [], 0
         for n in lens.tolist():
             out.append(flat[pos : pos + n].tolist())
@@ -281,6 +311,11 @@ class Preorderer:
             model.__setstate__(state)
             return model
 
-        model = preorderer_io.read(path, restore)
+        from onmt_xl.reorder.tagger import TaggerMissing
+
+        try:
+            model = preorderer_io.read(path, restore)
+        except TaggerMissing as exc:
+            raise TaggerMissing(path, None, exc.problem.replace("this preorderer uses", "uses", 1)) from None
         _warn_unrecorded(path, model)
         return model

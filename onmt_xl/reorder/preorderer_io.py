@@ -1,8 +1,12 @@
 """The preorderer's file format: one ``.npz`` holding a JSON header, the JSON vocabulary, the word
 classes and the non-zero weight rows.
 
-Version 3 (:data:`VERSION`, written) records the source segmentation in the header; version 2 (read,
-and written back as read) does not, so its segmentation is inferred from the vocabulary. Any other
+Version 4 (:data:`VERSION`, written) records the feature groups added to the base templates and the
+tagger they read (``features``, ``tagger``: see :mod:`onmt_xl.reorder.features` and
+:mod:`onmt_xl.reorder.tagger`), so a model decodes with the features it was trained with and tags its own
+input; a reader of version 3 refuses it instead of decoding it with the base features only. Version 3
+records the source segmentation in the header; version 2 does not, so its segmentation is inferred from the
+vocabulary. Versions 2 and 3 are read as the base feature set, and written back as read. Any other
 version fails at load with a message naming the file and the versions read.
 """
 
@@ -20,8 +24,10 @@ from onmt_xl.reorder.features import Vocab
 from onmt_xl.segmentation import SegmentationScheme, detect
 
 FORMAT = "onmt_xl.preorderer"
-VERSION = 3  # 2: exchange-clustering classes, three-view features, span limit; 3: + the source segmentation
-READABLE_VERSIONS = (2, 3)  # version 2 records no segmentation
+# 2: exchange-clustering classes, three-view features, span limit; 3: + the source segmentation;
+# 4: + the feature groups and the tagger
+VERSION = 4
+READABLE_VERSIONS = (2, 3, 4)  # version 2 records no segmentation, 2 and 3 no feature groups
 
 
 def vocab_segmentation(vocab, version: int) -> SegmentationScheme:
@@ -34,7 +40,14 @@ def vocab_segmentation(vocab, version: int) -> SegmentationScheme:
 
 def header(model) -> Dict[str, Any]:
     """The file header of ``model``; a model read from a version-2 file keeps version 2 (no segmentation)."""
-    out = {"format": FORMAT, "version": model.version, **model.hparams, "class_words": model.vocab.class_words,
+    hparams = dict(model.hparams)
+    if model.version >= 4:
+        hparams.setdefault("features", [])
+        hparams.setdefault("tagger", None)
+    else:
+        hparams.pop("features", None)
+        hparams.pop("tagger", None)
+    out = {"format": FORMAT, "version": model.version, **hparams, "class_words": model.vocab.class_words,
            "clustered": model.vocab.clusters is not None}
     if model.version >= 3:
         out["segmentation"] = model.segmentation.to_dict()
@@ -68,6 +81,8 @@ def unpack(state: Dict[str, Any]):
         segmentation = SegmentationScheme.from_dict(head["segmentation"])
     else:
         segmentation = vocab_segmentation(vocab, version)
+    if version >= 4 and not ("features" in head and "tagger" in head):
+        raise ValueError(f"format version {version} header has no feature groups or tagger record")
     hparams = {k: v for k, v in head.items() if k not in ("format", "version", "clustered", "segmentation")}
     return vocab, weights, hparams, segmentation, version
 

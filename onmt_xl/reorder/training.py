@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from onmt_xl.reorder.features import PAD, Vocab
+from onmt_xl.reorder.features import FEATURE_GROUPS, N_VIEWS, PAD, Vocab
 from onmt_xl.reorder.oracle import ATTACH_NULL, target_ranks
 
 logger = logging.getLogger("onmt_xl.reorder.preorderer")
@@ -61,6 +61,8 @@ class Settings:
     batch: int
     parallel: str
     progress: bool
+    features: Tuple[str, ...] = ()  # feature groups added to the base templates (features.FEATURE_GROUPS)
+    tagger: Optional[Any] = None  # a tagger.Tagger, for the "pos" group
 
 
 @dataclass
@@ -94,10 +96,23 @@ def check_settings(settings: Settings, n_sentences: int, n_links: int) -> None:
         raise ValueError(f"batch must be >= 1, got {settings.batch}")
     if settings.parallel not in PARALLEL_MODES:
         raise ValueError(f"parallel must be one of {PARALLEL_MODES}, got {settings.parallel!r}")
+    unknown = [f for f in settings.features if f not in FEATURE_GROUPS]
+    if unknown:
+        raise ValueError(f"unknown feature groups {unknown}: the groups are {sorted(FEATURE_GROUPS)}")
+    if ("pos" in settings.features) != (settings.tagger is not None):
+        raise ValueError("the 'pos' feature group needs a tagger, and a tagger needs the 'pos' group")
     for name in ("attach_null", "tiebreak_null"):
         mode = getattr(settings, name)
         if mode not in ATTACH_NULL:
             raise ValueError(f"{name} must be one of {ATTACH_NULL}, got {mode!r}")
+
+
+def fset_of(features: Sequence[str]) -> int:
+    """The feature-set bit mask of the compiled feature functions for the groups ``features``."""
+    out = 0
+    for name in features:
+        out |= FEATURE_GROUPS[name]
+    return out
 
 
 def flatten(encoded: Sequence[Tuple[np.ndarray, np.ndarray, np.ndarray]]):
@@ -110,7 +125,8 @@ def flatten(encoded: Sequence[Tuple[np.ndarray, np.ndarray, np.ndarray]]):
         cs = np.concatenate([e[1] for e in encoded])
         gs = np.concatenate([e[2] for e in encoded])
     else:
-        ws = cs = gs = np.zeros(0, dtype=np.int64)
+        ws = cs = np.zeros(0, dtype=np.int64)
+        gs = np.zeros((0, N_VIEWS), dtype=np.int64)
     return ws, cs, gs, pad_off, lens
 
 
@@ -131,7 +147,8 @@ def prepare(sentences, links_list, keep: List[int], s: Settings) -> Tuple[Vocab,
     r2 = [target_ranks(len(sentences[k]), links_list[k], s.tiebreak_null) for k in keep] if use_r2 else r1
     vocab = Vocab.build(sentences, min_count=s.min_count, class_words=s.class_words, n_clusters=s.n_clusters,
                         cluster_passes=s.cluster_passes)
-    ws, cs, gs, pad_off, lens = flatten([vocab.encode(sentences[k]) for k in keep])
+    tag = s.tagger.tags if s.tagger is not None else (lambda tokens: None)
+    ws, cs, gs, pad_off, lens = flatten([vocab.encode(sentences[k], tag(sentences[k])) for k in keep])
     rank_off = np.zeros(len(keep) + 1, dtype=np.int64)
     rank_off[1:] = np.cumsum(lens)
     flat1 = np.concatenate(r1) if r1 else np.zeros(0, dtype=np.int64)
@@ -149,6 +166,7 @@ class Perceptron:
         self.U = np.zeros((s.hash_size, 2), dtype=np.float64)
         self.step = 0.0
         self.mix = s.parallel == "mix"
+        self.fset = fset_of(s.features)
 
     def run(self, data: Corpus, idx: np.ndarray):
         """Train on the sentences ``idx``; returns (predicted loss, oracle loss, updates)."""
@@ -158,10 +176,11 @@ class Perceptron:
         head = (data.ws, data.cs, data.gs, data.pad_off, data.lens, data.flat1, data.flat2, data.rank_off,
                 data.use_r2, idx, self.W, self.U)
         if self.mix:
-            n_steps, pl, gl, nu = train_pass_mix(*head, float(s.loss_aug), mask, int(self.max_span), self.n_threads)
+            n_steps, pl, gl, nu = train_pass_mix(*head, float(s.loss_aug), mask, self.fset, int(self.max_span),
+                                             self.n_threads)
             self.step += float(n_steps)
         else:
-            self.step, pl, gl, nu = train_pass(*head, self.step, float(s.loss_aug), mask, int(self.max_span),
+            self.step, pl, gl, nu = train_pass(*head, self.step, float(s.loss_aug), mask, self.fset, int(self.max_span),
                                                int(s.batch), self.n_threads == 1 or s.batch == 1)
         return pl, gl, nu
 
@@ -212,6 +231,7 @@ def train_weights(sentences, links_list, s: Settings, n_threads: int):
         iterations=s.iterations, seed=s.seed, min_count=s.min_count, class_words=s.class_words,
         n_clusters=s.n_clusters, loss_aug=float(s.loss_aug), attach_null=s.attach_null,
         tiebreak_null=s.tiebreak_null, max_len=int(s.max_len), max_span=int(max_span), parallel=s.parallel,
-        batch=int(s.batch), train_threads=n_threads, train_sentences=len(keep))
+        batch=int(s.batch), train_threads=n_threads, train_sentences=len(keep), features=list(s.features),
+        tagger=s.tagger.record() if s.tagger is not None else None)
     info = dict(threads=n_threads, vocab_seconds=t_vocab, seconds=time.perf_counter() - t_start)
     return vocab, perceptron.averaged(), hparams, log, info
