@@ -7,23 +7,32 @@
 #
 #   crossfit  stage 1: the training split's cross-fitted positions (5 folds) and crossfit.json (Kendall tau of the
 #             full preorderer and of the cross-fitted positions on the same 5,000 training sentences, seen/unseen)
+#   source    stage 2's chosen source (reports/sources_xlpos/choice.json, tools/choose_source.py) in a work directory
+#             of its own, runs/decisive_jaen_xlpos_src (archive reports/decisive_jaen_xlpos_src; the same splits,
+#             links and vocabularies): its preorderer on the 43,000 pairs, scored on tuning and test, and its
+#             cross-fitted training positions with crossfit.json
 #   drift     baseline seeds 1 and 2 retrained on the current code (the control's drift check), tier e's options
+#   x         stage 3: combination_xfit seeds 1-8 (tier x) on the chosen source's cross-fitted positions
 #
-# Later stages (cross-fitted positions, the source chosen on the tuning split, combination_xfit seeds 1-8) are added
-# here, each committed before its first job. Run it from a snapshot of the code and bring finished jobs back:
+# Run it from a snapshot of the code and bring finished jobs back:
 #   git worktree add --detach runs/queue_code HEAD
 #   (cd runs/queue_code && nohup setsid bash tools/xlpos_queue.sh >> ../xlpos_queue.log 2>&1 &)
 #   (cd runs/queue_code && bash tools/xlpos_queue.sh status)
 #   python3 tools/collect_archive.py --from runs/queue_code/reports/decisive_jaen_xlpos --to reports/decisive_jaen_xlpos
 #
-# Env: P jobs at once (2), NICE (10), STAGES ("crossfit drift", in that order).
+# Env: P jobs at once (2), NICE (10), STAGES ("crossfit source drift x", in that order).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-P=${P:-2} NICE=${NICE:-10} STAGES=${STAGES:-crossfit drift}
+P=${P:-2} NICE=${NICE:-10} STAGES=${STAGES:-crossfit source drift x}
 FROM=runs/decisive_jaen WORK=runs/decisive_jaen_xlpos
 DESIGN=(--test-from-train 5000 --max-steps 10000 --steps 8000)
 XLPOS=(--workdir "$WORK" --archive reports/decisive_jaen_xlpos "${DESIGN[@]}")
+# the chosen source's preorderer options: the design's and the candidate's (tools/choose_source.py)
+CHOICE=reports/sources_xlpos/choice.json SRCWORK=runs/decisive_jaen_xlpos_src
+OPTIONS=$(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["chosen_options"]
+print(json.dumps({"tiebreak_null": "none", **c}))' "$CHOICE") || { echo "xlpos_queue: cannot read $CHOICE" >&2; exit 1; }
+SRC=(--workdir "$SRCWORK" --archive reports/decisive_jaen_xlpos_src "${DESIGN[@]}" --preorder-options "$OPTIONS")
 case ${1:-} in
   "") STAGE=main ;;
   status) STAGE=status ;;
@@ -32,6 +41,11 @@ esac
 
 seed_workdir() {  # on first use: runs/decisive_jaen's inputs (prepared from its archive if missing), copied
   local f
+  if [ ! -d "$SRCWORK" ] && [ -f "$FROM/data/ready" ]; then  # the chosen source's: all but the preorderer
+    mkdir -p "$SRCWORK" || exit 1
+    for f in data align vocab.src vocab.tgt vocab_config.yaml; do cp -a "$FROM/$f" "$SRCWORK/" || exit 1; done
+    rm -f "$SRCWORK/data/train.src.xlpos"
+  fi
   [ -d "$WORK" ] && return 0
   if [ ! -f "$FROM/data/ready" ]; then
     python3 -m onmt_xl.experiments evidence --workdir "$FROM" --archive reports/decisive_jaen --test-from-train 5000 \
@@ -41,6 +55,7 @@ seed_workdir() {  # on first use: runs/decisive_jaen's inputs (prepared from its
   for f in data align vocab.src vocab.tgt vocab_config.yaml preorderer.xlp preorderer.json; do
     cp -a "$FROM/$f" "$WORK/" || exit 1
   done
+  seed_workdir
 }
 
 run_stage() {  # $1: the stage's name; the rest: evidence's arguments
@@ -66,8 +81,27 @@ for stage in $STAGES; do
         nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage prepare --crossfit "${XLPOS[@]}" \
           || { echo "[xlpos_queue] crossfit failed ($?)" >&2; exit 1; }
       fi ;;
+    source)
+      if [ "$STAGE" = status ]; then
+        [ -f "$SRCWORK/crossfit.json" ] && echo "[source] done: $SRCWORK/crossfit.json" || echo "[source] not done"
+      else
+        echo "[xlpos_queue] $(date -u '+%F %T') source: $OPTIONS"
+        # the tagger's packages, at the versions the candidates were scored with (reports/SOURCES_xlpos.md)
+        python3 -c "import fugashi, unidic_lite" 2>/dev/null || python3 -m pip install -q "fugashi==1.5.2" \
+          "unidic-lite==1.0.8" || { echo "[xlpos_queue] installing the tagger failed" >&2; exit 1; }
+        nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage prepare --crossfit "${SRC[@]}" \
+          || { echo "[xlpos_queue] source failed ($?)" >&2; exit 1; }
+      fi ;;
     drift) run_stage drift --tier e --systems baseline --seeds 1,2 ;;
-    *) echo "xlpos_queue: unknown stage '$stage' (crossfit, drift)" >&2; exit 2 ;;
+    x)
+      if [ "$STAGE" = status ]; then
+        [ -d "$SRCWORK" ] && python3 -m onmt_xl.experiments evidence --stage status --parallel "$P" --tier x "${SRC[@]}"
+      else
+        echo "[xlpos_queue] $(date -u '+%F %T') x"
+        nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage main --parallel "$P" --tier x "${SRC[@]}" \
+          || { echo "[xlpos_queue] x failed ($?)" >&2; exit 1; }
+      fi ;;
+    *) echo "xlpos_queue: unknown stage '$stage' (crossfit, source, drift, x)" >&2; exit 2 ;;
   esac
 done
 [ "$STAGE" = main ] && echo "[xlpos_queue] $(date -u '+%F %T') done"
