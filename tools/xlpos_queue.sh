@@ -13,6 +13,10 @@
 #             cross-fitted training positions with crossfit.json
 #   drift     baseline seeds 1 and 2 retrained on the current code (the control's drift check), tier e's options
 #   x         stage 3: combination_xfit seeds 1-8 (tier x) on the chosen source's cross-fitted positions
+#   inxl      issue 78, after this design's jobs: InXL with its default start (absolute), seeds 1-8, on the decisive
+#             split (runs/decisive_jaen_inxl, archive reports/decisive_jaen_inxl; the design's tier g had identity)
+#   fewseed   issue 78: the few-seed rows whose verdict the seed variance decides (ExGRE and ReFSR), seeds 3-8 beside
+#             the design's 1-2, in runs/decisive_jaen (archive reports/decisive_jaen), the design's options
 #
 # Run it from a snapshot of the code and bring finished jobs back:
 #   git worktree add --detach runs/queue_code HEAD
@@ -20,11 +24,11 @@
 #   (cd runs/queue_code && bash tools/xlpos_queue.sh status)
 #   python3 tools/collect_archive.py --from runs/queue_code/reports/decisive_jaen_xlpos --to reports/decisive_jaen_xlpos
 #
-# Env: P jobs at once (2), NICE (10), STAGES ("crossfit source drift x", in that order).
+# Env: P jobs at once (2), NICE (10), STAGES ("crossfit source drift x inxl fewseed", in that order).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-P=${P:-2} NICE=${NICE:-10} STAGES=${STAGES:-crossfit source drift x}
+P=${P:-2} NICE=${NICE:-10} STAGES=${STAGES:-crossfit source drift x inxl fewseed}
 FROM=runs/decisive_jaen WORK=runs/decisive_jaen_xlpos
 DESIGN=(--test-from-train 5000 --max-steps 10000 --steps 8000)
 XLPOS=(--workdir "$WORK" --archive reports/decisive_jaen_xlpos "${DESIGN[@]}")
@@ -33,6 +37,10 @@ CHOICE=reports/sources_xlpos/choice.json SRCWORK=runs/decisive_jaen_xlpos_src
 OPTIONS=$(python3 -c 'import json, sys; c = json.load(open(sys.argv[1]))["chosen_options"]
 print(json.dumps({"tiebreak_null": "none", **c}))' "$CHOICE") || { echo "xlpos_queue: cannot read $CHOICE" >&2; exit 1; }
 SRC=(--workdir "$SRCWORK" --archive reports/decisive_jaen_xlpos_src "${DESIGN[@]}" --preorder-options "$OPTIONS")
+INXLWORK=runs/decisive_jaen_inxl
+INXL=(--workdir "$INXLWORK" --archive reports/decisive_jaen_inxl "${DESIGN[@]}" --tier g --seeds 1,2,3,4,5,6,7,8)
+FEW=(--workdir "$FROM" --archive reports/decisive_jaen "${DESIGN[@]}" --tier c --inxl-init identity --seeds 3,4,5,6,7,8
+     --only exgre_s3,exgre_s4,exgre_s5,exgre_s6,exgre_s7,exgre_s8,refsr_s3,refsr_s4,refsr_s5,refsr_s6,refsr_s7,refsr_s8)
 case ${1:-} in
   "") STAGE=main ;;
   status) STAGE=status ;;
@@ -45,6 +53,12 @@ seed_workdir() {  # on first use: runs/decisive_jaen's inputs (prepared from its
     mkdir -p "$SRCWORK" || exit 1
     for f in data align vocab.src vocab.tgt vocab_config.yaml; do cp -a "$FROM/$f" "$SRCWORK/" || exit 1; done
     rm -f "$SRCWORK/data/train.src.xlpos"
+  fi
+  if [ ! -d "$INXLWORK" ] && [ -f "$FROM/data/ready" ]; then  # InXL's default start: the design's inputs as they are
+    mkdir -p "$INXLWORK" || exit 1
+    for f in data align vocab.src vocab.tgt vocab_config.yaml preorderer.xlp preorderer.json; do
+      cp -a "$FROM/$f" "$INXLWORK/" || exit 1
+    done
   fi
   [ -d "$WORK" ] && return 0
   if [ ! -f "$FROM/data/ready" ]; then
@@ -101,7 +115,16 @@ for stage in $STAGES; do
         nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage main --parallel "$P" --tier x "${SRC[@]}" \
           || { echo "[xlpos_queue] x failed ($?)" >&2; exit 1; }
       fi ;;
-    *) echo "xlpos_queue: unknown stage '$stage' (crossfit, source, drift, x)" >&2; exit 2 ;;
+    inxl|fewseed)
+      if [ "$stage" = inxl ]; then args=("${INXL[@]}"); else args=("${FEW[@]}"); fi
+      if [ "$STAGE" = status ]; then
+        [ -d "${args[1]}" ] && python3 -m onmt_xl.experiments evidence --stage status --parallel "$P" "${args[@]}"
+      else
+        echo "[xlpos_queue] $(date -u '+%F %T') $stage"
+        nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage main --parallel "$P" "${args[@]}" \
+          || { echo "[xlpos_queue] $stage failed ($?)" >&2; exit 1; }
+      fi ;;
+    *) echo "xlpos_queue: unknown stage '$stage' (crossfit, source, drift, x, inxl, fewseed)" >&2; exit 2 ;;
   esac
 done
 [ "$STAGE" = main ] && echo "[xlpos_queue] $(date -u '+%F %T') done"
