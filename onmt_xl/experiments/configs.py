@@ -68,7 +68,32 @@ PRESETS: Dict[str, Dict[str, Any]] = {
         "transformer_ff": 1024, "learning_rate": 0.5, "warmup_steps": 800, "batch_size": 2048,
         "train_steps": 1500, "valid_steps": 500, "save_checkpoint_steps": 1500, "report_every": 50,
     },
+    # Vaswani et al. 2017's base and BIG Transformers (Ding et al. 2020 train BIG on 2 M pairs), for a GPU
+    "base": {
+        "enc_layers": 6, "dec_layers": 6, "heads": 8, "hidden_size": 512, "word_vec_size": 512,
+        "transformer_ff": 2048, "learning_rate": 2.0, "warmup_steps": 4000, "batch_size": 4096,
+        "train_steps": 100000, "valid_steps": 5000, "save_checkpoint_steps": 5000, "report_every": 100,
+    },
+    "big": {
+        "enc_layers": 6, "dec_layers": 6, "heads": 16, "hidden_size": 1024, "word_vec_size": 1024,
+        "transformer_ff": 4096, "dropout": [0.3], "attention_dropout": [0.1], "learning_rate": 2.0,
+        "warmup_steps": 4000, "batch_size": 4096, "train_steps": 300000, "valid_steps": 5000,
+        "save_checkpoint_steps": 5000, "report_every": 100,
+    },
 }
+
+#: ``onmt-xl pipeline --preset auto``: the preset for a corpus, by training pairs (the first bound above it) and
+#: device: ``demo`` for small corpora, the study's ``enja`` (d 256, 3+3 layers) for tens of thousands of pairs and on
+#: any CPU, ``base`` and ``big`` on a GPU beyond
+AUTO_PRESETS = ((10_000, "demo"), (200_000, "enja"), (2_000_000, "base"))
+#: the steps the pipeline trains each preset to by default (``enja``: the decisive design's 8,000)
+PIPELINE_STEPS = {"demo": 400, "enja": 8000, "base": 100000, "big": 300000}
+
+
+def auto_preset(train_pairs: int, gpu: bool) -> str:
+    """The preset ``--preset auto`` gives ``train_pairs`` training pairs on a GPU (``gpu``) or the CPU."""
+    preset = next((name for bound, name in AUTO_PRESETS if train_pairs < bound), "big")
+    return preset if gpu or preset == "demo" else "enja"
 
 #: HeadXL / Combination: the configs spell out the plug-in's default τ (:func:`onmt_xl.encoders.options.default_xl_heads`).
 XL_HEAD_ENCODERS = ("xl_headxl", "xl_combination")

@@ -88,7 +88,7 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
     from onmt_xl.experiments.usage import next_steps
 
     quiet_onmt_warnings()  # only OpenNMT-py 3.5.1's torch.cuda.amp deprecations
-    runner = Runner(corpus, args.workdir, system_jobs(args.systems, command), preset="demo",
+    runner = Runner(corpus, args.workdir, system_jobs(args.systems, command), preset=getattr(args, "preset", "demo"),
                     train_steps=args.train_steps, beam_size=args.beam_size, gpu={"auto": None, "yes": True, "no": False}[args.gpu],
                     parallel=args.parallel, preorder_iterations=args.preorder_iterations,
                     tokenize=getattr(args, "tokenize", None), subword_size=getattr(args, "subword_size", None))
@@ -114,12 +114,39 @@ def run_pipeline(args) -> int:
                     valid_tgt=args.valid_tgt, test_align=args.test_align)
     check_text_files(corpus.inputs())  # every input there and UTF-8 before hours of work
     _note_tokenized(corpus, args.tokenize)
+    _choose_preset(args)
     if args.framework == "eole":
         from onmt_xl.experiments.eole_demo import check_eole, run_eole_demo
 
         check_eole(args.systems)  # before any work
         return run_eole_demo(corpus, args, summary)
     return run_systems(corpus, args, "pipeline")
+
+
+def _choose_preset(args) -> None:
+    """``--preset auto``: the model size for the corpus and device (:func:`~onmt_xl.experiments.configs.auto_preset`);
+    ``--train-steps`` defaults to the preset's (:data:`~onmt_xl.experiments.configs.PIPELINE_STEPS`). One line says
+    what was chosen."""
+    from onmt_xl.experiments.configs import PIPELINE_STEPS, PRESETS, auto_preset, config
+    from onmt_xl.experiments.stock import say
+
+    gpu = {"yes": True, "no": False}.get(args.gpu)
+    if gpu is None:
+        import torch
+
+        gpu = torch.cuda.is_available()
+    with open(args.train_src, encoding="utf-8") as f:
+        pairs = sum(1 for _ in f)
+    auto = args.preset == "auto"
+    chosen = auto_preset(pairs, gpu) if auto else args.preset
+    args.preset = chosen
+    if args.train_steps is None:
+        args.train_steps = PIPELINE_STEPS[chosen]
+    cfg = config("baseline", preset=chosen)
+    why = f"{'--preset auto' if auto else 'asked'} for {pairs:,} training pairs on the {'GPU' if gpu else 'CPU'}"
+    say(f"model: preset {chosen} (d {cfg['hidden_size']}, {cfg['enc_layers']}+{cfg['dec_layers']} layers, "
+        f"{cfg['heads']} heads), {args.train_steps:,} steps ({why}); --preset ({', '.join(sorted(PRESETS))}) and "
+        "--train-steps choose another")
 
 
 def _note_tokenized(corpus: Corpus, tokenize: str) -> None:
@@ -161,7 +188,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workdir", default=DEMO_WORKDIR, help="where everything is written (resumable)")
     p.add_argument("--systems", type=_systems, default=["baseline", "combination"],
                    help=f"comma-separated, from: {', '.join(SYSTEMS)}; 'baseline' gives the p-values")
-    p.add_argument("--train-steps", type=int, help="default: the demo preset's (onmt_xl.experiments.configs)")
+    p.add_argument("--train-steps", type=int, help="default: the preset's (demo: 400; pipeline: see --preset)")
     p.add_argument("--preorder-iterations", type=int, default=5, help="preorder-train's passes (default 5)")
     p.add_argument("--beam-size", type=int, default=5, help="beam size of the test translations (default 5)")
     p.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto",
@@ -194,6 +221,11 @@ def add_subcommands(sub) -> None:
                        "against the raw reference (sacrebleu's BLEU and chrF, with their signatures; the paired "
                        "bootstrap against the baseline). Every file is one raw sentence per line, UTF-8; the run resumes "
                        "where it stopped when started again.")
+    p.add_argument("--preset", choices=("auto", "demo", "enja", "base", "big"), default="auto",
+                   help="model size (onmt_xl.experiments.configs.PRESETS): auto = demo (d 128, 2+2 layers) below 10,000 "
+                   "training pairs, the study's enja (d 256, 3+3) below 200,000 or on a CPU, Transformer base below "
+                   "2,000,000 on a GPU, BIG above; --train-steps defaults to the preset's (400, 8,000, 100,000, "
+                   "300,000) (default auto)")
     for name, what in (("train-src", "training source"), ("train-tgt", "training target, line-parallel to --train-src"),
                        ("valid-src", "validation source"), ("valid-tgt", "validation target"),
                        ("test-src", "test source (translated and scored)"), ("test-ref", "test reference")):

@@ -159,7 +159,8 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
     check_eole(args.systems)
     from onmt_xl.experiments.runner import Runner
 
-    runner = Runner(corpus, args.workdir, [], preset="demo", train_steps=args.train_steps, beam_size=args.beam_size,
+    runner = Runner(corpus, args.workdir, [], preset=getattr(args, "preset", "demo"), train_steps=args.train_steps,
+                    beam_size=args.beam_size,
                     gpu={"auto": None, "yes": True, "no": False}[args.gpu], parallel=args.parallel,
                     preorder_iterations=args.preorder_iterations, tokenize=getattr(args, "tokenize", None),
                     subword_size=getattr(args, "subword_size", None))
