@@ -15,9 +15,10 @@ exists takes its positions from that file (``onmt-xl positions``, e.g. cross-fit
 by line (:class:`PrecomputedPositions`); the file must have been made for that very source file (line count and
 SHA-256, checked at ``warm_up``) and the transform must see the file's tokens (no tokenizer before it in that corpus'
 pipeline). Every other text (a corpus without such a file, ``onmt_translate``/``eole predict`` input, a server) keeps
-the source of ``xl_source``. ``warm_up`` logs once per corpus and process where its positions come from. The first source tokens of a process go through the segmentation content check of
-:mod:`onmt_xl.segmentation` (a preorderer only means something on the segmentation it was trained on), and through
-the vocabulary check of :mod:`onmt_xl.reorder.coverage`: a preorderer that knows under half of them was trained on
+the source of ``xl_source``. ``warm_up`` logs once per corpus and process where its positions come from.
+
+The first source tokens of a process go through the segmentation content check of :mod:`onmt_xl.segmentation` (a
+preorderer only means something on the segmentation it was trained on), and through the vocabulary check of :mod:`onmt_xl.reorder.coverage`: a preorderer that knows under half of them was trained on
 other text (another language pair or corpus), which is logged once per preorderer file and process, as a warning
 (a user may mean it).
 

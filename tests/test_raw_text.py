@@ -49,17 +49,21 @@ def write_raw_corpus(out: Path, sizes=(("train", 600), ("valid", 40), ("test", 4
     return paths
 
 
-def pipeline(tmp_path: Path, *extra: str):
-    files = write_raw_corpus(tmp_path / "corpus")
-    wd = tmp_path / "run"
+def run_pipeline(files: dict, wd: Path, *extra: str) -> str:
     cmd = [sys.executable, "-m", "onmt_xl.experiments", "pipeline", "--workdir", str(wd),
            "--train-src", files["train_src"], "--train-tgt", files["train_tgt"],
            "--valid-src", files["valid_src"], "--valid-tgt", files["valid_tgt"],
            "--test-src", files["test_src"], "--test-ref", files["test_tgt"],
-           "--train-steps", "6", "--preorder-iterations", "2", "--beam-size", "1", *extra]
+           "--preorder-iterations", "2", "--beam-size", "1", *(extra or ("--train-steps", "6"))]
     out = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=run_env())
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    return files, wd, out.stdout
+    return out.stdout
+
+
+def pipeline(tmp_path: Path, *extra: str):
+    files = write_raw_corpus(tmp_path / "corpus")
+    wd = tmp_path / "run"
+    return files, wd, run_pipeline(files, wd, "--train-steps", "6", *extra)
 
 
 def check_scores(result: dict, hyp: list, ref: list, stdout: str) -> None:
@@ -108,6 +112,9 @@ def test_pipeline_raw_text_opennmt(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     lines = (tmp_path / "new.out").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 8 and not any(SPACE_BEFORE_PUNCT.search(l) or "\uffed" in l for l in lines)
+    # more steps on the finished run resume each job from its checkpoint (tokenization is part of its configuration)
+    again = run_pipeline(files, wd, "--train-steps", "8")
+    assert "baseline: extending from 6 to 8 steps, from its step-6 checkpoint" in again
 
 
 def test_pipeline_raw_text_eole(tmp_path):

@@ -274,6 +274,8 @@ class Runner(DataStages, JobStages):
         if getattr(self, "_lock", None) is None:  # held for the process's lifetime: a second run keeps it
             self._lock = self._lock_workdir()
         self.restore_archive()
+        if self.tokenize_as is not None and self.path("tok", "tokenization.json").exists():
+            self.tokenize(self.tokenize_as, self.subword_size)  # recorded: only read, so the configurations are whole
         for job in self.jobs:  # a refused run changes nothing: no manifest entry, no job reopened
             problem = self.config_problem(job)
             if problem is not None:
