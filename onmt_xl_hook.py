@@ -120,7 +120,7 @@ def _register() -> None:
 def _safely(what: str, step, framework: str = "OpenNMT-py") -> bool:
     """Run ``step``; if it fails (onmt_xl broken or missing, an unexpected OpenNMT-py or Eole), say so in one line and
     go on: ``import onmt`` (``import eole``) must never fail because of us. (Each seam is fail-safe on its own too:
-    ``onmt_xl.seams``, ``onmt_xl.eole.hook``.)"""
+    ``onmt_xl.opennmt.seams``, ``onmt_xl.eole.hook``.)"""
     try:
         step()
     except Exception as err:

@@ -11,6 +11,6 @@ __version__ = "0.2.0"
 
 def register() -> None:
     """Register onmt_xl's components with OpenNMT-py (idempotent)."""
-    from onmt_xl.seams import register as _register
+    from onmt_xl.opennmt.seams import register as _register
 
     _register()

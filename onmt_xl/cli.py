@@ -6,7 +6,7 @@ plug-in's alone.
 
 Errors are handled here, for every subcommand (:func:`main`): a user's error (a bad option, a missing or
 non-UTF-8 file, malformed content) prints one ``onmt-xl COMMAND: error: ...`` line naming the file (and the
-line) and exits 2 for usage errors, 1 for data errors (:func:`onmt_xl.errors.exit_code`); the folders of
+line) and exits 2 for usage errors, 1 for data errors (:func:`onmt_xl.core.errors.exit_code`); the folders of
 the outputs a subcommand declares (``set_defaults(output_files=..., output_dirs=...)``) are made before it
 starts, so that no finished work is lost to a missing folder.
 """
@@ -26,8 +26,8 @@ AddSubcommands = Callable[[argparse._SubParsersAction], None]
 
 
 def plugin_subcommands() -> List[AddSubcommands]:
-    from onmt_xl.align.cli import add_subcommands as add_align
-    from onmt_xl.reorder.cli import add_subcommands as add_reorder
+    from onmt_xl.core.align.cli import add_subcommands as add_align
+    from onmt_xl.core.reorder.cli import add_subcommands as add_reorder
 
     return [add_align, add_reorder]
 
@@ -126,7 +126,7 @@ def make_output_folders(args: argparse.Namespace) -> None:
 
 def _undecodable_input(args: argparse.Namespace) -> Optional[str]:
     """``FILE, line N: not UTF-8 text ...`` for the first input file of ``args`` that is not UTF-8."""
-    from onmt_xl.errors import NOT_UTF8_HINT, first_undecodable
+    from onmt_xl.core.errors import NOT_UTF8_HINT, first_undecodable
 
     for value in vars(args).values():
         for v in value if isinstance(value, (list, tuple)) else [value]:
@@ -145,7 +145,7 @@ def _undecodable_input(args: argparse.Namespace) -> Optional[str]:
 
 def main(argv: Optional[List[str]] = None, extra: Iterable[AddSubcommands] = (),
          examples: Optional[Dict[str, str]] = None) -> int:
-    from onmt_xl.errors import USAGE_EXIT, DATA_EXIT, XLInputError, exit_code, message
+    from onmt_xl.core.errors import USAGE_EXIT, DATA_EXIT, XLInputError, exit_code, message
 
     args = build_parser(extra, examples).parse_args(argv)
     prog = f"onmt-xl {args.command}"

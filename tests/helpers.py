@@ -11,7 +11,7 @@ def stock_cli(name: str) -> str:
 
 def tiny_corpus(out: Path, n: int = 300, seed: int = 3):
     """Write ``out/train.{src,tgt,align}`` from the synthetic grammar; returns the corpus."""
-    from onmt_xl.data import synthetic
+    from onmt_xl.core.data import synthetic
 
     corpus = synthetic.generate(n, seed=seed)
     synthetic.write(corpus, str(out / "train"))
@@ -19,7 +19,7 @@ def tiny_corpus(out: Path, n: int = 300, seed: int = 3):
 
 
 def tiny_preorderer(out: Path, corpus) -> Path:
-    from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.core.reorder.preorderer import Preorderer
 
     path = out / "pre.xlp"
     Preorderer.train(corpus.src, corpus.links, iterations=3, progress=False).save(str(path))

@@ -76,7 +76,7 @@ def distributed_step(opt, device_id) -> None:
     from onmt.train_single import _init_train
     from onmt.utils.distributed import all_reduce_and_rescale_tensors
 
-    from onmt_xl.encoders.common import feeding_xl_positions
+    from onmt_xl.opennmt.encoders.common import feeding_xl_positions
 
     info = registered_here()
     cpu_opt = copy.deepcopy(opt)

@@ -1,4 +1,4 @@
-"""Tests for onmt_xl.align: symmetrization, AER, gold reader, eflomal alignment and the CLI."""
+"""Tests for onmt_xl.core.align: symmetrization, AER, gold reader, eflomal alignment and the CLI."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from onmt_xl.align.aer import (
+from onmt_xl.core.align.aer import (
     AERScores,
     check_links_in_range,
     parse_gold_line,
@@ -19,11 +19,11 @@ from onmt_xl.align.aer import (
     read_joint_text,
     score_alignments,
 )
-from onmt_xl.align.cli import add_subcommands
+from onmt_xl.core.align.cli import add_subcommands
 from onmt_xl.cli import main
-from onmt_xl.align.pharaoh import read_pharaoh
-from onmt_xl.align.symmetrize import grow_diag, grow_diag_final, grow_diag_final_and, intersection, union
-from onmt_xl.errors import XLInputError
+from onmt_xl.core.align.pharaoh import read_pharaoh
+from onmt_xl.core.align.symmetrize import grow_diag, grow_diag_final, grow_diag_final_and, intersection, union
+from onmt_xl.core.errors import XLInputError
 
 REPO = Path(__file__).resolve().parents[1]
 GOLD_DIR = REPO / ".." / "shared" / "data" / "gold"
@@ -160,7 +160,7 @@ def synthetic_corpus(n=300, seed=0):
 
 
 def test_align_corpus_synthetic():
-    from onmt_xl.align.eflomal_aligner import align_corpus, align_with_extra
+    from onmt_xl.core.align.eflomal_aligner import align_corpus, align_with_extra
 
     src, tgt, gold = synthetic_corpus()
     start = time.perf_counter()
@@ -182,7 +182,7 @@ def test_align_corpus_synthetic():
 
 
 def test_align_corpus_empty_sides_and_odd_tokens():
-    from onmt_xl.align.eflomal_aligner import align_corpus
+    from onmt_xl.core.align.eflomal_aligner import align_corpus
 
     src, tgt, _ = synthetic_corpus(100)
     src = src + [[], ["w1"], ["a\u3000b", "w2"]]
@@ -198,7 +198,7 @@ def test_align_corpus_empty_sides_and_odd_tokens():
 
 
 def test_align_corpus_options(tmp_path):
-    from onmt_xl.align.eflomal_aligner import align_corpus
+    from onmt_xl.core.align.eflomal_aligner import align_corpus
 
     src, tgt, gold = synthetic_corpus(100)
     priors = tmp_path / "priors.txt"  # eflomal priors format: LEX src tgt alpha, HMMF jump alpha, ...
@@ -215,7 +215,7 @@ def _write(path: Path, sents) -> str:
 
 
 def test_align_files_and_cli(tmp_path, capsys):
-    from onmt_xl.align.eflomal_aligner import align_files
+    from onmt_xl.core.align.eflomal_aligner import align_files
 
     src, tgt, gold = synthetic_corpus()
     src[7], tgt[9] = [], []  # empty lines stay parallel, with empty alignments
@@ -248,7 +248,7 @@ def test_align_files_and_cli(tmp_path, capsys):
 
 
 def test_mismatched_line_counts(tmp_path, capsys):
-    from onmt_xl.align.eflomal_aligner import align_files
+    from onmt_xl.core.align.eflomal_aligner import align_files
 
     sp = _write(tmp_path / "a.src", [["x"], ["y"]])
     tp = _write(tmp_path / "a.tgt", [["X"]])
@@ -263,7 +263,7 @@ def test_mismatched_line_counts(tmp_path, capsys):
     hp.write_text("0-0\n0-0\n", encoding="utf-8")
     with pytest.raises(XLInputError, match=r"h\.al: has 2 lines but the gold file"):
         main_args = argparse.Namespace(hyp=str(hp), gold=str(gp), one_indexed=True, text=None)
-        from onmt_xl.align.cli import run_aer
+        from onmt_xl.core.align.cli import run_aer
 
         run_aer(main_args)
 
@@ -285,7 +285,7 @@ def test_gold_jaen_with_extra_data():
         pytest.skip(f"gold data folder {GOLD_DIR} not present")
     if not (ENJA_DIR / "train.ja").is_file() or not (ENJA_DIR / "train.en").is_file():
         pytest.skip(f"extra training data {ENJA_DIR}/train.{{ja,en}} not present")
-    from onmt_xl.align.eflomal_aligner import align_with_extra, read_parallel
+    from onmt_xl.core.align.eflomal_aligner import align_with_extra, read_parallel
 
     src, tgt = read_joint_text(str(GOLD_DIR / "jaen.src-tgt"))
     sure, possible = read_gold(str(GOLD_DIR / "jaen.gold"))

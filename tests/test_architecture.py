@@ -26,7 +26,7 @@ def test_sources_compile_without_warnings():
     (a user of the stock commands saw one per process)."""
     import warnings
 
-    sources = [*sorted((ROOT / "onmt_xl").rglob("*.py")), *sorted((ROOT / "tools").glob("*.py")), ROOT / "onmt_xl_hook.py"]
+    sources = [*sorted((ROOT / "onmt_xl").rglob("*.py")), *sorted((ROOT / "tools").rglob("*.py")), ROOT / "onmt_xl_hook.py"]
     assert len(sources) > 20
     for path in sources:
         with warnings.catch_warnings():
@@ -34,10 +34,18 @@ def test_sources_compile_without_warnings():
             compile(path.read_text(encoding="utf-8"), str(path), "exec")
 
 
-#: OpenNMT-py modules that the seams wrap (not extension points): only ``onmt_xl/seams/`` may import them in the
-#: plug-in (import-linter cannot name an external package's submodules, so this test reads the imports itself)
+#: OpenNMT-py modules that the seams wrap (not extension points): only ``onmt_xl/opennmt/seams/`` may import them in
+#: the plug-in (import-linter cannot name an external package's submodules, so this test reads the imports itself)
 ONMT_INTERNALS = ("onmt.trainer", "onmt.utils.loss", "onmt.utils.optimizers", "onmt.translate", "onmt.inputters",
                   "onmt.opts", "onmt.model_builder", "onmt.models.model_saver", "onmt.bin", "onmt.utils.parse")
+#: the same for Eole: only ``onmt_xl/eole/seams.py`` may import them (its registries, configs and base classes,
+#: ``eole.encoders``, ``eole.config.models``, ``eole.transforms``, are extension points, open to every module)
+EOLE_INTERNALS = ("eole.trainer", "eole.predict", "eole.inputters", "eole.models", "eole.utils.loss",
+                  "eole.utils.optimizers", "eole.bin", "eole.config.run")
+#: modules outside the seams allowed to import an internal, and why
+ALLOWED = {
+    "onmt_xl/eole/__main__.py": {"eole.bin.main", "eole.bin.main.main"},  # ``python -m onmt_xl.eole`` runs Eole's own CLI, unwrapped
+}
 
 
 def _imported_modules(path: Path):
@@ -51,15 +59,28 @@ def _imported_modules(path: Path):
             yield from (f"{node.module}.{alias.name}" for alias in node.names)
 
 
-def test_only_the_seams_import_the_onmt_internals_they_wrap():
+def _internals(path: Path):
+    return sorted({m for m in _imported_modules(path) if any(m == i or m.startswith(i + ".")
+                                                            for i in ONMT_INTERNALS + EOLE_INTERNALS)})
+
+
+SEAMS = [*(ROOT / "onmt_xl" / "opennmt" / "seams").glob("*.py"), ROOT / "onmt_xl" / "eole" / "seams.py"]
+
+
+def test_only_the_seams_import_the_framework_internals_they_wrap():
     plugin = [p for p in sorted((ROOT / "onmt_xl").rglob("*.py"))
-              if not {"seams", "experiments"} & set(p.relative_to(ROOT / "onmt_xl").parts)]
+              if p not in SEAMS and "experiments" not in p.relative_to(ROOT / "onmt_xl").parts]
     assert len(plugin) > 30
-    found = {
-        str(path.relative_to(ROOT)): sorted({m for m in _imported_modules(path)
-                                            if any(m == i or m.startswith(i + ".") for i in ONMT_INTERNALS)})
-        for path in plugin
-    }
-    assert {k: v for k, v in found.items() if v} == {}
-    seams = {m for p in (ROOT / "onmt_xl" / "seams").glob("*.py") for m in _imported_modules(p)}
+    found = {str(path.relative_to(ROOT)): _internals(path) for path in plugin}
+    assert {k: v for k, v in found.items() if set(v) - ALLOWED.get(k, set())} == {}
+    seams = {m for p in SEAMS for m in _internals(p)}
     assert any(m.startswith("onmt.trainer") for m in seams)  # the test reads imports at all
+    assert any(m.startswith("eole.trainer") for m in seams)
+
+
+def test_the_folders_show_the_layout():
+    """The portable core, the two adapters side by side, the workbench and the CLI on top; nothing loose beside
+    them but the package's entry points (``register``, and ``errors``, the old path the installed start-up hook
+    imports)."""
+    top = {p.name for p in (ROOT / "onmt_xl").iterdir() if p.name != "__pycache__"}
+    assert top == {"__init__.py", "cli.py", "errors.py", "core", "opennmt", "eole", "experiments"}

@@ -5,10 +5,10 @@ import math
 import pytest
 import torch
 
-from onmt_xl.encoders.common import MissingXLPositionsError, embed_words, padding_mask
-from onmt_xl.modules.disan import FusionGate, directional_masks
-from onmt_xl.modules.reordering_embedding import PositionalPenalty
-from onmt_xl.positions import sinusoid
+from onmt_xl.opennmt.encoders.common import MissingXLPositionsError, embed_words, padding_mask
+from onmt_xl.core.modules.disan import FusionGate, directional_masks
+from onmt_xl.core.modules.reordering_embedding import PositionalPenalty
+from onmt_xl.core.positions import sinusoid
 from tests.test_encoders import MONOTONE, REVERSED, batch, build
 
 
@@ -214,7 +214,7 @@ def test_encoder_free_relative_pe_tells_word_orders_apart_where_none_cannot():
 
 def test_encoder_free_relative_pe_checks_its_options():
     from tests.test_encoders import model_opt
-    from onmt_xl.encoders import encoder_free
+    from onmt_xl.opennmt.encoders import encoder_free
 
     with pytest.raises(ValueError, match="xl_enc_max_relative_positions must be > 0"):
         encoder_free.validate(model_opt(encoder_type="xl_encoder_free", xl_encoder_free_pe="relative",
@@ -259,7 +259,7 @@ def test_decoder_res_change_the_decoder_and_count_parameters():
 
 
 def test_reordered_position_predictor_eq5_by_hand():
-    from onmt_xl.modules.explicit_reordering import ReorderedPositionPredictor
+    from onmt_xl.core.modules.explicit_reordering import ReorderedPositionPredictor
 
     p = ReorderedPositionPredictor(3)
     with torch.no_grad():
@@ -277,7 +277,7 @@ def test_reordered_position_predictor_eq5_by_hand():
 
 
 def test_gaussian_window_pe_eq6_by_hand():
-    from onmt_xl.modules.explicit_reordering import gaussian_window_pe
+    from onmt_xl.core.modules.explicit_reordering import gaussian_window_pe
 
     pe = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]])
     b = torch.tensor([[1.2, 1.5, 0.0]])
@@ -289,7 +289,7 @@ def test_gaussian_window_pe_eq6_by_hand():
 
 
 def test_soft_window_pe_by_hand():
-    from onmt_xl.modules.explicit_reordering import soft_window_pe
+    from onmt_xl.core.modules.explicit_reordering import soft_window_pe
 
     pe = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0], [5.0, 5.0]])
     b = torch.tensor([[1.2, 0.0, 0.0], [0.5, 1.0, 1.0]])
@@ -301,7 +301,7 @@ def test_soft_window_pe_by_hand():
 
 
 def _loss_gradient(kind, b_values, pos_xl, length=8):
-    from onmt_xl.modules.explicit_reordering import gaussian_window_pe, reordering_loss
+    from onmt_xl.core.modules.explicit_reordering import gaussian_window_pe, reordering_loss
 
     pe = sinusoid(torch.arange(length), 16)
     b = torch.tensor([b_values], requires_grad=True)
@@ -353,7 +353,7 @@ def test_minimising_the_reordering_loss_alone_halves_the_distance_to_the_oracle(
 
 
 def test_reordering_fusion_gate_eq10_11_by_hand():
-    from onmt_xl.modules.explicit_reordering import ReorderingFusionGate
+    from onmt_xl.core.modules.explicit_reordering import ReorderingFusionGate
 
     gate = ReorderingFusionGate(3)
     with torch.no_grad():
@@ -369,7 +369,7 @@ def test_reordering_fusion_gate_eq10_11_by_hand():
 
 @pytest.mark.parametrize("encoder_type", ["xl_exgre", "xl_refsr"])
 def test_exgre_positions_only_feed_the_loss(encoder_type):
-    from onmt_xl.modules.explicit_reordering import soft_window_pe
+    from onmt_xl.core.modules.explicit_reordering import soft_window_pe
 
     model = build(encoder_type, xl_reordering_loss="soft")
     enc = model.encoder
@@ -420,7 +420,7 @@ def test_exgre_positions_only_feed_the_loss(encoder_type):
 def test_encoder_loss_is_added_in_training_only():
     from types import SimpleNamespace
 
-    from onmt_xl.seams.loss import add_encoder_loss, track_encoder
+    from onmt_xl.opennmt.seams.loss import add_encoder_loss, track_encoder
 
     class LossCompute:  # a stand-in: add_encoder_loss reads nothing of it
         pass

@@ -223,15 +223,15 @@ def test_refsr_trains_with_the_reordering_loss_and_translates_without_alignments
     run("onmt_translate", "-model", str(workdir / "models" / "refsr_step_4.pt"), "-src",
         str(workdir / "data" / "valid.src"), "-output", str(out), "-beam_size", "2")
     assert len(out.read_text().splitlines()) == 40
-    from onmt_xl.align.pharaoh import read_pharaoh
+    from onmt_xl.core.align.pharaoh import read_pharaoh
     from onmt_xl.experiments.analysis import sim_metric
 
     src = [line.split() for line in (workdir / "data" / "valid.src").read_text().splitlines()]
     links = read_pharaoh(str(workdir / "align" / "train.gdfa"))[: len(src)]
     sim, words, pe_sim = sim_metric(str(workdir / "models" / "refsr_step_4.pt"), src, links)
     assert words == sum(map(len, src))
-    from onmt_xl.positions import sinusoid
-    from onmt_xl.reorder.oracle import btg_oracle
+    from onmt_xl.core.positions import sinusoid
+    from onmt_xl.core.reorder.oracle import btg_oracle
 
     d = TINY["hidden_size"]
     # Sim (Eq. 12) by hand from the last layer's predicted positions b_j (Eq. 5), caught by a hook: with the
@@ -281,7 +281,7 @@ def test_mistyped_options_are_named(workdir, trained_combination):
 
 
 def test_unknown_option_warnings_skip_values():
-    from onmt_xl.seams.messages import unknown_option_warnings
+    from onmt_xl.opennmt.seams.messages import unknown_option_warnings
 
     lines = unknown_option_warnings("onmt_train", ["--xl_haeds=2", "-beam_size", "5", "-x", "-3", "--ok"],
                                     ["xl_heads", "heads"], also_fine={"ok"})

@@ -134,8 +134,8 @@ def test_every_subcommand_help():
 
 
 def test_stock_commands_show_our_message_alone(tmp_path):
-    """onmt_xl.errors.install_excepthook: an XLInputError that reaches the top prints one line, exit 1."""
-    code = ("import sys; from onmt_xl.errors import install_excepthook, XLInputError; install_excepthook(); "
+    """onmt_xl.core.errors.install_excepthook: an XLInputError that reaches the top prints one line, exit 1."""
+    code = ("import sys; from onmt_xl.core.errors import install_excepthook, XLInputError; install_excepthook(); "
             "sys.argv = ['onmt_translate']\n"
             "try:\n    raise XLInputError('in.txt', 3, 'bad line')\n"
             "except XLInputError:\n    raise RuntimeError('raised while handling it')\n")
@@ -152,7 +152,7 @@ def test_onmt_deprecation_warnings_are_quiet():
     env = {**run_env(), "PYTHONWARNINGS": "default"}
     without_hook = "import sys; sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != 'OnmtImportHook']; "
     loud = subprocess.run([sys.executable, "-c", without_hook + "import onmt"], capture_output=True, text=True, env=env)
-    quiet = subprocess.run([sys.executable, "-c", without_hook + "from onmt_xl.errors import quiet_onmt_warnings; "
+    quiet = subprocess.run([sys.executable, "-c", without_hook + "from onmt_xl.core.errors import quiet_onmt_warnings; "
                             "quiet_onmt_warnings(); import onmt; import warnings; "
                             "warnings.warn('still shown', FutureWarning)"], capture_output=True, text=True, env=env)
     hooked = subprocess.run([sys.executable, "-c", "import onmt.trainer"], capture_output=True, text=True, env=env)

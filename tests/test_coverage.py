@@ -1,7 +1,7 @@
-"""A preorderer's vocabulary against the first source tokens (onmt_xl.reorder.coverage)."""
+"""A preorderer's vocabulary against the first source tokens (onmt_xl.core.reorder.coverage)."""
 
-from onmt_xl.reorder.coverage import COVERAGE_TOKENS, MIN_COVERAGE, VocabCoverage, foreign_text
-from onmt_xl.reorder.features import Vocab
+from onmt_xl.core.reorder.coverage import COVERAGE_TOKENS, MIN_COVERAGE, VocabCoverage, foreign_text
+from onmt_xl.core.reorder.features import Vocab
 
 
 def test_counts_whole_sentences_up_to_the_limit():

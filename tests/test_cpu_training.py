@@ -8,8 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from onmt_xl import cpu_training
-from onmt_xl.seams import cpu_speed
+from onmt_xl.core import cpu_training
+from onmt_xl.opennmt.seams import cpu_speed
 from tests.conftest import run_env
 from tests.helpers import stock_cli, tiny_model_workdir
 

@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 
 import onmt_xl
-from onmt_xl.errors import XLInputError, XLUsageError
-from onmt_xl.reorder.crossfit import crossfit_positions, fold_assignment, fold_of
-from onmt_xl.reorder.positions_file import (
+from onmt_xl.core.errors import XLInputError, XLUsageError
+from onmt_xl.core.reorder.crossfit import crossfit_positions, fold_assignment, fold_of
+from onmt_xl.core.reorder.positions_file import (
     PositionsHeader, check_made_for, read_positions, scan_corpus, write_positions,
 )
 from tests.conftest import run_env
 from tests.helpers import stock_cli, tiny_corpus, tiny_preorderer
 
 onmt_xl.register()
-from onmt_xl.transforms.xl_position import XLPositionTransform  # noqa: E402
+from onmt_xl.opennmt.transforms.xl_position import XLPositionTransform  # noqa: E402
 
 SRC = ["a b c", "d e", "a b c", "f", "", "g h i j", "k l", "m n o"]
 
@@ -112,7 +112,7 @@ def test_round_trip(tmp_path, corpus):
 
 @pytest.mark.parametrize("edit, line, problem", [
     (lambda t: "not json\n" + t.split("\n", 1)[1], 1, "not a positions file"),
-    (lambda t: t.replace('"onmt_xl.positions"', '"other"', 1), 1, "not a positions file"),
+    (lambda t: t.replace('"onmt_xl.core.positions"', '"other"', 1), 1, "not a positions file"),
     (lambda t: t.replace('"version": 1', '"version": 9', 1), 1, "format version 9"),
     (lambda t: t.replace('"lines"', '"n"', 1), 1, "does not name its corpus"),
     (lambda t: t.replace("\n2 1 0\n", "\n2 x 0\n", 1), 2, "not space-separated integers"),

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from onmt_xl.errors import XLUsageError
+from onmt_xl.core.errors import XLUsageError
 from onmt_xl.experiments.runner import Corpus, Runner
 from onmt_xl.experiments.stages import carve_rank, carve_test_pairs
 from tests.conftest import REPO, run_env

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 import onmt_xl
-from onmt_xl.errors import XLInputError
+from onmt_xl.core.errors import XLInputError
 from onmt_xl.experiments.configs import config
 from tests.conftest import run_env
 from tests.helpers import stock_cli, tiny_corpus, tiny_preorderer

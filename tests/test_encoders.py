@@ -8,7 +8,7 @@ from onmt.constants import DefaultTokens, ModelTask
 from onmt.model_builder import build_base_model
 from onmt.utils.parse import ArgumentParser
 
-from onmt_xl.encoders.common import MissingXLPositionsError
+from onmt_xl.opennmt.encoders.common import MissingXLPositionsError
 
 SPECIALS = [DefaultTokens.UNK, DefaultTokens.PAD, DefaultTokens.BOS, DefaultTokens.EOS]
 
@@ -94,7 +94,7 @@ def test_inxl_embedding_is_eq_8():
     captured = {}
     enc.transformer[0].register_forward_pre_hook(lambda m, args: captured.update(z=args[0]))
     enc(src, src_len)
-    from onmt_xl.positions import sinusoid
+    from onmt_xl.core.positions import sinusoid
 
     x = enc.embeddings.word_lut(src[:, :, 0]) * 4.0  # sqrt(16)
     pe_abs = sinusoid(torch.arange(5).expand(2, 5), 16)
@@ -108,7 +108,7 @@ def test_long_sentence_positions_are_exact():
     enc = model.encoder
     pos = torch.tensor([[4000, 1, 2, 3, 4], [2, 1, 0, 0, 0]])
     pe_abs, pe_xl = enc.positions(pos)
-    from onmt_xl.positions import sinusoid
+    from onmt_xl.core.positions import sinusoid
 
     assert torch.allclose(pe_xl[0, 0], enc.inxl(pe_abs[0, 0], sinusoid(torch.tensor(4000), 16)))
 
@@ -160,7 +160,7 @@ def test_bad_options_fail_with_clear_message(overrides, message):
 def test_xl_heads_defaults_to_half_the_heads(heads, given, tau):
     """Without -xl_heads HeadXL gives the XL positions to heads // 2 heads (one function decides it); a given
     value is kept, in the validated options and in the built encoder's first layer."""
-    from onmt_xl.encoders.options import default_xl_heads
+    from onmt_xl.opennmt.encoders.options import default_xl_heads
 
     assert default_xl_heads(heads) == heads // 2
     overrides = dict(heads=heads, hidden_size=4 * heads, word_vec_size=4 * heads)
@@ -175,7 +175,7 @@ def test_xl_heads_defaults_to_half_the_heads(heads, given, tau):
 
 def test_xl_heads_unset_is_resolved_by_the_encoder_too():
     """An option namespace that skipped validation (xl_heads None) still builds half the heads."""
-    from onmt_xl.encoders.xl_transformer import resolve_xl_heads
+    from onmt_xl.opennmt.encoders.xl_transformer import resolve_xl_heads
 
     opt = model_opt(encoder_type="xl_headxl", heads=8, hidden_size=32, word_vec_size=32)
     opt.xl_heads = None

@@ -16,7 +16,7 @@ import torch  # noqa: E402
 from eole.encoders.transformer import TransformerEncoder  # noqa: E402
 from eole.modules.embeddings import Embeddings  # noqa: E402
 
-from onmt_xl.channel import MissingXLPositionsError, feeding_xl_positions  # noqa: E402
+from onmt_xl.core.channel import MissingXLPositionsError, feeding_xl_positions  # noqa: E402
 from onmt_xl.eole.encoders import XLSourceEmbeddings, XLTransformerEncoder, XLTransformerEncoderConfig  # noqa: E402
 from onmt_xl.eole.weights import onmt_encoder_to_eole  # noqa: E402
 from tests.test_encoders import MONOTONE, REVERSED, batch, build  # noqa: E402
@@ -168,7 +168,7 @@ def _transform(path):
 
 
 def test_transform_gives_the_preorderers_positions_and_travels_with_the_model(preorderer_file, tmp_path):
-    from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.core.reorder.preorderer import Preorderer
 
     path, corpus = preorderer_file
     transform = _transform(path)

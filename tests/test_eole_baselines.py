@@ -165,7 +165,7 @@ def test_encoder_free_same_weights_same_output(pe, k):
 
 
 def test_encoder_free_inxl_without_positions_says_how_to_fix_it():
-    from onmt_xl.channel import MissingXLPositionsError
+    from onmt_xl.core.channel import MissingXLPositionsError
 
     encoder, emb = eole_encoder("xl_encoder_free", xl_encoder_free_pe="inxl")
     with pytest.raises(MissingXLPositionsError, match="xl_position"):
@@ -461,7 +461,7 @@ def test_reordering_decoder_step_by_step_is_the_training_time_decoder_and_not_va
 def test_reordering_decoder_positions_follow_the_cache_per_row():
     """``PE`` at a step is each row's own cache length onward (``cache_seqlens`` ``(batch,)``), and without a cache
     ``0 .. S-1``."""
-    from onmt_xl.positions import absolute_pe
+    from onmt_xl.core.positions import absolute_pe
 
     decoder, _ = eole_decoder()
     layer = decoder.transformer_layers[0]

@@ -1,7 +1,7 @@
 """The pipeline half of the segmentation guard in Eole (:mod:`onmt_xl.eole.segmentation`): ``xl_position`` and
 ``xl_prereorder`` refuse, at warm-up, a preorderer trained on another segmentation than the one Eole's sub-word
 transforms listed before them give, naming the corpus (or the top-level ``transforms`` of ``eole predict``); the
-decisions are OpenNMT-py's (one portable mapping, :func:`onmt_xl.segmentation.tokenizer_segmentation`).
+decisions are OpenNMT-py's (one portable mapping, :func:`onmt_xl.core.segmentation.tokenizer_segmentation`).
 
 Skipped where Eole is not installed (see tests/test_eole.py's docstring for the venv).
 """
@@ -16,8 +16,8 @@ import pytest
 pytest.importorskip("eole", reason="Eole is not installed (pip install eole==0.6.4 in a venv; see tests/test_eole.py)")
 
 import onmt_xl.eole  # noqa: E402
-from onmt_xl.errors import XLInputError  # noqa: E402
-from onmt_xl.segmentation import SegmentationScheme, file_sha256, marker  # noqa: E402
+from onmt_xl.core.errors import XLInputError  # noqa: E402
+from onmt_xl.core.segmentation import SegmentationScheme, file_sha256, marker  # noqa: E402
 from tests.test_eole import run_eole  # noqa: E402
 
 onmt_xl.eole.register()
@@ -35,8 +35,8 @@ JOINER_KWARGS = {"mode": "space", "joiner_annotate": True}
 @pytest.fixture(scope="module")
 def pre(tmp_path_factory):
     """A tiny corpus, its BPE model (pyonmttok, joiner ￭), a preorderer trained on its words and one on its pieces."""
-    from onmt_xl.align.subword import SubwordModel, project_corpus
-    from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.core.align.subword import SubwordModel, project_corpus
+    from onmt_xl.core.reorder.preorderer import Preorderer
     from tests.helpers import tiny_corpus, tiny_preorderer
 
     d = tmp_path_factory.mktemp("eole_seg")
@@ -132,7 +132,7 @@ def test_the_preorderers_own_model_passes_and_another_is_refused(pre, tmp_path):
 
 def test_the_mapping_is_opennmts(pre):
     """Eole's options give the scheme OpenNMT-py's same options give (one portable function behind both)."""
-    onmt_side = pytest.importorskip("onmt_xl.transforms.xl_position", reason="needs OpenNMT-py for the comparison")
+    onmt_side = pytest.importorskip("onmt_xl.opennmt.transforms.xl_position", reason="needs OpenNMT-py for the comparison")
     combos = [("sentencepiece", None, "none", None), ("bpe", pre.bpe, "none", None),
               ("onmt_tokenize", pre.bpe, "none", None), ("onmt_tokenize", None, "none", {"mode": "conservative"}),
               ("onmt_tokenize", None, "none", {"mode": "aggressive", "joiner_annotate": True, "joiner": "##"}),

@@ -1,4 +1,4 @@
-"""Eole's ``xl_position`` and ``xl_prereorder`` (issue 38): the same shared logic (:mod:`onmt_xl.position_source`)
+"""Eole's ``xl_position`` and ``xl_prereorder`` (issue 38): the same shared logic (:mod:`onmt_xl.core.position_source`)
 gives Eole what it gives OpenNMT-py, the preorderer travels with the model, and the start-up hook (``onmt_xl_hook``)
 makes the plain ``eole`` command know them, unless ``ONMT_XL_DISABLE=1``.
 
@@ -17,7 +17,7 @@ pytest.importorskip("onmt", reason="the transforms are compared with the OpenNMT
 
 import onmt_xl  # noqa: E402
 import onmt_xl.eole  # noqa: E402
-from onmt_xl.errors import XLInputError  # noqa: E402
+from onmt_xl.core.errors import XLInputError  # noqa: E402
 from tests.test_eole import E2E_CONFIG, e2e_files, run_eole  # noqa: E402
 
 onmt_xl.register()
@@ -25,7 +25,7 @@ onmt_xl.eole.register()
 from onmt_xl.eole.transforms import (  # noqa: E402
     XLPositionConfig, XLPositionTransform, XLPreReorderConfig, XLPreReorderTransform,
 )
-from onmt_xl.transforms import xl_position as onmt_side  # noqa: E402
+from onmt_xl.opennmt.transforms import xl_position as onmt_side  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -203,7 +203,7 @@ def test_the_start_up_hook_registers_with_eole_unless_disabled(tmp_path):
     for key, names in ours.items():
         assert names <= set(on[key]) and not any(name.startswith("xl_") for name in off[key])
         assert {name for name in on[key] if not name.startswith("xl_")} == set(off[key])  # nothing stock changed
-    assert off["ours"] == [] and "onmt_xl.eole.seams" in on["ours"] and "onmt_xl.seams" not in on["ours"]
+    assert off["ours"] == [] and "onmt_xl.eole.seams" in on["ours"] and "onmt_xl.opennmt.seams" not in on["ours"]
 
 
 def test_a_broken_onmt_xl_never_breaks_import_eole(tmp_path):
@@ -228,10 +228,10 @@ def test_a_broken_onmt_xl_never_breaks_import_eole(tmp_path):
 
 
 def test_a_preorderer_on_other_text_warns_once_and_not_on_its_own(trained, caplog, monkeypatch):
-    """The foreign-text warning of the shared logic (onmt_xl.reorder.coverage) in Eole, whose source is raw text:
+    """The foreign-text warning of the shared logic (onmt_xl.core.reorder.coverage) in Eole, whose source is raw text:
     once for the synthetic target language as the source, none for held-out sentences of the preorderer's own."""
-    from onmt_xl import position_source
-    from onmt_xl.data.synthetic import generate
+    from onmt_xl.core import position_source
+    from onmt_xl.core.data.synthetic import generate
 
     monkeypatch.setattr(position_source, "_WARNED_FOREIGN", set())
     corpus, path = trained
@@ -239,7 +239,7 @@ def test_a_preorderer_on_other_text_warns_once_and_not_on_its_own(trained, caplo
     def warnings_for(sentences):
         caplog.clear()
         transform = eole_transform(XLPositionTransform, xl_preorderer=str(path))
-        with caplog.at_level("WARNING", logger="onmt_xl.position_source"):
+        with caplog.at_level("WARNING", logger="onmt_xl.core.position_source"):
             for src in sentences:
                 transform.apply({"src": " ".join(src), "tgt": None})
         return [r.getMessage() for r in caplog.records if "source tokens of" in r.getMessage()]
@@ -255,7 +255,7 @@ def test_a_preorderer_on_other_text_warns_once_and_not_on_its_own(trained, caplo
 # --- precomputed positions (xl_positions_suffix, issue 76) ------------------------------------------------------------
 
 def test_eole_reads_a_corpus_positions_by_line(trained, tmp_path, caplog):
-    from onmt_xl.reorder.positions_file import PositionsHeader, scan_corpus, write_positions
+    from onmt_xl.core.reorder.positions_file import PositionsHeader, scan_corpus, write_positions
 
     _, pre = trained
     src = ["a b c", "d e", "g h i j"]

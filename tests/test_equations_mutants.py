@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from onmt_xl.positions import sinusoid
+from onmt_xl.core.positions import sinusoid
 
-# --- Eq. 1 / Eq. 6: onmt_xl/positions.py --------------------------------------------------------------------
+# --- Eq. 1 / Eq. 6: onmt_xl/core/positions.py --------------------------------------------------------------------
 
 
 class TestPositions:
@@ -34,7 +34,7 @@ class TestPositions:
         assert got == pytest.approx([math.sin(3), math.sin(3e-4), math.cos(3), math.cos(3e-4)], abs=1e-6)
 
     def test_table_is_cached_grown_geometrically_and_holds_the_largest_position(self, monkeypatch):
-        from onmt_xl import positions
+        from onmt_xl.core import positions
 
         monkeypatch.setattr(positions, "_TABLES", {})  # a cold cache: the table is built here, not by earlier tests
         first = positions.sinusoid_table(10, 4)
@@ -60,7 +60,7 @@ class TestPositions:
             assert row.tolist() == pytest.approx([math.sin(p), math.cos(p), math.sin(p / 100), math.cos(p / 100)], abs=1e-4)
 
 
-# --- Eq. 9-11: onmt_xl/modules/headxl.py ----------------------------------------------------------------------
+# --- Eq. 9-11: onmt_xl/core/modules/headxl.py ----------------------------------------------------------------------
 
 
 def _mha(heads=4, dim=16, seed=0):
@@ -90,7 +90,7 @@ def _attention_by_hand(attn, inputs_per_head, mask):
 
 class TestHeadXL:
     def test_head_split_linear_by_hand(self):
-        from onmt_xl.modules.headxl import HeadSplitLinear
+        from onmt_xl.core.modules.headxl import HeadSplitLinear
 
         lin = torch.nn.Linear(2, 3)
         with torch.no_grad():
@@ -105,7 +105,7 @@ class TestHeadXL:
 
     @pytest.mark.parametrize("tau", [0, 1, 3, 4])
     def test_headxl_attention_by_hand(self, tau):
-        from onmt_xl.modules.headxl import make_headxl_attention
+        from onmt_xl.core.modules.headxl import make_headxl_attention
 
         torch.manual_seed(1)
         z_xl, z_abs = torch.randn(2, 5, 16), torch.randn(2, 5, 16)
@@ -122,7 +122,7 @@ class TestHeadXL:
         assert torch.allclose(got[1, :3], want[1, :3], atol=1e-5)
 
 
-# --- Eq. 8-9 in onmt_xl/encoders/xl_transformer.py --------------------------------------------------------------
+# --- Eq. 8-9 in onmt_xl/opennmt/encoders/xl_transformer.py --------------------------------------------------------------
 
 
 class TestXLEncoder:
@@ -155,7 +155,7 @@ class TestXLEncoder:
         assert torch.allclose(got[1, :3], want[1, :3], atol=1e-5)
 
 
-# --- BTG oracle: onmt_xl/reorder/oracle.py ---------------------------------------------------------------------
+# --- BTG oracle: onmt_xl/core/reorder/oracle.py ---------------------------------------------------------------------
 
 
 def _kendall_by_hand(order, ranks):
@@ -165,7 +165,7 @@ def _kendall_by_hand(order, ranks):
 
 class TestOracle:
     def test_span_is_min_and_max_whatever_the_link_order(self):
-        from onmt_xl.reorder.oracle import target_ranks
+        from onmt_xl.core.reorder.oracle import target_ranks
 
         # word 0 -> {5, 1}: span (1, 5) even though its first link is 5; then (2, 2), (3, 3)
         assert target_ranks(3, [(0, 5), (0, 1), (1, 2), (2, 3)]).tolist() == [0, 1, 2]
@@ -179,7 +179,7 @@ class TestOracle:
             target_ranks(2, [], "middle")
 
     def test_attach_null_chains_of_unaligned_words(self):
-        from onmt_xl.reorder.oracle import btg_oracle, target_ranks
+        from onmt_xl.core.reorder.oracle import btg_oracle, target_ranks
 
         # unaligned words take the span of the nearest aligned word on the chosen side, through runs of them,
         # and the other side at the sentence edge
@@ -193,7 +193,7 @@ class TestOracle:
         assert btg_oracle(3, [(1, 1), (2, 0)], attach_null="right").order == [2, 0, 1]
 
     def test_kendall_loss_by_hand(self):
-        from onmt_xl.reorder.oracle import kendall_loss
+        from onmt_xl.core.reorder.oracle import kendall_loss
 
         rng = np.random.default_rng(5)
         for _ in range(200):
@@ -203,8 +203,8 @@ class TestOracle:
             assert kendall_loss(order, ranks) == _kendall_by_hand(order, ranks.tolist())
 
     def test_tie_break_prefers_fewer_inversions_then_the_leftmost_split(self):
-        from onmt_xl.reorder.btg import tree_to_str
-        from onmt_xl.reorder.oracle import btg_oracle
+        from onmt_xl.core.reorder.btg import tree_to_str
+        from onmt_xl.core.reorder.oracle import btg_oracle
 
         # monotone: every split is free; the left-most split gives right-branching trees
         assert tree_to_str(btg_oracle(3, [(0, 0), (1, 1), (2, 2)]).tree) == "[0 [1 2]]"
@@ -214,7 +214,7 @@ class TestOracle:
         # the left-most top split (after word 0) decides
         res = btg_oracle(4, [(0, 1), (1, 3), (2, 0), (3, 2)])
         assert res.loss == 1 and res.order == [0, 2, 3, 1] and tree_to_str(res.tree) == "[0 <1 [2 3]>]"
-        from onmt_xl.reorder.oracle import btg_oracle_ranks
+        from onmt_xl.core.reorder.oracle import btg_oracle_ranks
 
         assert tree_to_str(btg_oracle_ranks(np.array([1, 0, 2])).tree) == "[<0 1> 2]"  # the tree comes by default
         assert btg_oracle_ranks(np.array([1, 0, 2]), with_tree=False).tree is None
@@ -224,7 +224,7 @@ class TestOracle:
 
 class TestBTG:
     def test_order_to_tree_and_pos_xl_by_hand(self):
-        from onmt_xl.reorder.btg import order_to_pos_xl, order_to_tree, tree_to_order, tree_to_str
+        from onmt_xl.core.reorder.btg import order_to_pos_xl, order_to_tree, tree_to_order, tree_to_str
 
         assert tree_to_str(order_to_tree([1, 0, 2])) == "[<0 1> 2]"
         assert tree_to_str(order_to_tree([2, 0, 1])) == "<[0 1] 2>"
@@ -232,12 +232,12 @@ class TestBTG:
         assert order_to_pos_xl([2, 0, 1]) == [1, 2, 0]  # word 0 goes to position 1, word 2 to position 0
 
 
-# --- reordering metrics: onmt_xl/reorder/metrics.py -------------------------------------------------------------
+# --- reordering metrics: onmt_xl/core/reorder/metrics.py -------------------------------------------------------------
 
 
 class TestMetrics:
     def test_chunks_need_consecutive_reference_positions(self):
-        from onmt_xl.reorder.metrics import count_chunks, fuzzy_reordering_score
+        from onmt_xl.core.reorder.metrics import count_chunks, fuzzy_reordering_score
 
         # [0] [2 3] [1]: 2 -> 3 continues a chunk, 0 -> 2 skips a word and 3 -> 1 goes back
         assert count_chunks([0, 2, 3, 1], [0, 1, 2, 3]) == 3
@@ -249,8 +249,8 @@ class TestMetrics:
         assert fuzzy_reordering_score([], []) == 1.0
 
     def test_evaluate_one_word_corpus_and_errors(self):
-        from onmt_xl.reorder.metrics import evaluate
-        from onmt_xl.reorder.oracle import target_ranks
+        from onmt_xl.core.reorder.metrics import evaluate
+        from onmt_xl.core.reorder.oracle import target_ranks
 
         one = evaluate([[0], []], [target_ranks(1, [(0, 0)]), target_ranks(0, [])])
         assert (one.frs, one.monotone_frs, one.tau, one.exact_match) == (1.0, 1.0, 1.0, 1.0)
@@ -263,15 +263,15 @@ class TestMetrics:
             evaluate([[0, 1, 2], [0, 0, 1]], [r, r])
 
     def test_frs_aligned_without_word_gaps_is_one(self):
-        from onmt_xl.reorder.metrics import evaluate
-        from onmt_xl.reorder.oracle import target_ranks
+        from onmt_xl.core.reorder.metrics import evaluate
+        from onmt_xl.core.reorder.oracle import target_ranks
 
         # FRS is 1.0 when M <= 1 (Talbot et al.; fuzzy_reordering_score); over aligned words M is their count
         one = evaluate([[0, 1]], [target_ranks(2, [(1, 0)])])  # one aligned word: no gap to break
         assert (one.frs_aligned, one.monotone_frs_aligned) == (1.0, 1.0)
 
     def test_format_by_hand(self):
-        from onmt_xl.reorder.metrics import ReorderScores
+        from onmt_xl.core.reorder.metrics import ReorderScores
 
         s = ReorderScores(n_sentences=2, n_pairs=7, tau=0.5, exact_match=0.25, frs=0.75, monotone_tau=0.125,
                           monotone_exact_match=0.0, monotone_frs=0.375, oracle_tau=0.875, oracle_exact_match=0.5,
@@ -286,8 +286,8 @@ class TestMetrics:
         ]
 
     def test_evaluate_against_pair_counts_by_hand(self):
-        from onmt_xl.reorder.metrics import evaluate
-        from onmt_xl.reorder.oracle import target_ranks
+        from onmt_xl.core.reorder.metrics import evaluate
+        from onmt_xl.core.reorder.oracle import target_ranks
 
         rng = random.Random(3)
         preds, ranks_list = [], []
@@ -339,7 +339,7 @@ def _chunks_by_hand(order, ref):
     return 1 + sum(at[b] != at[a] + 1 for a, b in zip(order, order[1:]))
 
 
-# --- grow-diag-final-and and AER: onmt_xl/align/{symmetrize,aer}.py ----------------------------------------------
+# --- grow-diag-final-and and AER: onmt_xl/core/align/{symmetrize,aer}.py ----------------------------------------------
 
 
 def _symal_by_hand(forward, reverse, src_len, tgt_len, diagonal, final, both):
@@ -393,7 +393,7 @@ def _random_directions(rng, n, m):
 
 class TestAlign:
     def test_symmetrization_matches_symal_by_hand(self):
-        from onmt_xl.align.symmetrize import grow_diag, grow_diag_final, grow_diag_final_and
+        from onmt_xl.core.align.symmetrize import grow_diag, grow_diag_final, grow_diag_final_and
 
         rng = random.Random(11)
         for _ in range(1500):
@@ -404,7 +404,7 @@ class TestAlign:
             assert grow_diag(forward, reverse, n, m) == _symal_by_hand(forward, reverse, n, m, True, False, False)
 
     def test_aer_with_possible_only_links_by_hand(self):
-        from onmt_xl.align.aer import parse_gold_line, score_alignments
+        from onmt_xl.core.align.aer import parse_gold_line, score_alignments
 
         sure, possible = parse_gold_line("1-1 2p2 3-3 3p4")
         assert sure == {(0, 0), (2, 2)} and possible == {(0, 0), (1, 1), (2, 2), (2, 3)}
@@ -417,7 +417,7 @@ class TestAlign:
 
 
     def test_links_outside_the_sentence_pair_are_rejected_by_name(self):
-        from onmt_xl.align.symmetrize import grow_diag_final_and
+        from onmt_xl.core.align.symmetrize import grow_diag_final_and
 
         with pytest.raises(ValueError, match=r"^forward link 2-0 is outside a 2x3 \(source x target\) sentence pair$"):
             grow_diag_final_and([(2, 0)], [], 2, 3)
@@ -426,7 +426,7 @@ class TestAlign:
         assert grow_diag_final_and([(1, 2)], [(1, 2)], 2, 3) == [(1, 2)]  # the last cell is inside
 
     def test_aer_scores_counts_and_format(self):
-        from onmt_xl.align.aer import score_alignments
+        from onmt_xl.core.align.aer import score_alignments
 
         s = score_alignments([{(0, 0), (1, 1)}, set()], [{(0, 0)}, {(0, 1)}], [{(1, 1), (2, 2)}, set()])
         assert (s.n_sentences, s.n_hyp, s.n_sure, s.n_possible, s.n_hyp_sure, s.n_hyp_possible) == (2, 2, 2, 4, 1, 2)
@@ -434,8 +434,8 @@ class TestAlign:
         assert s.format() == ("AER 0.2500  P 1.0000  R 0.5000  (2 sentences, 2 hyp links, 2 sure, 2 possible-only)")
 
     def test_input_errors_name_the_file_and_line(self, tmp_path):
-        from onmt_xl.align.aer import check_links_in_range, parse_gold_line, read_gold, read_joint_text
-        from onmt_xl.errors import XLInputError
+        from onmt_xl.core.align.aer import check_links_in_range, parse_gold_line, read_gold, read_joint_text
+        from onmt_xl.core.errors import XLInputError
 
         with pytest.raises(XLInputError, match=r"^g\.gold, line 3: malformed gold link 'x-2' \(expected 'i-j' or 'ipj'\)$"):
             parse_gold_line("1-1 x-2", path="g.gold", lineno=3)
@@ -478,7 +478,7 @@ class TestInXL:
     @pytest.mark.parametrize("fusion", ["block", "diagonal", "full"])
     def test_inxl_fusion_against_a_loop_reference(self, fusion):
         """Eq. 7, PE_IN-XL = tanh(PE_abs U + PE_XL V), with U, V drawn at random and the products written out."""
-        from onmt_xl.modules.inxl import InXLPositionFusion
+        from onmt_xl.core.modules.inxl import InXLPositionFusion
 
         d = 6
         fus = InXLPositionFusion(d, fusion)
@@ -509,8 +509,8 @@ class TestDiSAN:
     def test_directional_masks_against_a_loop_reference(self, heads):
         """Forward heads (the first heads // 2) read keys j < i, backward heads keys j > i, never padding; a query
         with no such key reads itself."""
-        from onmt_xl.encoders.common import padding_mask
-        from onmt_xl.modules.disan import directional_masks
+        from onmt_xl.opennmt.encoders.common import padding_mask
+        from onmt_xl.core.modules.disan import directional_masks
 
         lengths = [5, 3, 1]
         masks = directional_masks(padding_mask(torch.tensor(lengths), 5), heads)
@@ -523,7 +523,7 @@ class TestDiSAN:
                     assert {j for j in range(5) if not masks[b, h, i, j]} == allowed, (b, h, i)
 
     def test_fusion_gate_by_hand(self):
-        from onmt_xl.modules.disan import FusionGate
+        from onmt_xl.core.modules.disan import FusionGate
 
         gate = FusionGate(2)
         with torch.no_grad():
@@ -538,7 +538,7 @@ class TestDiSAN:
 class TestExplicitReordering:
     def test_reordered_position_predictor_by_hand(self):
         """Eq. 5 on the normalised state: b_j = (J - 1) · sigmoid(v · tanh(W · LN(h_j)))."""
-        from onmt_xl.modules.explicit_reordering import ReorderedPositionPredictor
+        from onmt_xl.core.modules.explicit_reordering import ReorderedPositionPredictor
 
         p = ReorderedPositionPredictor(3)
         W = [[1.0, 0.5, 0.0], [0.0, 2.0, -1.0], [1.0, 1.0, 1.0]]
@@ -555,7 +555,7 @@ class TestExplicitReordering:
 
     def test_gaussian_window_by_hand(self):
         """Eq. 6 with D = 1 (σ = D/2 = 0.5): weights exp(-(s - b)² / (2σ)) = exp(-(s - b)²) for |s - b| <= 1."""
-        from onmt_xl.modules.explicit_reordering import gaussian_window_pe
+        from onmt_xl.core.modules.explicit_reordering import gaussian_window_pe
 
         pe = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0], [1.0, -1.0]])
         pr = gaussian_window_pe(torch.tensor([[1.25, 3.0]]), pe, window=1.0)
@@ -565,7 +565,7 @@ class TestExplicitReordering:
         assert pr[0, 1].tolist() == pytest.approx([2 * w + 1, 2 * w - 1], abs=1e-6)
 
     def test_reordering_similarity_skips_padding(self):
-        from onmt_xl.modules.explicit_reordering import reordering_similarity
+        from onmt_xl.core.modules.explicit_reordering import reordering_similarity
 
         pr = torch.tensor([[[1.0, 1.0, 0.0, 0.0], [0.0, 2.0, 0.0, 0.0], [5.0, 5.0, 5.0, 5.0]]])
         pos_xl, valid = torch.tensor([[0, 1, 0]]), torch.tensor([[True, True, False]])
@@ -575,7 +575,7 @@ class TestExplicitReordering:
         assert got.item() == pytest.approx(sum(cos), abs=1e-6)
 
     def test_soft_window_and_position_loss_by_hand(self):
-        from onmt_xl.modules.explicit_reordering import reordering_loss, soft_window_pe
+        from onmt_xl.core.modules.explicit_reordering import reordering_loss, soft_window_pe
 
         pe = torch.tensor([[1.0, 0.0], [0.0, 1.0], [4.0, 4.0]])
         # J = 2: softmax of -(s - b)² / (2σ), σ = 0.25, over s = 0, 1 only
@@ -590,7 +590,7 @@ class TestExplicitReordering:
 
     def test_reordering_fusion_gate_by_hand(self):
         """Eq. 10-11: g = sigmoid(U_g · LN(H) + W_g · LN(H̄)), g · H̄ + (1 - g) · H."""
-        from onmt_xl.modules.explicit_reordering import ReorderingFusionGate
+        from onmt_xl.core.modules.explicit_reordering import ReorderingFusionGate
 
         gate = ReorderingFusionGate(3)
         with torch.no_grad():
@@ -606,7 +606,7 @@ class TestExplicitReordering:
 class TestReorderingEmbedding:
     def test_positional_penalty_by_hand(self):
         """Eq. 6 on normalised states: PP = sigmoid(V · tanh(W · LN(H^{n-1}) + W̃ · LN(H̃^n)))."""
-        from onmt_xl.modules.reordering_embedding import PositionalPenalty
+        from onmt_xl.core.modules.reordering_embedding import PositionalPenalty
 
         pp = PositionalPenalty(3)
         W = [[1.0, 0.0, 0.5], [0.0, 1.0, 0.0], [-1.0, 0.0, 1.0]]
@@ -629,7 +629,7 @@ class TestReorderingEmbedding:
 
 class TestInXLSurvivors:
     def test_block_is_the_default_fusion(self):
-        from onmt_xl.modules.inxl import InXLPositionFusion
+        from onmt_xl.core.modules.inxl import InXLPositionFusion
 
         fus = InXLPositionFusion(8, start="absolute")
         assert fus.fusion == "block" and fus.U.shape == fus.V.shape == (4, 2, 2)  # one 2x2 block per frequency
@@ -638,7 +638,7 @@ class TestInXLSurvivors:
     def test_only_the_block_fusion_needs_interleaved_sinusoids(self):
         """block pairs dimensions (2k, 2k+1) as (sin, cos): wrong for SinusoidalConcat (all sines, then all
         cosines); diagonal and full do not pair dimensions and take either layout."""
-        from onmt_xl.modules.inxl import InXLPositionFusion
+        from onmt_xl.core.modules.inxl import InXLPositionFusion
 
         with pytest.raises(ValueError, match=r"^xl_inxl_fusion 'block' pairs \(sin, cos\) dimensions and needs "
                                              r"SinusoidalInterleaved$"):
@@ -652,7 +652,7 @@ class TestInXLSurvivors:
 class TestDiSANSurvivors:
     @pytest.mark.parametrize("start", [0.0, 1.0, -0.5, 1.5])
     def test_gate_start_must_lie_strictly_between_0_and_1(self, start):
-        from onmt_xl.modules.disan import FusionGate
+        from onmt_xl.core.modules.disan import FusionGate
 
         # F = 0 or 1 would need b = -inf or +inf (logit); the gate could never move away from it
         with pytest.raises(ValueError, match=rf"^the fusion gate's start must lie in \(0, 1\), got {start}$"):
@@ -660,7 +660,7 @@ class TestDiSANSurvivors:
 
     @pytest.mark.parametrize("start", [0.5, 0.8])
     def test_gate_starts_at_the_requested_share(self, start):
-        from onmt_xl.modules.disan import FusionGate
+        from onmt_xl.core.modules.disan import FusionGate
 
         gate = FusionGate(3, start=start)
         assert gate.b.tolist() == pytest.approx([math.log(start / (1 - start))] * 3)  # logit(start)
@@ -672,7 +672,7 @@ class TestDiSANSurvivors:
 class TestExplicitReorderingSurvivors:
     def test_a_one_word_sentence_predicts_position_zero(self):
         """Eq. 5 with 0-based positions: b_j = (J - 1) · sigmoid(·) lies in [0, J - 1]; J = 1 leaves only 0."""
-        from onmt_xl.modules.explicit_reordering import ReorderedPositionPredictor
+        from onmt_xl.core.modules.explicit_reordering import ReorderedPositionPredictor
 
         torch.manual_seed(3)
         p = ReorderedPositionPredictor(4)
@@ -683,7 +683,7 @@ class TestExplicitReorderingSurvivors:
 
     def test_windows_default_to_the_papers_d_of_one_half(self):
         """Chen et al. 2020 use D = 0.5 (σ = D/2 = 0.25): weights exp(-(s - b)² / 0.5), |s - b| <= 0.5."""
-        from onmt_xl.modules.explicit_reordering import gaussian_window_pe, soft_window_pe
+        from onmt_xl.core.modules.explicit_reordering import gaussian_window_pe, soft_window_pe
 
         pe = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]])
         pr = gaussian_window_pe(torch.tensor([[1.3]]), pe)  # only s = 1 lies in [0.8, 1.8]
@@ -695,7 +695,7 @@ class TestExplicitReorderingSurvivors:
     def test_similarity_and_literal_loss_use_the_given_pe_kind_by_hand(self):
         """Sim(pr_j, re_j) with re_j the SinusoidalConcat PE of r_j (d = 4: sin p, sin p/10⁴, cos p, cos p/10⁴);
         the literal Eq. 9 is Σ_j (1 - Sim) over valid words."""
-        from onmt_xl.modules.explicit_reordering import reordering_loss, reordering_similarity
+        from onmt_xl.core.modules.explicit_reordering import reordering_loss, reordering_similarity
 
         pr = torch.tensor([[[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 3.0, 4.0], [9.0, 9.0, 9.0, 9.0]]])
         pos_xl, valid = torch.tensor([[1, 2, 0]]), torch.tensor([[True, True, False]])
@@ -709,7 +709,7 @@ class TestExplicitReorderingSurvivors:
     def test_soft_loss_uses_the_window_it_is_given(self):
         """soft: Σ_j (1 - cos(Σ_s w_js pe_s, re_j)), w_j = softmax over s < J of -(s - b_j)² / (2σ), σ = D/2.
         D = 1: -(s - b)²; pe here a hand table of d = 2, re_j = (sin r_j, cos r_j)."""
-        from onmt_xl.modules.explicit_reordering import reordering_loss
+        from onmt_xl.core.modules.explicit_reordering import reordering_loss
 
         pe_rows = [[1.0, 0.0], [0.0, 1.0], [2.0, -1.0], [7.0, 7.0]]
         b, r, J = [0.4, 1.7], [2, 0], 3
@@ -725,7 +725,7 @@ class TestExplicitReorderingSurvivors:
 
     def test_position_loss_for_two_and_one_word_sentences(self):
         """position: ((b_j - r_j) / (J - 1))², J - 1 floored at 1 (a one-word sentence: (b - r)²)."""
-        from onmt_xl.modules.explicit_reordering import reordering_loss
+        from onmt_xl.core.modules.explicit_reordering import reordering_loss
 
         b, r = torch.tensor([[0.25, 0.75], [0.5, 0.0]]), torch.tensor([[1, 0], [0, 0]])
         valid = torch.tensor([[True, True], [True, False]])
@@ -733,7 +733,7 @@ class TestExplicitReorderingSurvivors:
         assert loss.item() == pytest.approx(0.75**2 + 0.75**2 + 0.5**2)
 
     def test_unknown_loss_is_named(self):
-        from onmt_xl.modules.explicit_reordering import reordering_loss
+        from onmt_xl.core.modules.explicit_reordering import reordering_loss
 
         # the choices in any order (the order of REORDERING_LOSSES puts the default first)
         with pytest.raises(ValueError, match=r"^unknown reordering loss 'cosine'; choose one of "
@@ -745,7 +745,7 @@ class TestReorderingEmbeddingSurvivors:
     def test_layer_normalised_eps_by_hand(self):
         """LN without gain or bias, eps = 1e-6 (OpenNMT's LayerNorm): it matters on nearly constant states.
         x = (0, 0, 3e-3): mean 1e-3, variance 2e-6."""
-        from onmt_xl.modules.reordering_embedding import layer_normalised
+        from onmt_xl.core.modules.reordering_embedding import layer_normalised
 
         x = torch.tensor([[0.0, 0.0, 3e-3]], dtype=torch.float64)
         want = [v / math.sqrt(2e-6 + 1e-6) for v in (-1e-3, -1e-3, 2e-3)]
@@ -755,7 +755,7 @@ class TestReorderingEmbeddingSurvivors:
 
 
 class TestBaselineEncodersSurvivors:
-    """mutmut survivors in the baseline encoders (onmt_xl/encoders/disan.py, reordering_embedding.py,
+    """mutmut survivors in the baseline encoders (onmt_xl/opennmt/encoders/disan.py, reordering_embedding.py,
     explicit_reordering.py, encoder_free.py): the encoders' forward passes written out with their own submodules (each pinned by hand above), for settings the rest of the suite never used (two layers without the
     DiSAN gate, dropout, SinusoidalConcat, a window other than the default, padding inside ExGRE's layers)."""
 
@@ -802,8 +802,8 @@ class TestBaselineEncodersSurvivors:
 
     def test_disan_without_gate_runs_every_layer(self):
         """-xl_disan_fusion none: each layer is the stock layer under the directional masks, all of them."""
-        from onmt_xl.encoders.common import padding_mask
-        from onmt_xl.modules.disan import directional_masks
+        from onmt_xl.opennmt.encoders.common import padding_mask
+        from onmt_xl.core.modules.disan import directional_masks
         from tests.test_encoders import batch, build
 
         enc = build("xl_disan", enc_layers=3, xl_disan_fusion="none").encoder
@@ -856,7 +856,7 @@ class TestBaselineEncodersSurvivors:
 
     def test_encoder_free_with_concat_pe_by_hand(self):
         """X + PE_abs and X + tanh(PE_abs U + PE_XL V) (diagonal U, V) with the SinusoidalConcat PE."""
-        from onmt_xl.encoders.common import embed_words
+        from onmt_xl.opennmt.encoders.common import embed_words
         from tests.test_encoders import REVERSED, batch, build
 
         pe_abs = sinusoid(torch.arange(5).expand(2, 5), 16, "SinusoidalConcat")
@@ -883,7 +883,7 @@ class TestBaselineEncodersSurvivors:
         assert torch.equal(inxl.V, eye if start == "identity" else torch.zeros(8, 2, 2))
 
     def test_encoder_free_errors_and_dropout(self):
-        from onmt_xl.encoders.common import MissingXLPositionsError
+        from onmt_xl.opennmt.encoders.common import MissingXLPositionsError
         from tests.test_encoders import batch, build
 
         enc = build("xl_encoder_free", xl_encoder_free_pe="inxl").encoder

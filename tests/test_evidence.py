@@ -5,7 +5,7 @@ import json
 import pytest
 import yaml
 
-from onmt_xl.errors import XLInputError, XLUsageError
+from onmt_xl.core.errors import XLInputError, XLUsageError
 from onmt_xl.experiments.evidence import curve_jobs, validation_log
 from onmt_xl.experiments.jobs import exact_resume_log
 from onmt_xl.experiments.runner import Corpus, Runner
@@ -1055,11 +1055,11 @@ def test_a_checkpoint_cut_short_by_a_kill_is_set_aside_and_training_resumes_from
 def test_crossfit_stage_writes_positions_and_seen_against_unseen_figures(tmp_path):
     """reports/PREREG_xlpos.md, stage 1: the training split's cross-fitted positions, checked against the corpus by
     the transform's reader, and crossfit.json's figures; tier x's jobs train on them."""
-    from onmt_xl.data import synthetic
-    from onmt_xl.errors import XLUsageError
+    from onmt_xl.core.data import synthetic
+    from onmt_xl.core.errors import XLUsageError
     from onmt_xl.experiments.evidence import TIERS, tier_main_jobs
     from onmt_xl.experiments.stages import CROSSFIT_FOLDS
-    from onmt_xl.reorder.positions_file import read_positions
+    from onmt_xl.core.reorder.positions_file import read_positions
 
     (tmp_path / "data").mkdir()
     (tmp_path / "align").mkdir()
@@ -1069,8 +1069,8 @@ def test_crossfit_stage_writes_positions_and_seen_against_unseen_figures(tmp_pat
                     preorder_iterations=1)
     runner.preorder_options = {"tiebreak_null": "none"}
     runner.preorder = lambda pairs=None: None  # the full preorderer, trained here by hand (no test split to score)
-    from onmt_xl.align.pharaoh import read_pharaoh
-    from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.core.align.pharaoh import read_pharaoh
+    from onmt_xl.core.reorder.preorderer import Preorderer
 
     src = [l.split() for l in (tmp_path / "data" / "train.src").read_text().splitlines()]
     Preorderer.train(src, read_pharaoh(str(tmp_path / "align" / "train.gdfa"), [len(s) for s in src]),

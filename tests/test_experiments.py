@@ -87,7 +87,7 @@ def test_train_throughput_skips_the_first_report():
 
 
 def _write_corpus(d, n_train=240, n_test=30):
-    from onmt_xl.data import synthetic
+    from onmt_xl.core.data import synthetic
 
 
     tr, te = synthetic.generate(n_train, seed=5), synthetic.generate(n_test, seed=6)
@@ -112,7 +112,7 @@ def _check_scores_by_hand(wd, res):
     """The scores in results.json, recomputed from the files of the run (not from its own code paths)."""
     import sacrebleu
 
-    from onmt_xl.align.pharaoh import read_pharaoh
+    from onmt_xl.core.align.pharaoh import read_pharaoh
 
     def lines(path):
         return path.read_text(encoding="utf-8").split("\n")[:-1]
@@ -180,7 +180,7 @@ def test_experiments_run_score_report_and_resume(tmp_path):
     info = json.loads((wd / "jobs" / "combination" / "done.json").read_text())
     assert info["concurrent_jobs"] == 2 and info["threads"] == max(1, (os.cpu_count() or 1) // 2)
     assert info["device"] == "cpu"
-    from onmt_xl.precision import native_bf16
+    from onmt_xl.core.precision import native_bf16
     assert info["cpu"] != "?" and info["cpu"] in native_bf16()[1]  # the CPU its -xl_cpu_precision line names
     assert set(comb["variants"]) == {"test", "valid", "oracle", "gold_align", "test_align"}
     assert set(base["variants"]) == {"test", "valid", "gold_align", "test_align"}  # no XL, no oracle variant
@@ -251,10 +251,10 @@ def test_a_job_configured_with_the_legacy_names_is_the_same_job(tmp_path):
     exact_resume, encoder_type exgre, ...) resumes under the new names: the runner does not call it changed."""
     import yaml
 
-    from onmt_xl.errors import XLInputError
+    from onmt_xl.core.errors import XLInputError
     from onmt_xl.experiments.jobs import _identity
     from onmt_xl.experiments.runner import Corpus, Job, Runner
-    from onmt_xl.names import LEGACY_DECODERS, LEGACY_ENCODERS, LEGACY_OPTIONS
+    from onmt_xl.opennmt.names import LEGACY_DECODERS, LEGACY_ENCODERS, LEGACY_OPTIONS
 
     old_option = {new: old for old, new in LEGACY_OPTIONS.items()}
     old_component = {new: old for old, new in {**LEGACY_ENCODERS, **LEGACY_DECODERS}.items()}
@@ -285,9 +285,9 @@ def test_inxl_start_is_spelled_out_and_a_job_configured_before_keeps_identity(tm
     identity: it is the same job only where identity is asked for, and the refusal names the option."""
     import yaml
 
-    from onmt_xl.errors import XLInputError
+    from onmt_xl.core.errors import XLInputError
     from onmt_xl.experiments.runner import Job
-    from onmt_xl.options_table import option
+    from onmt_xl.core.options_table import option
 
     jobs = [Job("inxl", "inxl", 1), Job("combination", "combination", 1), Job("encoder_free_inxl", "encoder_free_inxl", 1),
             Job("own", "combination", 1, overrides={"xl_inxl_init": "identity"}), Job("baseline", "baseline", 1),
@@ -443,7 +443,7 @@ def test_after_job_runs_once_a_job_is_trained_and_translated(tmp_path, monkeypat
 
 
 def test_a_second_runner_on_the_same_workdir_is_refused(tmp_path):
-    from onmt_xl.errors import XLInputError
+    from onmt_xl.core.errors import XLInputError
 
     first = _runner(tmp_path, [])
     held = first._lock_workdir()
@@ -561,7 +561,7 @@ def test_more_steps_reopen_a_job_and_a_refused_run_writes_nothing(tmp_path):
     trained longer, not another job; a run refused for another configuration leaves the work directory as it was."""
     import yaml
 
-    from onmt_xl.errors import XLInputError
+    from onmt_xl.core.errors import XLInputError
     from onmt_xl.experiments.runner import Corpus, Job, Runner
 
     job = Job("baseline", "baseline", 1)

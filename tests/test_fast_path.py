@@ -7,7 +7,7 @@ from onmt.modules.multi_headed_attn import MultiHeadedAttention
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import onmt_xl
-from onmt_xl.seams import cpu_speed
+from onmt_xl.opennmt.seams import cpu_speed
 from onmt_xl.experiments.analysis import build_model
 from onmt_xl.experiments.configs import ALIGNED_R, SYSTEMS, XL
 
@@ -141,7 +141,7 @@ class Casts(TorchDispatchMode):
 def test_attention_casts_each_input_once_under_autocast(monkeypatch, packed):
     """Autocast would cast the one fp32 input of a self-attention once per projection (HeadXL's packed input
     once per slice); the SDPA path casts it once, with the same numbers as the stock path's casts."""
-    from onmt_xl.modules.headxl import make_headxl_attention
+    from onmt_xl.core.modules.headxl import make_headxl_attention
 
     torch.manual_seed(0)
     attn = MultiHeadedAttention(4, 16, dropout=0.0, attn_type="self", self_attn_type="scaled-dot-flash").train()

@@ -1,4 +1,4 @@
-"""Starting points survive OpenNMT's initialisation (the ``init`` seam, :mod:`onmt_xl.seams.init`).
+"""Starting points survive OpenNMT's initialisation (the ``init`` seam, :mod:`onmt_xl.opennmt.seams.init`).
 
 Every system with a non-standard start is built by OpenNMT's own ``onmt.model_builder.build_model`` (as
 ``onmt_train`` builds a new model) under each ``-param_init`` / ``-param_init_glorot`` setting, and its start
@@ -14,8 +14,8 @@ import torch
 
 import onmt_xl
 from onmt_xl.experiments.systems import SYSTEMS
-from onmt_xl.modules.disan import GATE_START, FusionGate
-from onmt_xl.modules.inxl import InXLPositionFusion
+from onmt_xl.core.modules.disan import GATE_START, FusionGate
+from onmt_xl.core.modules.inxl import InXLPositionFusion
 from tests.conftest import run_env
 from tests.test_encoders import model_opt, vocabs
 

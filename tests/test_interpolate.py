@@ -1,11 +1,11 @@
-"""The payoff curve's interpolation: positions part way along a shortest Kendall path (onmt_xl.reorder.interpolate)."""
+"""The payoff curve's interpolation: positions part way along a shortest Kendall path (onmt_xl.core.reorder.interpolate)."""
 
 import itertools
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from onmt_xl.reorder.interpolate import discordant_pairs, kendall_path
+from onmt_xl.core.reorder.interpolate import discordant_pairs, kendall_path
 
 
 def permutations(max_n=9):

@@ -4,9 +4,9 @@ import pytest
 import torch
 from onmt.modules.multi_headed_attn import MultiHeadedAttention
 
-from onmt_xl.modules.headxl import make_headxl_attention
-from onmt_xl.modules.inxl import InXLPositionFusion
-from onmt_xl.positions import sinusoid
+from onmt_xl.core.modules.headxl import make_headxl_attention
+from onmt_xl.core.modules.inxl import InXLPositionFusion
+from onmt_xl.core.positions import sinusoid
 
 
 def test_inxl_block_fusion_by_hand():

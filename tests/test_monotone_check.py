@@ -1,11 +1,11 @@
-"""The check that a preorderer beats the monotone order on held-out pairs (onmt_xl.reorder.monotone_check)."""
+"""The check that a preorderer beats the monotone order on held-out pairs (onmt_xl.core.reorder.monotone_check)."""
 
 import random
 
 import numpy as np
 import pytest
 
-from onmt_xl.reorder.monotone_check import MIN_GAIN, MonotoneCheck, check_monotone, paired_gain_interval
+from onmt_xl.core.reorder.monotone_check import MIN_GAIN, MonotoneCheck, check_monotone, paired_gain_interval
 
 
 def _sentences(n: int, seed: int, swap: float):

@@ -1,5 +1,5 @@
 """Names that cannot collide: every option and component name onmt_xl adds to OpenNMT-py starts with ``xl_``, and
-the names it had before (``onmt_xl.names``) keep working without taking a name from another plug-in.
+the names it had before (``onmt_xl.opennmt.names``) keep working without taking a name from another plug-in.
 
 What is ours is computed, not listed: OpenNMT's parsers and registries are built in a process with the hook off
 (``ONMT_XL_DISABLE=1``, stock OpenNMT-py) and in one with it on, and the difference is what we add.
@@ -14,7 +14,7 @@ import pytest
 import torch
 import yaml
 
-from onmt_xl.names import LEGACY_DECODERS, LEGACY_ENCODERS, LEGACY_OPTIONS, PREFIX
+from onmt_xl.opennmt.names import LEGACY_DECODERS, LEGACY_ENCODERS, LEGACY_OPTIONS, PREFIX
 from tests.conftest import run_env
 from tests.helpers import stock_cli, tiny_model_workdir
 
@@ -153,7 +153,7 @@ def _foreign(first: bool) -> str:
 
 
 CHECK = """
-import onmt_xl.seams as seams
+import onmt_xl.opennmt.seams as seams
 from onmt.bin.train import _get_parser
 from onmt.decoders import str2dec
 from onmt.encoders import str2enc
@@ -176,8 +176,8 @@ def test_a_plugin_with_our_legacy_names_keeps_them(first):
     proc = _python(_foreign(first) + CHECK)
     got = json.loads(proc.stdout.splitlines()[-1])
     assert not [line for line in proc.stderr.splitlines() if line.startswith("onmt_xl: warning")]
-    assert got == {"failed": [], "disan": "TheirEncoder", "xl_disan": "onmt_xl.encoders.disan", "dec": "TheirDecoder",
-                   "xl_dec": "onmt_xl.decoders.reordering_embedding", "inxl_init": "mine", "xl_inxl_init": "absolute",
+    assert got == {"failed": [], "disan": "TheirEncoder", "xl_disan": "onmt_xl.opennmt.encoders.disan", "dec": "TheirDecoder",
+                   "xl_dec": "onmt_xl.opennmt.decoders.reordering_embedding", "inxl_init": "mine", "xl_inxl_init": "absolute",
                    "xl_disan_fusion": "none", "disan_fusion": False, "encoder_type": "disan"}  # theirs: not mapped
 
 

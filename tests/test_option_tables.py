@@ -1,4 +1,4 @@
-"""One declaration per option (:mod:`onmt_xl.options_table`): OpenNMT-py's parsers (as ``onmt_train -h`` /
+"""One declaration per option (:mod:`onmt_xl.core.options_table`): OpenNMT-py's parsers (as ``onmt_train -h`` /
 ``onmt_translate -h`` build them, hook on) and Eole's config models both carry each option's default, choices, bounds
 and help from its table, so the two frameworks cannot disagree. The Eole half skips where ``import eole`` fails."""
 
@@ -9,7 +9,7 @@ import typing
 
 import pytest
 
-from onmt_xl.options_table import OPTIONS, TABLES, Option, option
+from onmt_xl.core.options_table import OPTIONS, TABLES, Option, option
 from tests.conftest import run_env
 
 #: our option groups in OpenNMT-py's parsers: every option in them comes from a table

@@ -1,4 +1,4 @@
-"""BTG trees and the Kendall-loss BTG oracle (onmt_xl.reorder.btg / .oracle)."""
+"""BTG trees and the Kendall-loss BTG oracle (onmt_xl.core.reorder.btg / .oracle)."""
 
 import itertools
 import random
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from onmt_xl.reorder.btg import (
+from onmt_xl.core.reorder.btg import (
     BTGNode,
     is_btg_permutation,
     leaf,
@@ -20,7 +20,7 @@ from onmt_xl.reorder.btg import (
     tree_to_order,
     tree_to_str,
 )
-from onmt_xl.reorder.oracle import (
+from onmt_xl.core.reorder.oracle import (
     btg_oracle,
     btg_oracle_ranks,
     kendall_loss,
@@ -238,7 +238,7 @@ def test_target_ranks_attach_null():
 
 
 def test_chunks_and_fuzzy_reordering_score():
-    from onmt_xl.reorder.metrics import count_chunks, fuzzy_reordering_score
+    from onmt_xl.core.reorder.metrics import count_chunks, fuzzy_reordering_score
 
     assert count_chunks([0, 1, 2, 3], [0, 1, 2, 3]) == 1
     assert count_chunks([2, 3, 0, 1], [0, 1, 2, 3]) == 2
@@ -249,7 +249,7 @@ def test_chunks_and_fuzzy_reordering_score():
 
 
 def test_evaluate_hand_computed():
-    from onmt_xl.reorder.metrics import evaluate
+    from onmt_xl.core.reorder.metrics import evaluate
 
     # sentence 1: target order 2 0 1 (3 pairs); sentence 2: unaligned word + tie (1 pair)
     r1 = target_ranks(3, [(0, 1), (1, 2), (2, 0)])

@@ -18,8 +18,8 @@ from onmt import opts
 from onmt.modules import Embeddings
 from onmt.utils.parse import ArgumentParser
 
-from onmt_xl.decoders.reordering_embedding import ReorderingEmbeddingDecoder
-from onmt_xl.encoders.xl_transformer import RelativeTransformerEncoder
+from onmt_xl.opennmt.decoders.reordering_embedding import ReorderingEmbeddingDecoder
+from onmt_xl.opennmt.encoders.xl_transformer import RelativeTransformerEncoder
 
 D, HEADS, FF, VOCAB, PAD = 8, 2, 16, 14, 1
 ATOL = 1e-5
@@ -109,7 +109,7 @@ def _embeddings():
     return Embeddings(D, VOCAB, PAD, position_encoding=True, position_encoding_type="SinusoidalInterleaved", dropout=0.0)
 
 
-# --- Relative PE baseline (Shaw et al. 2018), onmt_xl/encoders/xl_transformer.py ----------------------------
+# --- Relative PE baseline (Shaw et al. 2018), onmt_xl/opennmt/encoders/xl_transformer.py ----------------------------
 
 CLIP = 2  # the clipping distance k: sentences below are longer than k + 1, so the clipping is exercised
 
@@ -184,7 +184,7 @@ class TestRelativePE:
             assert (out - with_pe).abs().max() > 1e-2
 
 
-# --- Decoder reordering embeddings (Chen et al. 2019), onmt_xl/decoders/reordering_embedding.py -------------
+# --- Decoder reordering embeddings (Chen et al. 2019), onmt_xl/opennmt/decoders/reordering_embedding.py -------------
 
 
 def _decoder_opt():

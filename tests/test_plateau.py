@@ -9,7 +9,7 @@ import pytest
 import torch
 import yaml
 
-from onmt_xl.errors import XLInputError
+from onmt_xl.core.errors import XLInputError
 from onmt_xl.experiments import evidence, papers
 from onmt_xl.experiments.evidence import add_evidence
 from onmt_xl.experiments.jobs import whole_checkpoint

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import onmt_xl
-from onmt_xl.errors import XLInputError
+from onmt_xl.core.errors import XLInputError
 from tests.conftest import run_env
 from tests.helpers import stock_cli
 
@@ -46,7 +46,7 @@ def test_register_is_idempotent():
     onmt_xl.register()
     import importlib
 
-    from onmt_xl import seams
+    from onmt_xl.opennmt import seams
 
     seams._registered = False  # a second full pass must not raise "duplicate"
     seams.register()
@@ -128,10 +128,10 @@ def test_tensorify_rejects_inconsistent_positions(examples, message):
 
 @pytest.mark.parametrize(
     "module",
-    ["onmt_xl.encoders.xl_transformer", "onmt_xl.encoders.disan", "onmt_xl.encoders.reordering_embedding",
-     "onmt_xl.encoders.explicit_reordering", "onmt_xl.encoders.encoder_free", "onmt_xl.encoders.families",
-     "onmt_xl.encoders.options", "onmt_xl.modules.headxl",
-     "onmt_xl.transforms.xl_position", "onmt_xl.seams", "onmt_xl.seams.server"],
+    ["onmt_xl.opennmt.encoders.xl_transformer", "onmt_xl.opennmt.encoders.disan", "onmt_xl.opennmt.encoders.reordering_embedding",
+     "onmt_xl.opennmt.encoders.explicit_reordering", "onmt_xl.opennmt.encoders.encoder_free", "onmt_xl.opennmt.encoders.families",
+     "onmt_xl.opennmt.encoders.options", "onmt_xl.core.modules.headxl",
+     "onmt_xl.opennmt.transforms.xl_position", "onmt_xl.opennmt.seams", "onmt_xl.opennmt.seams.server"],
 )
 def test_any_module_can_be_imported_first(module):
     """Importing one of ours first triggers registration mid-import; it must not meet a half-imported module."""
@@ -345,7 +345,7 @@ def test_training_and_validation_read_token_ids_and_the_encoder_gets_the_positio
 
 def test_a_translation_batch_without_positions_still_fails_clearly():
     onmt_xl.register()
-    from onmt_xl.encoders.common import MissingXLPositionsError
+    from onmt_xl.opennmt.encoders.common import MissingXLPositionsError
 
     model, opt = _xl_model()
     with pytest.raises(MissingXLPositionsError, match="xl_position transform"):
@@ -366,7 +366,7 @@ def test_fed_positions_must_match_the_source_and_are_not_left_behind():
     onmt_xl.register()
     from onmt.utils import Statistics
 
-    from onmt_xl.encoders import common
+    from onmt_xl.opennmt.encoders import common
 
     model, _ = _xl_model()
     src, src_len = torch.tensor([[[5], [6], [7]]]), torch.tensor([3])

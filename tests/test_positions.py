@@ -4,7 +4,7 @@ import pytest
 import torch
 from onmt.modules.embeddings import PositionalEncoding
 
-from onmt_xl.positions import sinusoid
+from onmt_xl.core.positions import sinusoid
 
 
 @pytest.mark.parametrize("kind", ["SinusoidalInterleaved", "SinusoidalConcat"])
@@ -30,7 +30,7 @@ def test_sinusoid_rejects_odd_dim_and_unknown_kind():
 
 
 def test_integer_positions_come_from_the_cached_table_with_the_formula_values():
-    from onmt_xl import positions
+    from onmt_xl.core import positions
 
     pos = torch.tensor([[3, 0, 700], [5, 5, 1]])  # 700 grows the table past its first size
     for kind in ("SinusoidalInterleaved", "SinusoidalConcat"):
@@ -46,7 +46,7 @@ def test_integer_positions_come_from_the_cached_table_with_the_formula_values():
 
 @pytest.mark.parametrize("kind", ["SinusoidalInterleaved", "SinusoidalConcat"])
 def test_absolute_pe_is_the_sinusoid_of_arange(kind):
-    from onmt_xl.positions import absolute_pe
+    from onmt_xl.core.positions import absolute_pe
 
     for length in (1, 7, 300):  # 300 grows the cached table
         assert torch.equal(absolute_pe(length, 16, kind), sinusoid(torch.arange(length), 16, kind))
@@ -55,7 +55,7 @@ def test_absolute_pe_is_the_sinusoid_of_arange(kind):
 def test_positions_off_the_cpu_never_read_a_value_back_to_the_host():
     """On a GPU, reading ``max(pos)`` to pick table rows waits for the device on every forward pass. The
     meta device holds no values, so any such read raises there: these calls must only build tensors."""
-    from onmt_xl.positions import absolute_pe
+    from onmt_xl.core.positions import absolute_pe
 
     pos = torch.tensor([[3, 0, 2], [1, 2, 0]], device="meta")
     assert sinusoid(pos, 16).shape == (2, 3, 16) and sinusoid(pos, 16).device.type == "meta"
@@ -66,7 +66,7 @@ def test_xl_encoder_positions_on_the_meta_device():
     """The XL encoder's ``PE_abs`` and ``PE_XL`` (Eq. 1, 6, 7) are built without a host read of the positions."""
     from argparse import Namespace
 
-    from onmt_xl.encoders.xl_transformer import XLTransformerEncoder
+    from onmt_xl.opennmt.encoders.xl_transformer import XLTransformerEncoder
 
     enc = Namespace(embeddings=Namespace(embedding_size=16), pe_type="SinusoidalInterleaved", inxl=None)
     pe_abs, pe_xl = XLTransformerEncoder.positions(enc, torch.tensor([[2, 0, 1]], device="meta"))

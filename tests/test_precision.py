@@ -10,7 +10,7 @@ import sys
 import pytest
 import torch
 
-from onmt_xl import precision
+from onmt_xl.core import precision
 from tests.conftest import run_env
 from tests.helpers import stock_cli, tiny_model_workdir
 
@@ -72,7 +72,7 @@ def test_autocast_forward_runs_the_forward_in_bf16_and_keeps_fp32_weights():
 
 def _cli(name, *args, force_native=False, check=True):
     if force_native:
-        code = ("import onmt_xl.precision as p; p.native_bf16 = lambda: (True, 'forced by the test'); "
+        code = ("import onmt_xl.core.precision as p; p.native_bf16 = lambda: (True, 'forced by the test'); "
                 f"import sys; from onmt.bin.{name.removeprefix('onmt_')} import main; sys.argv[0] = {name!r}; main()")
         cmd = [sys.executable, "-c", code, *args]
     else:

@@ -7,12 +7,12 @@ import pickle
 import numpy as np
 import pytest
 
-from onmt_xl.data.synthetic import generate
-from onmt_xl.errors import XLInputError
-from onmt_xl.reorder import features as F
-from onmt_xl.reorder.btg import is_btg_permutation
-from onmt_xl.reorder.features import Vocab
-from onmt_xl.reorder.preorderer import Preorderer
+from onmt_xl.core.data.synthetic import generate
+from onmt_xl.core.errors import XLInputError
+from onmt_xl.core.reorder import features as F
+from onmt_xl.core.reorder.btg import is_btg_permutation
+from onmt_xl.core.reorder.features import Vocab
+from onmt_xl.core.reorder.preorderer import Preorderer
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 V3_FILE = os.path.join(DATA, "preorderer_v3.xlp")  # written by the format-3 code (base features only)
@@ -108,8 +108,8 @@ def context_model():
 
 
 def test_context_model_learns_and_round_trips_through_the_file(context_model, tmp_path):
-    from onmt_xl.reorder.metrics import evaluate
-    from onmt_xl.reorder.oracle import target_ranks
+    from onmt_xl.core.reorder.metrics import evaluate
+    from onmt_xl.core.reorder.oracle import target_ranks
 
     model = context_model
     assert model.features == ("context",) and model.fset == F.FSET_CONTEXT and model.tagger is None
@@ -181,7 +181,7 @@ def _hide_fugashi(monkeypatch):
 
 
 def test_missing_tagger_package_is_named_when_training(monkeypatch):
-    from onmt_xl.reorder.tagger import TaggerMissing
+    from onmt_xl.core.reorder.tagger import TaggerMissing
 
     _hide_fugashi(monkeypatch)
     train = generate(20, seed=1)
@@ -194,7 +194,7 @@ def test_missing_tagger_package_is_named_when_training(monkeypatch):
 def test_tagger_gives_each_token_the_morpheme_at_its_first_character():
     pytest.importorskip("fugashi")
     pytest.importorskip("unidic_lite")
-    from onmt_xl.reorder.tagger import INFL_BASE, POS_BASE, Tagger, _stable_id
+    from onmt_xl.core.reorder.tagger import INFL_BASE, POS_BASE, Tagger, _stable_id
 
     tagger = Tagger()
     # MeCab: 分かり ませ ん 。  -- finer tokens take the morpheme they start in, marked ~ when inside it
@@ -217,7 +217,7 @@ def pos_model():
 
 
 def test_tagged_model_records_its_tagger_and_tags_its_own_input(pos_model, tmp_path, monkeypatch):
-    from onmt_xl.reorder.tagger import TaggerMissing
+    from onmt_xl.core.reorder.tagger import TaggerMissing
 
     model = pos_model
     assert model.features == ("pos",) and model.fset == F.FSET_POS
@@ -245,7 +245,7 @@ def test_cli_trains_with_feature_groups_and_rejects_unknown_ones(tmp_path, capsy
 
     data = generate(60, seed=1)
     prefix = tmp_path / "syn"
-    from onmt_xl.data.synthetic import write
+    from onmt_xl.core.data.synthetic import write
 
     paths = write(data, str(prefix))
     model = tmp_path / "m.xlp"
@@ -259,7 +259,7 @@ def test_cli_trains_with_feature_groups_and_rejects_unknown_ones(tmp_path, capsy
 
 
 def test_sentence_taus_weigh_each_sentence_alike():
-    from onmt_xl.reorder.metrics import evaluate, sentence_taus
+    from onmt_xl.core.reorder.metrics import evaluate, sentence_taus
 
     ranks = [np.array([0, 1, 2]), np.array([1, 0, -1, 2, 3]), np.array([-1, 0]), np.array([0, 0])]
     orders = [[2, 1, 0], [0, 1, 2, 3, 4], [1, 0], [1, 0]]
@@ -273,7 +273,7 @@ def test_sentence_taus_weigh_each_sentence_alike():
 def test_tagger_reads_sub_word_pieces_as_the_word_they_make():
     pytest.importorskip("fugashi")
     pytest.importorskip("unidic_lite")
-    from onmt_xl.reorder.tagger import Tagger
+    from onmt_xl.core.reorder.tagger import Tagger
 
     tagger = Tagger()
     words = [x.tolist() for x in tagger.tags("彼 は 本 を 読 ん だ".split())]

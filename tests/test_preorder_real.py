@@ -9,17 +9,17 @@ import random
 
 import pytest
 
-from onmt_xl.reorder.btg import is_btg_permutation, tree_to_order
-from onmt_xl.reorder.metrics import evaluate
-from onmt_xl.reorder.oracle import target_ranks
-from onmt_xl.reorder.preorderer import Preorderer
+from onmt_xl.core.reorder.btg import is_btg_permutation, tree_to_order
+from onmt_xl.core.reorder.metrics import evaluate
+from onmt_xl.core.reorder.oracle import target_ranks
+from onmt_xl.core.reorder.preorderer import Preorderer
 
 N_TRAIN = 5000
 
 
 @pytest.fixture(scope="module")
 def enja(shared_data):
-    from onmt_xl.align.eflomal_aligner import align_corpus, read_parallel
+    from onmt_xl.core.align.eflomal_aligner import align_corpus, read_parallel
 
     pytest.importorskip("eflomal")
     d = shared_data / "enja"

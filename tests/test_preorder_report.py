@@ -6,9 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from onmt_xl.align.pharaoh import write_pharaoh
+from onmt_xl.core.align.pharaoh import write_pharaoh
 from tests.conftest import run_env
-from onmt_xl.reorder.preorderer import Preorderer
+from onmt_xl.core.reorder.preorderer import Preorderer
 from tests.helpers import tiny_corpus
 
 REPO = Path(__file__).resolve().parents[1]
@@ -43,8 +43,8 @@ def _workdir(tmp_path):
 
 
 def test_collect_and_render_recompute_the_preorderers_scores(tmp_path):
-    from onmt_xl.reorder.metrics import evaluate
-    from onmt_xl.reorder.oracle import target_ranks
+    from onmt_xl.core.reorder.metrics import evaluate
+    from onmt_xl.core.reorder.oracle import target_ranks
 
     wd, corpus = _workdir(tmp_path)
     archive = tmp_path / "archive"

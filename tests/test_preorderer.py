@@ -1,4 +1,4 @@
-"""The discriminative BTG preorderer (onmt_xl.reorder.features / .parser / .preorderer)."""
+"""The discriminative BTG preorderer (onmt_xl.core.reorder.features / .parser / .preorderer)."""
 
 import os
 import pickle
@@ -8,13 +8,13 @@ import time
 import numpy as np
 import pytest
 
-from onmt_xl.errors import XLInputError
-from onmt_xl.reorder.btg import is_btg_permutation, order_to_pos_xl, tree_to_order
-from onmt_xl.reorder.features import N_VIEWS, UNK, VIEW_POS, VIEW_SHAPE, Vocab, word_shape
-from onmt_xl.reorder.metrics import evaluate
-from onmt_xl.reorder.oracle import target_ranks
-from onmt_xl.reorder.preorderer import Preorderer
-from onmt_xl.data.synthetic import generate
+from onmt_xl.core.errors import XLInputError
+from onmt_xl.core.reorder.btg import is_btg_permutation, order_to_pos_xl, tree_to_order
+from onmt_xl.core.reorder.features import N_VIEWS, UNK, VIEW_POS, VIEW_SHAPE, Vocab, word_shape
+from onmt_xl.core.reorder.metrics import evaluate
+from onmt_xl.core.reorder.oracle import target_ranks
+from onmt_xl.core.reorder.preorderer import Preorderer
+from onmt_xl.core.data.synthetic import generate
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +71,7 @@ def test_batch_decoding_inside_a_torch_process_keeps_torchs_threads(trained, tmp
     (tmp_path / "src.txt").write_text("\n".join(" ".join(s) for s in train.src[:200]), encoding="utf-8")
     script = (
         "import sys, torch\n"
-        "from onmt_xl.reorder.preorderer import Preorderer\n"
+        "from onmt_xl.core.reorder.preorderer import Preorderer\n"
         "p = Preorderer.load(sys.argv[1])\n"
         "src = [l.split() for l in open(sys.argv[2], encoding='utf-8').read().splitlines()]\n"
         "seen = []\n"
@@ -329,7 +329,7 @@ def _allowed(tree, K):
 
 
 def _tree_order(tree, n):
-    from onmt_xl.reorder.btg import BTGNode
+    from onmt_xl.core.reorder.btg import BTGNode
 
     kids = {(s, e): (m, t) for s, m, e, t in tree}
 
@@ -360,8 +360,8 @@ def _random_tags(rng, n):
 @pytest.mark.parametrize("n", [2, 3, 5, 7])
 def test_cky_finds_the_best_tree_exactly_and_under_span_limits(random_model, n, fset):
     """Every feature group factorizes over the chart's tables: CKY finds the tree the node features score best."""
-    from onmt_xl.reorder.features import MAX_FEATS_NODE, N_FEATS_NODE, node_features
-    from onmt_xl.reorder.parser import decode_tree
+    from onmt_xl.core.reorder.features import MAX_FEATS_NODE, N_FEATS_NODE, node_features
+    from onmt_xl.core.reorder.parser import decode_tree
 
     model = random_model
     rng = random.Random(n)
@@ -390,8 +390,8 @@ def test_cky_finds_the_best_tree_exactly_and_under_span_limits(random_model, n, 
 
 @pytest.mark.parametrize("K", [0, 2, 3])
 def test_latent_oracle_and_loss_augmented_search_are_exact(random_model, K):
-    from onmt_xl.reorder.oracle import btg_oracle_ranks, kendall_loss
-    from onmt_xl.reorder.parser import _loss_matrix, cky, score_tables, span_limit
+    from onmt_xl.core.reorder.oracle import btg_oracle_ranks, kendall_loss
+    from onmt_xl.core.reorder.parser import _loss_matrix, cky, score_tables, span_limit
 
     model = random_model
     rng = np.random.default_rng(K)
@@ -422,7 +422,7 @@ def test_latent_oracle_and_loss_augmented_search_are_exact(random_model, K):
 def test_minibatch_training_gives_the_same_weights_on_any_number_of_threads():
     import numba
 
-    from onmt_xl.reorder.preorderer import set_threads
+    from onmt_xl.core.reorder.preorderer import set_threads
 
     data = generate(300, seed=9)
     kw = dict(iterations=2, seed=3, hash_size=1 << 16, batch=8, parallel="minibatch", progress=False)
@@ -457,7 +457,7 @@ def test_span_limit_is_a_decoding_option(trained, tmp_path):
 
 
 def test_parameter_mixing_learns_and_is_deterministic_per_thread_count():
-    from onmt_xl.reorder.preorderer import set_threads
+    from onmt_xl.core.reorder.preorderer import set_threads
 
     data = generate(600, seed=11)
     test = generate(200, seed=12)
@@ -493,8 +493,8 @@ def test_version_1_files_fail_naming_the_file_and_the_readable_versions(tmp_path
 
 
 def test_exchange_clustering_recovers_word_roles():
-    from onmt_xl.reorder.clusters import exchange_clusters
-    from onmt_xl.reorder.features import N_SPECIAL
+    from onmt_xl.core.reorder.clusters import exchange_clusters
+    from onmt_xl.core.reorder.features import N_SPECIAL
 
     rng = random.Random(0)
     roles = [["the", "a", "this"], ["cat", "dog", "bird", "fish"], ["runs", "sleeps", "eats"]]
@@ -539,8 +539,8 @@ def test_show_reordering_text_and_png(tmp_path, capsys):
 
 
 def test_draw_png_falls_back_to_labels_without_a_font(tmp_path):
-    from onmt_xl.reorder.btg import order_to_tree
-    from onmt_xl.reorder.show import Reordering, draw_png
+    from onmt_xl.core.reorder.btg import order_to_tree
+    from onmt_xl.core.reorder.show import Reordering, draw_png
 
     toks = ["\ue000", "\ue001", "x"]  # private-use characters: no font draws them
     sysm = Reordering("predicted", [2, 0, 1], order_to_tree([2, 0, 1]), 1, 3)
@@ -552,7 +552,7 @@ def test_cli_defaults_are_the_library_defaults():
     import argparse
     import inspect
 
-    from onmt_xl.reorder import cli, preorderer
+    from onmt_xl.core.reorder import cli, preorderer
 
     assert (cli.DEFAULT_CLUSTERS, cli.DEFAULT_BATCH, cli.DEFAULT_ITERATIONS, cli.DEFAULT_PARALLEL) == (
         preorderer.DEFAULT_CLUSTERS, preorderer.DEFAULT_BATCH, preorderer.DEFAULT_ITERATIONS,
@@ -579,8 +579,8 @@ def test_kernels_load_without_scipy_and_leave_blas_to_others():
     code = (
         "import sys\n"
         "import numpy as np\n"
-        "from onmt_xl.reorder.features import Vocab\n"
-        "from onmt_xl.reorder.preorderer import Preorderer\n"
+        "from onmt_xl.core.reorder.features import Vocab\n"
+        "from onmt_xl.core.reorder.preorderer import Preorderer\n"
         "model = Preorderer(Vocab(['a', 'b'], 1), np.zeros((16, 2), dtype=np.float32))\n"
         "assert model.reorder('a b c'.split()) == [0, 1, 2]\n"
         "assert 'scipy.linalg' not in sys.modules, 'the probe imported scipy.linalg'\n"

@@ -31,7 +31,7 @@ def raw(tokens, rng: random.Random, question: bool) -> str:
 
 def write_raw_corpus(out: Path, sizes=(("train", 600), ("valid", 40), ("test", 40))) -> dict:
     """Raw parallel files (the synthetic SVO -> SOV corpus with punctuation attached to words)."""
-    from onmt_xl.data import synthetic
+    from onmt_xl.core.data import synthetic
 
     out.mkdir(parents=True, exist_ok=True)
     paths = {}
@@ -99,7 +99,7 @@ def test_pipeline_raw_text_opennmt(tmp_path):
     check_scores(result, hyp, ref, stdout)
     # the preorderer records the segmentation xl_position gets from onmt_tokenize (the guard compares them)
     from onmt_xl.experiments.tokenization import Tokenization
-    from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.core.reorder.preorderer import Preorderer
 
     assert Preorderer.load(str(wd / "preorderer.xlp")).segmentation == Tokenization("words").scheme()
     # onmt_translate with the saved configuration on new raw text: detokenized output
@@ -151,7 +151,7 @@ def test_bpe_tokenization_matches_onmt_tokenize_segmentation(tmp_path):
     """The BPE model is joint, the tokens carry joiners, and the scheme the preorderer records is the one
     xl_position's guard reads off onmt_tokenize's options (model hash included)."""
     from onmt_xl.experiments.tokenization import Tokenization, learn_bpe, tokenize_lines
-    from onmt_xl.segmentation import tokenizer_segmentation
+    from onmt_xl.core.segmentation import tokenizer_segmentation
 
     files = write_raw_corpus(tmp_path, (("train", 200),))
     model = tmp_path / "bpe.model"

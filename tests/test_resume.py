@@ -13,7 +13,7 @@ import pytest
 import torch
 import yaml
 
-from onmt_xl import resume
+from onmt_xl.core import resume
 from onmt_xl.experiments.configs import config
 from tests.conftest import run_env
 from tests.helpers import stock_cli, tiny_corpus, tiny_preorderer

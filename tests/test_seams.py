@@ -1,4 +1,4 @@
-"""Fail safety of the seams (``onmt_xl.seams``) and of the import hook: a seam that cannot apply costs what it
+"""Fail safety of the seams (``onmt_xl.opennmt.seams``) and of the import hook: a seam that cannot apply costs what it
 names and nothing else, and ``import onmt`` never fails because of us."""
 
 import subprocess
@@ -13,12 +13,12 @@ def _python(code, env=None, cwd=None):
 
 def test_a_failing_seam_logs_one_line_and_the_rest_applies():
     code = (
-        "import onmt_xl.seams.server as server\n"
+        "import onmt_xl.opennmt.seams.server as server\n"
         "def broken():\n"
         "    raise AttributeError(\"type object 'ServerModel' has no attribute 'parse_opt'\")\n"
         "server.apply = broken\n"
         "import onmt\n"  # the hook registers here, with the server seam broken
-        "import onmt_xl.seams as seams\n"
+        "import onmt_xl.opennmt.seams as seams\n"
         "from onmt.encoders import str2enc\n"
         "from onmt.inputters import dynamic_iterator\n"
         "from onmt.utils.parse import ArgumentParser\n"
@@ -32,8 +32,8 @@ def test_a_failing_seam_logs_one_line_and_the_rest_applies():
     assert proc.stdout.split() == ["['server']", "True", "True", "True"]
     lines = [line for line in proc.stderr.splitlines() if line.startswith("onmt_xl: warning")]
     assert len(lines) == 1
-    from onmt_xl.seams.base import onmt_version
-    from onmt_xl.seams.server import LOST
+    from onmt_xl.opennmt.seams.base import onmt_version
+    from onmt_xl.opennmt.seams.server import LOST
 
     assert "'server'" in lines[0] and f"OpenNMT-py {onmt_version()}" in lines[0] and LOST in lines[0]
     assert "has no attribute 'parse_opt'" in lines[0]
@@ -44,7 +44,7 @@ def test_a_failing_component_costs_only_itself():
         "import onmt\n"
         "from onmt.decoders import register_decoder\n"
         "from onmt.encoders import str2enc\n"
-        "import onmt_xl.seams as seams\n"
+        "import onmt_xl.opennmt.seams as seams\n"
         "print(sorted(seams.failed()), 'xl_combination' in str2enc)\n"
     )
     # a decoder of the same name registered by another plug-in before ours: OpenNMT refuses the duplicate (a
@@ -59,7 +59,7 @@ def test_a_failing_component_costs_only_itself():
            "import onmt_xl; onmt_xl.register()\n")
     proc = _python(pre + code.replace("import onmt\n", "", 1))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.split() == ["['onmt_xl.decoders.reordering_embedding']", "True"]
+    assert proc.stdout.split() == ["['onmt_xl.opennmt.decoders.reordering_embedding']", "True"]
     assert sum(line.startswith("onmt_xl: warning") for line in proc.stderr.splitlines()) == 1
 
 

@@ -11,18 +11,18 @@ import numpy as np
 import pytest
 
 import onmt_xl
-from onmt_xl.errors import XLInputError
-from onmt_xl.reorder.preorderer import Preorderer
-from onmt_xl.segmentation import (
+from onmt_xl.core.errors import XLInputError
+from onmt_xl.core.reorder.preorderer import Preorderer
+from onmt_xl.core.segmentation import (
     JOINER, SPACER, SegmentationScheme, check_tokens, count_markers, detect, file_sha256, marker,
 )
-from onmt_xl.align.subword import SubwordModel, project_corpus
-from onmt_xl.data.synthetic import generate
+from onmt_xl.core.align.subword import SubwordModel, project_corpus
+from onmt_xl.core.data.synthetic import generate
 from tests.conftest import run_env
 from tests.helpers import stock_cli
 
 onmt_xl.register()
-from onmt_xl.transforms.xl_position import (  # noqa: E402
+from onmt_xl.opennmt.transforms.xl_position import (  # noqa: E402
     XLPositionTransform, XLPreReorderTransform, pipeline_segmentations, transform_segmentation,
 )
 
@@ -101,7 +101,7 @@ def test_version_2_files_load_with_the_segmentation_their_vocabulary_shows(setup
         model = Preorderer.load(getattr(setup, name))
         old = str(tmp_path / f"{name}_v2.npz")
         _save_as_version_2(model, old)
-        with caplog.at_level(logging.WARNING, logger="onmt_xl.reorder.preorderer"):
+        with caplog.at_level(logging.WARNING, logger="onmt_xl.core.reorder.preorderer"):
             caplog.clear()
             loaded = Preorderer.load(old)
             Preorderer.load(old)
@@ -168,7 +168,7 @@ def test_content_check_markers_and_thresholds():
 
 
 def test_genuine_word_input_never_looks_like_sub_words(shared_data):
-    from onmt_xl.segmentation import MarkerCounts
+    from onmt_xl.core.segmentation import MarkerCounts
 
     for name in ("train.ja", "train.en", "dev.ja", "dev.en"):
         counts = MarkerCounts(limit=10**9)
@@ -271,7 +271,7 @@ def test_align_records_what_it_aligned_and_its_users_check_it(setup, tmp_path):
 
 def test_preorder_train_compares_the_recorded_sub_word_model(setup, tmp_path, capsys):
     """Same token counts, other model: the alignments' record and the declaration disagree."""
-    from onmt_xl.align.record import side_record, write_record
+    from onmt_xl.core.align.record import side_record, write_record
 
     other = tmp_path / "other.bpe"
     other.write_bytes(b"#version: 0.2\nx y\n")

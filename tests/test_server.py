@@ -151,7 +151,7 @@ def test_xl_model_without_a_preorderer_says_what_to_add(served):
 
 
 def test_server_argv_lists_give_one_argument_per_item():
-    from onmt_xl.seams.server import server_argv
+    from onmt_xl.opennmt.seams.server import server_argv
 
     assert server_argv({"models": ["a.pt"], "transforms": ["sentencepiece", "xl_position"], "beam_size": 2,
                         "replace_unk": True}) == [

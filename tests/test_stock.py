@@ -129,7 +129,7 @@ def run_stock_pipeline(root: Path, disabled: bool) -> dict:
     environ = env(disabled, OMP_NUM_THREADS="1")  # deterministic and kind to a shared machine
     if disabled:
         # Stock OpenNMT-py 3.5.1 cannot load its own checkpoints under torch >= 2.6 (torch.load's weights_only
-        # default refuses their argparse.Namespace; onmt_xl.seams.checkpoints allow-lists it): the reference
+        # default refuses their argparse.Namespace; onmt_xl.opennmt.seams.checkpoints allow-lists it): the reference
         # loads them as torch < 2.6 did. The onmt_xl run is left as a user runs it.
         environ["TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD"] = "1"
     commands = {

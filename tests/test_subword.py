@@ -1,4 +1,4 @@
-"""Tests for onmt_xl.align.subword: projection of word links, word <-> sub-word maps, order collapse."""
+"""Tests for onmt_xl.core.align.subword: projection of word links, word <-> sub-word maps, order collapse."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from onmt_xl.align.subword import (
+from onmt_xl.core.align.subword import (
     JOINER,
     Segmentation,
     SubwordModel,
@@ -69,7 +69,7 @@ def test_project_links_errors():
 
 
 def test_project_corpus_and_target_ranks_agree():
-    from onmt_xl.reorder import target_ranks
+    from onmt_xl.core.reorder import target_ranks
 
     src = Segmentation(["a" + J, "b", "c", "d" + J, "e" + J, "f"], [0, 2, 3, 6])
     tgt = Segmentation(["x", "y" + J, "z", "w"], [0, 1, 3, 4])
@@ -183,7 +183,7 @@ def test_subword_model_errors(tmp_path):
 def test_enja_bpe_round_trip(tmp_path):
     if not (ENJA_DIR / "train.ja").is_file() or not (ENJA_DIR / "dev.ja").is_file():
         pytest.skip(f"enja data {ENJA_DIR}/{{train,dev}}.ja not present")
-    from onmt_xl.align.eflomal_aligner import read_tokenized
+    from onmt_xl.core.align.eflomal_aligner import read_tokenized
 
     train, dev = read_tokenized(str(ENJA_DIR / "train.ja")), read_tokenized(str(ENJA_DIR / "dev.ja"))
     model = SubwordModel.learn(train[:10000], str(tmp_path / "ja.bpe"), size=2000)
@@ -199,7 +199,7 @@ def test_bench_subword_tool(tmp_path, capsys):
     import importlib.util
     import json
 
-    from onmt_xl.data import synthetic
+    from onmt_xl.core.data import synthetic
 
     for split, n, seed in (("train", 300, 2), ("dev", 30, 3)):
         c = synthetic.generate(n, seed=seed)
@@ -235,7 +235,7 @@ def test_bench_subword_tool(tmp_path, capsys):
 
 
 def _tau_by_hand(orders, sents, links):
-    """Normalized Kendall tau over a corpus, counted pair by pair (independent of onmt_xl.reorder)."""
+    """Normalized Kendall tau over a corpus, counted pair by pair (independent of onmt_xl.core.reorder)."""
     concordant = pairs = 0
     for order, sent, ls in zip(orders, sents, links):
         span = {}

@@ -1,12 +1,12 @@
-"""The synthetic SVO -> SOV parallel corpus (onmt_xl.data.synthetic)."""
+"""The synthetic SVO -> SOV parallel corpus (onmt_xl.core.data.synthetic)."""
 
 import numpy as np
 import pytest
 
-from onmt_xl.align.pharaoh import read_pharaoh
-from onmt_xl.reorder.btg import is_btg_permutation
-from onmt_xl.reorder.oracle import btg_oracle, kendall_loss, target_ranks
-from onmt_xl.data.synthetic import MAX_LEN, MIN_LEN, generate, vocab, write
+from onmt_xl.core.align.pharaoh import read_pharaoh
+from onmt_xl.core.reorder.btg import is_btg_permutation
+from onmt_xl.core.reorder.oracle import btg_oracle, kendall_loss, target_ranks
+from onmt_xl.core.data.synthetic import MAX_LEN, MIN_LEN, generate, vocab, write
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,11 @@ from argparse import Namespace
 import pytest
 
 import onmt_xl
-from onmt_xl.errors import XLInputError
+from onmt_xl.core.errors import XLInputError
 from tests.helpers import tiny_corpus, tiny_preorderer
 
 onmt_xl.register()
-from onmt_xl.transforms.xl_position import XLPositionTransform, swap_noise  # noqa: E402
+from onmt_xl.opennmt.transforms.xl_position import XLPositionTransform, swap_noise  # noqa: E402
 
 
 def opts(**kw):
@@ -136,7 +136,7 @@ def test_empty_source_gets_no_positions(trained):
 
 
 def test_prereorder_puts_source_tokens_in_preorderer_order(trained):
-    from onmt_xl.transforms.xl_position import XLPreReorderTransform
+    from onmt_xl.opennmt.transforms.xl_position import XLPreReorderTransform
 
     corpus, path = trained
     t = XLPreReorderTransform(opts(xl_preorderer=str(path)))
@@ -147,7 +147,7 @@ def test_prereorder_puts_source_tokens_in_preorderer_order(trained):
 
 
 def test_prereorder_with_oracle_alignments():
-    from onmt_xl.transforms.xl_position import XLPreReorderTransform
+    from onmt_xl.opennmt.transforms.xl_position import XLPreReorderTransform
 
     t = XLPreReorderTransform(opts(xl_source="align"))
     t.warm_up()
@@ -170,7 +170,7 @@ def test_oracle_positions_at_translation_from_an_alignment_file(tmp_path):
 
 
 def test_preorderer_file_is_read_once_per_process_and_again_when_rewritten(tmp_path):
-    from onmt_xl.transforms import xl_position
+    from onmt_xl.opennmt.transforms import xl_position
 
     corpus = tiny_corpus(tmp_path, n=60)
     path = tiny_preorderer(tmp_path, corpus)
@@ -221,7 +221,7 @@ def test_the_noise_report_names_the_rule_its_runs_had():
     assert "in expectation" in noise_rule({"versions": {"onmt_xl": "0.2.0"}}) == noise_rule(None)
 
 
-# --- the foreign-text warning (onmt_xl.reorder.coverage) ---------------------------------------------------------
+# --- the foreign-text warning (onmt_xl.core.reorder.coverage) ---------------------------------------------------------
 
 
 def _foreign_warnings(caplog):
@@ -231,15 +231,15 @@ def _foreign_warnings(caplog):
 def test_a_preorderer_on_other_text_warns_once_per_process(trained, caplog, monkeypatch):
     """The synthetic target language as the source: the preorderer knows none of its words. One warning with the
     figure, the file and what to do, after the first 200 tokens; a second transform of the same process says nothing."""
-    from onmt_xl import position_source
-    from onmt_xl.data.synthetic import generate
+    from onmt_xl.core import position_source
+    from onmt_xl.core.data.synthetic import generate
 
     monkeypatch.setattr(position_source, "_WARNED_FOREIGN", set())
     corpus, path = trained
     foreign = generate(60, seed=9).tgt
     for _ in range(2):
         t = make(xl_preorderer=str(path))
-        with caplog.at_level("WARNING", logger="onmt_xl.position_source"):
+        with caplog.at_level("WARNING", logger="onmt_xl.core.position_source"):
             for k, src in enumerate(foreign):
                 t.apply({"src": list(src), "tgt": None, "cid": "test.ja", "cid_line_number": k})
     [message] = _foreign_warnings(caplog)
@@ -249,14 +249,14 @@ def test_a_preorderer_on_other_text_warns_once_per_process(trained, caplog, monk
 
 
 def test_no_warning_on_its_own_kind_of_text(trained, caplog, monkeypatch):
-    from onmt_xl import position_source
-    from onmt_xl.data.synthetic import generate
+    from onmt_xl.core import position_source
+    from onmt_xl.core.data.synthetic import generate
 
     monkeypatch.setattr(position_source, "_WARNED_FOREIGN", set())
     corpus, path = trained
     t = make(xl_preorderer=str(path))
     held_out = generate(60, seed=10).src  # other sentences of the same language
-    with caplog.at_level("WARNING", logger="onmt_xl.position_source"):
+    with caplog.at_level("WARNING", logger="onmt_xl.core.position_source"):
         for src in held_out:
             t.apply({"src": list(src), "tgt": None})
     assert t._coverage is None  # the check ran to its end

@@ -12,7 +12,7 @@ of the same two directions) with Och & Ney AER / precision / recall. eflomal can
 command runs ``--runs`` times (default 3) and figures are mean +- sample standard deviation.
 
 ``--subword KIND:SIZE`` (e.g. ``bpe:8000``) also aligns the sub-word text (pyonmttok models learned on the
-extra corpus, :mod:`onmt_xl.align.subword`) with eflomal through the Python API, ``--runs`` times, and scores the
+extra corpus, :mod:`onmt_xl.core.align.subword`) with eflomal through the Python API, ``--runs`` times, and scores the
 links collapsed to words (a word pair is linked when any of their pieces are).
 
 ``--time-50k`` also times eflomal on the extra corpus alone (both directions in one run, as ``align``
@@ -38,9 +38,9 @@ from typing import Dict, List, Sequence
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from onmt_xl.align.aer import check_links_in_range, read_gold, read_joint_text, score_alignments  # noqa: E402
-from onmt_xl.align.pharaoh import read_pharaoh  # noqa: E402
-from onmt_xl.align.symmetrize import grow_diag, grow_diag_final, intersection, union  # noqa: E402
+from onmt_xl.core.align.aer import check_links_in_range, read_gold, read_joint_text, score_alignments  # noqa: E402
+from onmt_xl.core.align.pharaoh import read_pharaoh  # noqa: E402
+from onmt_xl.core.align.symmetrize import grow_diag, grow_diag_final, intersection, union  # noqa: E402
 
 SHARED = REPO.parent / "shared" / "data"
 METHODS = ("forward", "reverse", "gdfa", "intersection", "grow-diag", "grow-diag-final", "union")
@@ -101,7 +101,7 @@ def run_align_command(args: List[str], in_process: bool = False) -> tuple:
         import contextlib
         import io
 
-        from onmt_xl.align.cli import add_subcommands
+        from onmt_xl.core.align.cli import add_subcommands
 
         # the align subcommand's own parser and function, without importing the other subcommands
         parser = argparse.ArgumentParser(prog="onmt-xl")
@@ -183,8 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         sub_results: Dict[str, List[Dict[str, object]]] = {}
         for spec, kind, size in subword_specs:
-            from onmt_xl.align.eflomal_aligner import align_corpus, read_parallel
-            from onmt_xl.align.subword import SubwordModel, collapse_links
+            from onmt_xl.core.align.eflomal_aligner import align_corpus, read_parallel
+            from onmt_xl.core.align.subword import SubwordModel, collapse_links
 
             ex_src, ex_tgt = read_parallel(args.extra_src, args.extra_tgt) if not args.no_extra else (src, tgt)
             sm_s = SubwordModel.learn(ex_src, os.path.join(tmp, f"src.{kind}{size}"), kind, size)
@@ -211,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.time_50k and not args.no_extra:
             import eflomal
 
-            from onmt_xl.align.eflomal_aligner import align_corpus, read_parallel
+            from onmt_xl.core.align.eflomal_aligner import align_corpus, read_parallel
 
             ex_src, ex_tgt = read_parallel(args.extra_src, args.extra_tgt)
             both = align_corpus(ex_src, ex_tgt).seconds

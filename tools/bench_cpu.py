@@ -18,7 +18,7 @@ pre-reordering systems are charged the preorderer's ``pos_xl`` per sentence (wha
 not cached), timed here one sentence at a time. OpenNMT's data pipeline is not in the figures
 (``tools/bench_xl_cost.py`` measures end-to-end ``onmt_train``).
 
-bf16 configurations run only where :func:`onmt_xl.precision.native_bf16` says the CPU has native bf16
+bf16 configurations run only where :func:`onmt_xl.core.precision.native_bf16` says the CPU has native bf16
 (``--force-bf16`` runs them anyway, to show what emulation costs). ``--stock-attention`` adds the
 baseline and Combination with OpenNMT's own CPU attention (no SDPA), to show what the SDPA path gives;
 ``--stock-kernels`` adds them with PyTorch's dropout masks, OpenNMT's loss and unfused Adam
@@ -43,8 +43,8 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 import onmt_xl  # noqa: E402
-from onmt_xl import cpu_training, precision  # noqa: E402
-from onmt_xl.seams import cpu_speed  # noqa: E402
+from onmt_xl.core import cpu_training, precision  # noqa: E402
+from onmt_xl.opennmt.seams import cpu_speed  # noqa: E402
 from onmt_xl.experiments.analysis import build_model  # noqa: E402
 from onmt_xl.experiments.configs import ALIGNED_R, PRESETS, SYSTEMS, XL, source_transform  # noqa: E402
 
@@ -67,9 +67,9 @@ def cpu_name() -> str:
 def real_batch(args, tgt_len=None):
     """(ids (B, L, 1), xl (B, L, 1), src_len (B,), tgt (B, T+1, 1), n_tokens, seconds of pos_xl per sentence);
     ``args``: ``src``, ``preorderer``, ``batch_tokens``, ``vocab``; ``T``: ``tgt_len``, or 1.1 × the mean source length."""
-    from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.core.reorder.preorderer import Preorderer
 
-    from onmt_xl.data import synthetic
+    from onmt_xl.core.data import synthetic
 
     if args.preorderer:
         pre = Preorderer.load(args.preorderer)
@@ -112,7 +112,7 @@ class Config:
         adam = dict(lr=1e-4, betas=(0.9, 0.998), eps=1e-8)
         if stock_kernels:
             self.optim = torch.optim.Adam(self.model.parameters(), **adam)
-        else:  # what onmt_train -xl_cpu_kernels fast does on the CPU (onmt_xl.seams.cpu_speed)
+        else:  # what onmt_train -xl_cpu_kernels fast does on the CPU (onmt_xl.opennmt.seams.cpu_speed)
             cpu_training.use_fast_dropout(self.model)
             self.optim = cpu_training.fused_adam(self.model.parameters(), **adam)
 

@@ -110,8 +110,8 @@ def spread(values) -> str:
 
 def smoke_workdir(root: Path) -> Path:
     """A synthetic corpus (tests/helpers' grammar), its gold links as alignments, a tiny preorderer, vocabularies."""
-    from onmt_xl.data import synthetic
-    from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.core.data import synthetic
+    from onmt_xl.core.reorder.preorderer import Preorderer
 
     wd = root / "work"
     if (wd / "vocab.src").exists():

@@ -10,11 +10,11 @@ Steps (each writes into ``--workdir``, default ``runs/enja``, and into the JSON 
   the 500 dev pairs get alignments estimated on 50.5k pairs; writes ``dev.gdfa`` and
   ``train.gdfa`` (skipped when both exist: eflomal is not seedable, so re-aligning changes the
   figures slightly). The same as ``onmt-xl align --src dev.ja --tgt dev.en --extra-src train.ja
-  --extra-tgt train.en`` (:func:`onmt_xl.align.eflomal_aligner.align_with_extra`) for the dev rows.
+  --extra-tgt train.en`` (:func:`onmt_xl.core.align.eflomal_aligner.align_with_extra`) for the dev rows.
 * ``train``: ``onmt-xl preorder-train`` on all training pairs under ``/usr/bin/time -v`` (wall
   time, peak memory), default hyper-parameters;
 * ``quality``: normalized Kendall's tau, exact match and FRS on dev against the BTG oracle of the
-  dev alignments (:func:`onmt_xl.reorder.metrics.evaluate`), next to the monotone order;
+  dev alignments (:func:`onmt_xl.core.reorder.metrics.evaluate`), next to the monotone order;
 * ``speed``: sentences/second on ONE thread on the dev sentences and on inputs of exactly 20, 50
   and 100 tokens (dev sentences concatenated and cut), exact CKY (``max_span`` 0) and with span
   limits (including the model's default, the longest training sentence); the batched speed on
@@ -69,8 +69,8 @@ def step_align(data: Path, work: Path) -> Dict[str, object]:
     if dev.exists() and train.exists():
         say(f"align: {dev} and {train} exist, kept")
         return dict(skipped=True)
-    from onmt_xl.align.eflomal_aligner import align_corpus, read_parallel
-    from onmt_xl.align.pharaoh import write_pharaoh
+    from onmt_xl.core.align.eflomal_aligner import align_corpus, read_parallel
+    from onmt_xl.core.align.pharaoh import write_pharaoh
 
     ds, dt = read_parallel(str(data / "dev.ja"), str(data / "dev.en"))
     ts, tt = read_parallel(str(data / "train.ja"), str(data / "train.en"))
@@ -83,7 +83,7 @@ def step_align(data: Path, work: Path) -> Dict[str, object]:
 
 
 def read_split(data: Path, work: Path, name: str):
-    from onmt_xl.reorder.cli import read_parallel
+    from onmt_xl.core.reorder.cli import read_parallel
 
     return read_parallel(str(data / f"{name}.ja"), str(data / f"{name}.en"), str(work / f"{name}.gdfa"))
 
@@ -168,11 +168,11 @@ def step_threads_on(src: Path, tgt: Path, align: Path, work: Path, extra: Sequen
 
 
 def step_quality(model_path: Path, data: Path, work: Path) -> Dict[str, object]:
-    from onmt_xl.reorder.metrics import evaluate
-    from onmt_xl.reorder.oracle import target_ranks
-    from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.core.reorder.metrics import evaluate
+    from onmt_xl.core.reorder.oracle import target_ranks
+    from onmt_xl.core.reorder.preorderer import Preorderer
 
-    from onmt_xl.reorder.oracle import btg_oracle
+    from onmt_xl.core.reorder.oracle import btg_oracle
 
     model = Preorderer.load(str(model_path))
     dev = read_split(data, work, "dev")
@@ -192,9 +192,9 @@ def step_quality(model_path: Path, data: Path, work: Path) -> Dict[str, object]:
 def step_heldout(data: Path, work: Path, n_heldout: int = 2000) -> Dict[str, object]:
     """Default hyper-parameters (chosen on dev) checked on data they were not chosen on: train on
     all but the last ``n_heldout`` training pairs, score on those (alignments from the same run)."""
-    from onmt_xl.reorder.metrics import evaluate
-    from onmt_xl.reorder.oracle import target_ranks
-    from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.core.reorder.metrics import evaluate
+    from onmt_xl.core.reorder.oracle import target_ranks
+    from onmt_xl.core.reorder.preorderer import Preorderer
 
     train = read_split(data, work, "train")
     keep = train.keep
@@ -210,9 +210,9 @@ def step_heldout(data: Path, work: Path, n_heldout: int = 2000) -> Dict[str, obj
 
 def step_small(data: Path, work: Path, n: int = 10000) -> Dict[str, object]:
     """Trained on the first ``n`` pairs only (lader's setting: 10k pairs), scored on dev."""
-    from onmt_xl.reorder.metrics import evaluate
-    from onmt_xl.reorder.oracle import target_ranks
-    from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.core.reorder.metrics import evaluate
+    from onmt_xl.core.reorder.oracle import target_ranks
+    from onmt_xl.core.reorder.preorderer import Preorderer
 
     train = read_split(data, work, "train")
     dev = read_split(data, work, "dev")
@@ -266,7 +266,7 @@ def _rate(fn, n_items: int, min_seconds: float = 1.0) -> float:
 
 
 def step_speed(model_path: Path, data: Path, work: Path, spans: Sequence[int]) -> Dict[str, object]:
-    from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.core.reorder.preorderer import Preorderer
 
     dev = read_split(data, work, "dev")
     return speed(Preorderer.load(str(model_path)), [dev.src[k] for k in dev.keep],
@@ -279,9 +279,9 @@ def speed(model, src: Sequence[Sequence[str]], triples, spans: Sequence[int]) ->
     ``(src, links, target length)`` ``triples`` concatenated to about 20, 50 and 100 tokens."""
     import numba
 
-    from onmt_xl.reorder.metrics import evaluate
-    from onmt_xl.reorder.oracle import target_ranks
-    from onmt_xl.reorder.preorderer import set_threads
+    from onmt_xl.core.reorder.metrics import evaluate
+    from onmt_xl.core.reorder.oracle import target_ranks
+    from onmt_xl.core.reorder.preorderer import set_threads
 
     default_span = model.max_span
     spans = sorted(set(spans) | {default_span} - {0})

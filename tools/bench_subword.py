@@ -5,11 +5,11 @@
 2. a word-level preorderer trained on train words;
 3. for each ``--subword KIND:SIZE``: a pyonmttok sub-word model learned on each side of train
    (``bpe:N`` = N BPE merges, ``sentencepiece:N`` = unigram vocabulary of N pieces), word links projected
-   onto sub-words (:func:`onmt_xl.align.subword.project_links`), a preorderer trained on the sub-word sentences;
-4. on dev: normalized Kendall tau (:func:`onmt_xl.reorder.metrics.evaluate`; ranks from the
+   onto sub-words (:func:`onmt_xl.core.align.subword.project_links`), a preorderer trained on the sub-word sentences;
+4. on dev: normalized Kendall tau (:func:`onmt_xl.core.reorder.metrics.evaluate`; ranks from the
    alignments, unaligned tokens never count) at sub-word level (ranks from the projected links) and at
    word level (the sub-word order collapsed to words by the mean position of each word's pieces,
-   :func:`onmt_xl.align.subword.collapse_order`), next to the word-level preorderer (expanded to sub-words
+   :func:`onmt_xl.core.align.subword.collapse_order`), next to the word-level preorderer (expanded to sub-words
    for the sub-word-level column), the monotone order and the BTG oracle.
 
 ``--subword-eflomal`` also aligns the sub-word text directly with eflomal and trains a preorderer on
@@ -41,11 +41,11 @@ from typing import Dict, List, Sequence
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from onmt_xl.align.eflomal_aligner import align_corpus, read_parallel  # noqa: E402
+from onmt_xl.core.align.eflomal_aligner import align_corpus, read_parallel  # noqa: E402
 import numpy as np  # noqa: E402
 
-from onmt_xl.reorder import Preorderer, evaluate, kendall_loss, target_ranks  # noqa: E402
-from onmt_xl.align.subword import SubwordModel, collapse_order, expand_order, project_corpus  # noqa: E402
+from onmt_xl.core.reorder import Preorderer, evaluate, kendall_loss, target_ranks  # noqa: E402
+from onmt_xl.core.align.subword import SubwordModel, collapse_order, expand_order, project_corpus  # noqa: E402
 
 
 def load_avg() -> str:

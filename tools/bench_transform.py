@@ -28,8 +28,8 @@ import onmt_xl  # noqa: E402
 onmt_xl.register()
 from onmt.transforms.transform import Transform  # noqa: E402
 
-from onmt_xl.reorder.threads import set_threads  # noqa: E402
-from onmt_xl.transforms.xl_position import XLPositionTransform  # noqa: E402
+from onmt_xl.core.reorder.threads import set_threads  # noqa: E402
+from onmt_xl.opennmt.transforms.xl_position import XLPositionTransform  # noqa: E402
 
 
 def transform(preorderer: str) -> XLPositionTransform:

@@ -51,7 +51,7 @@ def prepare(args) -> Path:
             shutil.copyfile(src, data / name)
     gdfa = wd / "align" / "train.gdfa"  # read by the preorderer's training and by exgre/refsr configs
     if not gdfa.exists():
-        from onmt_xl.align.eflomal_aligner import align_files
+        from onmt_xl.core.align.eflomal_aligner import align_files
 
         gdfa.parent.mkdir(exist_ok=True)
         align_files(str(data / "train.src"), str(data / "train.tgt"), str(gdfa.with_suffix("")))
@@ -59,8 +59,8 @@ def prepare(args) -> Path:
     if args.preorderer:
         shutil.copyfile(args.preorderer, pre)
     elif not pre.exists():
-        from onmt_xl.align.pharaoh import read_pharaoh
-        from onmt_xl.reorder.preorderer import Preorderer
+        from onmt_xl.core.align.pharaoh import read_pharaoh
+        from onmt_xl.core.reorder.preorderer import Preorderer
 
         src = [line.split() for line in (data / "train.src").read_text().splitlines()]
         Preorderer.train(src, read_pharaoh(str(gdfa), [len(s) for s in src]), progress=False).save(str(pre))

@@ -79,7 +79,7 @@ def collect(source: Path, dest: Path, replace: Sequence[str] = (), dry_run: bool
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from onmt_xl.errors import XLUsageError
+    from onmt_xl.core.errors import XLUsageError
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--from", dest="source", required=True, type=Path, help="the queue's archive")
@@ -107,7 +107,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    from onmt_xl.errors import install_excepthook
+    from onmt_xl.core.errors import install_excepthook
 
     install_excepthook()
     sys.exit(main())

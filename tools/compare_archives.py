@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Sequence
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from onmt_xl.errors import XLUsageError  # noqa: E402
+from onmt_xl.core.errors import XLUsageError  # noqa: E402
 from onmt_xl.experiments.stats import bleu_from_statistics, bleu_statistics, seed_pooled_bootstrap  # noqa: E402
 from onmt_xl.experiments.stock import read_lines  # noqa: E402
 
@@ -138,7 +138,7 @@ def heading(args: argparse.Namespace, systems: Sequence[str]) -> List[str]:
 
 
 if __name__ == "__main__":
-    from onmt_xl.errors import install_excepthook
+    from onmt_xl.core.errors import install_excepthook
 
     install_excepthook()
     sys.exit(main())

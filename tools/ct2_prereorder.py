@@ -4,7 +4,7 @@ against ``onmt_translate`` and timed beside it.
 
 The pre-reordering baseline (Du and Way 2017; Chen et al. 2019, Tab. 3) is a stock Transformer behind the
 ``xl_prereorder`` transform, so CTranslate2 can run it: the preorderer reorders each source sentence
-(``Preorderer.pos_xl``, then :func:`onmt_xl.position_source.reorder_tokens`, as the transform does) and CTranslate2
+(``Preorderer.pos_xl``, then :func:`onmt_xl.core.position_source.reorder_tokens`, as the transform does) and CTranslate2
 translates the reordered tokens. The XL systems (and the other encoders of ours) cannot be converted: CTranslate2's
 Transformer has no input for per-token positions, InXL's fusion or HeadXL's head split (its converter rejects any
 ``encoder_type`` but ``transformer``; ``convert`` prints that message).
@@ -64,7 +64,7 @@ def translate(ct2: Path, preorderer: Path, src: Path, output: Path, beam_size: i
     """Each line of ``src`` (space-separated tokens) reordered by the preorderer, then translated by CTranslate2."""
     import ctranslate2
 
-    from onmt_xl.position_source import load_preorderer, reorder_tokens
+    from onmt_xl.core.position_source import load_preorderer, reorder_tokens
 
     pre = load_preorderer(str(preorderer))
     lines = src.read_text(encoding="utf-8").splitlines()

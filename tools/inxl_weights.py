@@ -33,7 +33,7 @@ def rows(paths: Sequence[Path]) -> List[str]:
 
     import torch
 
-    from onmt_xl.errors import XLUsageError
+    from onmt_xl.core.errors import XLUsageError
 
     out = ["| checkpoint | fusion | ‖U‖ | ‖V‖ | ‖V‖ / ‖U‖ |", "| --- | --- | ---: | ---: | ---: |"]
     for path in paths:
@@ -58,7 +58,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    from onmt_xl.errors import install_excepthook
+    from onmt_xl.core.errors import install_excepthook
 
     install_excepthook()
     sys.exit(main())

@@ -15,7 +15,7 @@ python3 -m venv --system-site-packages "$tmp/venv"
 export PATH="$tmp/venv/bin:$PATH"  # its onmt_* commands first
 cd "$tmp"  # not the checkout: the venv's onmt, this checkout's onmt_xl (PYTHONPATH below)
 PYTHONPATH="$OLDPWD" python -W ignore -c "
-import onmt, onmt_xl.seams as seams
+import onmt, onmt_xl.opennmt.seams as seams
 assert onmt.__version__ == '$VERSION', onmt.__version__
 print('OpenNMT-py', onmt.__version__, 'from', onmt.__file__)
 print('seams that could not apply:', sorted(seams.failed()) or 'none')

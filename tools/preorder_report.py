@@ -16,7 +16,7 @@
 * ``subword.json`` preordering at sub-word level (``tools/bench_subword.py``; step ``subword``).
 
 ``render`` recomputes every tau, exact-match and FRS figure from the kept links and orders
-(:func:`onmt_xl.reorder.metrics.evaluate`) and formats the kept measurements; it reads nothing else, so the
+(:func:`onmt_xl.core.reorder.metrics.evaluate`) and formats the kept measurements; it reads nothing else, so the
 report regenerates on any machine. Options are chosen on the tuning split only; the test split is scored once.
 """
 
@@ -86,7 +86,7 @@ def preorderers(workdir: Path) -> List[Dict[str, object]]:
 
 
 def collect_orders(workdir: Path, archive: Path) -> None:
-    from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.core.reorder.preorderer import Preorderer
 
     manifest = read_json(workdir / "manifest.json") or {}
     models = preorderers(workdir)
@@ -119,8 +119,8 @@ def collect_spread(workdir: Path, archive: Path, runs: int) -> None:
 def collect_bench(workdir: Path, archive: Path, spans: Sequence[int]) -> None:
     import bench_preorder
 
-    from onmt_xl.align.pharaoh import read_pharaoh
-    from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.core.align.pharaoh import read_pharaoh
+    from onmt_xl.core.reorder.preorderer import Preorderer
 
     data = workdir / "data"
     manifest = read_json(workdir / "manifest.json") or {}
@@ -149,8 +149,8 @@ def collect_bench(workdir: Path, archive: Path, spans: Sequence[int]) -> None:
 def show_line(workdir: Path) -> int:
     """The first tuning sentence of 8 to 12 tokens with at least 5 aligned words whose target order is not
     the source order: one with something to reorder."""
-    from onmt_xl.align.pharaoh import read_pharaoh
-    from onmt_xl.reorder.oracle import target_ranks
+    from onmt_xl.core.align.pharaoh import read_pharaoh
+    from onmt_xl.core.reorder.oracle import target_ranks
 
     src = [l.split() for l in (workdir / "data" / "tune.src").read_text(encoding="utf-8").splitlines()]
     for k, (s, links) in enumerate(zip(src, read_pharaoh(str(workdir / "align" / "tune.gdfa"), [len(s) for s in src]))):
@@ -219,9 +219,9 @@ def portable(obj):
 
 def quality(archive: Path) -> Dict[str, Dict[str, object]]:
     """Per split: the study's preorderers' scores, recomputed from the kept links and orders."""
-    from onmt_xl.align.pharaoh import parse_pharaoh_line
-    from onmt_xl.reorder.metrics import evaluate
-    from onmt_xl.reorder.oracle import target_ranks
+    from onmt_xl.core.align.pharaoh import parse_pharaoh_line
+    from onmt_xl.core.reorder.metrics import evaluate
+    from onmt_xl.core.reorder.oracle import target_ranks
 
     study = read_json(archive / "study.json")
     out: Dict[str, Dict[str, object]] = {}
@@ -267,7 +267,7 @@ def render(archive: Path) -> str:
         "```",
         "",
         "Every tau, exact-match and FRS figure below is recomputed from the kept links and predicted orders "
-        "(`onmt_xl.reorder.metrics.evaluate`); timings, memory and AER are the kept measurements. The development "
+        "(`onmt_xl.core.reorder.metrics.evaluate`); timings, memory and AER are the kept measurements. The development "
         "history of the preorderer (version 1 against 2, ablations, single unarchived runs on the test pairs) is in "
         "`PREORDER_HISTORY.md`; it cannot be regenerated. XL's cost in training and translation is in `CPU_SPEED.md`.",
         "",
@@ -395,7 +395,7 @@ def _render_subword(sub: Optional[dict]) -> List[str]:
 
     L = ["", "## Sub-word-level preordering", "",
          "Ding et al. (2020) preorder BPE units. The sub-word preorderer trains on word links projected to pieces "
-         "(`onmt_xl.align.subword.project_links`) or on eflomal run on the sub-word text; its order is collapsed to "
+         "(`onmt_xl.core.align.subword.project_links`) or on eflomal run on the sub-word text; its order is collapsed to "
          "words (each word at the mean position of its pieces) and scored against the word links. "
          f"`python tools/bench_subword.py {sub.get('command', '')}`: the preorderer's default options, all "
          f"{_n(sub['train'])} enja training pairs, scored on the {sub['dev']} test pairs (nothing is chosen on them), training seeds {', '.join(map(str, sub['seeds']))} (± is the sd over seeds; each run has one "

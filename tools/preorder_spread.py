@@ -27,10 +27,10 @@ SPLITS = ("test", "valid", "tune", "train")  # the order of onmt_xl.experiments.
 
 
 def one_run(workdir: Path, options: Dict) -> Dict[str, float]:
-    from onmt_xl.align.eflomal_aligner import align_corpus, read_tokenized
-    from onmt_xl.reorder.metrics import evaluate
-    from onmt_xl.reorder.oracle import target_ranks
-    from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.core.align.eflomal_aligner import align_corpus, read_tokenized
+    from onmt_xl.core.reorder.metrics import evaluate
+    from onmt_xl.core.reorder.oracle import target_ranks
+    from onmt_xl.core.reorder.preorderer import Preorderer
 
     data = workdir / "data"
     parts = {s: (read_tokenized(str(data / f"{s}.src")), read_tokenized(str(data / f"{s}.{'ref' if s == 'test' else 'tgt'}")))

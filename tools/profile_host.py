@@ -13,8 +13,8 @@ the preset's size) and run on one real batch (``--batch-tokens`` source tokens o
 ``TorchDispatchMode`` counts the aten operator calls (on a GPU each is at least one kernel launch or an allocation
 on the host) of one forward pass, and of one training step: forward, label-smoothed loss, backward and an Adam
 step (``foreach``, as torch picks on a GPU). Attention runs through SDPA, as OpenNMT runs it on a GPU
-(:func:`onmt_xl.seams.cpu_speed.use_cpu_sdpa`), and ``pos_XL`` encodes with the formula a GPU runs (the CPU's
-table look-up, :func:`onmt_xl.positions.sinusoid`, reads ``max(pos)`` back, which a device never does): the counts
+(:func:`onmt_xl.opennmt.seams.cpu_speed.use_cpu_sdpa`), and ``pos_XL`` encodes with the formula a GPU runs (the CPU's
+table look-up, :func:`onmt_xl.core.positions.sinusoid`, reads ``max(pos)`` back, which a device never does): the counts
 are those of the GPU's code path. Forward ops are attributed to the innermost module or XL function running
 (sinusoid of ``pos_XL``, ``PE_abs``, InXL fusion, HeadXL first layer, the rest), and operators that make a GPU
 wait for the device (``_local_scalar_dense`` = ``.item()``/``int()``/``bool()``, ``nonzero``, ``masked_select``,
@@ -22,7 +22,7 @@ boolean indexing, ``lift_fresh`` = ``torch.tensor(list)`` inside a forward) are 
 
 (b) **Data path host time.** The ``xl_position`` transform per example on a cache miss (the preorderer's parse)
 and on a cache hit, and OpenNMT's ``tensorify`` of one batch (stock, and with the XL channel:
-:func:`onmt_xl.seams.positions.tensorify_with_xl`), median (min–max) of ``--reps`` repetitions. Timings on a
+:func:`onmt_xl.opennmt.seams.positions.tensorify_with_xl`), median (min–max) of ``--reps`` repetitions. Timings on a
 loaded machine are noisy; the op counts are not.
 """
 
@@ -149,8 +149,8 @@ def group(tag: str) -> str:
 # ---------------------------------------------------------------- data
 
 def load_data(args):
-    from onmt_xl.data import synthetic
-    from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.core.data import synthetic
+    from onmt_xl.core.reorder.preorderer import Preorderer
 
     note = []
     if args.preorderer and Path(args.preorderer).exists():
@@ -204,8 +204,8 @@ def model_inputs(batch, positions, vocab):
 
 def gpu_code_path():
     """Make ``pos_XL`` encode with the formula (what a GPU runs), not the CPU's table look-up; undo callable."""
-    import onmt_xl.encoders.xl_transformer as xt
-    from onmt_xl import positions
+    import onmt_xl.opennmt.encoders.xl_transformer as xt
+    from onmt_xl.core import positions
 
     stock = xt.sinusoid
     xt.sinusoid = lambda pos, dim, kind="SinusoidalInterleaved": positions._sinusoid(pos, dim, kind)
@@ -213,11 +213,11 @@ def gpu_code_path():
 
 
 def count_system(system, args, ids, xl, src_len, tgt):
-    import onmt_xl.encoders.xl_transformer as xt
+    import onmt_xl.opennmt.encoders.xl_transformer as xt
     from onmt_xl.experiments.analysis import build_model
     from onmt_xl.experiments.configs import ALIGNED_R, SYSTEMS, XL
-    from onmt_xl.modules import inxl
-    from onmt_xl.seams import cpu_speed
+    from onmt_xl.core.modules import inxl
+    from onmt_xl.opennmt.seams import cpu_speed
 
     model = build_model(system, args.preset, vocab_size=args.vocab).train()
     cpu_speed.use_cpu_sdpa(model)
@@ -293,7 +293,7 @@ def per_example_xl_channel(stock_tensorify, vocabs, minibatch, device, left_pad=
 
 
 def make_transform(args, pre):
-    from onmt_xl.transforms.xl_position import XLPositionTransform
+    from onmt_xl.opennmt.transforms.xl_position import XLPositionTransform
 
     opts = argparse.Namespace(xl_source="preorderer", xl_preorderer=args.preorderer, xl_align_path=None,
                               xl_cache_size=1_000_000, xl_noise=0.0, seed=-1)
@@ -309,7 +309,7 @@ def make_transform(args, pre):
 def data_path(args, pre, pairs, batch):
     import onmt.inputters.text_utils as text_utils
 
-    from onmt_xl.seams.positions import tensorify_with_xl
+    from onmt_xl.opennmt.seams.positions import tensorify_with_xl
 
     lines = []
     tr = make_transform(args, pre)

@@ -4,7 +4,7 @@
         --model s1_context=runs/src/s1_context.xlp --json runs/src/scores_tune.json
     python tools/score_sources.py --summarize seed1.json seed2.json ...   # mean and sd over training seeds
 
-For each model: Kendall tau micro-averaged over aligned pairs (``onmt_xl.reorder.metrics.evaluate``, as
+For each model: Kendall tau micro-averaged over aligned pairs (``onmt_xl.core.reorder.metrics.evaluate``, as
 ``onmt-xl preorder-eval`` prints it), the mean per-sentence tau (the criterion of reports/PREREG_xlpos.md; sentences
 without an aligned pair of distinct ranks are left out), exact order, FRS, and the same for the monotone order and
 the BTG oracle of the links. The JSON keeps every sentence's tau, so the preregistered paired bootstrap can be
@@ -22,10 +22,10 @@ from typing import Dict, List, Optional
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from onmt_xl.align.pharaoh import read_pharaoh  # noqa: E402
-from onmt_xl.reorder.metrics import evaluate, sentence_taus  # noqa: E402
-from onmt_xl.reorder.oracle import btg_oracle_ranks, target_ranks  # noqa: E402
-from onmt_xl.reorder.preorderer import Preorderer, set_threads  # noqa: E402
+from onmt_xl.core.align.pharaoh import read_pharaoh  # noqa: E402
+from onmt_xl.core.reorder.metrics import evaluate, sentence_taus  # noqa: E402
+from onmt_xl.core.reorder.oracle import btg_oracle_ranks, target_ranks  # noqa: E402
+from onmt_xl.core.reorder.preorderer import Preorderer, set_threads  # noqa: E402
 
 SPLITS = ("tune", "valid")
 

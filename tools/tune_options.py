@@ -4,7 +4,7 @@
     python tools/tune_options.py --workdir runs/tune_enja --data ../shared/data/enja --preset enja \
         --tune-size 1000 --only inxl_absolute inxl_identity
 
-By default the synthetic SVO→SOV corpus (``onmt_xl.data.synthetic``) is generated with the demo's size and seed;
+By default the synthetic SVO→SOV corpus (``onmt_xl.core.data.synthetic``) is generated with the demo's size and seed;
 with ``--data`` the corpus is Japanese→English. The last ``--tune-size`` training pairs are carved off as the
 tuning split (with ``--data``, the ``--valid-size`` pairs before them validate), and the rest trains every candidate
 (through the stock ``onmt_train`` / ``onmt_translate``, with the configurations of ``onmt_xl.experiments.configs`` plus the
@@ -184,7 +184,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    from onmt_xl.errors import install_excepthook
+    from onmt_xl.core.errors import install_excepthook
 
     install_excepthook()  # a user's mistake (e.g. a work directory in use) is one line, not a traceback
     sys.exit(main())

@@ -40,10 +40,10 @@ CANDIDATES: Dict[str, Dict[str, Any]] = {
 
 
 def score(workdir: Path, options: Dict[str, Any], seed: int, threads: int) -> Dict[str, float]:
-    from onmt_xl.align.pharaoh import read_pharaoh
-    from onmt_xl.reorder.metrics import evaluate
-    from onmt_xl.reorder.oracle import target_ranks
-    from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.core.align.pharaoh import read_pharaoh
+    from onmt_xl.core.reorder.metrics import evaluate
+    from onmt_xl.core.reorder.oracle import target_ranks
+    from onmt_xl.core.reorder.preorderer import Preorderer
 
     def read(split):
         src = [l.split() for l in (workdir / "data" / f"{split}.src").read_text(encoding="utf-8").splitlines()]

@@ -1,10 +1,10 @@
 """The Eole adapter of onmt_xl (issue 38): our transform and encoders for Eole 0.6.x, OpenNMT-py's successor.
 
-It sits beside the OpenNMT-py adapter (``onmt_xl.seams``, ``onmt_xl.encoders``, ``onmt_xl.transforms``,
-``onmt_xl.decoders``) and imports none of it; both read the batch's positions through the portable
-:mod:`onmt_xl.channel`; neither adapter imports the other (``pyproject.toml``,
-``[tool.importlinter]``). The shared portable core is :mod:`onmt_xl.positions`, :mod:`onmt_xl.modules`,
-:mod:`onmt_xl.reorder`, :mod:`onmt_xl.align` and :mod:`onmt_xl.segmentation`.
+It sits beside the OpenNMT-py adapter (``onmt_xl.opennmt.seams``, ``onmt_xl.opennmt.encoders``, ``onmt_xl.opennmt.transforms``,
+``onmt_xl.opennmt.decoders``) and imports none of it; both read the batch's positions through the portable
+:mod:`onmt_xl.core.channel`; neither adapter imports the other (``pyproject.toml``,
+``[tool.importlinter]``). The shared portable core is :mod:`onmt_xl.core.positions`, :mod:`onmt_xl.core.modules`,
+:mod:`onmt_xl.core.reorder`, :mod:`onmt_xl.core.align` and :mod:`onmt_xl.core.segmentation`.
 
 What it registers: the ``xl_position`` and ``xl_prereorder`` transforms (:mod:`onmt_xl.eole.transforms`, the
 preorderer a model artifact), the encoders of Ding et al. (``xl_inxl``, ``xl_headxl``, ``xl_combination``,

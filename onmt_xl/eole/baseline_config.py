@@ -1,8 +1,8 @@
 """Eole configs of the baseline encoders and of the reordering-embedding decoder (Ding et al. 2020, Tab. 1-2 and 4),
 the classes :mod:`onmt_xl.eole.seams` adds to Eole's closed encoder and decoder unions (``BaseModelConfig.encoder``,
 keyed on ``encoder_type``; ``BaseModelConfig.decoder``, keyed on ``decoder_type``). Our options come from the tables
-the OpenNMT-py adapter declares too (:mod:`onmt_xl.options_table`); the other checks are those of ``onmt_xl/encoders/``
-and ``onmt_xl/decoders/``. Imports only Eole's config models, pydantic and framework-free tables, so the seam can run
+the OpenNMT-py adapter declares too (:mod:`onmt_xl.core.options_table`); the other checks are those of ``onmt_xl/opennmt/encoders/``
+and ``onmt_xl/opennmt/decoders/``. Imports only Eole's config models, pydantic and framework-free tables, so the seam can run
 while ``eole.config`` is still being imported."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ SINUSOIDS = ("SinusoidalInterleaved", "SinusoidalConcat")
 
 
 def pe_name(value) -> str:
-    """An Eole position_encoding_type (enum or str) as :mod:`onmt_xl.positions` names it."""
+    """An Eole position_encoding_type (enum or str) as :mod:`onmt_xl.core.positions` names it."""
     return str(getattr(value, "value", value))
 
 

@@ -1,6 +1,6 @@
 """``xl_disan`` in Eole: directional self-attention with DiSAN's fusion gate in every layer (Shen et al. 2018;
-baseline of Ding et al. 2020, Tab. 1 row 8), from the portable :mod:`onmt_xl.modules.disan` on Eole's layers. The
-OpenNMT-py twin (and the deviations from DiSAN it documents) is ``onmt_xl/encoders/disan.py``.
+baseline of Ding et al. 2020, Tab. 1 row 8), from the portable :mod:`onmt_xl.core.modules.disan` on Eole's layers. The
+OpenNMT-py twin (and the deviations from DiSAN it documents) is ``onmt_xl/opennmt/encoders/disan.py``.
 
 Contract with the model: ``emb`` is the stock ``src_emb`` output (``X·√d + PE_abs``, dropout), ``pad_mask``
 ``(batch, 1, src_len)`` True on padding.
@@ -15,7 +15,7 @@ import torch.nn as nn
 from eole.encoders.transformer import TransformerEncoder
 
 from onmt_xl.eole.output import encoder_output
-from onmt_xl.modules.disan import FusionGate, directional_masks
+from onmt_xl.core.modules.disan import FusionGate, directional_masks
 
 
 def directional_attn_mask(pad_mask: torch.Tensor, heads: int) -> torch.Tensor:

@@ -1,12 +1,12 @@
 """``xl_encoder_free`` in Eole: no encoder layers; the source embeddings (+ no / absolute / relative / InXL PE) go
 straight to the decoder (Tang et al. 2019; Ding et al. 2020, Tab. 4). The OpenNMT-py twin, and the reading of Tab. 4's
 "+ Relative PE" (Shaw et al. Eq. 3-4 once over the embeddings, no projections, on a residual), is
-``onmt_xl/encoders/encoder_free.py``.
+``onmt_xl/opennmt/encoders/encoder_free.py``.
 
 Contract with the model: ``emb`` is the raw look-up (the model's ``src_emb`` is an
 :class:`~onmt_xl.eole.encoders.XLSourceEmbeddings`); this encoder adds ``√d``, the PE and the dropout. With
 ``xl_encoder_free_pe: inxl`` it reads ``pos_XL`` ``(batch, src_len)`` as the XL encoders do (keyword ``xl_pos`` or
-the channel of :func:`~onmt_xl.channel.feeding_xl_positions`).
+the channel of :func:`~onmt_xl.core.channel.feeding_xl_positions`).
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import torch.nn as nn
 from eole.encoders.encoder import EncoderBase
 from eole.modules.relative_position_bias import gen_relative_positions, relative_matmul
 
-from onmt_xl.channel import MissingXLPositionsError, fed_xl_positions
+from onmt_xl.core.channel import MissingXLPositionsError, fed_xl_positions
 from onmt_xl.eole.baseline_config import pe_name
-from onmt_xl.modules.inxl import InXLPositionFusion
-from onmt_xl.positions import absolute_pe, sinusoid
+from onmt_xl.core.modules.inxl import InXLPositionFusion
+from onmt_xl.core.positions import absolute_pe, sinusoid
 
 MISSING = ("xl_encoder_free with xl_encoder_free_pe: inxl needs cross-lingual positions but the batch has none: add "
            "the xl_position transform (last) to the source transforms, with transforms_configs.xl_position.xl_preorderer")

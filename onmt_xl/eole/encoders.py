@@ -1,9 +1,9 @@
 """Eole encoders with cross-lingual position encoding (Ding et al. 2020): ``xl_inxl``, ``xl_headxl``,
 ``xl_combination``.
 
-The same equations as the OpenNMT-py adapter's :mod:`onmt_xl.encoders.xl_transformer`, from the same portable
-modules (:mod:`onmt_xl.positions`, :class:`~onmt_xl.modules.inxl.InXLPositionFusion`,
-:class:`~onmt_xl.modules.headxl.HeadSplitLinear`), on Eole's layers (``input_layernorm``, ``SelfMHA``,
+The same equations as the OpenNMT-py adapter's :mod:`onmt_xl.opennmt.encoders.xl_transformer`, from the same portable
+modules (:mod:`onmt_xl.core.positions`, :class:`~onmt_xl.core.modules.inxl.InXLPositionFusion`,
+:class:`~onmt_xl.core.modules.headxl.HeadSplitLinear`), on Eole's layers (``input_layernorm``, ``SelfMHA``,
 ``post_attention_layernorm``, ``mlp``).
 
 Contract with the model (kept by :mod:`onmt_xl.eole.seams`, ``reports/EOLE.md``):
@@ -14,7 +14,7 @@ Contract with the model (kept by :mod:`onmt_xl.eole.seams`, ``reports/EOLE.md``)
   buffers, so its checkpoints keep stock names), and the encoder adds ``√d``, the positions and the dropout.
 * ``pad_mask``: Eole's ``(batch, 1, src_len)``, True on padding.
 * ``pos_xl``: ``(batch, src_len)`` long, as the keyword ``xl_pos`` or, when the model's stock forward calls us,
-  fed by :func:`onmt_xl.channel.feeding_xl_positions` around the call (the same channel as in OpenNMT-py).
+  fed by :func:`onmt_xl.core.channel.feeding_xl_positions` around the call (the same channel as in OpenNMT-py).
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ import torch.nn as nn
 from eole.encoders.transformer import TransformerEncoder
 from eole.modules.embeddings import Embeddings
 
-from onmt_xl.channel import MissingXLPositionsError, fed_xl_positions
+from onmt_xl.core.channel import MissingXLPositionsError, fed_xl_positions
 from onmt_xl.eole import registry
 from onmt_xl.eole.config import XL_ENCODERS, XLTransformerEncoderConfig  # noqa: F401  (public here too)
 from onmt_xl.eole.output import encoder_output
-from onmt_xl.modules.headxl import HeadSplitLinear
-from onmt_xl.modules.inxl import InXLPositionFusion
-from onmt_xl.positions import absolute_pe, sinusoid
+from onmt_xl.core.modules.headxl import HeadSplitLinear
+from onmt_xl.core.modules.inxl import InXLPositionFusion
+from onmt_xl.core.positions import absolute_pe, sinusoid
 
 MISSING = ("encoder_type {enc} needs cross-lingual positions but the batch has none: add the xl_position transform "
            "(last) to the source transforms, with transforms_configs.xl_position.xl_preorderer")
@@ -63,7 +63,7 @@ def _keep_split(self) -> None:
 def split_attention(attn, xl_heads: int):
     """Eole's ``SelfMHA`` -> HeadXL self-attention (Eq. 10-11), in place: heads ``0 … τ−1`` project ``Z_XL``, the
     others ``Z_abs``; parameters keep their names and shapes. Call it with ``[Z_XL ; Z_abs]`` packed on the last axis.
-    (The OpenNMT-py twin is :func:`onmt_xl.modules.headxl.make_headxl_attention`, which reads OpenNMT's
+    (The OpenNMT-py twin is :func:`onmt_xl.core.modules.headxl.make_headxl_attention`, which reads OpenNMT's
     ``head_count``.)"""
     if not 0 <= xl_heads <= attn.heads:
         raise ValueError(f"HeadXL needs 0 <= xl_heads <= heads, got xl_heads={xl_heads}, heads={attn.heads}")

@@ -1,11 +1,11 @@
 """``xl_exgre`` / ``xl_refsr`` in Eole: explicit global reordering and reordering fusion (Chen et al. 2020,
-Eq. 5-11), from the portable :mod:`onmt_xl.modules.explicit_reordering` on Eole's layers. The OpenNMT-py twin (and
-its documented deviation from Eq. 9) is ``onmt_xl/encoders/explicit_reordering.py``.
+Eq. 5-11), from the portable :mod:`onmt_xl.core.modules.explicit_reordering` on Eole's layers. The OpenNMT-py twin (and
+its documented deviation from Eq. 9) is ``onmt_xl/opennmt/encoders/explicit_reordering.py``.
 
 Contract with the model: ``emb`` is the stock ``src_emb`` output (``X·√d + PE_abs``, dropout), ``pad_mask``
 ``(batch, 1, src_len)`` True on padding (right padding: ``J`` of Eq. 5 is each row's count of non-padding tokens).
 The reordered positions ``r_j`` ``(batch, src_len)``, where the batch has them (``xl_position`` with alignments, in
-training), come as the keyword ``xl_pos`` or through :func:`~onmt_xl.channel.feeding_xl_positions`; then the
+training), come as the keyword ``xl_pos`` or through :func:`~onmt_xl.core.channel.feeding_xl_positions`; then the
 encoder keeps ``λ · Σ_j ℓ_j`` in ``reordering_loss`` and ``(Σ_j Sim, words)`` in ``similarity`` (Eq. 9, 12).
 """
 
@@ -17,15 +17,15 @@ import torch
 import torch.nn as nn
 from eole.encoders.transformer import TransformerEncoder
 
-from onmt_xl.channel import fed_xl_positions
+from onmt_xl.core.channel import fed_xl_positions
 from onmt_xl.eole.baseline_config import pe_name
-from onmt_xl.modules.explicit_reordering import (
+from onmt_xl.core.modules.explicit_reordering import (
     ReorderedPositionPredictor,
     ReorderingFusionGate,
     explicit_reordering,
     reordering_supervision,
 )
-from onmt_xl.positions import absolute_pe
+from onmt_xl.core.positions import absolute_pe
 
 
 class ExplicitReorderingEncoder(TransformerEncoder):

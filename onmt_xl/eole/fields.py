@@ -1,4 +1,4 @@
-"""Our options as pydantic fields of Eole's configs, from the framework-free tables of :mod:`onmt_xl.options_table`
+"""Our options as pydantic fields of Eole's configs, from the framework-free tables of :mod:`onmt_xl.core.options_table`
 (the OpenNMT-py adapter adds the same tables to its parsers)::
 
     xl_heads: annotation("xl_heads") = field("xl_heads")
@@ -11,7 +11,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import Field
 
-from onmt_xl.options_table import option
+from onmt_xl.core.options_table import option
 
 
 def annotation(name: str) -> Any:

@@ -1,8 +1,8 @@
 """Messages, not tracebacks, for mistakes with our components in an Eole config (the Eole twin of
-:mod:`onmt_xl.seams.messages`).
+:mod:`onmt_xl.opennmt.seams.messages`).
 
 Eole validates a config with pydantic and lets the ``ValidationError`` escape with its traceback; our input errors
-(:class:`~onmt_xl.errors.XLInputError`: a preorderer file that is not there, a malformed alignment line) escape the
+(:class:`~onmt_xl.core.errors.XLInputError`: a preorderer file that is not there, a malformed alignment line) escape the
 same way. :func:`install` (called by :func:`onmt_xl.eole.hook.install`, so in every ``eole`` command once onmt_xl
 is installed) sets a ``sys.excepthook`` that prints, for those two alone, one line per problem and exits 2 (usage)
 or 1 (data), as the OpenNMT-py side does::
@@ -22,7 +22,7 @@ import os
 import sys
 from typing import List, Optional
 
-from onmt_xl.errors import XLInputError, exit_code, in_chain
+from onmt_xl.core.errors import XLInputError, exit_code, in_chain
 
 USAGE_EXIT = 2
 CONFIG_FLAGS = ("-config", "--config", "-c")
@@ -98,9 +98,9 @@ def validation_lines(exc: BaseException) -> Optional[List[str]]:
 
 def _xl_input_error(exc: BaseException) -> Optional[XLInputError]:
     err = in_chain(exc, XLInputError)
-    if err is None and isinstance(exc, RuntimeError) and "onmt_xl.errors.XLInputError: " in str(exc):
+    if err is None and isinstance(exc, RuntimeError) and "onmt_xl.core.errors.XLInputError: " in str(exc):
         # re-raised by torch's DataLoader from a data worker, as text under the worker's traceback
-        err = XLInputError(None, None, str(exc).rsplit("onmt_xl.errors.XLInputError: ", 1)[1].strip())
+        err = XLInputError(None, None, str(exc).rsplit("onmt_xl.core.errors.XLInputError: ", 1)[1].strip())
     if err is None and isinstance(exc, RuntimeError) and "MissingXLPositionsError: " in str(exc):
         err = XLInputError(None, None, str(exc).rsplit("MissingXLPositionsError: ", 1)[1].strip())
     return err

@@ -1,6 +1,6 @@
 """``xl_relative`` in Eole: encoder-only relative position representations (Shaw et al. 2018), the Relative PE
 baseline of Ding et al. 2020 (Tab. 1); the OpenNMT-py twin is ``RelativeTransformerEncoder`` in
-``onmt_xl/encoders/xl_transformer.py``.
+``onmt_xl/opennmt/encoders/xl_transformer.py``.
 
 The encoder's layers are Eole's, with Eole's own ``position_encoding_type: Relative`` self-attention (clipping
 ``n_positions = xl_enc_max_relative_positions``); the model's ``src_emb`` is the look-up only

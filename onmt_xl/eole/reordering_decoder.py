@@ -1,7 +1,7 @@
 """``decoder_type: xl_reordering_embedding`` in Eole: decoder reordering embeddings (Chen et al. 2019, "Decoder
 REs"; with the encoder's, "Both REs"), from the portable
-:class:`~onmt_xl.modules.reordering_embedding.PositionalPenalty` on Eole's pre-norm encoder-decoder layers. The
-OpenNMT-py twin is ``onmt_xl/decoders/reordering_embedding.py``.
+:class:`~onmt_xl.core.modules.reordering_embedding.PositionalPenalty` on Eole's pre-norm encoder-decoder layers. The
+OpenNMT-py twin is ``onmt_xl/opennmt/decoders/reordering_embedding.py``.
 
 Every layer: ``H̃ = H + Dropout(SelfAttn(LN(H)))``; ``C = H̃ + RE`` with ``RE = PE · PP(H, H̃)`` (Eq. 6-8) is what the
 encoder-decoder attention reads (through its pre-norm); ``H̃`` stays on the residual path (Eq. 9):
@@ -23,8 +23,8 @@ import torch.nn as nn
 from eole.decoders.transformer import TransformerDecoder, TransformerDecoderLayer
 
 from onmt_xl.eole.baseline_config import pe_name
-from onmt_xl.modules.reordering_embedding import PositionalPenalty
-from onmt_xl.positions import absolute_pe, sinusoid
+from onmt_xl.core.modules.reordering_embedding import PositionalPenalty
+from onmt_xl.core.positions import absolute_pe, sinusoid
 
 _PE_KEY = "xl_reordering_pe"
 

@@ -22,12 +22,12 @@ nothing for a config that names none of our components: stock encoders, transfor
 * :func:`batching` (after ``eole.inputters.dynamic_iterator``): ``tensorify`` has fixed keys; ours adds
   ``batch["xl_pos"]`` ``(batch, src_len)`` when the examples carry positions.
 * :func:`trainer`, :func:`translator`: the model's stock forward calls ``encoder(emb, pad_mask=...)`` only, so the
-  batch's positions are fed around the calls that encode a batch (:func:`onmt_xl.channel.feeding_xl_positions`);
+  batch's positions are fed around the calls that encode a batch (:func:`onmt_xl.core.channel.feeding_xl_positions`);
   in training, the encoder's auxiliary loss (ExGRE/ReFSR) joins the loss (:func:`add_encoder_loss`).
 * :func:`translator` also: Eole translates an empty source line (one empty token) into a full sentence; a prediction
   with our components (:func:`predicts_with_ours`: our encoder or decoder, or a transform ``xl_*``) gives an empty
   line for it instead (``n_best`` empty hypotheses, score 0), as the OpenNMT-py adapter does
-  (:mod:`onmt_xl.seams.output`): ``tensorify`` marks the batch's empty sources (``batch["xl_empty_src"]``) while
+  (:mod:`onmt_xl.opennmt.seams.output`): ``tensorify`` marks the batch's empty sources (``batch["xl_empty_src"]``) while
   such a prediction runs, and ``predict_batch`` blanks their hypotheses (:func:`blank_empty_sources`).
 """
 
@@ -39,8 +39,8 @@ import threading
 import typing
 from typing import Union
 
-from onmt_xl.channel import feeding_xl_positions
-from onmt_xl.modules.starts import reset_starts  # noqa: F401  (public here too)
+from onmt_xl.core.channel import feeding_xl_positions
+from onmt_xl.core.modules.starts import reset_starts  # noqa: F401  (public here too)
 
 XL_POS_KEY = "xl_pos"
 #: batch key: the rows whose source line is empty (only while :data:`_prediction` says a prediction of ours runs)

@@ -1,11 +1,11 @@
-"""The pipeline half of the segmentation guard in Eole (the content half is :mod:`onmt_xl.position_source`'s).
+"""The pipeline half of the segmentation guard in Eole (the content half is :mod:`onmt_xl.core.position_source`'s).
 
 Before any data is read, ``xl_position``/``xl_prereorder``'s ``warm_up`` works out which segmentation the source has
 when it reaches them: per corpus (``data.<corpus>.transforms``, or the top-level ``transforms`` a corpus without its
 own list gets), or, at ``eole predict``/``serve`` (no corpora), the top-level ``transforms`` (the model's own, from
 its ``config.json``). The last of Eole's sub-word transforms listed before ours decides, read from its section of
 ``transforms_configs`` (``sentencepiece``, ``bpe``, ``onmt_tokenize``: ``src_subword_model``, ``src_subword_type``,
-``src_onmttok_kwargs``); the mapping and the message are the portable :mod:`onmt_xl.segmentation`'s, the same as
+``src_onmttok_kwargs``); the mapping and the message are the portable :mod:`onmt_xl.core.segmentation`'s, the same as
 OpenNMT-py's. Other transforms (``huggingface_tokenize`` included, whose ids are no tokens of ours) say nothing.
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 from typing import Any, List, Optional, Tuple
 
-from onmt_xl.errors import XLInputError
-from onmt_xl.segmentation import (
+from onmt_xl.core.errors import XLInputError
+from onmt_xl.core.segmentation import (
     SUBWORD_TRANSFORMS, SegmentationScheme, pipeline_mismatch, schemes_reaching, tokenizer_segmentation,
 )
 
@@ -63,7 +63,7 @@ def pipeline_segmentations(config: Any, name: str) -> List[Tuple[str, Segmentati
 
 
 def check_pipeline(trained: SegmentationScheme, preorderer_path: str, config: Any, name: str) -> None:
-    """Raise :class:`~onmt_xl.errors.XLInputError` (one line, naming the preorderer file, the pipeline and both
+    """Raise :class:`~onmt_xl.core.errors.XLInputError` (one line, naming the preorderer file, the pipeline and both
     segmentations) when a pipeline feeds ``name`` another segmentation than the preorderer's ``trained``."""
     for where, scheme in pipeline_segmentations(config, name):
         problem = pipeline_mismatch(trained, scheme, where, name, MODEL_OPTION)

@@ -1,4 +1,4 @@
-"""Eole's ``xl_position`` and ``xl_prereorder`` transforms: the Eole half of :mod:`onmt_xl.position_source`, which
+"""Eole's ``xl_position`` and ``xl_prereorder`` transforms: the Eole half of :mod:`onmt_xl.core.position_source`, which
 holds everything they compute (the preorderer or the BTG oracle, the per-process caches, the noise, the segmentation
 content check) and is shared unchanged with the OpenNMT-py adapter.
 
@@ -14,7 +14,7 @@ and rewrites the path to ``${MODEL_PATH}/FILE``, so ``eole predict`` and ``eole 
 upper bound for analysis only). Either transform must be the last one that changes the source tokens.
 ``xl_positions_suffix: SUFFIX``: a corpus of ``data`` whose ``path_src + SUFFIX`` exists (``onmt-xl positions``, e.g.
 cross-fitted) takes its positions from that file, checked against the corpus (the shared
-:class:`~onmt_xl.position_source.PrecomputedPositions`); ``eole predict`` input keeps the preorderer.
+:class:`~onmt_xl.core.position_source.PrecomputedPositions`); ``eole predict`` input keeps the preorderer.
 
 Segmentation guard: ``warm_up`` refuses a preorderer trained on another segmentation than the one Eole's sub-word
 transforms listed before ours give (:mod:`onmt_xl.eole.segmentation`, per corpus or the top-level ``transforms``);
@@ -31,8 +31,8 @@ from eole.transforms.transform import Transform, TransformConfig
 from onmt_xl.eole import registry
 from onmt_xl.eole.segmentation import _get, check_pipeline
 from onmt_xl.eole.fields import annotation, field
-from onmt_xl.errors import XLUsageError
-from onmt_xl.position_source import DEFAULT_SEED, XL_POS_KEY, XLPositionSource  # noqa: F401  (XL_POS_KEY public)
+from onmt_xl.core.errors import XLUsageError
+from onmt_xl.core.position_source import DEFAULT_SEED, XL_POS_KEY, XLPositionSource  # noqa: F401  (XL_POS_KEY public)
 
 
 class XLPreReorderConfig(TransformConfig):
@@ -51,7 +51,7 @@ class XLPositionConfig(XLPreReorderConfig):
 
 
 class _XLSourceTransform(XLPositionSource, Transform):
-    """Eole's options onto :class:`~onmt_xl.position_source.XLPositionSource`."""
+    """Eole's options onto :class:`~onmt_xl.core.position_source.XLPositionSource`."""
 
     def _parse_config(self):
         cfg = self.config
@@ -105,7 +105,7 @@ class _XLSourceTransform(XLPositionSource, Transform):
 
     def batch_apply(self, batch, is_train=False, **kwargs):
         """Eole applies transforms to a whole bucket at once: its preorderer cache misses are parsed in one
-        compiled call (:meth:`~onmt_xl.position_source.XLPositionSource._prefilled`), then each example as usual."""
+        compiled call (:meth:`~onmt_xl.core.position_source.XLPositionSource._prefilled`), then each example as usual."""
         with self._prefilled([self._tokens(example["src"]) for example, _, _ in batch
                               if not self._has_precomputed(example)]):
             return super().batch_apply(batch, is_train=is_train, **kwargs)

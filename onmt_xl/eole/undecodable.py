@@ -1,10 +1,10 @@
 """A corpus line that is not UTF-8, in an Eole run with our components: one line naming the file and the line (the
-Eole twin of what :func:`onmt_xl.errors.install_excepthook` does for OpenNMT-py), not Eole's traceback.
+Eole twin of what :func:`onmt_xl.core.errors.install_excepthook` does for OpenNMT-py), not Eole's traceback.
 
 Eole's corpus reader (``eole.inputters.text_corpus``) decodes each line with ``bytes.decode("utf-8")``, so a latin-1
 line ends ``eole build_vocab|train|predict`` with a ``UnicodeDecodeError`` and a traceback that names neither the
 file nor the line (``build_vocab`` re-raises it from a pool worker, ``train`` with data workers as torch's
-``RuntimeError``). :func:`corpus_error` turns it into the :class:`~onmt_xl.errors.XLInputError`
+``RuntimeError``). :func:`corpus_error` turns it into the :class:`~onmt_xl.core.errors.XLInputError`
 ``FILE, line N: not UTF-8 text (...); convert it first, ...`` that :mod:`onmt_xl.eole.messages` prints.
 
 Stock stays stock: only for a run that names one of our components or options (:func:`names_ours`: a key or a
@@ -21,7 +21,7 @@ import sys
 import traceback
 from typing import Iterator, List, Optional
 
-from onmt_xl.errors import NOT_UTF8_HINT, XLInputError, first_undecodable, in_chain
+from onmt_xl.core.errors import NOT_UTF8_HINT, XLInputError, first_undecodable, in_chain
 
 _OURS = re.compile(r"-*xl_\w+")
 _CORPUS_READER = "inputters"  # eole/inputters/text_corpus.py: the frames (or the worker's text) of a corpus read

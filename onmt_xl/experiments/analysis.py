@@ -51,11 +51,11 @@ def build_model(system: str, preset: str = "demo", overrides: Optional[Dict[str,
 def initialise_as_onmt_train(model, opt) -> None:
     """The initialisation of ``onmt.model_builder.build_model`` for a new model (OpenNMT-py 3.5.1): uniform in
     ``±param_init``, or Glorot-uniform weight matrices and zero biases with ``param_init_glorot``; then, as the
-    ``init`` seam does, our modules' starting points (:func:`onmt_xl.modules.starts.reset_starts`)."""
+    ``init`` seam does, our modules' starting points (:func:`onmt_xl.core.modules.starts.reset_starts`)."""
     import torch
     from torch.nn.init import uniform_, xavier_uniform_, zeros_
 
-    from onmt_xl.modules.starts import reset_starts
+    from onmt_xl.core.modules.starts import reset_starts
 
     with torch.no_grad():
         if opt.param_init != 0.0:
@@ -113,9 +113,9 @@ def sim_metric(model_path: str, src: Sequence[Sequence[str]], links: Sequence[Se
     import torch
     from torch.nn.utils.rnn import pad_sequence
 
-    from onmt_xl.modules.explicit_reordering import reordering_similarity
-    from onmt_xl.positions import sinusoid
-    from onmt_xl.reorder.oracle import btg_oracle
+    from onmt_xl.core.modules.explicit_reordering import reordering_similarity
+    from onmt_xl.core.positions import sinusoid
+    from onmt_xl.core.reorder.oracle import btg_oracle
 
     model, vocabs, model_opt = load_model(model_path)
     if model_opt.encoder_type not in ("xl_exgre", "xl_refsr"):
@@ -141,11 +141,11 @@ def sim_metric(model_path: str, src: Sequence[Sequence[str]], links: Sequence[Se
 
 
 def run_sim(args) -> int:
-    from onmt_xl.align.pharaoh import read_pharaoh
+    from onmt_xl.core.align.pharaoh import read_pharaoh
 
     import os
 
-    from onmt_xl.errors import XLUsageError, check_text_files
+    from onmt_xl.core.errors import XLUsageError, check_text_files
 
     if not os.path.isfile(args.model):
         raise XLUsageError(args.model, None, "model file not found; check the path")

@@ -24,7 +24,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from onmt_xl.encoders.options import default_xl_heads
+from onmt_xl.opennmt.encoders.options import default_xl_heads
 from onmt_xl.experiments.paper_figures import (C19, C20, CHEN19_TAB3_JAEN, CHEN20_FIG2_JAEN, CHEN20_TAB1_JAEN, D,
                                                DING_TAB2_JAEN, DING_TAB3_ENDE, DING_TAB4_ENDE, fig)
 from onmt_xl.experiments.plan import NOISE_RATIOS, SIM_SYSTEMS, SWAP_RATIOS

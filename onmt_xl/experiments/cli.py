@@ -9,13 +9,13 @@ from pathlib import Path
 from typing import List, Optional
 
 from onmt_xl.cli import main as plugin_main
-from onmt_xl.errors import XLUsageError
+from onmt_xl.core.errors import XLUsageError
 from onmt_xl.experiments.configs import PRESETS, config
 from onmt_xl.experiments.inputs import add_corpus_arguments, corpus_from_args, shared_data
 from onmt_xl.experiments.plan import EXPERIMENTS, Job, plan
 from onmt_xl.experiments.stock import say
 from onmt_xl.experiments.systems import SYSTEMS
-from onmt_xl.options_table import option
+from onmt_xl.core.options_table import option
 
 EXPERIMENTS_HELP = """Run the papers' experiments on one tokenized corpus, resumably.
 
@@ -63,7 +63,7 @@ def _keep_in_archive(runner, archive: Path, every_job: List[Job]) -> None:
 
 
 def run_experiments(args) -> int:
-    from onmt_xl.errors import quiet_onmt_warnings
+    from onmt_xl.core.errors import quiet_onmt_warnings
     from onmt_xl.experiments.report import write_report
     from onmt_xl.experiments.runner import Runner
 

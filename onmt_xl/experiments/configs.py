@@ -13,9 +13,9 @@ from typing import Any, Callable, Dict, Iterable, Optional
 
 import yaml
 
-from onmt_xl.encoders.options import default_xl_heads
-from onmt_xl.names import upgrade_config
-from onmt_xl.options_table import option
+from onmt_xl.opennmt.encoders.options import default_xl_heads
+from onmt_xl.opennmt.names import upgrade_config
+from onmt_xl.core.options_table import option
 
 from onmt_xl.experiments.systems import ALIGNED_R, PREREORDER, SYSTEMS, XL  # noqa: F401 - re-exported
 from onmt_xl.experiments.systems import system as system_named
@@ -95,7 +95,7 @@ def auto_preset(train_pairs: int, gpu: bool) -> str:
     preset = next((name for bound, name in AUTO_PRESETS if train_pairs < bound), "big")
     return preset if gpu or preset == "demo" else "enja"
 
-#: HeadXL / Combination: the configs spell out the plug-in's default τ (:func:`onmt_xl.encoders.options.default_xl_heads`).
+#: HeadXL / Combination: the configs spell out the plug-in's default τ (:func:`onmt_xl.opennmt.encoders.options.default_xl_heads`).
 XL_HEAD_ENCODERS = ("xl_headxl", "xl_combination")
 #: the start InXL was trained with where a configuration written before :func:`config` spelled it out names none:
 #: ``-xl_inxl_init``'s default until the tuning of reports/TUNING.md changed it (:mod:`onmt_xl.experiments.jobs`
@@ -120,7 +120,7 @@ def config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[st
 
     Precedence: MODEL/TRAINING < the system's options < ``PRESETS[preset]`` < the system's ``over_preset`` <
     ``overrides`` (whose legacy option names, e.g. ``inxl_init``, read as the new ones,
-    :func:`onmt_xl.names.upgrade_config`). ``onmt_tokenize``'s options among ``overrides`` (raw text,
+    :func:`onmt_xl.opennmt.names.upgrade_config`). ``onmt_tokenize``'s options among ``overrides`` (raw text,
     :mod:`onmt_xl.experiments.tokenization`) put that transform first in the training and validation pipelines. A system with InXL spells out its start: ``overrides``' one, else
     ``inxl_init``, else ``-xl_inxl_init``'s default; like τ, so that a default changed later is a changed job.
     """

@@ -10,7 +10,7 @@ the scores are sacrebleu's standard ones on the detokenized output, with their s
 with the commands that translate new raw text with a trained model and serve it.
 
 Before any model trains, both check that the preorderer clearly beats the monotone order on the validation pairs
-(:mod:`onmt_xl.reorder.monotone_check`) and print one line with the figures. Where it does not, XL PE has little to
+(:mod:`onmt_xl.core.reorder.monotone_check`) and print one line with the figures. Where it does not, XL PE has little to
 gain: with ``--if-monotone stop`` (the default) the run ends there, exit status 0, before the vocabularies and any
 training (a rerun with ``--if-monotone train`` resumes from there); ``train`` trains the systems all the same. Runs
 of ``--systems`` none of which uses the preorderer (``baseline`` alone) never stop. The figures go to
@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
-from onmt_xl.errors import check_text_files
+from onmt_xl.core.errors import check_text_files
 from onmt_xl.experiments.configs import DEMO_WORKDIR, TRAINING, write_configs
 from onmt_xl.experiments.plan import Job
 from onmt_xl.experiments.stages import Corpus
@@ -36,7 +36,7 @@ DEMO_SIZES = {"train": 6000, "valid": 200, "test": 300}
 
 def make_demo_data(workdir: Path, seed: int = 1) -> Corpus:
     """Synthetic SVO → SOV corpus (fixed seeds) with gold test alignments, under ``workdir/synthetic``."""
-    from onmt_xl.data import synthetic
+    from onmt_xl.core.data import synthetic
 
     out = workdir / "synthetic"
     out.mkdir(parents=True, exist_ok=True)
@@ -62,7 +62,7 @@ def summary(res: Dict[str, Any]) -> str:
              f"exact match {p.get('exact_match', nan):.3f}"]
     signed = None
     if "monotone_check" in res:
-        from onmt_xl.reorder.monotone_check import MonotoneCheck
+        from onmt_xl.core.reorder.monotone_check import MonotoneCheck
 
         lines.append(MonotoneCheck.from_dict(res["monotone_check"]).format())
     for name, e in res["jobs"].items():
@@ -82,7 +82,7 @@ def summary(res: Dict[str, Any]) -> str:
 
 def run_systems(corpus: Corpus, args, command: str) -> int:
     """Run ``args.systems`` on ``corpus`` in ``args.workdir`` through the runner; print the summary."""
-    from onmt_xl.errors import quiet_onmt_warnings
+    from onmt_xl.core.errors import quiet_onmt_warnings
     from onmt_xl.experiments.runner import Runner
     from onmt_xl.experiments.stock import say
     from onmt_xl.experiments.usage import next_steps

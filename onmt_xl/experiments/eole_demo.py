@@ -25,7 +25,7 @@ from typing import Any, Dict, List
 
 import yaml
 
-from onmt_xl.errors import XLUsageError
+from onmt_xl.core.errors import XLUsageError
 from onmt_xl.experiments.eole_configs import EOLE_SYSTEMS, eole_config
 from onmt_xl.experiments.stages import Corpus
 from onmt_xl.experiments.stock import read_lines, say

@@ -37,14 +37,14 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from onmt_xl.errors import XLUsageError
+from onmt_xl.core.errors import XLUsageError
 from onmt_xl.experiments.archive import save_curve
 from onmt_xl.experiments.curve import checkpoints, plateau_step, plot_curves, read_curve
 from onmt_xl.experiments.evidence_report import DEFAULT_PREREG, ORDERINGS, PLATEAU_ORDERINGS, Sweep, write_report
 from onmt_xl.experiments.plan import NOISE_RATIOS, Job
 from onmt_xl.experiments.stock import read_lines, say, stock
 from onmt_xl.experiments.systems import SYSTEMS
-from onmt_xl.options_table import option
+from onmt_xl.core.options_table import option
 
 CURVE_SYSTEMS = ("baseline", "combination")
 #: trained with every seed before the other systems of their tier: the full Transformer beating the encoder-free
@@ -345,7 +345,7 @@ def score_checkpoints(runner, job: Job, every: int, threads: Optional[int] = Non
 
 
 def run_evidence(args) -> int:
-    from onmt_xl.errors import quiet_onmt_warnings
+    from onmt_xl.core.errors import quiet_onmt_warnings
     from onmt_xl.experiments.inputs import corpus_from_args
     from onmt_xl.experiments.runner import Runner
 
@@ -460,7 +460,7 @@ def families_option(text: str) -> List[Tuple[str, List[str]]]:
 def report_sweeps(preset: str, seed: int) -> List[Sweep]:
     """Tier (d)'s sweeps, each point a job of ``main_jobs``: HeadXL's τ and Combination's training noise, and the
     noise attack's clean run beside its rerun (not a paper's figure: ``papers`` reads the first two only)."""
-    from onmt_xl.encoders.options import default_xl_heads
+    from onmt_xl.opennmt.encoders.options import default_xl_heads
     from onmt_xl.experiments.configs import PRESETS
 
     default = default_xl_heads(PRESETS[preset]["heads"])

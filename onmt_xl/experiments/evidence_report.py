@@ -173,8 +173,8 @@ def monotone_taus(workdir: Path) -> Optional[List[float]]:
     """Per test pair, Kendall tau of the source order against the target order of the pair's eflomal links
     (``align/test.gdfa``): 1 for a monotone pair, lower the more it reorders (1 where fewer than two aligned words
     have distinct ranks). None without the links."""
-    from onmt_xl.align.pharaoh import read_pharaoh
-    from onmt_xl.reorder.oracle import kendall_loss, ordered_pairs, target_ranks
+    from onmt_xl.core.align.pharaoh import read_pharaoh
+    from onmt_xl.core.reorder.oracle import kendall_loss, ordered_pairs, target_ranks
 
     gdfa = workdir / "align" / "test.gdfa"
     if not gdfa.exists():

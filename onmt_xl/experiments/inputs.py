@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from onmt_xl.errors import XLUsageError, check_text_files
+from onmt_xl.core.errors import XLUsageError, check_text_files
 
 
 def corpus_from_args(args):

@@ -10,7 +10,7 @@ A killed training resumes from its last whole checkpoint with ``-train_from CKPT
 data and the RNG states where the checkpoint left them, so it ends as an uninterrupted run would; a job whose
 configuration changed is refused, except that a finished job given more ``train_steps`` resumes to them. A job
 written with onmt_xl's legacy option and encoder names (before the ``xl_`` prefix) is the same job under the new
-names (:func:`onmt_xl.names.upgrade_config`); its logs are read under either name.
+names (:func:`onmt_xl.opennmt.names.upgrade_config`); its logs are read under either name.
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ from typing import Any, Dict, List, Optional
 
 import yaml
 
-from onmt_xl.errors import XLUsageError
+from onmt_xl.core.errors import XLUsageError
 from onmt_xl.experiments.configs import LEGACY_INXL_INIT, config, uses_inxl
 from onmt_xl.experiments.curve import checkpoints
 from onmt_xl.experiments.plan import XLPOS_SUFFIX, Job
 from onmt_xl.experiments.stock import count_checkpoint_parameters, read_lines, say, stock
 from onmt_xl.experiments.systems import SYSTEMS
-from onmt_xl.names import LEGACY_NOTE, upgrade_config
+from onmt_xl.opennmt.names import LEGACY_NOTE, upgrade_config
 
 TOK_S = re.compile(r"Step\s+(\d+)/\s*\d+;.*?(\d+)/\s*(\d+) tok/s")
 
@@ -94,7 +94,7 @@ def _differences(old: Dict[str, Any], new: Dict[str, Any], shown: int = 3) -> st
 def _per_attempt(log_text: str, options, pick) -> str:
     """What ``pick`` (the attempt's last line naming one of ``options``, a string or a tuple of them, or None) says
     of each attempt of a training log, in order, repeats merged ("bf16, then fp32"). An attempt runs from one
-    "Starting training on" line to the next. The line saying a legacy name was read (:func:`onmt_xl.names.note`)
+    "Starting training on" line to the next. The line saying a legacy name was read (:func:`onmt_xl.opennmt.names.note`)
     names options without saying what they resolved to: it is left out."""
     options = (options,) if isinstance(options, str) else tuple(options)
     attempts = log_text.split("Starting training on")[:-1] or [log_text]
@@ -132,7 +132,7 @@ def resolved_cpu(log_text: str) -> str:
     return _per_attempt(log_text, ("-xl_cpu_precision", "-cpu_precision"), pick)
 
 
-_CPU_EVIDENCE = re.compile(r"this CPU(?: \(|: )([^()]+)")  # the evidence of onmt_xl.precision.native_bf16
+_CPU_EVIDENCE = re.compile(r"this CPU(?: \(|: )([^()]+)")  # the evidence of onmt_xl.core.precision.native_bf16
 
 
 def resolved_dropout_mask(log_text: str) -> str:
@@ -444,7 +444,7 @@ class JobStages:
         return out
 
     def _sim(self, job: Job) -> None:
-        from onmt_xl.align.pharaoh import read_pharaoh
+        from onmt_xl.core.align.pharaoh import read_pharaoh
         from onmt_xl.experiments.analysis import sim_metric
 
         out = self.path("jobs", job.name, "sim.json")

@@ -526,7 +526,7 @@ def tier_progress(spec: str) -> List[Dict[str, Any]]:
     """``--progress ARCHIVE:TIERS[:SEEDS]``: for each tier of ``TIERS`` (comma-separated), its main-stage jobs (the
     tier's seeds of :data:`onmt_xl.experiments.evidence.TIERS`, or ``SEEDS``; the oracle rows with tier c, the
     sweeps with tier d) and which of them ``ARCHIVE`` holds finished (``jobs/NAME/done.json``), one row a tier."""
-    from onmt_xl.errors import XLUsageError
+    from onmt_xl.core.errors import XLUsageError
     from onmt_xl.experiments.evidence import TIERS, tier_main_jobs
 
     parts = spec.split(":")
@@ -779,7 +779,7 @@ DEFAULT_STUDIES = {"jaen": "reports/EVIDENCE_jaen.json", "enja": "reports/EVIDEN
 
 
 def study_paths(values: Sequence[str]) -> Dict[str, Path]:
-    from onmt_xl.errors import XLUsageError
+    from onmt_xl.core.errors import XLUsageError
 
     paths = {}
     for v in values:
@@ -791,7 +791,7 @@ def study_paths(values: Sequence[str]) -> Dict[str, Path]:
 
 
 def run_papers(args) -> int:
-    from onmt_xl.errors import XLUsageError
+    from onmt_xl.core.errors import XLUsageError
 
     paths = study_paths(args.study)
     if not any(p.exists() for p in paths.values()):

@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from onmt_xl.encoders.options import default_xl_heads
+from onmt_xl.opennmt.encoders.options import default_xl_heads
 
 #: Experiments in the issue's priority order (``--experiments`` keeps this order whatever is given).
 EXPERIMENTS = ("main", "oracle", "tau", "noise", "aer", "encoder_free", "robustness", "sim")
@@ -117,7 +117,7 @@ def plan(experiments: Sequence[str], seeds: Sequence[int], heads: int) -> List[J
 
 def swap_words(tokens: Sequence[str], ratio: float, rng: random.Random) -> List[str]:
     """``round(ratio·n/2)`` random pairs of words swapped (about ``ratio·n`` words moved)."""
-    from onmt_xl.transforms.xl_position import swap_noise
+    from onmt_xl.opennmt.transforms.xl_position import swap_noise
 
     perm = swap_noise(list(range(len(tokens))), ratio, rng)
     return [tokens[p] for p in perm]

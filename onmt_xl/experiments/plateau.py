@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import yaml
 
-from onmt_xl.errors import XLUsageError
+from onmt_xl.core.errors import XLUsageError
 from onmt_xl.experiments.archive import save_curve, save_run
 from onmt_xl.experiments.curve import checkpoints, plateau_step, read_curve
 from onmt_xl.experiments.jobs import _differences, _identity, whole_checkpoints

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from onmt_xl.errors import XLUsageError
+from onmt_xl.core.errors import XLUsageError
 from onmt_xl.experiments.archive import atomic_file, data_dir, restore, save_alignments, save_job, save_run
 from onmt_xl.experiments.configs import PRESETS, config
 from onmt_xl.experiments.jobs import JobStages

@@ -114,12 +114,12 @@ def attention_links(hyp_lines: Sequence[str]) -> List[set]:
 
 def attention_aer(hyp_lines: Sequence[str], sure, possible):
     """AER of the alignments ``onmt_translate -report_align -gold_align`` appends after `` ||| ``."""
-    from onmt_xl.align.aer import score_alignments
+    from onmt_xl.core.align.aer import score_alignments
 
     return score_alignments(attention_links(hyp_lines), sure, possible)
 
 
-#: per-sentence link counts of Och & Ney's AER (:class:`onmt_xl.align.aer.AERScores`), in this order:
+#: per-sentence link counts of Och & Ney's AER (:class:`onmt_xl.core.align.aer.AERScores`), in this order:
 #: |A|, |S|, |A & S|, |A & P|
 AER_COUNTS = ("n_hyp", "n_sure", "n_hyp_sure", "n_hyp_possible")
 
@@ -129,7 +129,7 @@ def aer_counts(hyp_lines: Sequence[str], sure, possible):
     4)`` int64: summed over any sample of sentences they give that sample's corpus AER (:func:`aer_from_counts`)."""
     import numpy as np
 
-    from onmt_xl.align.aer import score_alignments
+    from onmt_xl.core.align.aer import score_alignments
 
     links = attention_links(hyp_lines)
     if not (len(links) == len(sure) == len(possible)):
@@ -272,8 +272,8 @@ AER_TEXTS = {"gold_align": ("gold.src", "gold.tgt"), "test_align": ("test.src", 
 
 def _aer_reference(workdir: Path, variant: str):
     """The reference links (sure, possible) of an AER variant: the gold set, or the test set's eflomal links."""
-    from onmt_xl.align.aer import read_gold
-    from onmt_xl.align.pharaoh import read_pharaoh
+    from onmt_xl.core.align.aer import read_gold
+    from onmt_xl.core.align.pharaoh import read_pharaoh
 
     data = workdir / "data"
     if variant == "gold_align":
@@ -326,7 +326,7 @@ def aer_references(workdir: Path, variants: Sequence[str] = tuple(AER_TEXTS)) ->
     """Per AER variant of ``variants`` (default: all) whose data exists: the AER of chance-level links
     (:func:`reference_alignments`), and the share of source/target tokens outside the trained vocabularies
     (what attention has to align)."""
-    from onmt_xl.align.aer import score_alignments
+    from onmt_xl.core.align.aer import score_alignments
 
     workdir, out = Path(workdir), {}
     vocabs = {side: workdir / f"vocab.{side}" for side in ("src", "tgt")}

@@ -27,7 +27,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import yaml
 
-from onmt_xl.errors import XLInputError, XLUsageError
+from onmt_xl.core.errors import XLInputError, XLUsageError
 from onmt_xl.experiments.configs import config
 from onmt_xl.experiments.plan import SWAP_RATIOS, XLPOS_SUFFIX, swap_words
 from onmt_xl.experiments.tokenization import Tokenization
@@ -223,7 +223,7 @@ class DataStages:
         return test_src
 
     def _stage_gold(self, data: Path) -> None:
-        from onmt_xl.align.aer import read_gold, read_joint_text
+        from onmt_xl.core.align.aer import read_gold, read_joint_text
 
         gsrc, gtgt = read_joint_text(self.corpus.gold_text)
         sure, _ = read_gold(self.corpus.gold_align)
@@ -249,7 +249,7 @@ class DataStages:
         tokenized under ``tok/`` and add ``onmt_tokenize``'s options to every configuration. Recorded in
         ``tok/tokenization.json``; a run asking for another one is refused."""
         from onmt_xl.experiments import tokenization as tk
-        from onmt_xl.segmentation import count_markers, marker
+        from onmt_xl.core.segmentation import count_markers, marker
 
         if requested is None:
             return
@@ -297,8 +297,8 @@ class DataStages:
         """eflomal on test+valid(+tune)+train in one run (unsupervised: the held-out sides only add statistics),
         grow-diag-final-and; the test links serve the oracle, the attention AER reference and Sim, the tuning
         links the preorderer's tau."""
-        from onmt_xl.align.eflomal_aligner import align_corpus, read_tokenized
-        from onmt_xl.align.pharaoh import write_pharaoh
+        from onmt_xl.core.align.eflomal_aligner import align_corpus, read_tokenized
+        from onmt_xl.core.align.pharaoh import write_pharaoh
 
         out = self.path("align")
         if (out / "train.gdfa").exists():
@@ -323,8 +323,8 @@ class DataStages:
         """Train the BTG preorderer on the training links (with ``preorder_options``, chosen on the tuning
         split), or on the first ``pairs`` of them; score it on the tuning split (eflomal links) and on the test
         set (gold test links when the corpus has them, else the eflomal ones), in the model's ``.json``."""
-        from onmt_xl.align.pharaoh import read_pharaoh
-        from onmt_xl.reorder.preorderer import Preorderer
+        from onmt_xl.core.align.pharaoh import read_pharaoh
+        from onmt_xl.core.reorder.preorderer import Preorderer
 
         model_path = self.preorderer_path(pairs)
         scores = model_path.with_suffix(".json")
@@ -366,9 +366,9 @@ class DataStages:
 
     def preorderer_scores(self, model, split: str, gold: Optional[str] = None) -> dict:
         """tau and friends of ``model`` on ``data/SPLIT.src`` against ``gold`` links, else the eflomal ones."""
-        from onmt_xl.align.pharaoh import read_pharaoh
-        from onmt_xl.reorder.metrics import evaluate
-        from onmt_xl.reorder.oracle import target_ranks
+        from onmt_xl.core.align.pharaoh import read_pharaoh
+        from onmt_xl.core.reorder.metrics import evaluate
+        from onmt_xl.core.reorder.oracle import target_ranks
 
         src = [l.split() for l in read_lines(self.text_path(split, "src"))]
         links = read_pharaoh(gold or str(self.path("align", f"{split}.gdfa")), [len(s) for s in src])
@@ -387,13 +387,13 @@ class DataStages:
     def crossfit(self) -> None:
         """Cross-fitted training positions (``reports/PREREG_xlpos.md``, stage 1): every training sentence's
         ``pos_XL`` from a preorderer trained, with ``preorder_options``, on the other :data:`CROSSFIT_FOLDS` − 1
-        folds (:func:`onmt_xl.reorder.crossfit.crossfit_positions`), in :meth:`crossfit_path`; ``crossfit.json``:
+        folds (:func:`onmt_xl.core.reorder.crossfit.crossfit_positions`), in :meth:`crossfit_path`; ``crossfit.json``:
         their Kendall tau on every training sentence, and on the first :data:`SEEN_SAMPLE` of them beside the
         full preorderer's on the same sentences (which it trained on: seen against unseen)."""
-        from onmt_xl.align.pharaoh import read_pharaoh
-        from onmt_xl.reorder.crossfit import FOLD_RULE, crossfit_positions, predict_positions, score
-        from onmt_xl.reorder.positions_file import PositionsHeader, scan_corpus, write_positions
-        from onmt_xl.reorder.preorderer import Preorderer
+        from onmt_xl.core.align.pharaoh import read_pharaoh
+        from onmt_xl.core.reorder.crossfit import FOLD_RULE, crossfit_positions, predict_positions, score
+        from onmt_xl.core.reorder.positions_file import PositionsHeader, scan_corpus, write_positions
+        from onmt_xl.core.reorder.preorderer import Preorderer
 
         out, figures_path = self.crossfit_path(), self.path("crossfit.json")
         options = dict(self.preorder_options)
@@ -436,12 +436,12 @@ class DataStages:
     def monotone_check(self):
         """The preorderer (``preorderer.xlp``) against the monotone order on the validation pairs with both sides
         non-empty, eflomal links (held out, and not the test set, which scores the systems;
-        :mod:`onmt_xl.reorder.monotone_check`). Computed on every run (seconds), written to ``monotone_check.json``
-        and the manifest; returns the :class:`~onmt_xl.reorder.monotone_check.MonotoneCheck`."""
-        from onmt_xl.align.pharaoh import read_pharaoh
-        from onmt_xl.reorder.monotone_check import check_monotone
-        from onmt_xl.reorder.oracle import target_ranks
-        from onmt_xl.reorder.preorderer import Preorderer
+        :mod:`onmt_xl.core.reorder.monotone_check`). Computed on every run (seconds), written to ``monotone_check.json``
+        and the manifest; returns the :class:`~onmt_xl.core.reorder.monotone_check.MonotoneCheck`."""
+        from onmt_xl.core.align.pharaoh import read_pharaoh
+        from onmt_xl.core.reorder.monotone_check import check_monotone
+        from onmt_xl.core.reorder.oracle import target_ranks
+        from onmt_xl.core.reorder.preorderer import Preorderer
 
         src = [l.split() for l in read_lines(self.text_path("valid", "src"))]  # the tokens the links index
         tgt = read_lines(self.text_path("valid", "tgt"))

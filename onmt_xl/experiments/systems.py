@@ -49,7 +49,7 @@ SYSTEMS: Dict[str, System] = _systems(
     System("relative_pe", {"encoder_type": "xl_relative", "xl_enc_max_relative_positions": 16}, None,
            "Shaw et al. 2018; Ding et al. 2020 Tab. 1"),
     System("inxl", {"encoder_type": "xl_inxl", "xl_inxl_fusion": "block"}, XL, "Ding et al. 2020 Tab. 1–2 (InXL)"),
-    # xl_heads: the plug-in's default (onmt_xl.encoders.options.default_xl_heads)
+    # xl_heads: the plug-in's default (onmt_xl.opennmt.encoders.options.default_xl_heads)
     System("headxl", {"encoder_type": "xl_headxl"}, XL, "Ding et al. 2020 Tab. 1–2 (HeadXL)"),
     System("combination", {"encoder_type": "xl_combination", "xl_inxl_fusion": "block"}, XL,
            "Ding et al. 2020 Tab. 1–2 (Combination)"),

@@ -7,7 +7,7 @@ pipeline: the trained model's configuration carries the tokenization, so ``onmt_
 raw text and write detokenized text (the transform's ``apply_reverse``). The aligner and the preorderer read the
 same tokens, made here by the same pyonmttok settings (``tok/`` in the work directory), and the preorderer records
 that segmentation, so that ``xl_position``'s segmentation guard finds the pipeline's tokenizer and the
-preorderer in agreement (:func:`onmt_xl.segmentation.tokenizer_segmentation`).
+preorderer in agreement (:func:`onmt_xl.core.segmentation.tokenizer_segmentation`).
 
 **The rule** (:func:`choose`): pyonmttok's ``aggressive`` mode with joiners ``￭`` (punctuation split off and
 marked, so that detokenization restores it) for every corpus; below :data:`WORD_LEVEL_BELOW` training pairs
@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from onmt_xl.segmentation import SegmentationScheme, tokenizer_segmentation
+from onmt_xl.core.segmentation import SegmentationScheme, tokenizer_segmentation
 
 #: ``--tokenize`` choices: ``auto`` applies :func:`choose`'s rule; ``none``: the input is tokenized already
 CHOICES = ("auto", "words", "bpe", "none")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
-from onmt_xl.encoders.options import default_xl_heads
+from onmt_xl.opennmt.encoders.options import default_xl_heads
 from onmt_xl.experiments.claims import seed_runs
 from onmt_xl.experiments.plan import Job
 from onmt_xl.experiments.report.format import bleu, fmt

@@ -22,9 +22,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))
 
-from onmt_xl.data import synthetic  # noqa: E402
+from onmt_xl.core.data import synthetic  # noqa: E402
 from onmt_xl.experiments.configs import config  # noqa: E402
-from onmt_xl.reorder.preorderer import Preorderer  # noqa: E402
+from onmt_xl.core.reorder.preorderer import Preorderer  # noqa: E402
 from tests.conftest import run_env  # noqa: E402
 from tests.helpers import stock_cli  # noqa: E402
 
