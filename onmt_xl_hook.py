@@ -13,7 +13,7 @@ know our transforms and encoders; a process that never imports ``eole`` imports 
 
 ``ONMT_XL_DISABLE=1`` (or ``true``/``yes``, any case) in the environment switches the hook off: the process
 then runs stock OpenNMT-py (and stock Eole), as if onmt_xl were not installed (nothing of ours is imported or
-registered). It is how the stock-equality checks (``tests/test_stock.py``, ``tools/peer_suite.py``) get their
+registered). It is how the stock-equality checks (``tests/test_stock.py``, ``tools/ci/peer_suite.py``) get their
 reference run.
 """
 

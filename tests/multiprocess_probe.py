@@ -1,5 +1,5 @@
 """What a child process of OpenNMT-py 3.5.1 sees of onmt_xl (issue 39, item 4): used by
-``tests/test_multiprocess.py`` and ``tools/bench_gpu.py``.
+``tests/test_multiprocess.py`` and ``tools/bench/bench_gpu.py``.
 
 OpenNMT starts children two ways, both with the ``spawn`` start method (a fresh interpreter, nothing inherited):
 ``onmt/bin/train.py`` runs ``onmt.utils.distributed.spawned_train(process_fn, opt, device_id, error_queue)`` per

@@ -303,7 +303,7 @@ def test_gold_jaen_with_extra_data():
 def _load_tool(name):
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / "bench" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

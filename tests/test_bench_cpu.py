@@ -1,4 +1,4 @@
-"""``tools/bench_cpu.py`` end to end on the demo preset: every configuration asked for gets its row and ratio."""
+"""``tools/bench/bench_cpu.py`` end to end on the demo preset: every configuration asked for gets its row and ratio."""
 
 import re
 import subprocess
@@ -10,12 +10,12 @@ from tests.conftest import REPO, run_env
 def test_bench_cpu_prints_each_configuration_beside_its_reference(tmp_path):
     out = tmp_path / "bench.txt"
     proc = subprocess.run(
-        [sys.executable, str(REPO / "tools" / "bench_cpu.py"), "--preset", "demo", "--reps", "5", "--threads", "1",
+        [sys.executable, str(REPO / "tools" / "bench" / "bench_cpu.py"), "--preset", "demo", "--reps", "5", "--threads", "1",
          "--systems", "baseline,combination", "--stock-kernels", "--batch-tokens", "120", "--vocab", "120",
          "--out", str(out)], capture_output=True, text=True, env=run_env(), timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = out.read_text()
-    assert text.startswith("command: python tools/bench_cpu.py --preset demo")
+    assert text.startswith("command: python tools/bench/bench_cpu.py --preset demo")
     rows = {m.group(1): (m.group(2), m.group(3))
             for m in re.finditer(r"^\| ([^|]+?) \| [^|]+ \| ([^|]+?) \| ([^|]+?) \|$", text, re.M)
             if m.group(1) not in ("configuration", "---")}

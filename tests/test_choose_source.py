@@ -1,4 +1,4 @@
-"""tools/choose_source.py: reports/PREREG_xlpos.md's stage-2 rule (highest mean per-sentence tau, chosen over S0 only
+"""tools/study/choose_source.py: reports/PREREG_xlpos.md's stage-2 rule (highest mean per-sentence tau, chosen over S0 only
 when its paired bootstrap gain has a 95 % lower bound above 0)."""
 
 import importlib.util
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "choose_source.py"
+TOOL = Path(__file__).resolve().parents[1] / "tools" / "study" / "choose_source.py"
 spec = importlib.util.spec_from_file_location("choose_source", TOOL)
 choose_source = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(choose_source)

@@ -1,4 +1,4 @@
-"""tools/collect_archive.py: a queue's finished jobs into the repository's archive, never over a different copy."""
+"""tools/study/collect_archive.py: a queue's finished jobs into the repository's archive, never over a different copy."""
 
 import subprocess
 import sys
@@ -41,7 +41,7 @@ def test_new_finished_jobs_are_copied_a_different_one_is_kept_unless_named(tmp_p
 
 
 def test_a_source_that_is_no_archive_is_one_line_and_a_new_destination_is_made(tmp_path):
-    tool = [sys.executable, str(REPO / "tools" / "collect_archive.py")]
+    tool = [sys.executable, str(REPO / "tools" / "study" / "collect_archive.py")]
     (tmp_path / "a" / "jobs").mkdir(parents=True)
     proc = subprocess.run(tool + ["--from", str(tmp_path / "none"), "--to", str(tmp_path / "a")], capture_output=True,
                           text=True)
@@ -89,7 +89,7 @@ def test_replace_may_be_repeated_and_comma_separated(tmp_path):
         _job(dst, name, "old\n")
     (src / "plateau_a.json").write_text('{"status": "plateau"}')
     (dst / "plateau_a.json").write_text('{"status": "training"}')
-    tool = [sys.executable, str(REPO / "tools" / "collect_archive.py"), "--from", str(src), "--to", str(dst)]
+    tool = [sys.executable, str(REPO / "tools" / "study" / "collect_archive.py"), "--from", str(src), "--to", str(dst)]
     proc = subprocess.run(tool + ["--replace", "a_s1", "--replace", "a_s2,plateau_a.json"], capture_output=True,
                           text=True)
     assert proc.returncode == 0, proc.stderr

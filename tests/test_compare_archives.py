@@ -1,4 +1,4 @@
-"""tools/compare_archives.py: each system's test BLEU in two archives, and what moved."""
+"""tools/study/compare_archives.py: each system's test BLEU in two archives, and what moved."""
 
 import gzip
 import subprocess
@@ -45,7 +45,7 @@ def test_a_hypothesis_file_of_another_length_and_a_missing_archive_are_one_line(
     after = _archive(tmp_path / "after", {"baseline_s1": REFS, "inxl_s1": REFS})
     refs = tmp_path / "refs.txt"
     refs.write_text("\n".join(REFS) + "\n", encoding="utf-8")
-    tool = [sys.executable, str(REPO / "tools" / "compare_archives.py"), "--refs", str(refs), "--systems", "inxl"]
+    tool = [sys.executable, str(REPO / "tools" / "study" / "compare_archives.py"), "--refs", str(refs), "--systems", "inxl"]
     out = subprocess.run(tool + ["--before", str(before), "--after", str(after)], capture_output=True, text=True)
     assert out.returncode == 2 and "inxl: a hypothesis file has 2 lines, the references 3" in out.stderr
     assert "Traceback" not in out.stderr

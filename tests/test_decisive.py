@@ -165,7 +165,7 @@ def test_report_families_given_on_the_command_line():
 
 
 def test_the_decisive_queue_runs_its_tiers_in_order_with_the_carve_and_seeds(tmp_path):
-    """tools/decisive_queue.sh: each call parses as `onmt-xl evidence` options, with the preregistered carve and
+    """tools/study/decisive_queue.sh: each call parses as `onmt-xl evidence` options, with the preregistered carve and
     seeds, the ja→en tiers in one call and en→ja after them in its own work directory."""
     shim = tmp_path / "bin"
     shim.mkdir()
@@ -173,7 +173,7 @@ def test_the_decisive_queue_runs_its_tiers_in_order_with_the_carve_and_seeds(tmp
     (shim / "python3").write_text(f'#!/bin/sh\nprintf "%s\\0" "$@" >> {calls}\nprintf "\\n" >> {calls}\n')
     (shim / "python3").chmod(0o755)
     env = dict(os.environ, PATH=f"{shim}{os.pathsep}{os.environ['PATH']}", P="3")
-    script = str(REPO / "tools" / "decisive_queue.sh")
+    script = str(REPO / "tools" / "study" / "decisive_queue.sh")
     parser = _parser()
 
     def run(*argv, **extra):
@@ -244,7 +244,7 @@ def _fake_archive(root, n=60, seeds=(1, 2, 3)):
 
 def test_the_half_width_projection_runs_on_an_archive_and_reproduces(tmp_path):
     archive, refs = _fake_archive(tmp_path)
-    cmd = [sys.executable, str(REPO / "tools" / "decisive_design.py"), "--archive", str(archive), "--refs", str(refs),
+    cmd = [sys.executable, str(REPO / "tools" / "study" / "decisive_design.py"), "--archive", str(archive), "--refs", str(refs),
            "--pool", "", "--sizes", "60,240", "--ks", "3,5", "--draws", "60", "--splits", "10", "--check-samples", "40"]
     outs = []
     for k in range(2):
@@ -305,10 +305,10 @@ def test_the_report_of_a_carved_study_regenerates_from_its_archive_with_its_fami
 
 
 def test_the_report_command_names_the_systems_that_the_decisive_tiers_train():
-    """tools/papers_report.sh lists the decisive split's other systems by hand; they must be tiers i+c and h."""
+    """tools/study/papers_report.sh lists the decisive split's other systems by hand; they must be tiers i+c and h."""
     from onmt_xl.experiments.evidence import TIERS
 
-    text = (REPO / "tools" / "papers_report.sh").read_text(encoding="utf-8")
+    text = (REPO / "tools" / "study" / "papers_report.sh").read_text(encoding="utf-8")
     lists = dict(line.split("=", 1) for line in text.splitlines()
                  if line.startswith(("DECISIVE_OTHERS=", "DECISIVE_TAB4=")))
     assert lists["DECISIVE_OTHERS"].split(",") == list(TIERS["i"][0] + TIERS["c"][0])
@@ -316,16 +316,16 @@ def test_the_report_command_names_the_systems_that_the_decisive_tiers_train():
 
 
 def test_the_study_queue_runs_the_remaining_tiers_in_the_plans_order(tmp_path):
-    """tools/study_queue.sh: the design's tier e (which prepares the work directory on a new machine), the addendum
+    """tools/study/study_queue.sh: the design's tier e (which prepares the work directory on a new machine), the addendum
     and its AER, tiers c (with i), d and h, then f and g with their AER (beside their training and once after), tier
     a's preorderer-quality runs, then the LSTM trained on to its plateau (last: a new machine starts it again);
     `status` asks each call's status and scores nothing."""
     import shutil
 
     root = tmp_path / "repo"
-    (root / "tools").mkdir(parents=True)
+    (root / "tools" / "study").mkdir(parents=True)
     for name in ("study_queue.sh", "decisive_queue.sh", "evidence_queue.sh", "queue_lib.sh"):
-        shutil.copy(REPO / "tools" / name, root / "tools" / name)
+        shutil.copy(REPO / "tools" / "study" / name, root / "tools" / "study" / name)
     made = root / "runs" / "decisive_jaen"  # a prepared design (seed_tuned copies its inputs)
     (made / "data").mkdir(parents=True)
     (made / "align").mkdir()
@@ -345,7 +345,7 @@ def test_the_study_queue_runs_the_remaining_tiers_in_the_plans_order(tmp_path):
     for var in ("TIERS", "SEEDS", "S", "P"):
         env.pop(var, None)
     parser = _parser()
-    proc = subprocess.run(["bash", str(root / "tools" / "study_queue.sh")], capture_output=True, text=True, env=env)
+    proc = subprocess.run(["bash", str(root / "tools" / "study" / "study_queue.sh")], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     runs = [parser.parse_args(line.split("\0")[2:-1]) for line in calls.read_text().splitlines()]
     fg_aer = [i for i, a in enumerate(runs) if a.stage == "aer" and a.tier == "f,g"]
@@ -371,7 +371,7 @@ def test_the_study_queue_runs_the_remaining_tiers_in_the_plans_order(tmp_path):
     assert runs[-2].preorder_pairs == "10000,25000" and runs[2].test_from_train == 5000
     assert (root / "reports" / "decisive_jaen_tuned" / "jobs" / "baseline_s8" / "done.json").exists()
     calls.unlink()
-    proc = subprocess.run(["bash", str(root / "tools" / "study_queue.sh"), "status"], capture_output=True, text=True,
+    proc = subprocess.run(["bash", str(root / "tools" / "study" / "study_queue.sh"), "status"], capture_output=True, text=True,
                           env=env)
     assert proc.returncode == 0, proc.stderr
     status = [parser.parse_args(line.split("\0")[2:-1]) for line in calls.read_text().splitlines()]
@@ -379,20 +379,20 @@ def test_the_study_queue_runs_the_remaining_tiers_in_the_plans_order(tmp_path):
         ("status", "e", "decisive_jaen"), ("status", "e", "decisive_jaen_tuned"), ("status", "c,i", "decisive_jaen"),
         ("status", "d", "decisive_jaen"), ("status", "h", "decisive_jaen"), ("status", "f", "decisive_jaen"),
         ("status", "g", "decisive_jaen"), ("status", "a", "evidence_jaen"), ("plateau-status", "a", "decisive_jaen")]
-    bad = subprocess.run(["bash", str(root / "tools" / "study_queue.sh"), "stat"], capture_output=True, text=True,
+    bad = subprocess.run(["bash", str(root / "tools" / "study" / "study_queue.sh"), "stat"], capture_output=True, text=True,
                          env=env)
     assert bad.returncode == 2 and "unknown argument 'stat'" in bad.stderr
 
 
 def test_the_report_analyses_a_secondary_only_once_all_its_runs_are_finished(tmp_path):
-    """tools/papers_report.sh (reports/PREREG_decisive.md): HeadXL and InXL join the decisive report's systems only
+    """tools/study/papers_report.sh (reports/PREREG_decisive.md): HeadXL and InXL join the decisive report's systems only
     with every seed of the primary's analysis archived; until then only their tiers' progress rows name them, with
     those seeds. The secondary family is declared whole all along."""
     import shutil
 
     root = tmp_path / "repo"
-    (root / "tools").mkdir(parents=True)
-    shutil.copy(REPO / "tools" / "papers_report.sh", root / "tools")
+    (root / "tools" / "study").mkdir(parents=True)
+    shutil.copy(REPO / "tools" / "study" / "papers_report.sh", root / "tools" / "study")
     finished = {"baseline": range(1, 9), "combination": range(1, 9), "headxl": range(1, 9), "inxl": range(1, 6)}
     for system, seeds in finished.items():
         for seed in seeds:
@@ -405,7 +405,7 @@ def test_the_report_analyses_a_secondary_only_once_all_its_runs_are_finished(tmp
     (bin_dir / "python3").write_text(f'#!/bin/bash\nprintf "%s\\n" "$*" >> {log}\n')
     (bin_dir / "python3").chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "WORK": str(tmp_path / "work")}
-    proc = subprocess.run(["bash", str(root / "tools" / "papers_report.sh")], capture_output=True, text=True, env=env)
+    proc = subprocess.run(["bash", str(root / "tools" / "study" / "papers_report.sh")], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     calls = log.read_text().splitlines()
     decisive = next(c for c in calls if "--report reports/DECISIVE_jaen.md" in c)

@@ -1,4 +1,4 @@
-"""Exact checks of the equation modules that the rest of the suite left loose (found by tools/mutation_check.py,
+"""Exact checks of the equation modules that the rest of the suite left loose (found by tools/ci/mutation_check.py,
 reports/mutation.md, and by mutmut: ``git show 82e0317:reports/mutation.md``). Every expected value is computed by hand or by an independent reference
 written here, never by the code under test. One class per module: the mutation tool selects them by class."""
 
@@ -895,7 +895,7 @@ class TestBaselineEncodersSurvivors:
         assert enc.embeddings.dropout.p == 0.3
 
 
-# --- tools/mutation_check.py stays in sync with the code (a stale entry tests nothing; issue 40: X6 went stale) ---
+# --- tools/ci/mutation_check.py stays in sync with the code (a stale entry tests nothing; issue 40: X6 went stale) ---
 
 
 def _mutation_check():
@@ -903,7 +903,7 @@ def _mutation_check():
     import sys
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "tools" / "mutation_check.py"
+    path = Path(__file__).resolve().parents[1] / "tools" / "ci" / "mutation_check.py"
     spec = importlib.util.spec_from_file_location("mutation_check", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there
@@ -920,7 +920,7 @@ def test_every_hand_listed_bug_applies_and_names_existing_tests():
     mc = _mutation_check()
     assert len({m.id for m in mc.MUTATIONS}) == len(mc.MUTATIONS)
     stale = {m.id: why for m in mc.MUTATIONS if (why := mc.stale_reason(m))}
-    assert stale == {}, f"tools/mutation_check.py: snippets no longer in the source: {stale}"
+    assert stale == {}, f"tools/ci/mutation_check.py: snippets no longer in the source: {stale}"
     for m in mc.MUTATIONS:
         assert m.old != m.new, m.id
         args = shlex.split(m.tests)

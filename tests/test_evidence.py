@@ -524,7 +524,7 @@ def test_prepare_trains_the_extra_preorderers(tmp_path, monkeypatch):
 
 
 def test_a_jobs_cpu_precision_override_reaches_its_config(tmp_path):
-    """The runner sets -xl_cpu_precision auto, unless the job asks for fp32 or bf16 (tools/tune_options.py's
+    """The runner sets -xl_cpu_precision auto, unless the job asks for fp32 or bf16 (tools/study/tune_options.py's
     baseline_fp32 / baseline_bf16 compare the two)."""
     from onmt_xl.experiments.plan import Job
 
@@ -605,7 +605,7 @@ def test_dropout_masks_are_recorded_per_attempt():
     assert _kernels({"precision": "bf16", "dropout_mask": "stock, then fast"}) == "bf16; stock, then fast masks"
     assert _kernels({"precision": "fp32"}) == "fp32"  # a run recorded before the option
     assert _kernels({"precision": "fp32", "dropout_mask": "stock", "device": "NVIDIA H200"}) == \
-        "fp32 on NVIDIA H200; stock masks"  # tools/gpu_evidence.sh's runs
+        "fp32 on NVIDIA H200; stock masks"  # tools/study/gpu_evidence.sh's runs
     assert _kernels({"precision": "bf16", "device": "cpu"}) == "bf16"
 
 
@@ -703,7 +703,7 @@ def test_several_tiers_in_one_call_are_each_tiers_jobs_in_order_each_once():
 
 
 def test_the_queue_script_runs_every_tier_in_order_with_valid_options(tmp_path):
-    """tools/evidence_queue.sh: each tier's command, in the study's order, parses as `onmt-xl evidence` options;
+    """tools/study/evidence_queue.sh: each tier's command, in the study's order, parses as `onmt-xl evidence` options;
     consecutive ja→en tiers train in one call (no idle job slot at a tier's end), `status` lists tier by tier."""
     import argparse
     import os
@@ -722,13 +722,13 @@ def test_the_queue_script_runs_every_tier_in_order_with_valid_options(tmp_path):
     parser = argparse.ArgumentParser()
     add_evidence(parser.add_subparsers(dest="command"))
     # by default tiers a and b only: c, d and h train on the decisive split (reports/PREREG_decisive_baselines.md)
-    proc = subprocess.run(["bash", str(REPO / "tools" / "evidence_queue.sh")], capture_output=True, text=True, env=env)
+    proc = subprocess.run(["bash", str(REPO / "tools" / "study" / "evidence_queue.sh")], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     default = [parser.parse_args(line.split("\0")[2:-1]).tier for line in calls.read_text().splitlines()]
     assert default == ["a", "b"]
     calls.unlink()
     env["TIERS"] = "a b c d"
-    proc = subprocess.run(["bash", str(REPO / "tools" / "evidence_queue.sh")], capture_output=True, text=True, env=env)
+    proc = subprocess.run(["bash", str(REPO / "tools" / "study" / "evidence_queue.sh")], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     runs = [line.split("\0")[:-1] for line in calls.read_text().splitlines()]
     assert [r[:2] for r in runs] == [["-m", "onmt_xl.experiments"]] * 3
@@ -739,17 +739,17 @@ def test_the_queue_script_runs_every_tier_in_order_with_valid_options(tmp_path):
     assert not parsed[2].preorder_pairs
     assert all(a.archive == f"reports/{os.path.basename(a.workdir)}" for a in parsed)
     calls.unlink()  # tier (b) done: a, c and d in one call, with tier a's preorderer-quality runs
-    proc = subprocess.run(["bash", str(REPO / "tools" / "evidence_queue.sh")], capture_output=True, text=True,
+    proc = subprocess.run(["bash", str(REPO / "tools" / "study" / "evidence_queue.sh")], capture_output=True, text=True,
                           env=dict(env, TIERS="a c d"))
     assert proc.returncode == 0, proc.stderr
     (one,) = [parser.parse_args(line.split("\0")[2:-1]) for line in calls.read_text().splitlines()]
     assert (one.tier, one.workdir, one.preorder_pairs) == ("a,c,d", "runs/evidence_jaen", "10000,25000")
     calls.unlink()
-    bad = subprocess.run(["bash", str(REPO / "tools" / "evidence_queue.sh")], capture_output=True, text=True,
+    bad = subprocess.run(["bash", str(REPO / "tools" / "study" / "evidence_queue.sh")], capture_output=True, text=True,
                          env=dict(env, TIERS="a z"))
     assert bad.returncode == 2 and "unknown tier 'z'" in bad.stderr and not calls.exists()  # checked before any run
     # `status`: the same options, each job's state instead of its training, one table per tier
-    proc = subprocess.run(["bash", str(REPO / "tools" / "evidence_queue.sh"), "status"], capture_output=True,
+    proc = subprocess.run(["bash", str(REPO / "tools" / "study" / "evidence_queue.sh"), "status"], capture_output=True,
                           text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     status = [parser.parse_args(line.split("\0")[2:-1]) for line in calls.read_text().splitlines()]
@@ -757,13 +757,13 @@ def test_the_queue_script_runs_every_tier_in_order_with_valid_options(tmp_path):
     assert [(a.tier, a.stage, a.steps, a.workdir) for a in status] == [(t, "status", 7000, w) for t, w in zip("abcd", workdirs)]
     assert [bool(a.preorder_pairs) for a in status] == [True, False, False, False]
     assert [a.speed_from for a in status] == [None, "runs/evidence_jaen", None, None]  # b plans with ja→en's speed
-    bad = subprocess.run(["bash", str(REPO / "tools" / "evidence_queue.sh"), "stat"], capture_output=True, text=True,
+    bad = subprocess.run(["bash", str(REPO / "tools" / "study" / "evidence_queue.sh"), "stat"], capture_output=True, text=True,
                          env=env)
     assert bad.returncode == 2 and "unknown argument 'stat'" in bad.stderr
 
 
 def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_training_here(tmp_path):
-    """tools/gpu_evidence.sh merge: the jobs a device run brought back go into the archive and the work directory
+    """tools/study/gpu_evidence.sh merge: the jobs a device run brought back go into the archive and the work directory
     (as --archive restores them); a job the archive already has, or one with checkpoints here, is left out, named."""
     import gzip
     import os
@@ -783,11 +783,11 @@ def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_training_here(tm
             tar.add(wave / name, arcname=name)
     checkout = tmp_path / "checkout"  # the script runs in its checkout: W is runs/w there, from the file's name
     (checkout / "tools").mkdir(parents=True)
-    (checkout / "tools" / "gpu_evidence.sh").write_text((REPO / "tools" / "gpu_evidence.sh").read_text())
+    (checkout / "tools" / "study" / "gpu_evidence.sh").write_text((REPO / "tools" / "study" / "gpu_evidence.sh").read_text())
     wd, archive = checkout / "runs" / "w", checkout / "reports" / "w"
     (wd / "jobs" / "combination_s2").mkdir(parents=True)
     (wd / "jobs" / "combination_s2" / "model_step_500.pt").write_text("")
-    script = str(checkout / "tools" / "gpu_evidence.sh")
+    script = str(checkout / "tools" / "study" / "gpu_evidence.sh")
     env = run_env()
 
     def merge(*args):
@@ -821,16 +821,16 @@ def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_training_here(tm
               "preorderer_10000.json", "manifest.json", "results.json", "logs/x.log", "jobs/baseline_s1/done.json"):
         (src / f).parent.mkdir(parents=True, exist_ok=True)
         (src / f).write_text(f)
-    stage = ["bash", str(checkout / "tools" / "gpu_evidence.sh"), "stage"]
+    stage = ["bash", str(checkout / "tools" / "study" / "gpu_evidence.sh"), "stage"]
     proc = subprocess.run(stage, capture_output=True, text=True, env=dict(run_env(), W="runs/w_gpu", FROM=str(src)))
-    assert proc.returncode == 2 and ".whl/ lacks the wheels: bash tools/gpu_evidence.sh wheels" in proc.stderr
+    assert proc.returncode == 2 and ".whl/ lacks the wheels: bash tools/study/gpu_evidence.sh wheels" in proc.stderr
     (checkout / ".whl").mkdir()
     (checkout / ".whl" / "OpenNMT_py-3.5.1-py3-none-any.whl").write_text("")
     (checkout / ".git" / "info").mkdir(parents=True)
     proc = subprocess.run(stage, capture_output=True, text=True, env=dict(run_env(), W="runs/w_gpu", FROM=str(wd)))
     assert proc.returncode == 2 and f"{wd} is not prepared" in proc.stderr
     (checkout / ".gpu" / "runs" / "an_earlier_wave").mkdir(parents=True)  # staged before: not carried again
-    proc = subprocess.run(["bash", str(checkout / "tools" / "gpu_evidence.sh"), "stage"], capture_output=True,
+    proc = subprocess.run(["bash", str(checkout / "tools" / "study" / "gpu_evidence.sh"), "stage"], capture_output=True,
                           text=True, env=dict(run_env(), W="runs/w_gpu", FROM=str(src)))
     assert proc.returncode == 0, proc.stderr
     assert [p.name for p in (checkout / ".gpu" / "runs").iterdir()] == ["w_gpu"]
@@ -852,7 +852,7 @@ def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_training_here(tm
 
 
 def test_the_gpu_plateau_wave_is_the_cpu_queues_stage_but_its_layout():
-    """tools/gpu_evidence.sh wave 7 trains the LSTM's plateau stage with tools/study_queue.sh's options (the same
+    """tools/study/gpu_evidence.sh wave 7 trains the LSTM's plateau stage with tools/study/study_queue.sh's options (the same
     system, seeds, split, rounds and rule) in the same work directory and archive; only the layout may differ."""
     import re
     import shlex
@@ -865,9 +865,9 @@ def test_the_gpu_plateau_wave_is_the_cpu_queues_stage_but_its_layout():
         assert len(pairs) * 2 == len(words) and all(k.startswith("--") for k in pairs), words
         return {k: v for k, v in pairs.items() if k not in ("--parallel", "--threads")}
 
-    queue = re.search(r"^PLATEAU=\(([^)]*)\)", (REPO / "tools" / "study_queue.sh").read_text(), re.M)
+    queue = re.search(r"^PLATEAU=\(([^)]*)\)", (REPO / "tools" / "study" / "study_queue.sh").read_text(), re.M)
     cpu = options(shlex.split(queue.group(1)))
-    proc = subprocess.run(["bash", str(REPO / "tools" / "gpu_evidence.sh"), "list"], capture_output=True, text=True,
+    proc = subprocess.run(["bash", str(REPO / "tools" / "study" / "gpu_evidence.sh"), "list"], capture_output=True, text=True,
                           env=dict(run_env(), WAVE="7"), cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     (line,) = proc.stdout.splitlines()
@@ -878,7 +878,7 @@ def test_the_gpu_plateau_wave_is_the_cpu_queues_stage_but_its_layout():
 
 
 def test_the_gpu_waves_name_jobs_of_their_tiers_and_cover_tiers_c_and_d_with_their_own_references():
-    """tools/gpu_evidence.sh's waves: every job named is one that `onmt-xl evidence --stage main` with the wave's
+    """tools/study/gpu_evidence.sh's waves: every job named is one that `onmt-xl evidence --stage main` with the wave's
     options trains (a misspelt name would train nothing, silently), and waves 1-2 give tiers (c) and (d), each in
     a GPU work directory of its own, every job of the tier with the baseline and Combination runs it compares with
     (tier d's rerun of its clean run aside: there that run trains on the same GPU)."""
@@ -893,7 +893,7 @@ def test_the_gpu_waves_name_jobs_of_their_tiers_and_cover_tiers_c_and_d_with_the
     add_evidence(parser.add_subparsers(dest="command"))
     named = {}
     for wave in ("1", "2"):
-        proc = subprocess.run(["bash", str(REPO / "tools" / "gpu_evidence.sh"), "list"], capture_output=True, text=True,
+        proc = subprocess.run(["bash", str(REPO / "tools" / "study" / "gpu_evidence.sh"), "list"], capture_output=True, text=True,
                               env={"PATH": "/usr/bin:/bin", "WAVE": wave})
         assert proc.returncode == 0, proc.stderr
         for line in proc.stdout.splitlines():
@@ -993,7 +993,7 @@ def test_the_decisive_split_gpu_waves_cover_tiers_c_i_d_h_with_their_own_referen
     add_evidence(parser.add_subparsers(dest="command"))
     named = {}
     for wave in ("4", "5", "6"):
-        proc = subprocess.run(["bash", str(REPO / "tools" / "gpu_evidence.sh"), "list"], capture_output=True, text=True,
+        proc = subprocess.run(["bash", str(REPO / "tools" / "study" / "gpu_evidence.sh"), "list"], capture_output=True, text=True,
                               env={"PATH": "/usr/bin:/bin", "WAVE": wave})
         assert proc.returncode == 0, proc.stderr
         lines = [shlex.split(line) for line in proc.stdout.splitlines()]
@@ -1004,7 +1004,7 @@ def test_the_decisive_split_gpu_waves_cover_tiers_c_i_d_h_with_their_own_referen
             args = parser.parse_args(["evidence", "--stage", "main", "--steps", "8000", "--tier", tier, "--workdir", w,
                                       *extra])
             assert args.test_from_train == 5000 and args.max_steps == 8000
-            assert args.inxl_init == (None if tier == "h" else "identity")  # as tools/decisive_queue.sh's tiers
+            assert args.inxl_init == (None if tier == "h" else "identity")  # as tools/study/decisive_queue.sh's tiers
             known = {j.name for j in tier_jobs(args)}
             assert set(jobs.split(",")) <= known, (wave, set(jobs.split(",")) - known)
             named.setdefault(w, []).extend(jobs.split(","))

@@ -1,4 +1,4 @@
-"""tools/inxl_weights.py: the norms of InXL's U and V in a checkpoint, and a one-line error for a bad file."""
+"""tools/study/inxl_weights.py: the norms of InXL's U and V in a checkpoint, and a one-line error for a bad file."""
 
 import subprocess
 import sys
@@ -30,6 +30,6 @@ def test_a_checkpoint_without_inxl_and_an_unreadable_file_are_one_line(tmp_path)
     bad = tmp_path / "bad.pt"
     bad.write_text("not a checkpoint")
     for path, message in ((none, "holds no InXL fusion"), (bad, "cannot be read as a checkpoint")):
-        proc = subprocess.run([sys.executable, str(REPO / "tools" / "inxl_weights.py"), str(path)],
+        proc = subprocess.run([sys.executable, str(REPO / "tools" / "study" / "inxl_weights.py"), str(path)],
                               capture_output=True, text=True)
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr

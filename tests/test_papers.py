@@ -418,7 +418,7 @@ def test_the_preregistered_primary_leads_and_the_addendum_is_a_second_look_besid
 
 
 def test_the_decisive_split_on_a_gpu_answers_after_the_cpu_design_and_before_the_small_study():
-    """The decisive split's runs on a lent GPU (tools/gpu_evidence.sh waves 4-6) come after the CPU design and before
+    """The decisive split's runs on a lent GPU (tools/study/gpu_evidence.sh waves 4-6) come after the CPU design and before
     the 500-pair study, for the claims (decisive_gpu) and the sweeps (decisive_gpu_d)."""
     jaen = _study(comparisons={"disan": _cmp(-0.5, -2.0, 1.0, 0.6, "the other baselines")})
     gpu = _study(comparisons={"disan": _cmp(0.2, -0.3, 0.7, 0.4, "the other baselines")})

@@ -1,5 +1,5 @@
 """reports/PAPERS.md is what ``onmt-xl papers`` writes from the committed evidence reports' JSON and the archives, as
-``tools/papers_report.sh`` calls it: a change to the reading (``papers.py``, ``row_intervals.py``) must come with
+``tools/study/papers_report.sh`` calls it: a change to the reading (``papers.py``, ``row_intervals.py``) must come with
 the regenerated report."""
 
 from pathlib import Path
@@ -10,7 +10,7 @@ from onmt_xl.experiments import papers
 
 REPO = Path(__file__).resolve().parents[1]
 REPORTS = REPO / "reports"
-#: tools/papers_report.sh's --study and --progress arguments once the decisive design has its 8 seeds archived
+#: tools/study/papers_report.sh's --study and --progress arguments once the decisive design has its 8 seeds archived
 STUDIES = {"jaen": "EVIDENCE_jaen.json", "enja": "EVIDENCE_enja.json", "decisive": "DECISIVE_jaen.json",
            "decisive_tuned": "DECISIVE_jaen_tuned.json"}
 PROGRESS = ("reports/decisive_jaen_tuned:e:1,2,3,4,5,6,7,8", "reports/decisive_jaen:c,i,d,h",

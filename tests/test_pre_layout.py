@@ -84,3 +84,23 @@ def test_checkpoints_pickle_nothing_of_onmt_xl(workdir):
         torch.load(path, map_location="cpu", weights_only=False, pickle_module=_RECORDING)
         assert "argparse.Namespace" in FOUND  # the recorder saw the checkpoint's objects
         assert not [g for g in FOUND if g.startswith("onmt_xl")], sorted(FOUND)
+
+
+def test_every_entry_point_of_the_startup_hook_still_imports():
+    """``onmt_xl_hook`` is installed into site-packages, not edited by a checkout's update: what it imports from
+    ``onmt_xl`` (``onmt_xl.register``, ``onmt_xl.errors.quiet_onmt_warnings``, ``onmt_xl.eole.hook.install``) stays
+    at its path; ``onmt_xl.errors`` is :mod:`onmt_xl.core.errors` itself, not a copy."""
+    import ast
+    import importlib
+
+    import onmt_xl.core.errors
+    import onmt_xl.errors
+
+    hook = Path(__file__).resolve().parents[1] / "onmt_xl_hook.py"
+    entries = [(node.module, alias.name) for node in ast.walk(ast.parse(hook.read_text(encoding="utf-8")))
+               if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("onmt_xl")
+               for alias in node.names]
+    assert {m for m, _ in entries} == {"onmt_xl", "onmt_xl.errors", "onmt_xl.eole.hook"}
+    for module, name in entries:
+        assert callable(getattr(importlib.import_module(module), name)), f"{module}.{name}"
+    assert onmt_xl.errors is onmt_xl.core.errors

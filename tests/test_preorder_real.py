@@ -1,8 +1,8 @@
 """The preorderer on real Japanese->English data (``<repo>/../shared/data/enja``; skipped when absent).
 
-A small, fast version of ``tools/bench_preorder.py``: dev aligned together with 5k training pairs
+A small, fast version of ``tools/bench/bench_preorder.py``: dev aligned together with 5k training pairs
 (eflomal + grow-diag-final-and), 3 training iterations on those 5k pairs, scored on dev against the
-BTG oracle of the dev alignments. The full benchmark (50k pairs) is in reports/PREORDER.md (tools/preorder_report.py).
+BTG oracle of the dev alignments. The full benchmark (50k pairs) is in reports/PREORDER.md (tools/study/preorder_report.py).
 """
 
 import random

@@ -12,7 +12,7 @@ from onmt_xl.core.reorder.preorderer import Preorderer
 from tests.helpers import tiny_corpus
 
 REPO = Path(__file__).resolve().parents[1]
-TOOL = REPO / "tools" / "preorder_report.py"
+TOOL = REPO / "tools" / "study" / "preorder_report.py"
 
 
 def _tool(*args, cwd=REPO):

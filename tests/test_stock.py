@@ -1,7 +1,7 @@
 """Stock stays stock: a user who names none of our components or options gets stock OpenNMT-py.
 
 The reference is the same process with the hook switched off (``ONMT_XL_DISABLE=1``, see ``onmt_xl_hook``). The
-peer suite (``tools/peer_suite.py``) runs OpenNMT-py's own tests both ways; here a stock Transformer goes through
+peer suite (``tools/ci/peer_suite.py``) runs OpenNMT-py's own tests both ways; here a stock Transformer goes through
 ``onmt_build_vocab``, ``onmt_train`` and ``onmt_translate`` both ways and every artefact must be equal.
 """
 

@@ -194,7 +194,7 @@ def test_enja_bpe_round_trip(tmp_path):
 
 
 def test_bench_subword_tool(tmp_path, capsys):
-    """tools/bench_subword.py end to end on synthetic data (train/dev files named like enja's): learn BPE,
+    """tools/bench/bench_subword.py end to end on synthetic data (train/dev files named like enja's): learn BPE,
     align, project, train word- and sub-word-level preorderers, collapse, score."""
     import importlib.util
     import json
@@ -205,7 +205,7 @@ def test_bench_subword_tool(tmp_path, capsys):
         c = synthetic.generate(n, seed=seed)
         for lang, sents in (("xx", c.src), ("yy", c.tgt)):
             (tmp_path / f"{split}.{lang}").write_text("".join(" ".join(s) + "\n" for s in sents), encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("bench_subword", REPO / "tools" / "bench_subword.py")
+    spec = importlib.util.spec_from_file_location("bench_subword", REPO / "tools" / "bench" / "bench_subword.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     out = tmp_path / "r.json"

@@ -1,11 +1,11 @@
-"""tools/tune_options.py's decision helper: reports/TUNING.md's rule (a lead larger than its standard error)."""
+"""tools/study/tune_options.py's decision helper: reports/TUNING.md's rule (a lead larger than its standard error)."""
 
 import importlib.util
 from pathlib import Path
 
 import pytest
 
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "tune_options.py"
+TOOL = Path(__file__).resolve().parents[1] / "tools" / "study" / "tune_options.py"
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ Layout::
 
     DIR/{manifest,preorderer}.json  the run's history (commands, versions, machine, wall times) and preorderer scores
     DIR/preorderer_N.json           the scores of a preorderer trained on the first N pairs
-    DIR/preorder_spread.jsonl       the preorderer's tau over eflomal runs (tools/preorder_spread.py)
+    DIR/preorder_spread.jsonl       the preorderer's tau over eflomal runs (tools/study/preorder_spread.py)
     DIR/align/{test,valid,train}.gdfa.gz
     DIR/jobs/NAME/{done.json,config.yaml,commands.sh,train.log.gz,translate_seconds.json,sim.json,hyp.*.gz}
     DIR/jobs/NAME/curve.jsonl       a learning-curve job's scored points, kept as they are scored
@@ -51,7 +51,7 @@ DATA = "${DATA}"  # the corpus' directory
 SITE_PACKAGES = "${SITE_PACKAGES}"  # Python's package directory
 JOB_FILES = ("config.yaml", "commands.sh", "train.log", "translate_seconds.json", "sim.json", "curve.jsonl")
 TEXT_WITH_PATHS = ("config.yaml", "commands.sh", "manifest.json")
-RUN_FILES = ("manifest.json", "preorderer.json", "preorder_spread.jsonl",  # the last: tools/preorder_spread.py
+RUN_FILES = ("manifest.json", "preorderer.json", "preorder_spread.jsonl",  # the last: tools/study/preorder_spread.py
              "crossfit.json")  # the cross-fitted positions' figures (onmt_xl.experiments.stages: crossfit)
 #: the scores of preorderers trained on the first N pairs, and where a system trained on to its plateau stands (evidence)
 RUN_FILE_PATTERNS = ("preorderer_*.json", "plateau_*.json")

@@ -103,7 +103,7 @@ def add_experiments(sub) -> None:
                    help="train and translate on the GPU: auto = when torch sees one (default auto)")
     p.add_argument("--parallel", type=int, default=None,
                    help="jobs trained at once, each with CPUs/N torch threads (default: one job per CPU without a GPU, "
-                        "the fastest layout measured by tools/bench_jobs.py, see reports/CPU_SPEED.md; 1 with a GPU); "
+                        "the fastest layout measured by tools/bench/bench_jobs.py, see reports/CPU_SPEED.md; 1 with a GPU); "
                         "each job's tok/s is then its share")
     p.add_argument("--inxl-init", choices=option("xl_inxl_init").choices,
                    help="InXL's start (-xl_inxl_init) for the systems with InXL (default: the option's default; "

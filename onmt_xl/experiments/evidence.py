@@ -76,7 +76,7 @@ TAU_SWEEP = (0, 1, 3, 4)  # HeadXL's xl_heads besides the default 2 of tier a (h
 ORACLE_SYSTEMS = ("combination", "prereorder")  # tier c: also trained on oracle indices (upper bound)
 #: tier d: the noise attack's clean run trained again beside it, which measures what the machine alone changes
 RERUN_SYSTEMS = ("combination",)
-#: chosen on the Japanese-English tuning split by tools/tune_preorderer.py (reports/TUNING.md)
+#: chosen on the Japanese-English tuning split by tools/study/tune_preorderer.py (reports/TUNING.md)
 PREORDER_OPTIONS = {"tiebreak_null": "none"}
 VALID_PPL = re.compile(r"Validation perplexity: ([0-9.]+)")
 VALID_ACC = re.compile(r"Validation accuracy: ([0-9.]+)")
@@ -607,7 +607,7 @@ def add_evidence(sub) -> None:
     p.add_argument("--watch", type=float, help="curve-score: look for new checkpoints every this many minutes "
                    "until the jobs have finished")
     p.add_argument("--preorder-options", default=json.dumps(PREORDER_OPTIONS),
-                   help="JSON keyword arguments of Preorderer.train (default: the choice of tools/tune_preorderer.py "
+                   help="JSON keyword arguments of Preorderer.train (default: the choice of tools/study/tune_preorderer.py "
                         "on the Japanese-English tuning split, reports/TUNING.md)")
     p.add_argument("--prereg", default=DEFAULT_PREREG,
                    help=f"--stage report: the preregistration a decisive reading cites (default {DEFAULT_PREREG}; "

@@ -143,7 +143,7 @@ def _decisive_section(report: Dict[str, Any]) -> List[str]:
     elif primary is not None and not primary["target_met"]:
         lines += ["", f"At the final k = {d.get('seeds')} the primary half-width is {primary['half_width']:.2f}, "
                   f"{primary['half_width'] - d['target_half_width']:.2f} above the {d['target_half_width']:.2f} the "
-                  "design was sized for: `tools/decisive_design.py` on this archive splits the width into its sentence "
+                  "design was sized for: `tools/study/decisive_design.py` on this archive splits the width into its sentence "
                   "and seed parts."]
     plateau = d.get("plateau")
     if plateau:
@@ -394,7 +394,7 @@ def _spread_section(report: Dict[str, Any]) -> List[str]:
         return []
     runs = len(next(iter(spread.values()))["values"])
     return ["", f"The preorderer's tau over {runs} eflomal runs (each: align again, train, score against that "
-            "run's links; tools/preorder_spread.py): "
+            "run's links; tools/study/preorder_spread.py): "
             + "; ".join(f"{k.split('_')[0]} {_fmt(v, 4)}" for k, v in spread.items()) + "."]
 
 

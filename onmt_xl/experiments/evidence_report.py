@@ -559,7 +559,7 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
     quality = preorder_quality(workdir, preorder_pairs, kept.get("combination", []), refs["test"], n_samples, seed,
                                alpha)
     curves = learning_curves(workdir)
-    spread_file = workdir / "preorder_spread.jsonl"  # tools/preorder_spread.py
+    spread_file = workdir / "preorder_spread.jsonl"  # tools/study/preorder_spread.py
     spread_rows = [json.loads(x) for x in spread_file.read_text().splitlines()] if spread_file.exists() else []
     spread = {f"{split}_tau": _mean_sd([r[f"{split}_tau"] for r in spread_rows]) for split in ("tune", "test")
               if spread_rows and all(f"{split}_tau" in r for r in spread_rows)}

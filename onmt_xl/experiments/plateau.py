@@ -53,7 +53,7 @@ def read_state(workdir: Path, system: str) -> Optional[Dict[str, Any]]:
 
 
 def describe(workdir: str, system: str) -> str:
-    """One line on where ``system``'s rounds stand (``tools/study_queue.sh status``)."""
+    """One line on where ``system``'s rounds stand (``tools/study/study_queue.sh status``)."""
     state = read_state(Path(workdir), system)
     if state is None:
         return f"plateau ({system}): not started"

@@ -77,7 +77,7 @@ SYSTEMS: Dict[str, System] = _systems(
            "Ding et al. 2020 Tab. 4 (InXL PE)"),
     # OpenNMT-py's stock attentional LSTM (Luong et al. 2015): a bidirectional encoder, an input-feeding decoder;
     # hidden size the preset's d_model (the paper: hidden 1024 beside BIG), 6 layers as the paper's, which puts its
-    # parameters near the Transformer's at the enja preset (tools/count_params.py --preset enja; reports/RESULTS.md)
+    # parameters near the Transformer's at the enja preset (tools/bench/count_params.py --preset enja; reports/RESULTS.md)
     System("lstm", {"encoder_type": "brnn", "decoder_type": "rnn", "rnn_type": "LSTM", "global_attention": "general",
                     "position_encoding": False}, None, "Ding et al. 2020 Tab. 4 (LSTM, 6 layers)",
            over_preset={"enc_layers": 6, "dec_layers": 6}),

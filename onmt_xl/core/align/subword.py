@@ -37,7 +37,7 @@ eflomal on the sub-word text:
   then :func:`project_links` back.
 
 :func:`collapse_links` (words linked when any of their pieces are) also scores a sub-word aligner
-against word-level gold; ``tools/bench_align.py --subword`` and ``tools/bench_subword.py
+against word-level gold; ``tools/bench/bench_align.py --subword`` and ``tools/bench/bench_subword.py
 --subword-eflomal`` measure the alternative.
 
 Word orders and sub-word orders are converted with :func:`collapse_order` (sub-words -> words: a word

@@ -30,7 +30,7 @@ class InXLPositionFusion(nn.Module):
     ``U = V = I``, ``tanh(PE_abs + PE_XL)``; in each frequency ``ω`` the sum of the two sinusoids has amplitude
     ``2|cos(ω (p_abs − p_XL) / 2)|``, so wherever ``pos_XL`` differs from the position some frequencies cancel
     and others saturate the tanh. The default is the start that trained better on a Japanese→English tuning
-    split carved from the training data (``tools/tune_options.py``, ``reports/TUNING.md``).
+    split carved from the training data (``tools/study/tune_options.py``, ``reports/TUNING.md``).
 
     Inputs: ``pe_abs``, ``pe_xl`` ``(batch, src_len, d_model)``; output: same shape.
     """

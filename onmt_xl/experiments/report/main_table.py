@@ -16,7 +16,7 @@ INTRO = [
     "(the last training pairs; used for nothing but validation perplexity, so a second test set). Parameters from the checkpoints; tok/s is the median of OpenNMT's "
     "per-report training source tokens/second (first report left out), as trained here: a † marks a job "
     "trained while another shared the CPU (`--parallel`), a ‡ one resumed from a checkpoint (OpenNMT-py 3.5.1's `-train_from` restarts the corpus at its first line, so a resumed job also saw its data in another order than an uninterrupted one); the machine's speed "
-    "also drifts, so × baseline is left out for marked rows and the controlled speed comparison is `tools/bench_xl_step.py` (reports/bench_xl_step_enja.txt). "
+    "also drifts, so × baseline is left out for marked rows and the controlled speed comparison is `tools/bench/bench_xl_step.py` (reports/bench_xl_step_enja.txt). "
     "`disan`: a residual block over directional heads (DiSAN's masks: no head reads the token itself) "
     "with DiSAN's fusion gate mixing in the normalised block input; `disan_nogate` (`-xl_disan_fusion none`, "
     "our variant) drops the gate.", "",
