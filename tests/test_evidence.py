@@ -782,7 +782,7 @@ def test_the_gpu_script_merges_a_waves_jobs_once_and_never_over_training_here(tm
         for name in ("baseline_s2", "combination_s2"):
             tar.add(wave / name, arcname=name)
     checkout = tmp_path / "checkout"  # the script runs in its checkout: W is runs/w there, from the file's name
-    (checkout / "tools").mkdir(parents=True)
+    (checkout / "tools" / "study").mkdir(parents=True)
     (checkout / "tools" / "study" / "gpu_evidence.sh").write_text((REPO / "tools" / "study" / "gpu_evidence.sh").read_text())
     wd, archive = checkout / "runs" / "w", checkout / "reports" / "w"
     (wd / "jobs" / "combination_s2").mkdir(parents=True)
