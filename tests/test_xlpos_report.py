@@ -70,6 +70,8 @@ def test_assemble_links_the_data_and_renames_the_design_runs(tmp_path):
     data, control, design, work = (tmp_path / n for n in ("design_work", "control", "design", "work"))
     (data / "data").mkdir(parents=True)
     (data / "data" / "test.ref").write_text("\n".join(REFS) + "\n", encoding="utf-8")
+    (data / "align").mkdir()
+    (data / "align" / "test.gdfa").write_text("0-0\n", encoding="utf-8")
     for s in (1, 2):
         _job(control, f"baseline_s{s}", REFS)
         _job(design, f"combination_xfit_s{s}", REFS[::-1], packed=s == 1)
@@ -77,6 +79,7 @@ def test_assemble_links_the_data_and_renames_the_design_runs(tmp_path):
     found = xr.assemble(work, data, control, design, seeds=(1, 2, 3))
     assert found == {"baseline": [1, 2], "combination": [1, 2]}
     assert (work / "data" / "test.ref").read_text(encoding="utf-8").splitlines() == REFS
+    assert (work / "align" / "test.gdfa").read_text(encoding="utf-8") == "0-0\n"
     assert (work / "jobs" / "combination_s1" / "hyp.test").read_text(encoding="utf-8").splitlines() == REFS[::-1]
     assert json.loads((work / "jobs" / "combination_s1" / "done.json").read_text()) == {"step": 8000}
     assert xr.assemble(work, data, control, design, seeds=(1, 2, 3)) == found  # again: replaced, not doubled

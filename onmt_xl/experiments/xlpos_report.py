@@ -106,7 +106,7 @@ def drift_check(control: Path, drift: Path, refs: Sequence[str], seeds: Sequence
 
 def assemble(workdir: Path, data: Path, control: Path, design: Path, seeds: Sequence[int] = SEEDS,
              job: str = "combination_xfit", as_system: str = "combination") -> Dict[str, List[int]]:
-    """Fill ``workdir`` for the evidence report: ``data/`` links to ``data``'s, ``jobs/baseline_sK`` from
+    """Fill ``workdir`` for the evidence report: ``data/`` (and ``align/``) link to ``data``'s, ``jobs/baseline_sK`` from
     ``control``, ``jobs/AS_SYSTEM_sK`` from ``design``'s ``JOB_sK`` (gzip files unpacked); the seeds found."""
     if not (data / "data" / "test.ref").exists():
         raise XLUsageError(str(data), None, "holds no staged data (data/test.ref): give the design's work directory")
@@ -117,6 +117,9 @@ def assemble(workdir: Path, data: Path, control: Path, design: Path, seeds: Sequ
             raise XLUsageError(str(workdir), None, f"its data/ is not {data / 'data'}: give an empty --workdir")
     else:
         link.symlink_to((data / "data").resolve(), target_is_directory=True)
+    align = workdir / "align"  # the test pairs' eflomal links: the more and less reordered halves
+    if (data / "align").is_dir() and not (align.is_symlink() or align.exists()):
+        align.symlink_to((data / "align").resolve(), target_is_directory=True)
     found: Dict[str, List[int]] = {}
     for archive, name, target in ((control, "baseline", "baseline"), (design, job, as_system)):
         found[target] = []
