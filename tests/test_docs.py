@@ -23,7 +23,8 @@ TEXTS = [README, *PAGES]
 #: a path inside the repository, as the pages write it: one of our top-level folders, then path characters
 PATH = re.compile(r"(?<![\w./$-])((?:onmt_xl|tools|reports|tests|docs|yaml_configs|\.ci)/[\w./-]*)")
 #: the repository's top-level files, named without a folder
-TOP_FILES = re.compile(r"(?<![\w./-])(pyproject\.toml|mkdocs\.yml|CHANGELOG\.md|README\.md|onmt_xl_hook\.(?:py|pth))(?![\w])")
+TOP_FILES = re.compile(
+    r"(?<![\w./-])(pyproject\.toml|mkdocs\.yml|CHANGELOG\.md|README\.md|onmt_xl_hook\.(?:py|pth))(?![\w])")
 #: a dotted name inside the package: onmt_xl.module(.module)*(.attribute)?
 DOTTED = re.compile(r"(?<![\w./])(onmt_xl(?:\.\w+)+)")
 #: a Markdown link
