@@ -6,7 +6,7 @@ and is called automatically (through ``onmt_xl_hook.pth``) the first time a
 Python process imports ``onmt``.
 """
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 
 def register() -> None:

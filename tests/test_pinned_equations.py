@@ -128,7 +128,7 @@ def _relative_encoder_by_hand(enc, src, src_len, absolute_pe=0):
     """One pre-norm layer, dropout 0, per sentence:
 
     ``X = sqrt(d) · E[src]`` (OpenNMT's embedding scale; ``absolute_pe`` times Eq. 1's ``PE`` added: 0 is the
-    Relative PE baseline, which the README's *Design choices* and the class docstring specify: "no absolute PE in
+    Relative PE baseline, which docs/design.md (Relative PE) and the class docstring specify: "no absolute PE in
     the encoder"); ``H = X + RelAttn(LN(X))`` (Shaw et al. 2018, Eq. 3-4, padded keys masked);
     ``out = LN(H + FFN(H))``. Returns (layer input ``X``, encoder output), each ``(batch, len, d)``.
     """

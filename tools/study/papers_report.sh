@@ -6,7 +6,7 @@
 #   DECISIVE_SEEDS=1,2,3,4,5 bash tools/study/papers_report.sh   # the decisive design at k = 5 (the default once the
 #                                                          # precision rule's 8 seeds are all archived is k = 8)
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/.."
 # the checkout's code, whatever copy of onmt_xl is installed (a stale site copy would write stale reports)
 onmt_xl_cli() { PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" python3 -m onmt_xl.experiments "$@"; }
 WORK=${WORK:-$(mktemp -d -t onmt_xl_papers.XXXXXX)}
@@ -86,6 +86,26 @@ else
     --systems combination --refs "$WORK/decisive_jaen_tuned/data/test.ref" --samples 10000 \
     --report reports/MOVED_inxl_start_decisive.md > /dev/null
   echo "[papers_report] wrote reports/MOVED_inxl_start_decisive.md" >&2
+fi
+# the third look (reports/PREREG_xlpos.md): Combination on cross-fitted positions of the chosen source, analysed
+# once its 8 runs are archived, against the design's baseline runs after the drift check of the control
+xfit=0
+for s in 1 2 3 4 5 6 7 8; do
+  [ -f "reports/decisive_jaen_xlpos_src/jobs/combination_xfit_s$s/hyp.test.gz" ] && xfit=$((xfit + 1))
+done
+if [ "$xfit" -lt 8 ]; then
+  [ -d reports/decisive_jaen_xlpos_src ] && echo "[papers_report] third look: $xfit of 8 runs archived; not analysed before its end" >&2
+else
+  # the design's split, staged from its archive (the report stage restores and stages it; that report is not used)
+  onmt_xl_cli evidence --workdir "$WORK/decisive_jaen_xlpos_src" --archive reports/decisive_jaen_xlpos_src \
+    --test-from-train 5000 --stage report --systems baseline --seeds 1 --report "$WORK/xlpos_staging.md" > /dev/null
+  PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" python3 -m onmt_xl.experiments.xlpos_report \
+    --data "$WORK/decisive_jaen_xlpos_src" --design reports/decisive_jaen_xlpos_src --control reports/decisive_jaen \
+    --drift reports/decisive_jaen_xlpos --tuned reports/decisive_jaen_tuned --old-source reports/decisive_jaen_xlpos \
+    --looks reports/DECISIVE_jaen.json,reports/DECISIVE_jaen_tuned.json \
+    --payoff reports/decisive_jaen_xlpos_src/payoff.json --workdir "$WORK/decisive_jaen_xlpos_report" \
+    --report reports/DECISIVE_jaen_xlpos.md > /dev/null
+  echo "[papers_report] wrote reports/DECISIVE_jaen_xlpos.md" >&2
 fi
 # the decisive split's tiers on a lent GPU (tools/study/gpu_evidence.sh waves 4-6; reports/PREREG_decisive_baselines.md),
 # each work directory with its own baseline (or default) runs

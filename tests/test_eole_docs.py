@@ -1,7 +1,7 @@
-"""What README.md's "Using it from Eole" says, checked against Eole 0.6.4 (issue 77): its complete minimal YAML
+"""What docs/eole.md ("Using it from Eole") says, checked against Eole 0.6.4 (issues 77, 79): its complete minimal YAML
 validates with Eole's own config model (no training), the places it names for ``report_every`` and dropout are the
 ones Eole accepts, and the start-up warnings every ``eole`` command prints are Eole's, not ours. Skips without
-Eole."""
+Eole. (The README's shorter Eole YAML is checked against this complete one by tests/test_docs.py.)"""
 
 from __future__ import annotations
 
@@ -15,25 +15,25 @@ import yaml
 
 pytest.importorskip("eole", reason="Eole is not installed (pip install eole==0.6.4; see tests/test_eole.py)")
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "eole.md"
 EOLE = Path(sys.executable).with_name("eole")
 
 
-def readme_yaml(first_line: str) -> str:
-    """The ```yaml block of README.md's Eole section that starts with ``first_line``."""
-    section = README.read_text(encoding="utf-8").split("## Using it from Eole", 1)[1].split("\n## ", 1)[0]
-    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", section, flags=re.S) if b.startswith(first_line)]
-    assert len(blocks) == 1, f"README.md's Eole section has {len(blocks)} yaml blocks starting {first_line!r}"
+def page_yaml(first_line: str) -> str:
+    """The ```yaml block of docs/eole.md that starts with ``first_line``."""
+    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", PAGE.read_text(encoding="utf-8"), flags=re.S)
+              if b.startswith(first_line)]
+    assert len(blocks) == 1, f"docs/eole.md has {len(blocks)} yaml blocks starting {first_line!r}"
     return blocks[0]
 
 
 @pytest.fixture
-def readme_config(tmp_path, monkeypatch):
-    """The README's config as data, in a folder holding the files it names (Eole checks that they exist)."""
+def page_config(tmp_path, monkeypatch):
+    """The page's config as data, in a folder holding the files it names (Eole checks that they exist)."""
     import onmt_xl.eole
 
     onmt_xl.eole.register()
-    config = yaml.safe_load(readme_yaml("# xl.yaml"))
+    config = yaml.safe_load(page_yaml("# xl.yaml"))
     monkeypatch.chdir(tmp_path)
     paths = [config["src_vocab"], config["tgt_vocab"], config["transforms_configs"]["xl_position"]["xl_preorderer"],
              *(c[k] for c in config["data"].values() for k in ("path_src", "path_tgt"))]
@@ -43,12 +43,12 @@ def readme_config(tmp_path, monkeypatch):
     return config
 
 
-def test_the_readme_yaml_validates_with_eoles_config_model(readme_config):
+def test_the_page_yaml_validates_with_eoles_config_model(page_config):
     from eole.config.run import TrainConfig
 
     from onmt_xl.eole.config import XLTransformerEncoderConfig
 
-    config = TrainConfig(**readme_config)
+    config = TrainConfig(**page_config)
     assert isinstance(config.model.encoder, XLTransformerEncoderConfig)
     assert config.model.encoder.encoder_type == "xl_combination" and config.model.encoder.heads == 4
     assert config.model.encoder.resolved_xl_heads == 2
@@ -59,20 +59,20 @@ def test_the_readme_yaml_validates_with_eoles_config_model(readme_config):
 
 
 @pytest.mark.parametrize("move", ["report_every under training", "dropout under model"])
-def test_the_places_the_readme_warns_against_are_refused(readme_config, move):
+def test_the_places_the_page_warns_against_are_refused(page_config, move):
     from eole.config.run import TrainConfig
     from pydantic import ValidationError
 
     if move == "report_every under training":
-        readme_config["training"]["report_every"] = readme_config.pop("report_every")
+        page_config["training"]["report_every"] = page_config.pop("report_every")
     else:
-        readme_config["model"]["dropout"] = readme_config["training"].pop("dropout")[0]
+        page_config["model"]["dropout"] = page_config["training"].pop("dropout")[0]
     with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
-        TrainConfig(**readme_config)
+        TrainConfig(**page_config)
 
 
-def test_the_readme_server_config_is_what_eole_serve_reads():
-    server = yaml.safe_load(readme_yaml("models_root:"))
+def test_the_page_server_config_is_what_eole_serve_reads():
+    server = yaml.safe_load(page_yaml("models_root:"))
     assert set(server) == {"models_root", "models"}
     assert server["models"] == [{"id": "xl", "path": "model", "preload": True, "config": {"beam_size": 2}}]
 
