@@ -90,7 +90,9 @@ def test_the_ends_of_the_path_are_the_test_and_oracle_variants_word_for_word(tra
         assert f"-xl_positions_suffix .{level_variant(alpha)}.xlpos" in (jd / "commands.sh").read_text()
     result = json.loads((wd / "payoff.json").read_text())
     assert list(result["levels"]) == ["0.00", "0.25", "0.50", "0.75", "1.00"]
-    taus = [lv["tau"] for lv in result["levels"].values()]
+    taus = [lv["corpus_tau"] for lv in result["levels"].values()]
+    means = [lv["mean_tau"] for lv in result["levels"].values()]
+    assert means == sorted(means) and means[-1] == 1.0  # the synthetic links: the oracle orders every pair
     assert taus == sorted(taus) and taus[0] < taus[-1]
     from onmt_xl.reorder.preorderer import Preorderer
 
@@ -230,7 +232,7 @@ def test_the_cli_stage_takes_the_tier_s_combination_jobs_and_says_what_it_needs(
     proc = subprocess.run(base + ["--steps", "20"], capture_output=True, text=True, env=run_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "combination_s5: skipped (not finished)" in proc.stdout and "baseline_s1" not in proc.stdout
-    assert "level 0.50: Kendall tau " in proc.stdout
+    assert "level 0.50: mean Kendall tau " in proc.stdout
     proc = subprocess.run(base + ["--steps", "20", "--systems", "baseline"], capture_output=True, text=True,
                           env=run_env())
     assert proc.returncode == 0 and "baseline_s1: skipped (reads no XL positions)" in proc.stdout

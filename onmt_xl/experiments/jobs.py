@@ -2,7 +2,8 @@
 
 A job is one trained model (a system of :data:`onmt_xl.experiments.systems.SYSTEMS`, a seed and option
 overrides); a *variant* is one ``onmt_translate`` run of it (clean test set, swapped words, oracle XL indices
-from test-side alignments, forced decoding of a gold reference for attention AER, the Sim metric)::
+from test-side alignments, forced decoding of a gold reference for attention AER, the Sim metric, a level of the
+payoff curve: ``payoffNNN``, :mod:`onmt_xl.experiments.payoff`)::
 
     jobs/NAME/ config.yaml, train.log, commands.sh, done.json, hyp.VARIANT, translate_VARIANT.log
 

@@ -9,8 +9,8 @@ sentence; :data:`LEVELS`. Each level's positions go to ``data/test.src`` + :func
 translation of a level is its variant ``payoffNNN`` (``jobs/NAME/hyp.payoff050``, kept like every variant, so the
 stage resumes). Level 0 gives the model the very positions of the ``test`` variant, level 1 those of ``oracle``.
 
-Each level is reported with the Kendall τ of its positions against the test pairs' eflomal links (corpus τ, as
-``preorderer.json`` reports the preorderer's, and the mean of the sentences' τ), per-job BLEU (sacrebleu, scored as
+Each level is reported with the Kendall τ of its positions against the test pairs' eflomal links (the mean of the
+sentences' τ, the figure stage 2 chose the source on, and the corpus τ that ``preorderer.json`` reports), per-job BLEU (sacrebleu, scored as
 the ``test`` variant is: :func:`onmt_xl.experiments.scoring.text_scores`), their mean and sd over seeds:
 ``payoff.json``, ``payoff.md`` and ``payoff.png`` (BLEU against τ, mean ± sd, the baseline's mean test BLEU as a
 line where its runs are found) in the work directory, and in ``--archive``.
@@ -58,8 +58,8 @@ class Level:
     """One level's positions, scored against the test pairs' eflomal links."""
 
     alpha: float
-    tau: float  # corpus Kendall τ (micro-averaged over aligned pairs, as preorderer.json's)
-    mean_sentence_tau: float  # the mean of the sentences' τ (sentences with an aligned pair of distinct ranks)
+    mean_tau: float  # the mean of the sentences' τ (those with an aligned pair of distinct ranks), as stage 2's
+    corpus_tau: float  # τ over all aligned pairs of the test set (micro-averaged), as preorderer.json's
     exact_match: float
     swaps: int  # adjacent swaps applied, over the test set
     discordant: int  # pairs still ordered otherwise than the oracle, over the test set
@@ -73,6 +73,7 @@ def path_ends(runner) -> Tuple[List[List[str]], List[List[int]], List[List[int]]
     from onmt_xl.reorder.crossfit import predict_positions
     from onmt_xl.reorder.oracle import btg_oracle
     from onmt_xl.reorder.preorderer import Preorderer
+    from onmt_xl.reorder.threads import set_threads
 
     src_path, align_path = runner.path("data", "test.src"), runner.path("align", "test.gdfa")
     for path in (src_path, align_path, runner.preorderer_path()):
@@ -86,6 +87,7 @@ def path_ends(runner) -> Tuple[List[List[str]], List[List[int]], List[List[int]]
     links = [parse_pharaoh_line(a, len(s), None, path=str(align_path), lineno=k + 1)
              for k, (a, s) in enumerate(zip(align, src))]
     oracle = [list(btg_oracle(len(s), l).pos_xl) for s, l in zip(src, links)]
+    set_threads(runner.threads or 1)  # the parse beside the training: the stage's thread share
     predicted = predict_positions(Preorderer.load(str(runner.preorderer_path())), src)
     return src, predicted, oracle, links
 
@@ -110,7 +112,7 @@ def score_level(alpha: float, rows, predicted, oracle, src, links) -> Level:
     taus = [t for t in sentence_taus(orders, ranks) if t is not None]
     left = sum(discordant_pairs(r, o) for r, o in zip(rows, oracle))
     total = sum(discordant_pairs(p, o) for p, o in zip(predicted, oracle))
-    return Level(alpha, scores.tau, statistics.fmean(taus) if taus else 1.0, scores.exact_match, total - left, left)
+    return Level(alpha, statistics.fmean(taus) if taus else 1.0, scores.tau, scores.exact_match, total - left, left)
 
 
 def write_level(runner, alpha: float, rows: Sequence[Sequence[int]]) -> Path:
@@ -206,10 +208,12 @@ def payoff_stage(runner, jobs: List[Job], baseline_from: Sequence[str] = ()) -> 
         rows = level_rows(predicted, oracle, alpha)
         levels[alpha] = score_level(alpha, rows, predicted, oracle, src, links)
         path = write_level(runner, alpha, rows)
-        say(f"  level {alpha:.2f}: Kendall tau {levels[alpha].tau:.4f} (mean over sentences "
-            f"{levels[alpha].mean_sentence_tau:.4f}), {levels[alpha].swaps} swaps applied, {path.name}")
+        say(f"  level {alpha:.2f}: mean Kendall tau {levels[alpha].mean_tau:.4f} (corpus "
+            f"{levels[alpha].corpus_tau:.4f}), {levels[alpha].swaps} swaps applied, {path.name}")
     variants = [level_variant(a) for a in LEVELS]
     refs = read_lines(runner.path("data", "test.ref"))
+    dirs = [Path(d) for d in baseline_from] or [runner.workdir] + ([runner.archive] if runner.archive else [])
+    where, base = baseline_runs(dirs, refs, tokenization)  # before any translation: a wrong directory fails at once
     bleu: Dict[float, Dict[str, float]] = {a: {} for a in LEVELS}
     ends: Dict[str, Dict[str, Optional[bool]]] = {}
     skipped: Dict[str, str] = {}
@@ -245,9 +249,8 @@ def payoff_stage(runner, jobs: List[Job], baseline_from: Sequence[str] = ()) -> 
                 say(f"  {job.name}: warning: {level_variant(alpha)} differs from the {variant} variant's translation")
         if runner.archive is not None:
             save_job(runner.workdir, runner.archive, job.name, runner.corpus_dir())
-    dirs = [Path(d) for d in baseline_from] or [runner.workdir] + ([runner.archive] if runner.archive else [])
-    where, base = baseline_runs(dirs, refs, tokenization)
     result = payoff_result(levels, bleu, ends, skipped, where, base, len(src), signature, runner.workdir)
+    result["beam_size"] = runner.beam_size
     out = write_outputs(runner.workdir, result)
     if runner.archive is not None:
         runner.archive.mkdir(parents=True, exist_ok=True)
@@ -287,14 +290,14 @@ def markdown(result: Dict[str, Any]) -> str:
     jobs = sorted({j for level in result["levels"].values() for j in level["bleu"]})
     lines = ["# Payoff curve", "", result["what"] + f"; {result['test_pairs']} test pairs, Kendall τ against "
              f"{result['tau_against']}.", "",
-             "| α | τ (corpus) | τ (mean over sentences) | swaps applied | runs | BLEU mean ± sd | " + " | ".join(jobs)
+             "| α | mean τ | corpus τ | swaps applied | runs | BLEU mean ± sd | " + " | ".join(jobs)
              + (" |" if jobs else "|"),
              "|---:|---:|---:|---:|---:|---:|" + "---:|" * len(jobs)]
     for key, level in result["levels"].items():
         mean = "–" if level["mean"] is None else f"{level['mean']:.2f}"
         sd = "" if level["sd"] is None else f" ± {level['sd']:.2f}"
         cells = [f"{level['bleu'][j]:.2f}" if j in level["bleu"] else "–" for j in jobs]
-        lines.append(f"| {key} | {level['tau']:.4f} | {level['mean_sentence_tau']:.4f} | {level['swaps']} | "
+        lines.append(f"| {key} | {level['mean_tau']:.4f} | {level['corpus_tau']:.4f} | {level['swaps']} | "
                      f"{level['runs']} | {mean}{sd} | " + " | ".join(cells) + (" |" if cells else ""))
     lines.append("")
     base = result["baseline"]
@@ -323,27 +326,32 @@ def markdown(result: Dict[str, Any]) -> str:
 
 
 def plot(result: Dict[str, Any], out: Path) -> Optional[Path]:
-    """``payoff.png``: mean BLEU ± sd over seeds against the levels' corpus τ, the baseline's mean as a line; None
+    """``payoff.png``: mean BLEU ± sd over seeds against the levels' mean τ, the baseline's mean as a line; None
     when no level has a translation."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    points = [(lv["tau"], lv["mean"], lv["sd"] or 0.0, key) for key, lv in result["levels"].items()
+    points = [(lv["mean_tau"], lv["mean"], lv["sd"] or 0.0, key) for key, lv in result["levels"].items()
               if lv["mean"] is not None]
     if not points:
         return None
+    def runs(n: int) -> str:
+        return f"{n} run" + ("s" if n != 1 else "")
+
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     ax.errorbar([p[0] for p in points], [p[1] for p in points], yerr=[p[2] for p in points], marker="o",
                 capsize=3, label=f"XL PE, test positions part way to the oracle (mean ± sd, "
-                                 f"{max(lv['runs'] for lv in result['levels'].values())} runs)")
+                                 f"{runs(max(lv['runs'] for lv in result['levels'].values()))})")
     for tau, mean, _, key in points:
         ax.annotate(f"α={key}", (tau, mean), textcoords="offset points", xytext=(4, -12), fontsize=8)
     base = result["baseline"]
     if base:
-        ax.axhline(base["mean"], color="grey", linestyle="--", label=f"baseline ({base['runs']} runs)")
-    ax.set(xlabel="Kendall τ of the test positions (eflomal links)", ylabel="test BLEU (beam 5)")
+        ax.axhline(base["mean"], color="grey", linestyle="--", label=f"baseline, mean ({runs(base['runs'])})")
+    beam = result.get("beam_size")
+    ax.set(xlabel="mean Kendall τ of the test positions (per sentence, eflomal links)",
+           ylabel="test BLEU" + (f" (beam {beam})" if beam else ""))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
