@@ -579,11 +579,11 @@ def add_evidence(sub) -> None:
                    help="--stage payoff: work directories or archives whose finished baseline_sSEED jobs (their test "
                         "translations, on the same test split) give the plot's baseline line, the first that has any "
                         "(default: --workdir, then --archive)")
-    p.add_argument("--steps", type=int, help="--stage main/status/aer/payoff: steps of every model (where the validation "
-                   "BLEU of the learning curve stops rising)")
+    p.add_argument("--steps", type=int, help="--stage main/status/aer/payoff: steps of every model (where the "
+                   "validation BLEU of the learning curve stops rising)")
     p.add_argument("--tier", type=tiers_option, default="a", metavar="{a,b,c,d,e,f,g,h,i,x}[,...]",
-                   help="--stage main/status/aer/payoff (and report with --systems or --seeds): a = baseline, Relative PE, "
-                        "InXL, HeadXL, Combination, seeds 1-3; b = baseline and Combination, seeds 1-3 (run it on "
+                   help="--stage main/status/aer/payoff (and report with --systems or --seeds): a = baseline, "
+                        "Relative PE, InXL, HeadXL, Combination, seeds 1-3; b = baseline and Combination, seeds 1-3 (run it on "
                         "the reversed corpus); c = encoder-free, DiSAN, REs, ExGRE, ReFSR, pre-reordering, seeds "
                         "1-2, and Combination and pre-reordering trained on oracle indices; d = the tau sweep of "
                         "HeadXL and the noise attack on Combination, seed 1; e, f, g = the decisive design "

@@ -10,10 +10,10 @@ translation of a level is its variant ``payoffNNN`` (``jobs/NAME/hyp.payoff050``
 stage resumes). Level 0 gives the model the very positions of the ``test`` variant, level 1 those of ``oracle``.
 
 Each level is reported with the Kendall τ of its positions against the test pairs' eflomal links (the mean of the
-sentences' τ, the figure stage 2 chose the source on, and the corpus τ that ``preorderer.json`` reports), per-job BLEU (sacrebleu, scored as
-the ``test`` variant is: :func:`onmt_xl.experiments.scoring.text_scores`), their mean and sd over seeds:
-``payoff.json``, ``payoff.md`` and ``payoff.png`` (BLEU against τ, mean ± sd, the baseline's mean test BLEU as a
-line where its runs are found) in the work directory, and in ``--archive``.
+sentences' τ, the figure stage 2 chose the source on, and the corpus τ that ``preorderer.json`` reports), per-job
+BLEU (sacrebleu, scored as the ``test`` variant is: :func:`onmt_xl.experiments.scoring.text_scores`), their mean and
+sd over seeds: ``payoff.json``, ``payoff.md`` and ``payoff.png`` (BLEU against τ, mean ± sd, the baseline's mean
+test BLEU as a line where its runs are found) in the work directory, and in ``--archive``.
 """
 
 from __future__ import annotations

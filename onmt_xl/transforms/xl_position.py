@@ -9,15 +9,15 @@ oracle upper bound of Chen et al. 2020, Sec. 3, which uses test information). It
 transform that changes the source tokens, so it reorders exactly what the encoder reads (words, or
 BPE/SentencePiece pieces).
 
-Preorderer outputs are cached per distinct source sentence (``-xl_cache_size`` entries per process,
-default 1M; OpenNMT re-applies transforms on every pass over the corpus), so the CKY parse runs once per
-sentence and process. With ``-xl_positions_suffix SUFFIX``, a corpus of ``-data`` whose ``path_src + SUFFIX`` exists
-(``onmt-xl positions``: cross-fitted training positions), and the input of ``onmt_translate -src FILE`` whose
-``FILE + SUFFIX`` exists (corpus ``infer``: each example keeps its line number through OpenNMT's sorting and
-batching), take their positions from that file, line by line, checked against the text
-(:class:`onmt_xl.position_source.PrecomputedPositions`); other text, and the server, keep the preorderer. At training time ``-xl_noise R`` swaps random pairs of reordered indices, ``R·n/2`` swaps in an
-n-token sentence in expectation (stochastically rounded), i.e. a ratio R of its indices move (the noise attack of
-§4.5, footnote 4).
+Preorderer outputs are cached per distinct source sentence (``-xl_cache_size`` entries per process, default 1M;
+OpenNMT re-applies transforms on every pass over the corpus), so the CKY parse runs once per sentence and process.
+With ``-xl_positions_suffix SUFFIX``, a corpus of ``-data`` whose ``path_src + SUFFIX`` exists (``onmt-xl
+positions``: cross-fitted training positions), and the input of ``onmt_translate -src FILE`` whose ``FILE + SUFFIX``
+exists (corpus ``infer``: each example keeps its line number through OpenNMT's sorting and batching), take their
+positions from that file, line by line, checked against the text
+(:class:`onmt_xl.position_source.PrecomputedPositions`); other text, and the server, keep the preorderer. At
+training time ``-xl_noise R`` swaps random pairs of reordered indices, ``R·n/2`` swaps in an n-token sentence in
+expectation (stochastically rounded), i.e. a ratio R of its indices move (the noise attack of §4.5, footnote 4).
 
 **Segmentation guard.** A preorderer only means something on the segmentation it was trained on, which
 its file records (:mod:`onmt_xl.segmentation`). ``warm_up`` (at start-up of ``onmt_build_vocab``,
