@@ -249,6 +249,87 @@ def test_without_the_option_no_file_is_read(trained, corpus):
     assert t.apply(example(5))["xl_pos"] == t.preorderer.pos_xl(SRC[5].split())
 
 
+# --- translation input: onmt_translate -src FILE with FILE + SUFFIX ---------------------------------------------------
+
+def translate_opts(pre, src, *extra):
+    import onmt.opts
+    from onmt.utils.parse import ArgumentParser
+
+    parser = ArgumentParser()
+    onmt.opts.translate_opts(parser)
+    opt = parser.parse_args(["-model", "unused.pt", "-src", str(src), "-transforms", "xl_position", "-xl_preorderer",
+                             str(pre), *map(str, extra)])
+    ArgumentParser.validate_translate_opts(opt)
+    ArgumentParser._get_all_transform_translate(opt)
+    ArgumentParser.validate_translate_opts_dynamic(opt)
+    return opt
+
+
+def test_translation_input_reads_its_positions_file(trained, corpus, caplog):
+    _, pre = trained
+    src = corpus.with_name("test.src")
+    src.write_text("a b c\nd e\n\ng h i j\n")
+    rows = [[1, 2, 0], [1, 0], [], [0, 3, 1, 2]]
+    write(str(src) + ".xlpos", src, rows)
+    with caplog.at_level("INFO", logger="onmt"):
+        t = make(pre, None, src=str(src), transforms=["xl_position"])
+    assert f"xl_position: the input {src} takes pos_XL from {src}.xlpos (test)" in caplog.text
+    for line, row in enumerate(rows):
+        tokens = src.read_text().splitlines()[line].split(" ")  # as OpenNMT splits a line: "" is one empty token
+        ex = {"src": tokens, "tgt": None, "cid": "infer", "cid_line_number": line}
+        assert t.apply(ex)["xl_pos"] == (row or [0])
+    with pytest.raises(XLInputError, match=r"test.src, line 2: 3 source tokens reach xl_position"):
+        t.apply({"src": ["d", "e", "f"], "tgt": None, "cid": "infer", "cid_line_number": 1})
+    # no file beside the input: the preorderer, said once; the server's placeholder -src is no file: nothing read
+    other = corpus.with_name("other.src")
+    other.write_text("a b c\n")
+    with caplog.at_level("INFO", logger="onmt"):
+        t = make(pre, None, src=str(other), transforms=["xl_position"])
+    assert f"xl_position: the input {other} takes pos_XL from the preorderer {pre} (no {other}.xlpos)" in caplog.text
+    assert t.precomputed == {}
+    assert make(pre, None, src="dummy_src", transforms=["xl_position"]).precomputed == {}
+    # a tokenizer before xl_position: the file's tokens are not the ones it sees
+    with pytest.raises(XLUsageError, match=r"the input \(onmt_tokenize -> xl_position\): onmt_tokenize changes"):
+        make(pre, None, src=str(src), transforms=["onmt_tokenize", "xl_position"])
+
+
+@pytest.mark.parametrize("batch", [("1", "sents"), ("2", "sents"), ("3", "sents"), ("24", "tokens")])
+def test_translation_batches_keep_each_line_s_positions(trained, tmp_path, batch):
+    """OpenNMT's inference iterator sorts a bucket by length and batches it: each example keeps its line number, so
+    each row of ``batch["xl_pos"]`` is its own line's (random permutations, lines of different lengths, a repeated
+    line with other positions: a lookup by text alone would give both lines the same)."""
+    import random
+
+    import pyonmttok
+    from onmt.constants import CorpusTask
+    from onmt.inputters.dynamic_iterator import build_dynamic_dataset_iter
+    from onmt.transforms import get_transforms_cls
+
+    corpus_, pre = trained
+    lines = [" ".join(s) for s in corpus_.src[:9]] + [" ".join(corpus_.src[2])]
+    src = tmp_path / "test.src"
+    src.write_text("\n".join(lines) + "\n")
+    rng = random.Random(7)
+    rows = [rng.sample(range(len(l.split())), len(l.split())) for l in lines]
+    while rows[-1] == rows[2]:
+        rows[-1] = rng.sample(rows[2], len(rows[2]))
+    assert len({len(r) for r in rows}) > 3
+    write(tmp_path / "test.src.xlpos", src, rows)
+    opt = translate_opts(pre, src, "-xl_positions_suffix", ".xlpos", "-batch_size", batch[0], "-batch_type", batch[1])
+    vocab = pyonmttok.build_vocab_from_tokens(sorted({t for l in lines for t in l.split()}),
+                                              special_tokens=["<unk>", "<blank>", "<s>", "</s>"])
+    vocab.default_id = 0
+    vocabs = {"src": vocab, "tgt": vocab, "data_task": "seq2seq", "decoder_start_token": "<s>"}
+    seen = []
+    for b, _ in build_dynamic_dataset_iter(opt, get_transforms_cls(opt._all_transform), vocabs,
+                                           task=CorpusTask.INFER):
+        for r, line in enumerate(b["cid_line_number"]):
+            n = int(b["srclen"][r])
+            assert b["xl_pos"][r, :n].tolist() == rows[line], line
+            seen.append(line)
+    assert sorted(seen) == list(range(len(lines))) and seen != sorted(seen)  # every line once, sorted by length
+
+
 # --- end to end: onmt-xl positions, then onmt_train ----------------------------------------------------------------
 
 def onmt_xl_cli(*args, cwd=None):
@@ -300,3 +381,26 @@ def test_positions_then_onmt_train(tmp_path):
     assert f"corpus 'train' takes pos_XL from {out} (cross-fitted, 2 folds)" in log
     assert "corpus 'valid' takes pos_XL from the preorderer" in log
     assert (tmp_path / "models" / "combination_step_2.pt").exists()
+
+    # onmt_translate: the input's own positions file (here the preorderer's positions) gives what the preorderer gives
+    valid = data / "valid.src"
+    proc = onmt_xl_cli("positions", "--src", valid, "--preorderer", tmp_path / "preorderer.xlp", "--quiet", "--out",
+                       str(valid) + ".xlpos")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    def translate(out, *extra):
+        args = [stock_cli("onmt_translate"), "-model", str(tmp_path / "models" / "combination_step_2.pt"), "-src",
+                str(valid), "-output", str(out), "-transforms", "xl_position", "-xl_preorderer",
+                str(tmp_path / "preorderer.xlp"), "-beam_size", "2", "-batch_size", "3", *extra]
+        return subprocess.run(args, capture_output=True, text=True, env=run_env())
+
+    plain = translate(tmp_path / "hyp.pre")
+    read = translate(tmp_path / "hyp.file", "-xl_positions_suffix", ".xlpos")
+    assert plain.returncode == 0 and read.returncode == 0, read.stderr[-3000:]
+    assert f"xl_position: the input {valid} takes pos_XL from {valid}.xlpos (preorderer " in read.stderr + read.stdout
+    assert "takes pos_XL" not in plain.stderr + plain.stdout  # unset: stock behaviour, nothing read or said
+    assert (tmp_path / "hyp.file").read_text() == (tmp_path / "hyp.pre").read_text()
+    valid.write_text(valid.read_text() + "a b\n")  # the input changed since its positions were made
+    stale = translate(tmp_path / "hyp.stale", "-xl_positions_suffix", ".xlpos")
+    assert stale.returncode != 0 and "Traceback" not in stale.stderr
+    assert f"{valid}.xlpos: made for another corpus (10 lines) than {valid} (11 lines" in stale.stderr

@@ -288,3 +288,121 @@ def test_eole_reads_a_corpus_positions_by_line(trained, tmp_path, caplog):
         t.apply({"src": "d e f", "tgt": None, "cid": "train", "cid_line_number": 1})
     # Eole's config validates the option and stock configs leave it unset
     assert XLPositionConfig().xl_positions_suffix is None and XLPreReorderConfig().xl_positions_suffix is None
+
+
+def test_eole_predict_input_reads_its_positions_file(trained, tmp_path, caplog):
+    """``eole predict``'s ``src`` with ``src + SUFFIX`` beside it (corpus ``infer``): its positions, checked as a
+    training corpus' are; none beside it, or ``eole serve``'s placeholder ``src``: the preorderer."""
+    from onmt_xl.core.reorder.positions_file import PositionsHeader, scan_corpus, write_positions
+
+    _, pre = trained
+    src = tmp_path / "test.src"
+    src.write_text("a b c\nd e\n\n")
+    write_positions(str(src) + ".xlpos", PositionsHeader("test.src", 3, scan_corpus(str(src)).sha256, {"method": "t"}),
+                    [[1, 2, 0], [1, 0], []])
+    cfg = XLPositionConfig(xl_preorderer=str(pre), xl_positions_suffix=".xlpos")
+
+    def predict_transform(path):
+        full = SimpleNamespace(transforms_configs=SimpleNamespace(xl_position=cfg), seed=-1, src=str(path),
+                               transforms=["xl_position"])
+        t = XLPositionTransform(full)
+        t.warm_up()
+        return t
+
+    with caplog.at_level("INFO", logger="eole"):
+        t = predict_transform(src)
+    assert f"xl_position: the input {src} takes pos_XL from {src}.xlpos (t)" in caplog.text
+    for line, (text, row) in enumerate((("a b c", [1, 2, 0]), ("d e", [1, 0]), ("", [0]))):
+        assert t.apply({"src": text, "tgt": None, "cid": "infer", "cid_line_number": line})["xl_pos"] == row
+    with pytest.raises(XLInputError, match=r"test.src, line 1: the source tokens reaching xl_position are no line"):
+        t.apply({"src": "a b x", "tgt": None, "cid": "infer", "cid_line_number": 0})
+    other = tmp_path / "other.src"
+    other.write_text("a b c\n")
+    with caplog.at_level("INFO", logger="eole"):
+        t = predict_transform(other)
+    assert f"xl_position: the input {other} takes pos_XL from the preorderer {pre} (no {other}.xlpos)" in caplog.text
+    assert t.apply({"src": "a b c", "tgt": None, "cid": "infer", "cid_line_number": 0})["xl_pos"] == \
+        t.preorderer.pos_xl("a b c".split())
+    assert predict_transform("dummy").precomputed == {}  # eole serve's src
+
+
+@pytest.mark.parametrize("batch", [(1, "sents"), (2, "sents"), (3, "sents"), (24, "tokens")])
+def test_eole_predict_batches_keep_each_line_s_positions(trained, tmp_path, batch):
+    """Eole's inference iterator sorts a bucket by length and batches it: each row of ``batch["xl_pos"]`` is its own
+    line's (random permutations, lines of different lengths, a repeated line with other positions)."""
+    import random
+
+    import pyonmttok
+    from eole.config.run import PredictConfig
+    from eole.constants import CorpusTask, ModelType
+    from eole.inputters.dynamic_iterator import build_dynamic_dataset_iter
+    from eole.transforms import get_transforms_cls, make_transforms
+
+    from onmt_xl.core.reorder.positions_file import PositionsHeader, scan_corpus, write_positions
+
+    corpus, pre = trained
+    lines = [" ".join(s) for s in corpus.src[:9]] + [" ".join(corpus.src[2])]
+    src = tmp_path / "test.src"
+    src.write_text("\n".join(lines) + "\n")
+    rng = random.Random(7)
+    rows = [rng.sample(range(len(l.split())), len(l.split())) for l in lines]
+    while rows[-1] == rows[2]:
+        rows[-1] = rng.sample(rows[2], len(rows[2]))
+    write_positions(str(src) + ".xlpos", PositionsHeader("test.src", len(lines), scan_corpus(str(src)).sha256,
+                                                         {"method": "test"}), rows)
+    cfg = PredictConfig(model_path="unused", src=str(src), transforms=["xl_position"], batch_size=batch[0],
+                        batch_type=batch[1], transforms_configs={"xl_position": {
+                            "xl_preorderer": str(pre), "xl_positions_suffix": ".xlpos"}})
+    vocab = pyonmttok.build_vocab_from_tokens(sorted({t for l in lines for t in l.split()}),
+                                              special_tokens=["<unk>", "<blank>", "<s>", "</s>"])
+    vocab.default_id = 0
+    vocabs = {"src": vocab, "tgt": vocab, "data_task": "seq2seq", "decoder_start_token": "<s>", "specials": {}}
+    transforms = make_transforms(cfg, get_transforms_cls(cfg._all_transform), vocabs)
+    seen = []
+    for b, _ in build_dynamic_dataset_iter(cfg, transforms, vocabs, task=CorpusTask.INFER,
+                                           model_type=ModelType.ENCODER_DECODER):
+        assert not b["left_pad"]
+        for r, line in enumerate(b["cid_line_number"]):
+            n = int(b["srclen"][r])
+            assert b["xl_pos"][r, :n].tolist() == rows[line], line
+            seen.append(line)
+    assert sorted(seen) == list(range(len(lines))) and seen != sorted(seen)
+
+
+def test_eole_predict_reads_the_input_s_positions_of_a_model_trained_with_the_option(tmp_path):
+    """End to end: a model trained with ``xl_positions_suffix`` (its training corpus has no positions file: the
+    preorderer) keeps the option in its saved config, and ``eole predict`` reads ``src + SUFFIX``: the preorderer's
+    own positions there give its translations exactly; a stale file is refused in one line."""
+    import sys
+
+    from tests.test_eole import E2E_CONFIG, e2e_files, run_eole
+
+    config = E2E_CONFIG.replace("xl_position: {{xl_preorderer: {pre}}}",
+                                "xl_position: {{xl_preorderer: {pre}, xl_positions_suffix: .xlpos}}")
+    assert config != E2E_CONFIG
+    wd = tmp_path
+    pre = e2e_files(wd, config)
+
+    def eole(*args, ok=True):
+        return run_eole([sys.executable, "-m", "onmt_xl.eole"], *args, cwd=wd, ok=ok)
+
+    eole("build_vocab", "-config", str(wd / "vocab.yaml"))
+    train = eole("train", "-config", str(wd / "train.yaml"))
+    assert f"corpus 'corpus_1' takes pos_XL from the preorderer {pre} (no {wd}/train.src.xlpos)" in \
+        train.stdout + train.stderr
+
+    def predict(out, ok=True):
+        return eole("predict", "-model_path", str(wd / "model"), "-src", str(wd / "test.src"), "-output", str(out),
+                    "-beam_size", "2", "-batch_size", "4", ok=ok)
+
+    plain = predict(wd / "hyp.pre")
+    assert f"the input {wd}/test.src takes pos_XL from the preorderer" in plain.stdout + plain.stderr
+    proc = run_eole([sys.executable, "-m", "onmt_xl.cli"], "positions", "--src", wd / "test.src", "--preorderer", pre,
+                    "--quiet", "--out", f"{wd}/test.src.xlpos", cwd=wd)
+    read = predict(wd / "hyp.file")
+    assert f"the input {wd}/test.src takes pos_XL from {wd}/test.src.xlpos (preorderer " in read.stdout + read.stderr
+    assert (wd / "hyp.file").read_text() == (wd / "hyp.pre").read_text() and proc.returncode == 0
+    (wd / "test.src").write_text((wd / "test.src").read_text() + "a b\n")
+    stale = predict(wd / "hyp.stale", ok=False)
+    assert stale.returncode != 0 and "Traceback" not in stale.stderr, stale.stderr[-2000:]
+    assert f"test.src.xlpos: made for another corpus (6 lines) than {wd}/test.src (7 lines" in stale.stderr

@@ -76,12 +76,16 @@ def test_assemble_links_the_data_and_renames_the_design_runs(tmp_path):
         _job(control, f"baseline_s{s}", REFS)
         _job(design, f"combination_xfit_s{s}", REFS[::-1], packed=s == 1)
     _job(design, "combination_xfit_s3", REFS, done=False)
+    with gzip.open(design / "jobs" / "combination_xfit_s1" / "hyp.payoff100.gz", "wt", encoding="utf-8") as f:
+        f.write("oracle\n")
     found = xr.assemble(work, data, control, design, seeds=(1, 2, 3))
     assert found == {"baseline": [1, 2], "combination": [1, 2]}
     assert (work / "data" / "test.ref").read_text(encoding="utf-8").splitlines() == REFS
     assert (work / "align" / "test.gdfa").read_text(encoding="utf-8") == "0-0\n"
     assert (work / "jobs" / "combination_s1" / "hyp.test").read_text(encoding="utf-8").splitlines() == REFS[::-1]
     assert json.loads((work / "jobs" / "combination_s1" / "done.json").read_text()) == {"step": 8000}
+    assert (work / "jobs" / "combination_s1" / "hyp.oracle").read_text(encoding="utf-8") == "oracle\n"
+    assert not (work / "jobs" / "combination_s2" / "hyp.oracle").exists()
     assert xr.assemble(work, data, control, design, seeds=(1, 2, 3)) == found  # again: replaced, not doubled
     other = tmp_path / "other"
     (other / "data").mkdir(parents=True)

@@ -139,9 +139,10 @@ XL_POSITION: Tuple[Option, ...] = (
         "(0 disables).",
         ge=0),
     Option("xl_positions_suffix", str, None,
-        "Precomputed positions for training corpora: a corpus whose path_src + SUFFIX exists (a file from "
-        "`onmt-xl positions`, e.g. cross-fitted) takes pos_XL from it, line by line, checked against the corpus; "
-        "other text (no such file, {predict}) keeps -xl_source. Unset: none read."),
+        "Precomputed positions: a training corpus whose path_src + SUFFIX exists, and the input file of {predict} "
+        "whose path + SUFFIX exists, take pos_XL from that file (from `onmt-xl positions`, e.g. cross-fitted), "
+        "line by line, checked against the text; other text (no such file, the server) keeps -xl_source. "
+        "Unset: none read."),
     Option("xl_noise", float, 0.0,
         "Training only: ratio in [0, 1] of each sentence's XL indices moved by random pair swaps, in "
         "expectation (noise attack, paper §4.5).",

@@ -10,12 +10,14 @@ alignments it is the oracle upper bound of Chen et al. 2020, Sec. 3). At trainin
 random pairs of an n-token sentence's indices, ``R·n/2`` pairs in expectation (:func:`swap_noise`, the noise attack
 of §4.5, footnote 4).
 
-**Precomputed positions** (``xl_positions_suffix SUFFIX``, unset by default): a corpus whose ``path_src + SUFFIX``
-exists takes its positions from that file (``onmt-xl positions``, e.g. cross-fitted: :mod:`onmt_xl.core.reorder.crossfit`),
-by line (:class:`PrecomputedPositions`); the file must have been made for that very source file (line count and
-SHA-256, checked at ``warm_up``) and the transform must see the file's tokens (no tokenizer before it in that corpus'
-pipeline). Every other text (a corpus without such a file, ``onmt_translate``/``eole predict`` input, a server) keeps
-the source of ``xl_source``. ``warm_up`` logs once per corpus and process where its positions come from.
+**Precomputed positions** (``xl_positions_suffix SUFFIX``, unset by default): a training corpus whose
+``path_src + SUFFIX`` exists, and the input file of ``onmt_translate -src FILE`` or ``eole predict`` whose
+``FILE + SUFFIX`` exists (the inference corpus :data:`INFER`), take their positions from that file (``onmt-xl
+positions``, e.g. cross-fitted: :mod:`onmt_xl.core.reorder.crossfit`, or any positions one wants a model to read), by line
+(:class:`PrecomputedPositions`); the file must have been made for that very source file (line count and SHA-256,
+checked at ``warm_up``) and the transform must see the file's tokens (no tokenizer before it in that pipeline). Every
+other text (a corpus or an input without such a file, a server) keeps the source of ``xl_source``. ``warm_up`` logs
+once per corpus and process where its positions come from.
 
 The first source tokens of a process go through the segmentation content check of :mod:`onmt_xl.core.segmentation` (a
 preorderer only means something on the segmentation it was trained on), and through the vocabulary check of :mod:`onmt_xl.core.reorder.coverage`: a preorderer that knows under half of them was trained on
@@ -46,6 +48,9 @@ XL_SOURCES = ("preorderer", "align")
 
 #: the example key under which ``xl_position`` stores pos_XL (one index per source token), in both frameworks
 XL_POS_KEY = "xl_pos"
+
+#: the corpus id both frameworks give the text they translate (``onmt_translate -src``, ``eole predict``)
+INFER = "infer"
 
 #: seed of the noise before the framework's own seed (if any) is applied
 DEFAULT_SEED = 1234
@@ -163,6 +168,8 @@ class PrecomputedPositions:
             i = int(np.searchsorted(self.sorted, fp))
             if i < len(self) and self.sorted[i] == fp:
                 k = int(self.order[i])
+        if k is not None and self.offsets[k + 1] == self.offsets[k] and list(tokens) == [""]:
+            return (0,)  # an empty line: both frameworks read it as one empty token
         if k is None or self.offsets[k + 1] - self.offsets[k] != len(tokens):
             self._mismatch(tokens, line, name, option)
         return self.row(k)
@@ -227,7 +234,8 @@ class XLPositionSource:
     def _load_precomputed(self, corpora: Iterable[Tuple[str, Optional[str], Sequence[str]]]) -> None:
         """With ``xl_positions_suffix``: the positions file of each corpus ``(corpus id, path_src, its transforms)``
         whose pipeline lists this transform and whose ``path_src + SUFFIX`` exists, checked against the corpus; one
-        log line per corpus says where its positions come from. Without the option: nothing."""
+        log line per corpus says where its positions come from. The corpus :data:`INFER` is the input file being
+        translated. Without the option: nothing."""
         self.precomputed = {}
         if not self.positions_suffix:
             return
@@ -237,28 +245,30 @@ class XLPositionSource:
                 continue
             path = str(src_path) + self.positions_suffix
             if not os.path.isfile(path):
-                self._announce(cid, f"from {self._fallback()} (no {path})")
+                self._announce(cid, src_path, f"from {self._fallback()} (no {path})")
                 continue
             before = names[: names.index(self.xl_name)]
             tokenizers = [n for n in before if n in SUBWORD_TRANSFORMS]
             if tokenizers:
                 raise XLUsageError(
                     path, None,
-                    f"corpus {cid!r} ({' -> '.join(before + [self.xl_name])}): {tokenizers[-1]} changes the source "
+                    f"{'the input' if cid == INFER else f'corpus {cid!r}'} ({' -> '.join(before + [self.xl_name])}): "
+                    f"{tokenizers[-1]} changes the source "
                     f"tokens before {self.xl_name}, but this file holds positions of the tokens of {src_path}: "
                     f"segment the corpus files first, run onmt-xl positions on them and drop {tokenizers[-1]} "
                     f"from this corpus' transforms, or unset {self._option('xl_positions_suffix')}")
             table = PrecomputedPositions.load(path, str(src_path))
             self.precomputed[cid] = table
-            self._announce(cid, f"from {path} ({table.header.describe()})")
+            self._announce(cid, src_path, f"from {path} ({table.header.describe()})")
 
     def _fallback(self) -> str:
         if self.source == "preorderer":
             return f"the preorderer {self.preorderer_path}"
         return "the alignments (BTG oracle)"
 
-    def _announce(self, cid: str, where: str) -> None:
-        line = f"{self.xl_name}: corpus {cid!r} takes pos_XL {where}"
+    def _announce(self, cid: str, src_path, where: str) -> None:
+        what = f"the input {src_path}" if cid == INFER else f"corpus {cid!r}"
+        line = f"{self.xl_name}: {what} takes pos_XL {where}"
         if line not in _ANNOUNCED:
             _ANNOUNCED.add(line)
             self._log(line)

@@ -13,8 +13,11 @@ and rewrites the path to ``${MODEL_PATH}/FILE``, so ``eole predict`` and ``eole 
 ``xl_source: align`` reads the corpus' ``path_align`` (or ``xl_align_path``, e.g. test-side alignments: an oracle
 upper bound for analysis only). Either transform must be the last one that changes the source tokens.
 ``xl_positions_suffix: SUFFIX``: a corpus of ``data`` whose ``path_src + SUFFIX`` exists (``onmt-xl positions``, e.g.
-cross-fitted) takes its positions from that file, checked against the corpus (the shared
-:class:`~onmt_xl.core.position_source.PrecomputedPositions`); ``eole predict`` input keeps the preorderer.
+cross-fitted), and the ``src`` file of ``eole predict`` whose ``src + SUFFIX`` exists (corpus ``infer``: each example
+keeps its line number through Eole's sorting and batching), take their positions from that file, checked against the
+text (the shared :class:`~onmt_xl.core.position_source.PrecomputedPositions`); other text and ``eole serve`` keep the
+preorderer. A model trained with the option keeps it in its saved config, so ``eole predict`` looks for
+``src + SUFFIX`` too.
 
 Segmentation guard: ``warm_up`` refuses a preorderer trained on another segmentation than the one Eole's sub-word
 transforms listed before ours give (:mod:`onmt_xl.eole.segmentation`, per corpus or the top-level ``transforms``);
@@ -32,7 +35,7 @@ from onmt_xl.eole import registry
 from onmt_xl.eole.segmentation import _get, check_pipeline
 from onmt_xl.eole.fields import annotation, field
 from onmt_xl.core.errors import XLUsageError
-from onmt_xl.core.position_source import DEFAULT_SEED, XL_POS_KEY, XLPositionSource  # noqa: F401  (XL_POS_KEY public)
+from onmt_xl.core.position_source import DEFAULT_SEED, INFER, XL_POS_KEY, XLPositionSource  # noqa: F401  (XL_POS_KEY public)
 
 
 class XLPreReorderConfig(TransformConfig):
@@ -86,10 +89,14 @@ class _XLSourceTransform(XLPositionSource, Transform):
         logger.info(line)
 
     def _corpora(self):
-        """``(corpus id, path_src, transforms)`` of each corpus of ``data`` (none at ``eole predict``)."""
+        """``(corpus id, path_src, transforms)`` of each corpus of ``data``; at ``eole predict`` (no ``data``), the
+        inference corpus: ``src`` with the top-level ``transforms``, when ``src`` is a file (``eole serve``'s is not)."""
         cfg = self.full_config
         data = _get(cfg, "data")
         if not isinstance(data, dict):
+            src = _get(cfg, "src")
+            if isinstance(src, str) and os.path.isfile(src):
+                return [(INFER, src, list(_get(cfg, "transforms") or []))]
             return []
         default = list(_get(cfg, "transforms") or [])
         out = []

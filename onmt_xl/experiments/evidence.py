@@ -16,6 +16,11 @@
             set (``data/gold.*``) and the test pairs through ``onmt_translate -report_align -gold_align``, the
             reference as ``-tgt`` (``jobs/NAME/hyp.gold_align``, ``hyp.test_align``); their attention AER against
             the gold links and the test pairs' eflomal links goes to the report
+    payoff  the payoff curve of reports/PREREG_xlpos.md on the finished main jobs of XL systems (default: the tier's
+            Combination jobs): the test positions part way from the preorderer's to the BTG oracle's
+            (``data/test.src.payoffNNN.xlpos``), each job's averaged model translating the test pairs at each level
+            (``jobs/NAME/hyp.payoffNNN``, one thread, beside the training), BLEU against Kendall tau in
+            ``payoff.json``, ``payoff.md`` and ``payoff.png`` (:mod:`onmt_xl.experiments.payoff`)
     report  mean ± sd per system, each comparison with the baseline with its interval and Holm-corrected
             p-value, and a verdict (:mod:`onmt_xl.experiments.evidence_report`), to ``--report``
 
@@ -362,7 +367,7 @@ def run_evidence(args) -> int:
                     preorder_options=json.loads(args.preorder_options) if args.preorder_options else None,
                     test_from_train=args.test_from_train)
     runner.inxl_init = args.inxl_init
-    if args.stage in ("main", "status", "aer"):
+    if args.stage in ("main", "status", "aer", "payoff"):
         if not args.steps:
             raise XLUsageError(None, None, f"--stage {args.stage} needs --steps (chosen from the learning curve on "
                                "the validation pairs)")
@@ -373,6 +378,14 @@ def run_evidence(args) -> int:
             if not runner.workdir.is_dir():
                 raise XLUsageError(str(runner.workdir), None, "no such work directory (see --workdir)")
             return aer_stage(runner, jobs)
+        if args.stage == "payoff":
+            from onmt_xl.experiments.payoff import payoff_stage
+
+            if not runner.workdir.is_dir():
+                raise XLUsageError(str(runner.workdir), None, "no such work directory (see --workdir)")
+            if not args.systems:  # the tier's Combination jobs
+                jobs = [j for j in jobs if j.system == "combination"]
+            return payoff_stage(runner, jobs, [d for d in (args.baseline_from or "").split(",") if d.strip()])
         runner.jobs = started_first(runner, jobs)
         runner.after_job = functools.partial(prune_checkpoints, runner)  # each job's disk freed as it finishes
         runner.run(sys.argv[1:])
@@ -544,8 +557,8 @@ def add_evidence(sub) -> None:
                         "lowest salted SHA-256; every other training pair with a test source removed); every stage "
                         "of the work directory must give the same N (default 0: none)")
     p.add_argument("--workdir", default="runs/evidence_jaen", help="where everything is written (resumable)")
-    p.add_argument("--stage", choices=("prepare", "curve", "curve-score", "main", "status", "aer", "plateau",
-                                       "plateau-status", "report"),
+    p.add_argument("--stage", choices=("prepare", "curve", "curve-score", "main", "status", "aer", "payoff",
+                                       "plateau", "plateau-status", "report"),
                    default="curve",
                    help="prepare: only the splits, alignments, preorderer and vocabularies; curve: train the "
                         "learning-curve jobs; curve-score: score their kept checkpoints; main: every system and seed "
@@ -553,16 +566,24 @@ def add_evidence(sub) -> None:
                         "jobs stands and the hours left, read beside the training (nothing trained or scored); aer: "
                         "the attention AER of Ding et al. 2020 Tab. 3: each finished main job (with its checkpoints) "
                         "forces the gold alignment set and the test pairs through -report_align -gold_align, one "
-                        "thread, beside the training; plateau: --plateau-system's jobs with --seeds trained on from "
+                        "thread, beside the training; payoff: the payoff curve of reports/PREREG_xlpos.md: each "
+                        "finished job of --systems (default: the tier's Combination jobs) translates the test pairs "
+                        "with positions part way from the preorderer's to the BTG oracle's (alpha 0, 0.25, 0.5, "
+                        "0.75, 1), one thread, beside the training; BLEU against Kendall tau in WORKDIR/payoff.json, "
+                        ".md, .png; plateau: --plateau-system's jobs with --seeds trained on from "
                         "their --plateau-from checkpoint to their own plateau (onmt_xl.experiments.plateau); "
                         "plateau-status: where those rounds stand (nothing trained); report: the statistics and "
                         "verdicts of the finished main runs")
     p.add_argument("--seed", type=int, default=1, help="training seed of the learning-curve jobs (default 1)")
-    p.add_argument("--steps", type=int, help="--stage main/status/aer: steps of every model (where the validation "
-                   "BLEU of the learning curve stops rising)")
+    p.add_argument("--baseline-from", metavar="DIR[,DIR]",
+                   help="--stage payoff: work directories or archives whose finished baseline_sSEED jobs (their test "
+                        "translations, on the same test split) give the plot's baseline line, the first that has any "
+                        "(default: --workdir, then --archive)")
+    p.add_argument("--steps", type=int, help="--stage main/status/aer/payoff: steps of every model (where the "
+                   "validation BLEU of the learning curve stops rising)")
     p.add_argument("--tier", type=tiers_option, default="a", metavar="{a,b,c,d,e,f,g,h,i,x}[,...]",
-                   help="--stage main/status/aer (and report with --systems or --seeds): a = baseline, Relative PE, "
-                        "InXL, HeadXL, Combination, seeds 1-3; b = baseline and Combination, seeds 1-3 (run it on "
+                   help="--stage main/status/aer/payoff (and report with --systems or --seeds): a = baseline, "
+                        "Relative PE, InXL, HeadXL, Combination, seeds 1-3; b = baseline and Combination, seeds 1-3 (run it on "
                         "the reversed corpus); c = encoder-free, DiSAN, REs, ExGRE, ReFSR, pre-reordering, seeds "
                         "1-2, and Combination and pre-reordering trained on oracle indices; d = the tau sweep of "
                         "HeadXL and the noise attack on Combination, seed 1; e, f, g = the decisive design "
@@ -572,9 +593,9 @@ def add_evidence(sub) -> None:
                         "cross-fitted training positions, seeds 1-8 (reports/PREREG_xlpos.md). "
                         "Several tiers joined by commas (a,c,d) "
                         "run in one call, tier after tier, so no job slot idles at a tier's end")
-    p.add_argument("--systems", help="--stage main/aer/report: comma-separated systems (default: the tier's; "
+    p.add_argument("--systems", help="--stage main/aer/payoff/report: comma-separated systems (default: the tier's; "
                                      "for the report, every finished system of tiers a-c and h, and tier d's sweeps)")
-    p.add_argument("--seeds", help="--stage main/aer/report: comma-separated seeds (default: the tier's; for the "
+    p.add_argument("--seeds", help="--stage main/aer/payoff/report: comma-separated seeds (default: the tier's; for the "
                                    "report, every tier's)")
     p.add_argument("--preorder-pairs", default="",
                    help="--stage main: also Combination with preorderers trained on the first N training pairs, for "

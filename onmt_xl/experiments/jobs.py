@@ -2,7 +2,8 @@
 
 A job is one trained model (a system of :data:`onmt_xl.experiments.systems.SYSTEMS`, a seed and option
 overrides); a *variant* is one ``onmt_translate`` run of it (clean test set, swapped words, oracle XL indices
-from test-side alignments, forced decoding of a gold reference for attention AER, the Sim metric)::
+from test-side alignments, forced decoding of a gold reference for attention AER, the Sim metric, a level of the
+payoff curve: ``payoffNNN``, :mod:`onmt_xl.experiments.payoff`)::
 
     jobs/NAME/ config.yaml, train.log, commands.sh, done.json, hyp.VARIANT, translate_VARIANT.log
 
@@ -387,11 +388,14 @@ class JobStages:
         return path
 
     def _translate_args(self, job: Job, variant: str, out: Path) -> List[Any]:
+        from onmt_xl.experiments.payoff import is_level_variant
+
         data = self.path("data")
-        src = data / VARIANT_SOURCES.get(variant, f"test.{variant}.src")
+        payoff = is_level_variant(variant)  # the test pairs at one level of the payoff curve (positions from a file)
+        src = data / ("test.src" if payoff else VARIANT_SOURCES.get(variant, f"test.{variant}.src"))
         aligning = variant in ("gold_align", "test_align")
         if self.tokenization.active:  # raw text: the options travel in translate.yaml
-            if aligning or variant in ("oracle", "sim"):
+            if aligning or payoff or variant in ("oracle", "sim"):
                 raise ValueError(f"variant {variant} reads tokenized text: give tokenized input (--tokenize none)")
             return [stock("onmt_translate"), "-config", self.translate_config(job), "-src", src, "-output", out,
                     "-seed", job.seed]
@@ -406,6 +410,9 @@ class JobStages:
             args += ["-transforms", transform]
             if variant == "oracle":  # test-side information: labelled as such in the report
                 args += ["-xl_source", "align", "-xl_align_path", self.path("align", "test.gdfa")]
+            elif payoff:  # the test variant's options, its input's positions read from data/test.src.payoffNNN.xlpos
+                args += ["-xl_preorderer", self.preorderer_path(job.preorder_pairs),
+                         "-xl_positions_suffix", f".{variant}.xlpos"]
             elif job.xl_train == "align":
                 raise ValueError(f"job {job.name} was trained on oracle XL indices; translate it with the 'oracle' variant")
             else:

@@ -50,6 +50,9 @@ SEEDS = tuple(range(1, 9))
 DRIFT_SEEDS = (1, 2)
 #: files of a finished job that the evidence report reads (stored gzip-compressed in an archive)
 JOB_FILES = ("done.json", "hyp.test", "hyp.valid", "hyp.oracle", "train.log", "curve.jsonl")
+#: the payoff stage's last level (α = 1: the oracle's positions, onmt_xl.experiments.payoff): the oracle row where a
+#: job has no ``hyp.oracle`` of its own
+ORACLE_LEVEL = "hyp.payoff100"
 
 
 def verdict(low: float, high: float, paper_gain: float = PAPER_GAIN) -> str:
@@ -107,7 +110,8 @@ def drift_check(control: Path, drift: Path, refs: Sequence[str], seeds: Sequence
 def assemble(workdir: Path, data: Path, control: Path, design: Path, seeds: Sequence[int] = SEEDS,
              job: str = "combination_xfit", as_system: str = "combination") -> Dict[str, List[int]]:
     """Fill ``workdir`` for the evidence report: ``data/`` (and ``align/``) link to ``data``'s, ``jobs/baseline_sK`` from
-    ``control``, ``jobs/AS_SYSTEM_sK`` from ``design``'s ``JOB_sK`` (gzip files unpacked); the seeds found."""
+    ``control``, ``jobs/AS_SYSTEM_sK`` from ``design``'s ``JOB_sK`` (gzip files unpacked; the payoff stage's α = 1 translation
+    as ``hyp.oracle`` where there is none); the seeds found."""
     if not (data / "data" / "test.ref").exists():
         raise XLUsageError(str(data), None, "holds no staged data (data/test.ref): give the design's work directory")
     workdir.mkdir(parents=True, exist_ok=True)
@@ -130,12 +134,14 @@ def assemble(workdir: Path, data: Path, control: Path, design: Path, seeds: Sequ
             if dst.exists():
                 shutil.rmtree(dst)
             dst.mkdir(parents=True)
-            for base in JOB_FILES:
-                plain, packed = src / base, src / f"{base}.gz"
+            for base, name_there in (*((b, b) for b in JOB_FILES), ("hyp.oracle", ORACLE_LEVEL)):
+                plain, packed, out_file = src / name_there, src / f"{name_there}.gz", dst / base
+                if out_file.exists():
+                    continue  # hyp.oracle itself comes before the payoff stage's last level
                 if plain.exists():
-                    shutil.copyfile(plain, dst / base)
+                    shutil.copyfile(plain, out_file)
                 elif packed.exists():
-                    with gzip.open(packed, "rb") as f_in, open(dst / base, "wb") as f_out:
+                    with gzip.open(packed, "rb") as f_in, open(out_file, "wb") as f_out:
                         shutil.copyfileobj(f_in, f_out)
             if (dst / "done.json").exists():
                 found[target].append(seed)

@@ -13,6 +13,10 @@
 #             cross-fitted training positions with crossfit.json
 #   drift     baseline seeds 1 and 2 retrained on the current code (the control's drift check), tier e's options
 #   x         stage 3: combination_xfit seeds 1-8 (tier x) on the chosen source's cross-fitted positions
+#   payoff    stage 3's payoff curve (descriptive): each finished tier-x model translates the test pairs with positions
+#             part way from the preorderer's to the BTG oracle's (alpha 0, .25, .5, .75, 1; one thread), BLEU against
+#             Kendall tau in runs/decisive_jaen_xlpos_src/payoff.{json,md,png} (and the archive), the control's archived
+#             baseline runs (reports/decisive_jaen) as the plot's line
 #   inxl      issue 78, after this design's jobs: InXL with its default start (absolute), seeds 1-8, on the decisive
 #             split (runs/decisive_jaen_inxl, archive reports/decisive_jaen_inxl; the design's tier g had identity)
 #   fewseed   issue 78: the few-seed rows whose verdict the seed variance decides (ExGRE and ReFSR), seeds 3-8 beside
@@ -24,11 +28,11 @@
 #   (cd runs/queue_code && bash tools/study/xlpos_queue.sh status)
 #   python3 tools/study/collect_archive.py --from runs/queue_code/reports/decisive_jaen_xlpos --to reports/decisive_jaen_xlpos
 #
-# Env: P jobs at once (2), NICE (10), STAGES ("crossfit source drift x inxl fewseed", in that order).
+# Env: P jobs at once (2), NICE (10), STAGES ("crossfit source drift x payoff inxl fewseed", in that order).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-P=${P:-2} NICE=${NICE:-10} STAGES=${STAGES:-crossfit source drift x inxl fewseed}
+P=${P:-2} NICE=${NICE:-10} STAGES=${STAGES:-crossfit source drift x payoff inxl fewseed}
 FROM=runs/decisive_jaen WORK=runs/decisive_jaen_xlpos
 DESIGN=(--test-from-train 5000 --max-steps 10000 --steps 8000)
 XLPOS=(--workdir "$WORK" --archive reports/decisive_jaen_xlpos "${DESIGN[@]}")
@@ -115,6 +119,15 @@ for stage in $STAGES; do
         nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage main --parallel "$P" --tier x "${SRC[@]}" \
           || { echo "[xlpos_queue] x failed ($?)" >&2; exit 1; }
       fi ;;
+    payoff)
+      if [ "$STAGE" = status ]; then
+        [ -f "$SRCWORK/payoff.json" ] && echo "[payoff] written: $SRCWORK/payoff.json (rerun to add finished jobs)" \
+          || echo "[payoff] not done"
+      else
+        echo "[xlpos_queue] $(date -u '+%F %T') payoff"
+        nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage payoff --tier x "${SRC[@]}" \
+          --baseline-from reports/decisive_jaen || { echo "[xlpos_queue] payoff failed ($?)" >&2; exit 1; }
+      fi ;;
     inxl|fewseed)
       if [ "$stage" = inxl ]; then args=("${INXL[@]}"); else args=("${FEW[@]}"); fi
       if [ "$STAGE" = status ]; then
@@ -124,7 +137,7 @@ for stage in $STAGES; do
         nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage main --parallel "$P" "${args[@]}" \
           || { echo "[xlpos_queue] $stage failed ($?)" >&2; exit 1; }
       fi ;;
-    *) echo "xlpos_queue: unknown stage '$stage' (crossfit, source, drift, x, inxl, fewseed)" >&2; exit 2 ;;
+    *) echo "xlpos_queue: unknown stage '$stage' (crossfit, source, drift, x, payoff, inxl, fewseed)" >&2; exit 2 ;;
   esac
 done
 [ "$STAGE" = main ] && echo "[xlpos_queue] $(date -u '+%F %T') done"

@@ -551,10 +551,12 @@ def _add_preorder_eval(subparsers) -> None:
 
 def _add_positions(subparsers) -> None:
     p = subparsers.add_parser(
-        "positions", help="a corpus' pos_XL for training: cross-fitted (k folds) or from one preorderer",
+        "positions", help="a corpus' pos_XL for training or translation: cross-fitted (k folds) or from one "
+        "preorderer",
         description="Write pos_XL for every line of --src into a positions file (.xlpos: a JSON header naming the "
         "corpus' line count and SHA-256 and how the positions were made, then one line of space-separated integers "
-        "per corpus line), which the xl_position transform reads for a training corpus (-xl_positions_suffix). "
+        "per corpus line), which the xl_position transform reads for a training corpus or a file to translate "
+        "(-xl_positions_suffix). "
         "--folds K cuts the pairs into K folds by a hash of the source text (lines with the same source share a "
         "fold), trains K preorderers as preorder-train does, each on the other folds, and gives each line the "
         "positions of the preorderer that never saw it. --preorderer FILE applies one preorderer (e.g. to a "

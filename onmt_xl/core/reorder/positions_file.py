@@ -84,6 +84,8 @@ class PositionsHeader:
             return f"cross-fitted, {made.get('folds')} folds"
         if made.get("method") == "preorderer":
             return f"preorderer {made.get('preorderer')}"
+        if made.get("method") == "payoff":
+            return f"payoff level alpha = {made.get('alpha')}: {made.get('from')} -> {made.get('to')}"
         return str(made.get("method", "unknown method"))
 
 

@@ -10,7 +10,8 @@ Wraps (OpenNMT-py 3.5.1):
 - ``translation_server.textbatch_to_tensor``: the stock server numericalises requests without running any
   transform, so an XL model got no positions; it now first runs the serving model's ``-transforms`` on each
   example (:func:`server_textbatch_to_tensor`, as ``onmt_translate`` does on each line: ``is_train=False``,
-  corpus ``infer``).
+  corpus ``infer``), with ``-xl_positions_suffix`` unset (a request is no file's line: its positions come from
+  ``-xl_source``).
 
 A model whose transform options are wrong (no ``xl_preorderer``, a bad file), or an XL model served without
 ``xl_position``, answers each request with ``{"status": "error", "error": ...}`` naming what to add to its
@@ -19,6 +20,7 @@ A model whose transform options are wrong (no ``xl_preorderer``, a bad file), or
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import threading
@@ -82,7 +84,11 @@ def server_transform_pipe(model):
     names = list(getattr(model.opt, "transforms", None) or [])
     pipe = None
     if names:
-        built = make_transforms(model.opt, get_transforms_cls(names), model.translator.vocabs)
+        opt = model.opt
+        if getattr(opt, "xl_positions_suffix", None):  # requests are no file's lines: the server keeps -xl_source
+            opt = copy.copy(opt)
+            opt.xl_positions_suffix = None
+        built = make_transforms(opt, get_transforms_cls(names), model.translator.vocabs)
         pipe = TransformPipe.build_from([built[name] for name in names if name in built])
     _pipes[model] = (model.translator, pipe)
     return pipe

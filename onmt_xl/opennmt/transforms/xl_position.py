@@ -9,13 +9,15 @@ oracle upper bound of Chen et al. 2020, Sec. 3, which uses test information). It
 transform that changes the source tokens, so it reorders exactly what the encoder reads (words, or
 BPE/SentencePiece pieces).
 
-Preorderer outputs are cached per distinct source sentence (``-xl_cache_size`` entries per process,
-default 1M; OpenNMT re-applies transforms on every pass over the corpus), so the CKY parse runs once per
-sentence and process. With ``-xl_positions_suffix SUFFIX``, a corpus of ``-data`` whose ``path_src + SUFFIX`` exists
-(``onmt-xl positions``: cross-fitted training positions) takes its positions from that file, line by line, checked
-against the corpus (:class:`onmt_xl.core.position_source.PrecomputedPositions`); other text keeps the preorderer. At training time ``-xl_noise R`` swaps random pairs of reordered indices, ``R·n/2`` swaps in an
-n-token sentence in expectation (stochastically rounded), i.e. a ratio R of its indices move (the noise attack of
-§4.5, footnote 4).
+Preorderer outputs are cached per distinct source sentence (``-xl_cache_size`` entries per process, default 1M;
+OpenNMT re-applies transforms on every pass over the corpus), so the CKY parse runs once per sentence and process.
+With ``-xl_positions_suffix SUFFIX``, a corpus of ``-data`` whose ``path_src + SUFFIX`` exists (``onmt-xl
+positions``: cross-fitted training positions), and the input of ``onmt_translate -src FILE`` whose ``FILE + SUFFIX``
+exists (corpus ``infer``: each example keeps its line number through OpenNMT's sorting and batching), take their
+positions from that file, line by line, checked against the text
+(:class:`onmt_xl.core.position_source.PrecomputedPositions`); other text, and the server, keep the preorderer. At
+training time ``-xl_noise R`` swaps random pairs of reordered indices, ``R·n/2`` swaps in an n-token sentence in
+expectation (stochastically rounded), i.e. a ratio R of its indices move (the noise attack of §4.5, footnote 4).
 
 **Segmentation guard.** A preorderer only means something on the segmentation it was trained on, which
 its file records (:mod:`onmt_xl.core.segmentation`). ``warm_up`` (at start-up of ``onmt_build_vocab``,
@@ -34,6 +36,7 @@ The positions, the cache, the noise and the content check are framework-free and
 
 from __future__ import annotations
 
+import os
 import random
 from typing import List, Optional, Tuple
 
@@ -44,7 +47,7 @@ from onmt_xl.core.errors import XLInputError, XLUsageError
 from onmt_xl.core import options_table
 from onmt_xl.opennmt.opts import add_all
 from onmt_xl.core.position_source import (  # noqa: F401  (swap_noise, XL_SOURCES: public here too)
-    DEFAULT_SEED, XL_SOURCES, XLPositionSource, load_preorderer, swap_noise,
+    DEFAULT_SEED, INFER, XL_SOURCES, XLPositionSource, load_preorderer, swap_noise,
 )
 from onmt_xl.opennmt.transforms import XL_POS_KEY
 from onmt_xl.core.segmentation import SegmentationScheme, pipeline_mismatch, schemes_reaching, tokenizer_segmentation
@@ -121,9 +124,13 @@ class XLPositionTransform(XLPositionSource, Transform):
         logger.info(line)
 
     def _corpora(self) -> List[Tuple[str, Optional[str], List[str]]]:
-        """``(corpus id, path_src, transforms)`` of each corpus of ``-data`` (none in ``onmt_translate``)."""
+        """``(corpus id, path_src, transforms)`` of each corpus of ``-data``; in ``onmt_translate`` (no ``-data``),
+        the inference corpus: ``-src`` with ``-transforms``, when ``-src`` is a file (the server's is not)."""
         data = getattr(self.opts, "data", None)
         if not isinstance(data, dict):
+            src = getattr(self.opts, "src", None)
+            if isinstance(src, str) and os.path.isfile(src):
+                return [(INFER, src, list(getattr(self.opts, "transforms", None) or []))]
             return []
         default = list(getattr(self.opts, "transforms", None) or [])
         out = []
