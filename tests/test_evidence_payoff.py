@@ -264,12 +264,12 @@ def test_the_queue_runs_the_payoff_stage_after_tier_x_and_before_inxl(tmp_path):
     text = (REPO / "tools" / "study" / "xlpos_queue.sh").read_text()
     assert "crossfit source drift x payoff inxl fewseed" in text
     work = tmp_path / "work"
-    (work / "tools").mkdir(parents=True)
+    (work / "tools" / "study").mkdir(parents=True)
     (work / "tools" / "study" / "xlpos_queue.sh").write_text(text)
     for d in ("runs/decisive_jaen_xlpos", "runs/decisive_jaen_xlpos_src", "runs/decisive_jaen_inxl"):
         (work / d).mkdir(parents=True)
-    proc = subprocess.run(["bash", str(work / "tools" / "study" / "xlpos_queue.sh")], capture_output=True, text=True, env=env,
-                          cwd=work)
+    proc = subprocess.run(["bash", str(work / "tools" / "study" / "xlpos_queue.sh")], capture_output=True, text=True,
+                          env=env, cwd=work)
     assert proc.returncode == 0, proc.stderr
     runs = [parser.parse_args(line.split("\0")[2:-1]) for line in calls.read_text().splitlines()]
     assert [(a.stage, a.tier) for a in runs] == [("main", "x"), ("payoff", "x"), ("main", "g")]
