@@ -354,9 +354,19 @@ class JobStages:
         """``jobs/NAME/translate.yaml``: ``onmt_translate``'s options for raw text with the job's final model (raw
         text in, ``onmt_tokenize`` then the system's transform, detokenized text out), as the test set is
         translated and as a user translates new text (``onmt_translate -config translate.yaml -src IN -output OUT``)."""
+        cfg = self.translate_options(job, self.final_model(job))
+        path = self.path("jobs", job.name, "translate.yaml")
+        path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+        self._serve_config(job, cfg)
+        return path
+
+    def translate_options(self, job: Job, model: Path) -> Dict[str, Any]:
+        """:meth:`translate_config`'s options for any checkpoint ``model`` of ``job`` (raw text; without a
+        tokenization, the text as given)."""
         transform = SYSTEMS[job.system].translate_transform
-        cfg: Dict[str, Any] = {"model": str(self.final_model(job)),
-                               "transforms": ["onmt_tokenize"] + ([transform] if transform else []),
+        cfg: Dict[str, Any] = {"model": str(model),
+                               "transforms": (["onmt_tokenize"] if self.tokenization.active else [])
+                               + ([transform] if transform else []),
                                **self.tokenization.transform_options(), "beam_size": self.beam_size,
                                "batch_size": 64, "batch_type": "sents", "xl_cpu_precision": "auto",
                                "xl_cpu_kernels": RUN_OPTIONS["xl_cpu_kernels"]}
@@ -364,10 +374,7 @@ class JobStages:
             cfg["xl_preorderer"] = str(self.preorderer_path(job.preorder_pairs))
         if self.gpu:
             cfg["gpu"] = 0
-        path = self.path("jobs", job.name, "translate.yaml")
-        path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
-        self._serve_config(job, cfg)
-        return path
+        return cfg
 
     def _serve_config(self, job: Job, translate: Dict[str, Any]) -> Path:
         """``jobs/NAME/serve.json``: ``onmt_server --model_config`` for the job's model on raw text. The server
