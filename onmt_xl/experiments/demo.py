@@ -73,6 +73,8 @@ def summary(res: Dict[str, Any]) -> str:
         tok = f"  (tokenized BLEU {t['bleu_tokenized']:.2f})" if "bleu_tokenized" in t else ""
         lines.append(f"{name:12s} BLEU {t.get('bleu', nan):6.2f}  chrF {t.get('chrf', nan):6.2f}{tok}  "
                      f"params {e.get('parameters', 0):,}{sig}")
+    if res.get("translated_with"):
+        lines.append(res["translated_with"])
     if signed is not None and "scores" in res:
         lines.append(f"scores: sacrebleu on {res['scores']['text']}; BLEU {signed['bleu_signature']}; "
                      f"chrF {signed['chrf_signature']}")
@@ -104,6 +106,10 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
         res = runner.run(sys.argv[1:])
     if res is None:  # stopped by the monotone check, which said why
         return 0
+    if schedule is not None:
+        from onmt_xl.experiments.until_plateau import translated_with
+
+        res["translated_with"] = translated_with(runner.workdir)
     say(f"results: {runner.path('results.json')}\n" + summary(res) + next_steps(runner, args.systems))
     return 0
 

@@ -251,11 +251,11 @@ class PlateauTraining:
             if r._run_jobs():  # not expected: the runner's own budget is off here
                 return None
         final = found if reason == PLATEAU else self.last_common(curves, min(reached, sch.cap))
-        say(self.stop_line(reason, found, reached, final, need if reason == BUDGET else None))
+        average = self.averaged(final) if final else 0
+        say(self.stop_line(reason, found, reached, final, average, need if reason == BUDGET else None))
         if final is None:
             self.save_state(status=reason, step=None)
             return None
-        average = max(1, min(sch.average, final // sch.every))
         self.forget_stale(final, average)
         r.jobs = [self.job(s, self.steps_now(s), final, average) for s in self.systems]
         r._run_jobs()
@@ -267,6 +267,18 @@ class PlateauTraining:
         r._record_run(status=f"finished: stopped by the {reason}", final_step=final, average=average)
         return collect(r.workdir, r.jobs)
 
+    def averaged(self, final: int) -> int:
+        """How many checkpoints the final models average: ``--average``, or fewer where a system lacks one of them
+        (the first steps; a checkpoint deleted by an earlier run with another ``--max-steps``)."""
+        every, n = self.schedule.every, self.schedule.average
+        for s in self.systems:
+            have = checkpoints(self.runner.path("jobs", s))
+            k = 0
+            while k < n and final - k * every > 0 and (final - k * every) in have:
+                k += 1
+            n = k
+        return max(n, 1)
+
     @staticmethod
     def last_common(curves: Dict[str, List[Dict[str, Any]]], limit: int) -> Optional[int]:
         """The last step at most ``limit`` that every curve has scored."""
@@ -274,11 +286,15 @@ class PlateauTraining:
         below = [s for s in common if s <= limit]
         return max(below) if below else None
 
-    def stop_line(self, reason: str, found: Optional[int], reached: int, final: Optional[int],
+    def stop_line(self, reason: str, found: Optional[int], reached: int, final: Optional[int], average: int,
                   need: Optional[float]) -> str:
         sch = self.schedule
-        what = (f"the average of the last {min(sch.average, final // sch.every)} checkpoints up to step {final:,}"
-                if final else "nothing to translate: no checkpoint was scored")
+        if not final:
+            what = "nothing to translate: no checkpoint was scored"
+        elif average > 1:
+            what = f"the average of the last {average} checkpoints up to step {final:,}"
+        else:
+            what = f"the checkpoint of step {final:,}"
         if reason == PLATEAU:
             why = (f"the plateau rule holds at step {found:,} for every system (no later validation BLEU more than "
                    f"{sch.tolerance} above it, {sch.window:,} steps past it)")
@@ -306,3 +322,15 @@ def describe_schedule(sch: Schedule, budget_s: Optional[float]) -> str:
             f"{sch.tolerance} BLEU above, {sch.window:,} steps past it), checkpoints every {sch.every:,} steps, rounds "
             f"of {sch.round:,}, at most {sch.cap:,} steps (--max-steps){budget}; then the average of the last "
             f"{sch.average} checkpoints (--average); --train-steps N trains N steps instead")
+
+
+def translated_with(workdir: Path) -> str:
+    """The summary's line on the model every system was translated with (``plateau.json``), or ""."""
+    path = Path(workdir) / "plateau.json"
+    state = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    if not state.get("final_step"):
+        return ""
+    n, step = state["average"], state["final_step"]
+    model = f"the average of the last {n} checkpoints up to step {step:,}" if n > 1 else f"the checkpoint of step {step:,}"
+    return f"translated with {model} (training stopped by the {state['status']}; {CURVE_PLOT}: the learning curves)"
+
