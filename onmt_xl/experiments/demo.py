@@ -115,6 +115,7 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
 
 
 def run_demo(args) -> int:
+    _quiet(args)
     if args.framework == "eole":
         from onmt_xl.experiments.eole_demo import check_eole, run_eole_demo
 
@@ -123,7 +124,15 @@ def run_demo(args) -> int:
     return run_systems(make_demo_data(Path(args.workdir)), args, "demo")
 
 
+def _quiet(args) -> None:
+    if args.quiet:
+        from onmt_xl.progress import set_quiet
+
+        set_quiet()
+
+
 def run_pipeline(args) -> int:
+    _quiet(args)
     _check_training_options(args)
     corpus = Corpus(args.train_src, args.train_tgt, args.test_src, args.test_ref, valid_src=args.valid_src,
                     valid_tgt=args.valid_tgt, test_align=args.test_align)
@@ -242,6 +251,8 @@ def _common(p: argparse.ArgumentParser, steps_default: str = "the preset's, 400"
                    help="train and translate on the GPU: auto = when torch sees one (default auto)")
     p.add_argument("--parallel", type=int, default=None,
                    help="systems trained at once (default: one per CPU without a GPU, 1 with a GPU)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars (for alignment, the preorderer and the "
+                   "vocabularies; they show only where stderr is a terminal)")
     p.add_argument("--if-monotone", choices=("stop", "train"), default="stop",
                    help="when the preorderer does not clearly beat the monotone order on the validation pairs (XL PE "
                    "has little to gain): stop before any training, exit status 0, or train all the same (default stop)")

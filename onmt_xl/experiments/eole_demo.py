@@ -71,9 +71,14 @@ class EoleDemo:
         cfg = self.config("baseline")  # the vocabularies of the raw training data, shared by every system
         if Path(cfg["tgt_vocab"]).exists():
             return
-        say("eole build_vocab")
-        self._eole(["build_vocab", "-config", self._write_config("baseline"), "-n_sample", -1],
-                   self.root / "logs" / "build_vocab.log")
+        from onmt_xl.experiments.stages import vocab_line
+        from onmt_xl.progress import ticking
+
+        r = self.runner
+        say(vocab_line("eole build_vocab", len(read_lines(r.path("data", "train.src"))), r.tokenization))
+        with ticking("eole build_vocab"):
+            self._eole(["build_vocab", "-config", self._write_config("baseline"), "-n_sample", -1],
+                       self.root / "logs" / "build_vocab.log")
 
     def train(self, system: str) -> Dict[str, Any]:
         model = Path(self.config(system)["training"]["model_path"])

@@ -28,6 +28,7 @@ from typing import List, Optional, Sequence, Tuple
 import yaml
 
 from onmt_xl.errors import XLInputError, XLUsageError
+from onmt_xl.progress import ticking
 from onmt_xl.experiments.configs import config
 from onmt_xl.experiments.plan import SWAP_RATIOS, XLPOS_SUFFIX, swap_words
 from onmt_xl.experiments.tokenization import Tokenization
@@ -473,6 +474,14 @@ class DataStages:
             return
         cfg = self.path("vocab_config.yaml")
         cfg.write_text(yaml.safe_dump(config("baseline", str(self.workdir), self.overrides, self.preset)))
-        say("onmt_build_vocab")
-        self._run([stock("onmt_build_vocab"), "-config", cfg, "-n_sample", "-1"], self.path("logs", "build_vocab.log"),
-                  self.path("commands.sh"))
+        say(vocab_line("onmt_build_vocab", len(read_lines(self.path("data", "train.src"))), self.tokenization))
+        with ticking("onmt_build_vocab"):
+            self._run([stock("onmt_build_vocab"), "-config", cfg, "-n_sample", "-1"],
+                      self.path("logs", "build_vocab.log"), self.path("commands.sh"))
+
+
+def vocab_line(command: str, pairs: int, tokenization: Tokenization) -> str:
+    """The line before the stock vocabulary command, which prints nothing until it is done."""
+    through = f", tokenized on the fly by {tokenization.describe()}" if tokenization.active else ""
+    return (f"{command}: counting the words of all {pairs:,} training pairs{through}, for the source and target "
+            "vocabularies; it says nothing until it is done (it reads the whole corpus once)")
