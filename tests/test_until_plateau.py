@@ -230,3 +230,18 @@ def test_for_real_averaged_model_served_rerun_resumes_and_a_refusal_writes_nothi
     assert done.stderr.count("\n") == 1 and "differs from what job combination needs now in" in done.stderr
     assert "Traceback" not in done.stderr
     assert tree(wd) == before
+
+
+def test_checkpoint_translation_options_on_tokenized_text(tmp_path):
+    """--tokenize none: a stock system's checkpoints translate with no transform at all (onmt_translate refuses an
+    empty list), an XL system's with xl_position alone."""
+    from onmt_xl.experiments.plan import Job
+    from onmt_xl.experiments.runner import Runner
+    from onmt_xl.experiments.stages import Corpus
+
+    runner = Runner(Corpus(*(str(tmp_path / n) for n in ("a", "b", "c", "d"))), str(tmp_path), [], preset="demo",
+                    gpu=False)
+    base = runner.translate_options(Job("baseline", "baseline", 1), tmp_path / "m.pt")
+    assert "transforms" not in base and base["model"] == str(tmp_path / "m.pt")
+    assert runner.translate_options(Job("combination", "combination", 1), tmp_path / "m.pt")["transforms"] == \
+        ["xl_position"]

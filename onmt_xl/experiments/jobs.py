@@ -370,6 +370,8 @@ class JobStages:
                                **self.tokenization.transform_options(), "beam_size": self.beam_size,
                                "batch_size": 64, "batch_type": "sents", "xl_cpu_precision": "auto",
                                "xl_cpu_kernels": RUN_OPTIONS["xl_cpu_kernels"]}
+        if not cfg["transforms"]:  # tokenized text and a stock system: onmt_translate takes no empty list
+            del cfg["transforms"]
         if transform:
             cfg["xl_preorderer"] = str(self.preorderer_path(job.preorder_pairs))
         if self.gpu:
@@ -382,7 +384,7 @@ class JobStages:
         (the same settings) tokenizes the request and detokenizes the answer; ``xl_position`` follows it."""
         model = Path(translate["model"])
         opt = {k: v for k, v in translate.items() if k in ("beam_size", "xl_preorderer", "gpu")}
-        transforms = [t for t in translate["transforms"] if t != "onmt_tokenize"]
+        transforms = [t for t in translate.get("transforms", []) if t != "onmt_tokenize"]
         if transforms:
             opt["transforms"] = transforms
         kwargs = self.tokenization.kwargs()
