@@ -245,3 +245,28 @@ def test_checkpoint_translation_options_on_tokenized_text(tmp_path):
     assert "transforms" not in base and base["model"] == str(tmp_path / "m.pt")
     assert runner.translate_options(Job("combination", "combination", 1), tmp_path / "m.pt")["transforms"] == \
         ["xl_position"]
+
+
+def test_eole_checkpoint_average(tmp_path):
+    """Eole has no averaging tool: ours averages the float tensors of the checkpoints' safetensors (other tensors,
+    the configuration, vocabulary and artifacts from the last checkpoint; no optimizer state)."""
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import load_file, save_file
+
+    from onmt_xl.experiments.eole_demo import average_eole_models
+
+    dirs = []
+    for k, value in enumerate((1.0, 2.0, 6.0)):
+        d = tmp_path / "model" / f"step_{100 * (k + 1)}"
+        d.mkdir(parents=True)
+        save_file({"w": torch.full((2, 3), value, dtype=torch.float32), "n": torch.tensor([k])},
+                  str(d / "model.00.safetensors"))
+        for name in ("config.json", "vocab.json", "optimizer.pt", "preorderer.xlp"):
+            (d / name).write_text(f"{name} {k}")
+        dirs.append(d)
+    out = average_eole_models(dirs, tmp_path / "model" / "average3_step_300")
+    avg = load_file(str(out / "model.00.safetensors"))
+    assert torch.equal(avg["w"], torch.full((2, 3), 3.0)) and avg["w"].dtype == torch.float32
+    assert avg["n"].tolist() == [2]
+    assert (out / "config.json").read_text() == "config.json 2" and (out / "preorderer.xlp").exists()
+    assert not (out / "optimizer.pt").exists()

@@ -168,9 +168,18 @@ def _choose_preset(args) -> None:
     args.preset = chosen
     args.schedule = None
     if args.train_steps is None and args.framework == "eole":
-        args.train_steps = PIPELINE_STEPS[chosen]
-        say("note: training to the plateau (rounds that resume exactly, validation BLEU per checkpoint, averaging) is "
-            f"OpenNMT-py's only for now; with --framework eole each system trains {args.train_steps:,} steps")
+        if args.time_budget is not None:
+            from onmt_xl.errors import XLUsageError
+
+            raise XLUsageError(None, None, "--time-budget: not with --framework eole yet (Eole's training does not "
+                               "resume exactly, so it is not trained in rounds); --max-steps sets its steps")
+        sch = schedule_for(chosen, args.max_steps, args.average)
+        args.train_steps = args.max_steps or PIPELINE_STEPS[chosen]
+        args.average, args.eole_every = sch.average, sch.every
+        say("note: training to the plateau (rounds that resume exactly, validation BLEU per checkpoint) is "
+            f"OpenNMT-py's only for now; with --framework eole each system trains {args.train_steps:,} steps "
+            f"(--max-steps), a checkpoint every {sch.every:,}, and translates with the average of its last "
+            f"{sch.average} (--average)")
     elif args.train_steps is None:
         args.schedule = schedule_for(chosen, args.max_steps, args.average)
     cfg = config("baseline", preset=chosen)
