@@ -270,3 +270,31 @@ def test_eole_checkpoint_average(tmp_path):
     assert avg["n"].tolist() == [2]
     assert (out / "config.json").read_text() == "config.json 2" and (out / "preorderer.xlp").exists()
     assert not (out / "optimizer.pt").exists()
+
+
+def test_eole_pipeline_translates_with_the_averaged_model(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("eole", reason="Eole is not installed (bash tools/install.sh eole)")
+    import argparse
+
+    from onmt_xl.experiments.demo import summary
+    from onmt_xl.experiments.eole_demo import run_eole_demo
+    from onmt_xl.experiments.stages import Corpus
+    from tests.test_raw_text import write_raw_corpus
+
+    monkeypatch.setenv("PYTHONPATH", run_env()["PYTHONPATH"])
+    files = {k: str(v) for k, v in write_raw_corpus(tmp_path / "corpus").items()}
+    corpus = Corpus(files["train_src"], files["train_tgt"], files["test_src"], files["test_tgt"],
+                    valid_src=files["valid_src"], valid_tgt=files["valid_tgt"])
+    args = argparse.Namespace(systems=["combination"], workdir=str(tmp_path / "run"), train_steps=30, beam_size=1,
+                              gpu="no", parallel=1, preorder_iterations=1, tokenize="auto", subword_size=None,
+                              if_monotone="train", preset="demo", average=3, eole_every=10)
+    assert run_eole_demo(corpus, args, summary) == 0
+    out = capsys.readouterr().out
+    model = tmp_path / "run" / "eole" / "models" / "combination"
+    averaged = model / "average3_step_30"
+    assert "combination: averaging the checkpoints of steps 10, 20, 30" in out
+    assert (averaged / "model.00.safetensors").exists() and (averaged / "preorderer.xlp").exists()
+    assert f"eole predict -model_path {averaged} -src new.txt" in out
+    assert f"-model_path {averaged}" in (tmp_path / "run" / "eole" / "commands.sh").read_text()
+    hyp = (tmp_path / "run" / "eole" / "hyp" / "combination.test").read_text(encoding="utf-8").splitlines()
+    assert len(hyp) == 40 and not any("\uffed" in line for line in hyp)

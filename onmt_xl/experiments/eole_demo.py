@@ -27,8 +27,9 @@ import yaml
 
 from onmt_xl.errors import XLUsageError
 from onmt_xl.experiments.eole_configs import EOLE_SYSTEMS, eole_config
-from onmt_xl.experiments.stages import Corpus
+from onmt_xl.experiments.stages import Corpus, vocab_line
 from onmt_xl.experiments.stock import read_lines, say
+from onmt_xl.progress import ticking
 
 #: Eole's log line with the model's size (``BaseModel.count_parameters``)
 PARAMETERS = re.compile(r"\* number of parameters: (\d+)")
@@ -105,9 +106,6 @@ class EoleDemo:
         cfg = self.config("baseline")  # the vocabularies of the raw training data, shared by every system
         if Path(cfg["tgt_vocab"]).exists():
             return
-        from onmt_xl.experiments.stages import vocab_line
-        from onmt_xl.progress import ticking
-
         r = self.runner
         say(vocab_line("eole build_vocab", len(read_lines(r.path("data", "train.src"))), r.tokenization))
         with ticking("eole build_vocab"):
@@ -161,7 +159,8 @@ class EoleDemo:
                 "-batch_size", 64, "-batch_type", "sents", "-seed", self.config(system)["seed"]]
         if self.runner.gpu:
             args += ["-gpu_ranks", 0, "-world_size", 1]
-        seconds = self._eole(args, self.root / "logs" / f"predict_{system}.log")
+        with ticking(f"eole predict {system} [test]"):
+            seconds = self._eole(args, self.root / "logs" / f"predict_{system}.log")
         tmp.replace(hyp)
         done = Path(self.config(system)["training"]["model_path"]) / "done.json"
         done.write_text(json.dumps({**json.loads(done.read_text()), "translate_seconds": seconds}, indent=2))

@@ -31,6 +31,7 @@ from onmt_xl.experiments.plan import XLPOS_SUFFIX, Job
 from onmt_xl.experiments.stock import count_checkpoint_parameters, read_lines, say, stock
 from onmt_xl.experiments.systems import SYSTEMS
 from onmt_xl.names import LEGACY_NOTE, upgrade_config
+from onmt_xl.progress import ticking
 
 TOK_S = re.compile(r"Step\s+(\d+)/\s*\d+;.*?(\d+)/\s*(\d+) tok/s")
 
@@ -343,7 +344,9 @@ class JobStages:
         jd = self.path("jobs", job.name)
         tmp = jd / f"hyp.{variant}.partial"
         say(f"  onmt_translate {job.name} [{variant}]")
-        seconds = self._run(self._translate_args(job, variant, tmp), jd / f"translate_{variant}.log", jd / "commands.sh")
+        args = self._translate_args(job, variant, tmp)
+        with ticking(f"onmt_translate {job.name} [{variant}]"):
+            seconds = self._run(args, jd / f"translate_{variant}.log", jd / "commands.sh")
         tmp.replace(hyp)
         timing = jd / "translate_seconds.json"
         times = json.loads(timing.read_text()) if timing.exists() else {}

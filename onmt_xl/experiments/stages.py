@@ -273,7 +273,8 @@ class DataStages:
         if chosen.kind == "bpe":
             say(f"learning a joint BPE model of {chosen.merges:,} merges on the {n_train} training pairs")
             model = out / "bpe.model"
-            tk.learn_bpe([self.path("data", "train.src"), self.path("data", "train.tgt")], chosen.merges, model)
+            with ticking("learning BPE"):
+                tk.learn_bpe([self.path("data", "train.src"), self.path("data", "train.tgt")], chosen.merges, model)
             chosen = tk.Tokenization("bpe", chosen.merges, str(model))
         if chosen.active:
             tokenizer = chosen.tokenizer()

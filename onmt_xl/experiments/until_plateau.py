@@ -41,6 +41,7 @@ from onmt_xl.experiments.jobs import whole_checkpoints
 from onmt_xl.experiments.plan import Job
 from onmt_xl.experiments.plateau import next_round, round_begun, trained_steps
 from onmt_xl.experiments.stock import read_lines, say, stock
+from onmt_xl.progress import ticking
 
 PLATEAU, CAP, BUDGET = "plateau", "cap", "budget"
 CURVE_PLOT = "learning_curves.png"
@@ -143,8 +144,9 @@ class PlateauTraining:
             tmp = hyp.with_name(hyp.name + ".partial")
             cfg = jd / "translate_curve.yaml"
             cfg.write_text(yaml.safe_dump(r.translate_options(job, ckpt), sort_keys=False), encoding="utf-8")
-            seconds = r._run([stock("onmt_translate"), "-config", cfg, "-src", r.path("data", "valid.src"),
-                              "-output", tmp, "-seed", job.seed], jd / "translate_curve.log", jd / "commands.sh")
+            with ticking(f"{system} step {step}: translating the validation source"):
+                seconds = r._run([stock("onmt_translate"), "-config", cfg, "-src", r.path("data", "valid.src"),
+                                  "-output", tmp, "-seed", job.seed], jd / "translate_curve.log", jd / "commands.sh")
             tmp.replace(hyp)
             scores = text_scores(read_lines(hyp), refs, tokenization_of(r.workdir))
             row = dict(step=step, bleu=scores["bleu"], chrf=scores["chrf"], translate_seconds=seconds,
