@@ -62,11 +62,12 @@ def ticking(desc: str) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def stderr_lines(on_line: Callable[[str], bool]) -> Iterator[TextIO]:
+def stderr_lines(on_line: Callable[[str], bool], on_end: Optional[Callable[[], None]] = None) -> Iterator[TextIO]:
     """Send what is written to file descriptor 2 in the block (by this process and its children) to ``on_line``,
     line by line; the lines it returns False for are written to the real stderr afterwards, so nothing is lost.
-    Yields a stream on the real stderr, for a bar. POSIX only; the block should not run beside other threads that
-    write to stderr (their lines would wait until the end)."""
+    Yields a stream on the real stderr, for a bar; ``on_end`` runs once every line is handed over, before that
+    stream closes (to close the bar). POSIX only; the block should not run beside other threads that write to
+    stderr (their lines would wait until the end)."""
     sys.stderr.flush()
     saved = os.dup(2)
     read_end, write_end = os.pipe()
@@ -90,6 +91,8 @@ def stderr_lines(on_line: Callable[[str], bool]) -> Iterator[TextIO]:
         os.dup2(saved, 2)  # the pipe's last write end closes: the pump reads to its end
         os.close(saved)
         thread.join()
+        if on_end is not None:
+            on_end()
         real.write("".join(kept))
         real.flush()
         real.close()

@@ -192,12 +192,9 @@ def _progress(pairs: int) -> Iterator[bool]:
         return bool(re.match(r"(Read texts|Vocabulary sizes|Created alignment|Randomized alignment|Final argmax|"
                              r"Writing alignments)", line))
 
-    with progress.stderr_lines(on_line) as real:
+    with progress.stderr_lines(on_line, on_end=lambda: state["bar"] and state["bar"].close()) as real:
         state["bar"] = progress.bar(file=real, desc=f"eflomal ({pairs:,} pairs)", unit="it", leave=False)
-        try:
-            yield False
-        finally:
-            state["bar"].close()
+        yield False
 
 
 def align_with_extra(
