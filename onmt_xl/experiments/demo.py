@@ -7,7 +7,10 @@ set, and print a short summary: the preorderer's Kendall tau, then per system BL
 the paired-bootstrap p-value against the baseline. ``--framework eole`` runs the same data stages, then Eole
 (:mod:`onmt_xl.experiments.eole_demo`). ``pipeline`` takes raw text (:mod:`onmt_xl.experiments.tokenization`):
 the scores are sacrebleu's standard ones on the detokenized output, with their signatures, and the summary ends
-with the commands that translate new raw text with a trained model and serve it.
+with the commands that translate new raw text with a trained model and serve it. Without ``--train-steps``,
+``pipeline`` trains each system to the study's plateau rule on the validation pairs, within ``--time-budget`` and
+``--max-steps``, and translates and serves the average of its last checkpoints, with a learning-curve plot
+(:mod:`onmt_xl.experiments.until_plateau`; Eole: the preset's steps, then the average).
 
 Before any model trains, both check that the preorderer clearly beats the monotone order on the validation pairs
 (:mod:`onmt_xl.reorder.monotone_check`) and print one line with the figures. Where it does not, XL PE has little to
