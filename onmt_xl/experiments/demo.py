@@ -287,7 +287,9 @@ def add_subcommands(sub) -> None:
     p = sub.add_parser("pipeline", help="tokenize, align, preorder, train and score the systems on your raw text",
                        description="demo's chain on your data: tokenize the raw text (pyonmttok, see --tokenize), "
                        "align the training and test sets with eflomal, train the preorderer, build the vocabularies, "
-                       "train each of --systems, translate the raw test source into detokenized text and score it "
+                       "train each of --systems to the plateau of its validation BLEU (the study's rule, in rounds that "
+                       "resume exactly, within --time-budget and --max-steps; learning_curves.png), translate the raw "
+                       "test source with the average of its last checkpoints into detokenized text and score it "
                        "against the raw reference (sacrebleu's BLEU and chrF, with their signatures; the paired "
                        "bootstrap against the baseline). Every file is one raw sentence per line, UTF-8; the run resumes "
                        "where it stopped when started again.")
