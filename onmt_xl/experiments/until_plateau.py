@@ -230,6 +230,7 @@ class PlateauTraining:
         r.jobs = [self.job(s, self.steps_now(s) or min(sch.round, sch.cap)) for s in self.systems]
         if r.run(argv) is None:
             return None
+        r._record_run(status="training to the plateau")  # not finished: the runner's own word after its round
         while True:
             self.score_all()
             self.prune()
