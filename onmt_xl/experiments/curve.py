@@ -4,10 +4,15 @@ and report)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from onmt_xl.experiments.stock import read_lines
+
+VALID_PPL = re.compile(r"Validation perplexity: ([0-9.]+)")
+VALID_ACC = re.compile(r"Validation accuracy: ([0-9.]+)")
+RESUMED = re.compile(r"Loading checkpoint from .*_step_(\d+)\.pt")
 
 
 def checkpoints(jd: Path) -> Dict[int, Path]:
@@ -39,9 +44,9 @@ def plateau_step(curves: Dict[str, List[Dict[str, Any]]], tolerance: float = 0.5
     return None
 
 
-def plot_curves(curves: Dict[str, List[Dict[str, Any]]], out: Path) -> Optional[Path]:
-    """Validation BLEU and perplexity against steps, one line per curve (``{name: rows}``), to ``out``; None
-    when no curve has a point."""
+def plot_curves(curves: Dict[str, List[Dict[str, Any]]], out: Path, beam_size: int = 5) -> Optional[Path]:
+    """Validation BLEU (translated with ``beam_size``) and perplexity against steps, one line per curve
+    (``{name: rows}``), to ``out``; None when no curve has a point."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -54,7 +59,7 @@ def plot_curves(curves: Dict[str, List[Dict[str, Any]]], out: Path) -> Optional[
         ax1.plot([r["step"] for r in rows], [r["bleu"] for r in rows], marker="o", label=name)
         ppl = [r for r in rows if "valid_ppl" in r]
         ax2.plot([r["step"] for r in ppl], [r["valid_ppl"] for r in ppl], marker="o", label=name)
-    ax1.set(xlabel="training steps", ylabel="validation BLEU (beam 5)")
+    ax1.set(xlabel="training steps", ylabel=f"validation BLEU (beam {beam_size})")
     ax2.set(xlabel="training steps", ylabel="validation perplexity", yscale="log")
     # plain numbers on the log axis (matplotlib's default labels its minor ticks as 2.1×10¹)
     ax2.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
@@ -65,4 +70,29 @@ def plot_curves(curves: Dict[str, List[Dict[str, Any]]], out: Path) -> Optional[
     fig.tight_layout()
     fig.savefig(out, dpi=120, metadata={"Software": None})
     plt.close(fig)
+    return out
+
+
+def validation_log(log_text: str, valid_steps: int) -> Dict[int, Dict[str, float]]:
+    """``{step: {"valid_ppl", "valid_acc"}}`` from an ``onmt_train`` log, which may hold several attempts.
+
+    OpenNMT logs a validation without its step; it validates every ``valid_steps`` steps, counted from the
+    checkpoint an attempt resumed (``Loading checkpoint from ..._step_K.pt``) or from 0. A later attempt's
+    validation of a step replaces an earlier one's.
+    """
+    out: Dict[int, Dict[str, float]] = {}
+    step, resumed = 0, 0
+    for line in log_text.splitlines():
+        m = RESUMED.search(line)
+        if m:
+            resumed = int(m.group(1))
+        if "Start training loop" in line:  # one per attempt, after its checkpoint (if any) was loaded
+            step, resumed = resumed, 0
+        m = VALID_PPL.search(line)
+        if m:
+            step += valid_steps
+            out[step] = {"valid_ppl": float(m.group(1))}
+        m = VALID_ACC.search(line)
+        if m and step in out:
+            out[step]["valid_acc"] = float(m.group(1))
     return out

@@ -7,7 +7,10 @@ set, and print a short summary: the preorderer's Kendall tau, then per system BL
 the paired-bootstrap p-value against the baseline. ``--framework eole`` runs the same data stages, then Eole
 (:mod:`onmt_xl.experiments.eole_demo`). ``pipeline`` takes raw text (:mod:`onmt_xl.experiments.tokenization`):
 the scores are sacrebleu's standard ones on the detokenized output, with their signatures, and the summary ends
-with the commands that translate new raw text with a trained model and serve it.
+with the commands that translate new raw text with a trained model and serve it. Without ``--train-steps``,
+``pipeline`` trains each system to the study's plateau rule on the validation pairs, within ``--time-budget`` and
+``--max-steps``, and translates and serves the average of its last checkpoints, with a learning-curve plot
+(:mod:`onmt_xl.experiments.until_plateau`; Eole: the preset's steps, then the average).
 
 Before any model trains, both check that the preorderer clearly beats the monotone order on the validation pairs
 (:mod:`onmt_xl.core.reorder.monotone_check`) and print one line with the figures. Where it does not, XL PE has little to
@@ -30,6 +33,7 @@ from onmt_xl.experiments.plan import Job
 from onmt_xl.experiments.stages import Corpus
 from onmt_xl.experiments.systems import SYSTEMS
 from onmt_xl.experiments.tokenization import CHOICES, WORD_LEVEL_BELOW
+from onmt_xl.experiments.until_plateau import SCHEDULES, duration
 
 DEMO_SIZES = {"train": 6000, "valid": 200, "test": 300}
 
@@ -72,6 +76,8 @@ def summary(res: Dict[str, Any]) -> str:
         tok = f"  (tokenized BLEU {t['bleu_tokenized']:.2f})" if "bleu_tokenized" in t else ""
         lines.append(f"{name:12s} BLEU {t.get('bleu', nan):6.2f}  chrF {t.get('chrf', nan):6.2f}{tok}  "
                      f"params {e.get('parameters', 0):,}{sig}")
+    if res.get("translated_with"):
+        lines.append(res["translated_with"])
     if signed is not None and "scores" in res:
         lines.append(f"scores: sacrebleu on {res['scores']['text']}; BLEU {signed['bleu_signature']}; "
                      f"chrF {signed['chrf_signature']}")
@@ -88,19 +94,31 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
     from onmt_xl.experiments.usage import next_steps
 
     quiet_onmt_warnings()  # only OpenNMT-py 3.5.1's torch.cuda.amp deprecations
+    schedule = getattr(args, "schedule", None)  # pipeline without --train-steps: to the plateau (until_plateau.py)
     runner = Runner(corpus, args.workdir, system_jobs(args.systems, command), preset=getattr(args, "preset", "demo"),
-                    train_steps=args.train_steps, beam_size=args.beam_size, gpu={"auto": None, "yes": True, "no": False}[args.gpu],
+                    train_steps=args.train_steps or (schedule.cap if schedule else None), beam_size=args.beam_size,
+                    gpu={"auto": None, "yes": True, "no": False}[args.gpu],
                     parallel=args.parallel, preorder_iterations=args.preorder_iterations,
                     tokenize=getattr(args, "tokenize", None), subword_size=getattr(args, "subword_size", None))
     runner.before_training = lambda: runner.monotone_gate(args.systems, args.if_monotone)
-    res = runner.run(sys.argv[1:])
+    if schedule is not None:
+        from onmt_xl.experiments.until_plateau import PlateauTraining
+
+        res = PlateauTraining(runner, args.systems, schedule, args.time_budget).run(sys.argv[1:])
+    else:
+        res = runner.run(sys.argv[1:])
     if res is None:  # stopped by the monotone check, which said why
         return 0
+    if schedule is not None:
+        from onmt_xl.experiments.until_plateau import translated_with
+
+        res["translated_with"] = translated_with(runner.workdir)
     say(f"results: {runner.path('results.json')}\n" + summary(res) + next_steps(runner, args.systems))
     return 0
 
 
 def run_demo(args) -> int:
+    _quiet(args)
     if args.framework == "eole":
         from onmt_xl.experiments.eole_demo import check_eole, run_eole_demo
 
@@ -109,7 +127,16 @@ def run_demo(args) -> int:
     return run_systems(make_demo_data(Path(args.workdir)), args, "demo")
 
 
+def _quiet(args) -> None:
+    if args.quiet:
+        from onmt_xl.core.progress import set_quiet
+
+        set_quiet()
+
+
 def run_pipeline(args) -> int:
+    _quiet(args)
+    _check_training_options(args)
     corpus = Corpus(args.train_src, args.train_tgt, args.test_src, args.test_ref, valid_src=args.valid_src,
                     valid_tgt=args.valid_tgt, test_align=args.test_align)
     check_text_files(corpus.inputs())  # every input there and UTF-8 before hours of work
@@ -137,16 +164,46 @@ def _choose_preset(args) -> None:
         gpu = torch.cuda.is_available()
     with open(args.train_src, encoding="utf-8") as f:
         pairs = sum(1 for _ in f)
+    from onmt_xl.experiments.until_plateau import describe_schedule, schedule_for
+
     auto = args.preset == "auto"
     chosen = auto_preset(pairs, gpu) if auto else args.preset
     args.preset = chosen
-    if args.train_steps is None:
-        args.train_steps = PIPELINE_STEPS[chosen]
+    args.schedule = None
+    if args.train_steps is None and args.framework == "eole":
+        if args.time_budget is not None:
+            from onmt_xl.core.errors import XLUsageError
+
+            raise XLUsageError(None, None, "--time-budget: not with --framework eole yet (Eole's training does not "
+                               "resume exactly, so it is not trained in rounds); --max-steps sets its steps")
+        sch = schedule_for(chosen, args.max_steps, args.average)
+        args.train_steps = args.max_steps or PIPELINE_STEPS[chosen]
+        args.average, args.eole_every = sch.average, sch.every
+        say("note: training to the plateau (rounds that resume exactly, validation BLEU per checkpoint) is "
+            f"OpenNMT-py's only for now; with --framework eole each system trains {args.train_steps:,} steps "
+            f"(--max-steps), a checkpoint every {sch.every:,}, and translates with the average of its last "
+            f"{sch.average} (--average)")
+    elif args.train_steps is None:
+        args.schedule = schedule_for(chosen, args.max_steps, args.average)
     cfg = config("baseline", preset=chosen)
     why = f"{'--preset auto' if auto else 'asked'} for {pairs:,} training pairs on the {'GPU' if gpu else 'CPU'}"
+    steps = f"{args.train_steps:,} steps" if args.schedule is None else "trained to the plateau"
     say(f"model: preset {chosen} (d {cfg['hidden_size']}, {cfg['enc_layers']}+{cfg['dec_layers']} layers, "
-        f"{cfg['heads']} heads), {args.train_steps:,} steps ({why}); --preset ({', '.join(sorted(PRESETS))}) and "
+        f"{cfg['heads']} heads), {steps} ({why}); --preset ({', '.join(sorted(PRESETS))}) and "
         "--train-steps choose another")
+    if args.schedule is not None:
+        say(describe_schedule(args.schedule, args.time_budget))
+
+
+def _check_training_options(args) -> None:
+    """``--time-budget``, ``--max-steps`` and ``--average`` go with training to the plateau, not ``--train-steps``."""
+    from onmt_xl.core.errors import XLUsageError
+
+    given = [name for name, value in (("--time-budget", args.time_budget), ("--max-steps", args.max_steps),
+                                      ("--average", args.average)) if value is not None]
+    if args.train_steps is not None and given:
+        raise XLUsageError(None, None, f"{', '.join(given)}: only when training to the plateau, without --train-steps "
+                           f"{args.train_steps} (which trains that many steps and translates the last checkpoint)")
 
 
 def _note_tokenized(corpus: Corpus, tokenize: str) -> None:
@@ -184,17 +241,30 @@ def _systems(text: str) -> List[str]:
     return names
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number of at least 1")
+    return value
+
+
+def _common(p: argparse.ArgumentParser, steps_default: str = "the preset's, 400") -> None:
     p.add_argument("--workdir", default=DEMO_WORKDIR, help="where everything is written (resumable)")
     p.add_argument("--systems", type=_systems, default=["baseline", "combination"],
                    help=f"comma-separated, from: {', '.join(SYSTEMS)}; 'baseline' gives the p-values")
-    p.add_argument("--train-steps", type=int, help="default: the preset's (demo: 400; pipeline: see --preset)")
+    p.add_argument("--train-steps", type=_positive, metavar="N", help=f"training steps of every system (default: "
+                   f"{steps_default})")
     p.add_argument("--preorder-iterations", type=int, default=5, help="preorder-train's passes (default 5)")
     p.add_argument("--beam-size", type=int, default=5, help="beam size of the test translations (default 5)")
     p.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto",
                    help="train and translate on the GPU: auto = when torch sees one (default auto)")
     p.add_argument("--parallel", type=int, default=None,
                    help="systems trained at once (default: one per CPU without a GPU, 1 with a GPU)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars (for alignment, the preorderer and the "
+                   "vocabularies; they show only where stderr is a terminal)")
     p.add_argument("--if-monotone", choices=("stop", "train"), default="stop",
                    help="when the preorderer does not clearly beat the monotone order on the validation pairs (XL PE "
                    "has little to gain): stop before any training, exit status 0, or train all the same (default stop)")
@@ -217,14 +287,17 @@ def add_subcommands(sub) -> None:
     p = sub.add_parser("pipeline", help="tokenize, align, preorder, train and score the systems on your raw text",
                        description="demo's chain on your data: tokenize the raw text (pyonmttok, see --tokenize), "
                        "align the training and test sets with eflomal, train the preorderer, build the vocabularies, "
-                       "train each of --systems, translate the raw test source into detokenized text and score it "
+                       "train each of --systems to the plateau of its validation BLEU (the study's rule, in rounds that "
+                       "resume exactly, within --time-budget and --max-steps; learning_curves.png), translate the raw "
+                       "test source with the average of its last checkpoints into detokenized text and score it "
                        "against the raw reference (sacrebleu's BLEU and chrF, with their signatures; the paired "
                        "bootstrap against the baseline). Every file is one raw sentence per line, UTF-8; the run resumes "
                        "where it stopped when started again.")
     p.add_argument("--preset", choices=("auto", "demo", "enja", "base", "big"), default="auto",
                    help="model size (onmt_xl.experiments.configs.PRESETS): auto = demo (d 128, 2+2 layers) below 10,000 "
                    "training pairs, the study's enja (d 256, 3+3) below 200,000 or on a CPU, Transformer base below "
-                   "2,000,000 on a GPU, BIG above; --train-steps defaults to the preset's (400, 8,000, 100,000, "
+                   "2,000,000 on a GPU, BIG above; each sets the training schedule too (checkpoints, rounds, step cap: "
+                   "onmt_xl.experiments.until_plateau.SCHEDULES; with --framework eole, the steps: 400, 8,000, 100,000, "
                    "300,000) (default auto)")
     for name, what in (("train-src", "training source"), ("train-tgt", "training target, line-parallel to --train-src"),
                        ("valid-src", "validation source"), ("valid-tgt", "validation target"),
@@ -238,7 +311,17 @@ def add_subcommands(sub) -> None:
                    "BPE above (8,000 merges below 100,000 pairs, 16,000 below 1,000,000, 32,000 above); none = the "
                    "files are tokenized already and are used, translated and scored as they are (default auto)")
     p.add_argument("--subword-size", type=int, help="BPE merges (default: by the size rule of --tokenize auto)")
-    _common(p)
+    _common(p, "the systems train to the plateau of validation BLEU (--time-budget, --max-steps, --average); N: "
+            "N steps, the last checkpoint translated")
+    p.add_argument("--time-budget", type=duration, metavar="DURATION",
+                   help="wall-clock limit of the whole run, e.g. 90m, 2h, 45s (a bare number: minutes): no training "
+                   "round starts that would end past it, by the seconds per step measured (the first round always "
+                   "runs); the same command goes on later (default: none)")
+    p.add_argument("--max-steps", type=_positive, metavar="N", help="the most steps a system trains when no plateau comes "
+                   "(default by preset: " + ", ".join(f"{k} {v.cap:,}" for k, v in SCHEDULES.items()) + ")")
+    p.add_argument("--average", type=_positive, metavar="N", help="the last N checkpoints (every " + ", ".join(
+        f"{k} {v.every:,}" for k, v in SCHEDULES.items()) + " steps) averaged into the model translated and served, "
+                   "onmt_average_models (default 5, the study's)")
     p.add_argument("--framework", choices=("opennmt", "eole"), default="opennmt",
                    help="train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (`bash tools/install.sh eole`)")
     p.set_defaults(func=run_pipeline)

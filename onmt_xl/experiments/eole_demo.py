@@ -21,14 +21,15 @@ import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence
 
 import yaml
 
 from onmt_xl.core.errors import XLUsageError
 from onmt_xl.experiments.eole_configs import EOLE_SYSTEMS, eole_config
-from onmt_xl.experiments.stages import Corpus
+from onmt_xl.experiments.stages import Corpus, vocab_line
 from onmt_xl.experiments.stock import read_lines, say
+from onmt_xl.core.progress import ticking
 
 #: Eole's log line with the model's size (``BaseModel.count_parameters``)
 PARAMETERS = re.compile(r"\* number of parameters: (\d+)")
@@ -49,11 +50,45 @@ def check_eole(systems: List[str]) -> None:
                            f"{', '.join(EOLE_SYSTEMS)}")
 
 
-class EoleDemo:
-    """Eole's build_vocab, train and predict for ``systems`` in ``runner``'s work directory (data prepared by it)."""
+def average_eole_models(step_dirs: Sequence[Path], out: Path) -> Path:
+    """Average Eole checkpoints into the model directory ``out``; returns ``out``.
 
-    def __init__(self, runner, systems: List[str]):
-        self.runner, self.systems = runner, list(systems)
+    Eole 0.6.4 has no checkpoint-averaging tool (nothing like OpenNMT-py's ``onmt_average_models``), so this does
+    what that tool does: each floating-point tensor of the checkpoints' ``model.00.safetensors`` is the mean over
+    ``step_dirs`` (Eole's ``MODEL_PATH/step_N/`` directories, each a whole model), summed in float64 and stored in
+    its own dtype; other tensors, ``config.json``, ``vocab.json`` and the transforms' artifacts (the preorderer) are
+    the last directory's; the optimizer state is left out. ``eole predict -model_path OUT`` reads it as any model.
+    """
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    dirs = [Path(d) for d in step_dirs]
+    weights = "model.00.safetensors"
+    last = load_file(str(dirs[-1] / weights))
+    sums = {k: v.to(torch.float64) for k, v in last.items() if v.is_floating_point()}
+    for d in dirs[:-1]:
+        for k, v in load_file(str(d / weights)).items():
+            if k in sums:
+                sums[k] += v.to(torch.float64)
+    averaged = {k: (sums[k] / len(dirs)).to(v.dtype) if k in sums else v for k, v in last.items()}
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for item in dirs[-1].iterdir():
+        if item.name not in (weights, "optimizer.pt") and item.is_file():
+            shutil.copy2(item.resolve(), tmp / item.name)
+    save_file(averaged, str(tmp / weights))
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.replace(out)
+    return out
+
+
+class EoleDemo:
+    """Eole's build_vocab, train and predict for ``systems`` in ``runner``'s work directory (data prepared by it);
+    ``average``: translate with the average of the last ``average`` checkpoints (:func:`average_eole_models`)."""
+
+    def __init__(self, runner, systems: List[str], average: int = 1):
+        self.runner, self.systems, self.average = runner, list(systems), average
         self.root = runner.path("eole")
 
     def config(self, system: str) -> Dict[str, Any]:
@@ -71,9 +106,11 @@ class EoleDemo:
         cfg = self.config("baseline")  # the vocabularies of the raw training data, shared by every system
         if Path(cfg["tgt_vocab"]).exists():
             return
-        say("eole build_vocab")
-        self._eole(["build_vocab", "-config", self._write_config("baseline"), "-n_sample", -1],
-                   self.root / "logs" / "build_vocab.log")
+        r = self.runner
+        say(vocab_line("eole build_vocab", len(read_lines(r.path("data", "train.src"))), r.tokenization))
+        with ticking("eole build_vocab"):
+            self._eole(["build_vocab", "-config", self._write_config("baseline"), "-n_sample", -1],
+                       self.root / "logs" / "build_vocab.log")
 
     def train(self, system: str) -> Dict[str, Any]:
         model = Path(self.config(system)["training"]["model_path"])
@@ -96,6 +133,20 @@ class EoleDemo:
         done.write_text(json.dumps(info, indent=2))
         return info
 
+    def final_model(self, system: str) -> Path:
+        """The model ``system`` is translated with: its model directory, or with :attr:`average` > 1 the average
+        of its last checkpoints (``average{N}_step_{S}/`` beside them, made once)."""
+        model = Path(self.config(system)["training"]["model_path"])
+        steps = sorted((int(d.name.split("_", 1)[1]), d) for d in model.glob("step_*") if d.name[5:].isdigit())
+        if self.average <= 1 or len(steps) < 2:
+            return model
+        chosen = [d for _, d in steps[-self.average:]]
+        out = model / f"average{len(chosen)}_step_{steps[-1][0]}"
+        if not out.exists():
+            say(f"  {system}: averaging the checkpoints of steps {', '.join(d.name[5:] for d in chosen)}")
+            average_eole_models(chosen, out)
+        return out
+
     def predict(self, system: str) -> Path:
         hyp = self.root / "hyp" / f"{system}.test"
         if hyp.exists():
@@ -103,12 +154,13 @@ class EoleDemo:
         hyp.parent.mkdir(parents=True, exist_ok=True)
         tmp = hyp.with_name(hyp.name + ".partial")
         say(f"  eole predict {system} [test]")
-        args = ["predict", "-model_path", self.config(system)["training"]["model_path"], "-src",
+        args = ["predict", "-model_path", self.final_model(system), "-src",
                 self.runner.path("data", "test.src"), "-output", tmp, "-beam_size", self.runner.beam_size,
                 "-batch_size", 64, "-batch_type", "sents", "-seed", self.config(system)["seed"]]
         if self.runner.gpu:
             args += ["-gpu_ranks", 0, "-world_size", 1]
-        seconds = self._eole(args, self.root / "logs" / f"predict_{system}.log")
+        with ticking(f"eole predict {system} [test]"):
+            seconds = self._eole(args, self.root / "logs" / f"predict_{system}.log")
         tmp.replace(hyp)
         done = Path(self.config(system)["training"]["model_path"]) / "done.json"
         done.write_text(json.dumps({**json.loads(done.read_text()), "translate_seconds": seconds}, indent=2))
@@ -172,9 +224,17 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
     runner.preorder()
     if runner.monotone_gate(args.systems, args.if_monotone):
         return 0
-    res = EoleDemo(runner, args.systems).run()
+    average = getattr(args, "average", None) or 1
+    if average > 1:  # the last checkpoints every save_checkpoint_steps are kept to average them
+        runner.overrides.update(keep_checkpoint=average)
+        if getattr(args, "eole_every", None):
+            runner.overrides.update(save_checkpoint_steps=args.eole_every)
+    demo = EoleDemo(runner, args.systems, average)
+    res = demo.run()
     from onmt_xl.experiments.usage import next_steps
 
-    say(f"results: {runner.path('eole', 'results.json')}\n" + summary(res) + next_steps(runner, args.systems, "eole"))
+    models = {s: demo.final_model(s) for s in args.systems}
+    say(f"results: {runner.path('eole', 'results.json')}\n" + summary(res)
+        + next_steps(runner, args.systems, "eole", models))
     return 0
 

@@ -35,7 +35,6 @@ import argparse
 import dataclasses
 import functools
 import json
-import re
 import statistics
 import sys
 import time
@@ -44,7 +43,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from onmt_xl.core.errors import XLUsageError
 from onmt_xl.experiments.archive import save_curve
-from onmt_xl.experiments.curve import checkpoints, plateau_step, plot_curves, read_curve
+from onmt_xl.experiments.curve import (RESUMED, VALID_ACC, VALID_PPL, checkpoints, plateau_step,  # noqa: F401
+                                       plot_curves, read_curve, validation_log)
 from onmt_xl.experiments.evidence_report import DEFAULT_PREREG, ORDERINGS, PLATEAU_ORDERINGS, Sweep, write_report
 from onmt_xl.experiments.plan import NOISE_RATIOS, Job
 from onmt_xl.experiments.stock import read_lines, say, stock
@@ -83,9 +83,6 @@ ORACLE_SYSTEMS = ("combination", "prereorder")  # tier c: also trained on oracle
 RERUN_SYSTEMS = ("combination",)
 #: chosen on the Japanese-English tuning split by tools/study/tune_preorderer.py (reports/TUNING.md)
 PREORDER_OPTIONS = {"tiebreak_null": "none"}
-VALID_PPL = re.compile(r"Validation perplexity: ([0-9.]+)")
-VALID_ACC = re.compile(r"Validation accuracy: ([0-9.]+)")
-RESUMED = re.compile(r"Loading checkpoint from .*_step_(\d+)\.pt")
 
 
 def _every(every: int) -> Dict[str, int]:
@@ -283,31 +280,6 @@ def prune_checkpoints(runner, job: Job) -> None:
     ckpts = sorted(checkpoints(runner.path("jobs", job.name)).items())
     for _, path in ckpts[:-1]:
         path.unlink()
-
-
-def validation_log(log_text: str, valid_steps: int) -> Dict[int, Dict[str, float]]:
-    """``{step: {"valid_ppl", "valid_acc"}}`` from an ``onmt_train`` log, which may hold several attempts.
-
-    OpenNMT logs a validation without its step; it validates every ``valid_steps`` steps, counted from the
-    checkpoint an attempt resumed (``Loading checkpoint from ..._step_K.pt``) or from 0. A later attempt's
-    validation of a step replaces an earlier one's.
-    """
-    out: Dict[int, Dict[str, float]] = {}
-    step, resumed = 0, 0
-    for line in log_text.splitlines():
-        m = RESUMED.search(line)
-        if m:
-            resumed = int(m.group(1))
-        if "Start training loop" in line:  # one per attempt, after its checkpoint (if any) was loaded
-            step, resumed = resumed, 0
-        m = VALID_PPL.search(line)
-        if m:
-            step += valid_steps
-            out[step] = {"valid_ppl": float(m.group(1))}
-        m = VALID_ACC.search(line)
-        if m and step in out:
-            out[step]["valid_acc"] = float(m.group(1))
-    return out
 
 
 def score_checkpoints(runner, job: Job, every: int, threads: Optional[int] = None,

@@ -32,6 +32,7 @@ from onmt_xl.experiments.plan import XLPOS_SUFFIX, Job
 from onmt_xl.experiments.stock import count_checkpoint_parameters, read_lines, say, stock
 from onmt_xl.experiments.systems import SYSTEMS
 from onmt_xl.opennmt.names import LEGACY_NOTE, upgrade_config
+from onmt_xl.core.progress import ticking
 
 TOK_S = re.compile(r"Step\s+(\d+)/\s*\d+;.*?(\d+)/\s*(\d+) tok/s")
 
@@ -344,7 +345,9 @@ class JobStages:
         jd = self.path("jobs", job.name)
         tmp = jd / f"hyp.{variant}.partial"
         say(f"  onmt_translate {job.name} [{variant}]")
-        seconds = self._run(self._translate_args(job, variant, tmp), jd / f"translate_{variant}.log", jd / "commands.sh")
+        args = self._translate_args(job, variant, tmp)
+        with ticking(f"onmt_translate {job.name} [{variant}]"):
+            seconds = self._run(args, jd / f"translate_{variant}.log", jd / "commands.sh")
         tmp.replace(hyp)
         timing = jd / "translate_seconds.json"
         times = json.loads(timing.read_text()) if timing.exists() else {}
@@ -355,20 +358,29 @@ class JobStages:
         """``jobs/NAME/translate.yaml``: ``onmt_translate``'s options for raw text with the job's final model (raw
         text in, ``onmt_tokenize`` then the system's transform, detokenized text out), as the test set is
         translated and as a user translates new text (``onmt_translate -config translate.yaml -src IN -output OUT``)."""
-        transform = SYSTEMS[job.system].translate_transform
-        cfg: Dict[str, Any] = {"model": str(self.final_model(job)),
-                               "transforms": ["onmt_tokenize"] + ([transform] if transform else []),
-                               **self.tokenization.transform_options(), "beam_size": self.beam_size,
-                               "batch_size": 64, "batch_type": "sents", "xl_cpu_precision": "auto",
-                               "xl_cpu_kernels": RUN_OPTIONS["xl_cpu_kernels"]}
-        if transform:
-            cfg["xl_preorderer"] = str(self.preorderer_path(job.preorder_pairs))
-        if self.gpu:
-            cfg["gpu"] = 0
+        cfg = self.translate_options(job, self.final_model(job))
         path = self.path("jobs", job.name, "translate.yaml")
         path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
         self._serve_config(job, cfg)
         return path
+
+    def translate_options(self, job: Job, model: Path) -> Dict[str, Any]:
+        """:meth:`translate_config`'s options for any checkpoint ``model`` of ``job`` (raw text; without a
+        tokenization, the text as given)."""
+        transform = SYSTEMS[job.system].translate_transform
+        cfg: Dict[str, Any] = {"model": str(model),
+                               "transforms": (["onmt_tokenize"] if self.tokenization.active else [])
+                               + ([transform] if transform else []),
+                               **self.tokenization.transform_options(), "beam_size": self.beam_size,
+                               "batch_size": 64, "batch_type": "sents", "xl_cpu_precision": "auto",
+                               "xl_cpu_kernels": RUN_OPTIONS["xl_cpu_kernels"]}
+        if not cfg["transforms"]:  # tokenized text and a stock system: onmt_translate takes no empty list
+            del cfg["transforms"]
+        if transform:
+            cfg["xl_preorderer"] = str(self.preorderer_path(job.preorder_pairs))
+        if self.gpu:
+            cfg["gpu"] = 0
+        return cfg
 
     def _serve_config(self, job: Job, translate: Dict[str, Any]) -> Path:
         """``jobs/NAME/serve.json``: ``onmt_server --model_config`` for the job's model on raw text. The server
@@ -376,7 +388,7 @@ class JobStages:
         (the same settings) tokenizes the request and detokenizes the answer; ``xl_position`` follows it."""
         model = Path(translate["model"])
         opt = {k: v for k, v in translate.items() if k in ("beam_size", "xl_preorderer", "gpu")}
-        transforms = [t for t in translate["transforms"] if t != "onmt_tokenize"]
+        transforms = [t for t in translate.get("transforms", []) if t != "onmt_tokenize"]
         if transforms:
             opt["transforms"] = transforms
         kwargs = self.tokenization.kwargs()

@@ -28,6 +28,7 @@ from typing import List, Optional, Sequence, Tuple
 import yaml
 
 from onmt_xl.core.errors import XLInputError, XLUsageError
+from onmt_xl.core.progress import ticking
 from onmt_xl.experiments.configs import config
 from onmt_xl.experiments.plan import SWAP_RATIOS, XLPOS_SUFFIX, swap_words
 from onmt_xl.experiments.tokenization import Tokenization
@@ -272,7 +273,8 @@ class DataStages:
         if chosen.kind == "bpe":
             say(f"learning a joint BPE model of {chosen.merges:,} merges on the {n_train} training pairs")
             model = out / "bpe.model"
-            tk.learn_bpe([self.path("data", "train.src"), self.path("data", "train.tgt")], chosen.merges, model)
+            with ticking("learning BPE"):
+                tk.learn_bpe([self.path("data", "train.src"), self.path("data", "train.tgt")], chosen.merges, model)
             chosen = tk.Tokenization("bpe", chosen.merges, str(model))
         if chosen.active:
             tokenizer = chosen.tokenizer()
@@ -473,6 +475,14 @@ class DataStages:
             return
         cfg = self.path("vocab_config.yaml")
         cfg.write_text(yaml.safe_dump(config("baseline", str(self.workdir), self.overrides, self.preset)))
-        say("onmt_build_vocab")
-        self._run([stock("onmt_build_vocab"), "-config", cfg, "-n_sample", "-1"], self.path("logs", "build_vocab.log"),
-                  self.path("commands.sh"))
+        say(vocab_line("onmt_build_vocab", len(read_lines(self.path("data", "train.src"))), self.tokenization))
+        with ticking("onmt_build_vocab"):
+            self._run([stock("onmt_build_vocab"), "-config", cfg, "-n_sample", "-1"],
+                      self.path("logs", "build_vocab.log"), self.path("commands.sh"))
+
+
+def vocab_line(command: str, pairs: int, tokenization: Tokenization) -> str:
+    """The line before the stock vocabulary command, which prints nothing until it is done."""
+    through = f", tokenized on the fly by {tokenization.describe()}" if tokenization.active else ""
+    return (f"{command}: counting the words of all {pairs:,} training pairs{through}, for the source and target "
+            "vocabularies; it says nothing until it is done (it reads the whole corpus once)")

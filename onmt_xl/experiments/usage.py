@@ -3,7 +3,8 @@ serve it, as a user copies them (:func:`next_steps`)."""
 
 from __future__ import annotations
 
-from typing import List
+from pathlib import Path
+from typing import Dict, List, Optional
 
 
 def shown_system(systems: List[str]) -> str:
@@ -11,14 +12,14 @@ def shown_system(systems: List[str]) -> str:
     return ([s for s in systems if s != "baseline"] or systems)[-1]
 
 
-def next_steps(runner, systems: List[str], framework: str = "opennmt") -> str:
+def next_steps(runner, systems: List[str], framework: str = "opennmt", eole_models: Optional[Dict[str, Path]] = None) -> str:
     """The closing lines of a run on raw text: how to translate new raw text with a trained model and serve it,
     as a user copies them (nothing without a tokenization: the models then expect tokenized text)."""
     if not runner.tokenization.active:
         return ""
     name = shown_system(systems)
     if framework == "eole":
-        model = runner.path("eole", "models", name)
+        model = (eole_models or {}).get(name) or runner.path("eole", "models", name)
         return (f"\ntranslate new raw text with {name} (detokenized output; the model's config.json carries the "
                 f"tokenization):\n  eole predict -model_path {model} -src new.txt -output new.out")
     job = runner.path("jobs", name)

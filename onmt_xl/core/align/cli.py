@@ -28,6 +28,10 @@ def run_align(args: argparse.Namespace) -> int:
 
     # every input readable before the long work (the output folder is made by onmt_xl.cli.main)
     check_text_files([args.text, args.src, args.tgt, args.extra_src, args.extra_tgt, args.priors])
+    if args.quiet:
+        from onmt_xl.core.progress import set_quiet
+
+        set_quiet()
     if args.text is not None:
         if args.src is not None or args.tgt is not None:
             _usage_error("give either --text or --src/--tgt, not both")
@@ -96,6 +100,7 @@ def add_subcommands(subparsers: "argparse._SubParsersAction") -> None:
     p.add_argument("--n-samplers", type=int, default=3, help="independent eflomal samplers (default 3)")
     p.add_argument("--rel-iterations", type=float, default=1.0, help="scale eflomal's iteration counts")
     p.add_argument("--priors", help="eflomal priors file")
+    p.add_argument("--quiet", action="store_true", help="no progress bar (one shows only where stderr is a terminal)")
     segmentation.add_arguments(p, "the source side")
     p.set_defaults(func=run_align, output_files=("out_prefix",))
 

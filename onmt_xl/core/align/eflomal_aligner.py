@@ -11,13 +11,14 @@ empty Pharaoh line), so outputs stay line-parallel with the inputs.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Iterator, List, Optional, Sequence, Tuple
 
 from onmt_xl.core.align.pharaoh import Links, read_pharaoh, write_pharaoh
 from onmt_xl.core.align.symmetrize import grow_diag_final_and
@@ -133,14 +134,16 @@ def _run_eflomal(src_sents: Sents, tgt_sents: Sents, keep: Sequence[int], settin
         src_lines = _eflomal_lines(src_sents, keep, "source")
         tgt_lines = _eflomal_lines(tgt_sents, keep, "target")
         start = time.perf_counter()
-        if priors is None:
-            aligner.align(src_lines, tgt_lines, links_filename_fwd=fwd_path, links_filename_rev=rev_path)
-        else:
-            with open(priors, encoding="utf-8") as pf:
-                aligner.align(
-                    src_lines, tgt_lines, links_filename_fwd=fwd_path, links_filename_rev=rev_path,
-                    priors_input=pf,
-                )
+        with _progress(len(keep)) as quiet:
+            if priors is None:
+                aligner.align(src_lines, tgt_lines, links_filename_fwd=fwd_path, links_filename_rev=rev_path,
+                              quiet=quiet)
+            else:
+                with open(priors, encoding="utf-8") as pf:
+                    aligner.align(
+                        src_lines, tgt_lines, links_filename_fwd=fwd_path, links_filename_rev=rev_path,
+                        priors_input=pf, quiet=quiet,
+                    )
         seconds = time.perf_counter() - start
         src_lens = [len(src_sents[k]) for k in keep]
         tgt_lens = [len(tgt_sents[k]) for k in keep]
@@ -154,6 +157,44 @@ def _run_eflomal(src_sents: Sents, tgt_sents: Sents, keep: Sequence[int], settin
             for k, ls in zip(keep, links):
                 out[k] = ls
     return seconds
+
+
+_ITERATIONS = re.compile(r" -([123]) (\d+)")
+_STAGE = re.compile(r"^Aligning with model \d \((\d+) iterations\)")
+
+
+@contextlib.contextmanager
+def _progress(pairs: int) -> Iterator[bool]:
+    """A bar of eflomal's sampling iterations, both directions together, where a bar shows
+    (:mod:`onmt_xl.core.progress`); yields the ``quiet`` to run eflomal with. eflomal prints its command line (the
+    iterations of each model: ``-1 N1 -2 N2 -3 N3``) and each stage's start and end on stderr, but nothing within a
+    stage: the bar moves by whole stages."""
+    from onmt_xl.core import progress
+
+    if not progress.shown():
+        yield True
+        return
+    state = {"bar": None, "stages": []}
+
+    def on_line(line: str) -> bool:
+        found = _ITERATIONS.findall(line)
+        if found and state["bar"] is not None and state["bar"].total is None:
+            state["bar"].total = 2 * sum(int(n) for _, n in found)  # forward and reverse
+            state["bar"].refresh()
+            return True
+        m = _STAGE.match(line)
+        if m:
+            state["stages"].append(int(m.group(1)))
+            return True
+        if line.startswith("Done:") and state["stages"] and state["bar"] is not None:
+            state["bar"].update(state["stages"].pop(0))
+            return True
+        return bool(re.match(r"(Read texts|Vocabulary sizes|Created alignment|Randomized alignment|Final argmax|"
+                             r"Writing alignments)", line))
+
+    with progress.stderr_lines(on_line, on_end=lambda: state["bar"] and state["bar"].close()) as real:
+        state["bar"] = progress.bar(file=real, desc=f"eflomal ({pairs:,} pairs)", unit="it", leave=False)
+        yield False
 
 
 def align_with_extra(

@@ -187,17 +187,21 @@ class Perceptron:
     def iteration(self, data: Corpus, it: int, perm: np.ndarray) -> EpochStats:
         """One pass over ``perm``, in chunks that set the progress bar's granularity (a multiple of
         ``batch``; the whole pass for ``mix``, one shard per thread)."""
-        from tqdm import tqdm
+        from onmt_xl.core import progress
 
         s, n = self.s, len(perm)
         t0 = time.perf_counter()
         chunk = max(n, 1) if self.mix else max(s.batch, 2048 // s.batch * s.batch)
         tot = np.zeros(3, dtype=np.int64)
-        with tqdm(total=n, desc=f"preorder-train it {it}/{s.iterations}", unit="sent",
-                  disable=None if s.progress else True, leave=False) as bar:
+        desc = f"preorder-train it {it}/{s.iterations}"
+        # the parser's first call in a process loads it compiled (numba), compiling it on its very first use
+        first = f"{desc} (loading the compiled parser; its first use compiles it, once)" if it == 1 else desc
+        with progress.bar(total=n, desc=first, unit="sent", enabled=s.progress, leave=False) as bar:
             for a in range(0, n, chunk):
                 idx = perm[a : a + chunk]
                 tot += self.run(data, idx)
+                if a == 0 and first != desc:
+                    bar.set_description(desc, refresh=False)
                 bar.update(len(idx))
                 bar.set_postfix(loss=f"{tot[0] / max(tot[1] + 1, 1):.3g}x", updates=int(tot[2]))
         stats = EpochStats(it, n, int(tot[0]), int(tot[1]), int(tot[2]), time.perf_counter() - t0)

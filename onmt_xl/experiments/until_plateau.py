@@ -1,0 +1,339 @@
+"""``onmt-xl pipeline`` trained to the study's plateau rule on the validation pairs, within a time budget, then
+translated with the average of the last checkpoints.
+
+Without ``--train-steps``, every system of ``--systems`` trains in rounds of :attr:`Schedule.round` steps, each
+resuming the last one's checkpoint exactly (``-xl_exact_resume``: the same model as one longer run), with a
+checkpoint and a validation every :attr:`Schedule.every` steps. After each round every new checkpoint translates the
+validation source as the test set is translated (raw text in, detokenized text out) and is scored by sacrebleu
+against the validation targets; its validation perplexity is read from ``onmt_train``'s log
+(``jobs/SYSTEM/curve.jsonl``). The rounds stop at the first of
+
+- ``plateau``: the study's rule (:func:`onmt_xl.experiments.curve.plateau_step`) holds at a step S for every system
+  together;
+- ``cap``: the systems reached ``--max-steps``;
+- ``budget``: another round would end past ``--time-budget``, by the seconds per step its training measured and the
+  seconds its validation translations took (the first round always runs: nothing is measured before it),
+
+and one line says which. Every system is then translated with the average of its last ``--average`` checkpoints up
+to S, or up to the last step every system reached (cap, budget), by ``onmt_average_models``; ``translate.yaml`` and
+``serve.json`` name that averaged model. ``learning_curves.png`` plots the validation points of every system.
+``plateau.json`` records where the rounds stand; a rerun goes on from there (after a budget stop it trains on,
+after a plateau it only reports). As the rounds go, a checkpoint no step the rule could still choose needs is deleted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Set
+
+import yaml
+
+from onmt_xl.experiments.configs import TRAINING
+from onmt_xl.experiments.curve import checkpoints, plateau_step, plot_curves, read_curve, validation_log
+from onmt_xl.experiments.jobs import whole_checkpoints
+from onmt_xl.experiments.plan import Job
+from onmt_xl.experiments.plateau import next_round, round_begun, trained_steps
+from onmt_xl.experiments.stock import read_lines, say, stock
+from onmt_xl.core.progress import ticking
+
+PLATEAU, CAP, BUDGET = "plateau", "cap", "budget"
+CURVE_PLOT = "learning_curves.png"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How a preset trains to its plateau: a checkpoint, a validation and a scored point every ``every`` steps;
+    ``round`` steps between two readings of the rule; the rule's ``window`` and ``tolerance`` (BLEU); at most
+    ``cap`` steps; the last ``average`` checkpoints averaged."""
+
+    every: int
+    round: int
+    window: int
+    cap: int
+    average: int = 5
+    tolerance: float = 0.5
+
+
+#: per preset (:data:`onmt_xl.experiments.configs.PRESETS`); ``enja``: the study's (checkpoints every 500 steps, the
+#: rule's 2,000-step window and 0.5 BLEU, the average of the last 5)
+SCHEDULES: Dict[str, Schedule] = {
+    "demo": Schedule(every=100, round=400, window=400, cap=4000),
+    "enja": Schedule(every=500, round=2000, window=2000, cap=30000),
+    "base": Schedule(every=5000, round=20000, window=20000, cap=200000),
+    "big": Schedule(every=5000, round=20000, window=20000, cap=300000),
+}
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|min|h)?\s*$")
+
+
+def duration(text: str) -> float:
+    """``--time-budget``'s seconds: ``90m``, ``2h``, ``45s`` or ``1.5h``; a bare number is minutes."""
+    m = _DURATION.match(text)
+    if not m or float(m.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a positive duration such as 90m, 2h or 45s")
+    return float(m.group(1)) * {"s": 1, "h": 3600}.get(m.group(2) or "m", 60)
+
+
+def schedule_for(preset: str, cap: Optional[int] = None, average: Optional[int] = None) -> Schedule:
+    """The preset's :class:`Schedule`, with ``--max-steps`` and ``--average`` where given."""
+    sch = SCHEDULES[preset]
+    return replace(sch, cap=cap or sch.cap, average=average or sch.average)
+
+
+class PlateauTraining:
+    """The module docstring's rounds for ``systems`` through ``runner`` (:class:`onmt_xl.experiments.runner.Runner`);
+    ``budget_s``: ``--time-budget`` in seconds, counted from the runner's start."""
+
+    def __init__(self, runner, systems: Sequence[str], schedule: Schedule, budget_s: Optional[float] = None):
+        self.runner, self.systems, self.schedule, self.budget_s = runner, list(systems), schedule, budget_s
+        runner.overrides.update(save_checkpoint_steps=schedule.every, valid_steps=schedule.every, keep_checkpoint=-1)
+        self.state_path = runner.path("plateau.json")
+
+    # -- jobs and where they stand -------------------------------------------------------------------------
+    def job(self, system: str, steps: int, final: Optional[int] = None, average: int = 1) -> Job:
+        return Job(system, system, TRAINING["seed"], train_steps=steps, final_step=final, average=average,
+                   variants=["test"] if final else [], experiments=["pipeline"])
+
+    def steps_now(self, system: str) -> int:
+        """The steps ``system`` has trained, or the end of the round it began (a round cut short is finished)."""
+        j = self.job(system, 0)
+        return max(trained_steps(self.runner, j), round_begun(self.runner, j))
+
+    def reached(self) -> int:
+        return min(trained_steps(self.runner, self.job(s, 0)) for s in self.systems)
+
+    def curves(self) -> Dict[str, List[Dict[str, Any]]]:
+        return {s: read_curve(self.runner.path("jobs", s)) for s in self.systems}
+
+    def read_state(self) -> Dict[str, Any]:
+        return json.loads(self.state_path.read_text(encoding="utf-8")) if self.state_path.exists() else {}
+
+    def save_state(self, **kw: Any) -> None:
+        state = self.read_state()
+        state.update(kw, schedule=asdict(self.schedule),
+                     reached={s: trained_steps(self.runner, self.job(s, 0)) for s in self.systems})
+        self.state_path.write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
+
+    # -- scoring ---------------------------------------------------------------------------------------------
+    def score(self, system: str) -> None:
+        """Translate the validation source with each whole checkpoint of ``system`` at a multiple of
+        :attr:`Schedule.every` that ``curve.jsonl`` lacks; append its BLEU, chrF and validation perplexity."""
+        from onmt_xl.experiments.scoring import text_scores, tokenization_of
+
+        r, jd = self.runner, self.runner.path("jobs", system)
+        if not jd.is_dir():
+            return
+        job = self.job(system, 0)
+        done = {row["step"] for row in read_curve(jd)}
+        todo = [(int(c.stem.rsplit("_", 1)[1]), c) for c in whole_checkpoints(jd, system)]
+        todo = [(step, c) for step, c in todo if step % self.schedule.every == 0 and step not in done]
+        if not todo:
+            return
+        refs = read_lines(r.path("data", "valid.tgt"))
+        log = jd / "train.log"
+        valid = validation_log(log.read_text(encoding="utf-8"), self.schedule.every) if log.exists() else {}
+        for step, ckpt in todo:
+            hyp = jd / f"hyp.valid.step{step}"
+            tmp = hyp.with_name(hyp.name + ".partial")
+            cfg = jd / "translate_curve.yaml"
+            cfg.write_text(yaml.safe_dump(r.translate_options(job, ckpt), sort_keys=False), encoding="utf-8")
+            with ticking(f"{system} step {step}: translating the validation source"):
+                seconds = r._run([stock("onmt_translate"), "-config", cfg, "-src", r.path("data", "valid.src"),
+                                  "-output", tmp, "-seed", job.seed], jd / "translate_curve.log", jd / "commands.sh")
+            tmp.replace(hyp)
+            scores = text_scores(read_lines(hyp), refs, tokenization_of(r.workdir))
+            row = dict(step=step, bleu=scores["bleu"], chrf=scores["chrf"], translate_seconds=seconds,
+                       **valid.get(step, {}))
+            with open(jd / "curve.jsonl", "a", encoding="utf-8") as f:
+                f.write(json.dumps(row) + "\n")
+            say(f"  {system} step {step}: validation BLEU {row['bleu']:.2f}, perplexity "
+                f"{row.get('valid_ppl', float('nan')):.2f}")
+
+    def score_all(self) -> None:
+        with ThreadPoolExecutor(max_workers=max(1, self.runner.parallel)) as pool:
+            list(pool.map(self.score, self.systems))
+
+    # -- the budget ------------------------------------------------------------------------------------------
+    def seconds_per_step(self) -> Optional[float]:
+        """Wall seconds one step of every system takes: the slowest system's training seconds per step in its last
+        attempt (``done.json``), times the waves of ``--parallel`` jobs training them all; None before any."""
+        rates = []
+        for s in self.systems:
+            done = self.runner.path("jobs", s, "done.json")
+            if not done.exists():
+                continue
+            info = json.loads(done.read_text(encoding="utf-8"))
+            start = int(re.sub(r"\D", "", info.get("resumed_from") or "") or 0)
+            steps = round_begun(self.runner, self.job(s, 0)) - start
+            if info.get("train_seconds") and steps > 0:
+                rates.append(info["train_seconds"] / steps)
+        if not rates:
+            return None
+        return max(rates) * math.ceil(len(self.systems) / max(1, self.runner.parallel))
+
+    def round_estimate(self, reached: int, target: int) -> Optional[float]:
+        """Seconds training from ``reached`` to ``target`` and scoring its checkpoints will take (None: unmeasured)."""
+        per_step = self.seconds_per_step()
+        if per_step is None:
+            return None
+        times = [row["translate_seconds"] for rows in self.curves().values() for row in rows
+                 if row.get("translate_seconds")]
+        per_ckpt = (sum(times) / len(times)) if times else 0.0
+        waves = math.ceil(len(self.systems) / max(1, self.runner.parallel))
+        return per_step * (target - reached) + per_ckpt * ((target - reached) // self.schedule.every) * waves
+
+    # -- checkpoints kept ------------------------------------------------------------------------------------
+    def needed(self, curves: Dict[str, List[Dict[str, Any]]]) -> Set[int]:
+        """The steps whose checkpoints an average may still need: the last ``average`` up to each scored step the
+        rule could still choose (none later beats it by more than the tolerance) and up to the last common one."""
+        sch = self.schedule
+        steps = sorted(set.intersection(*({r["step"] for r in rows} for rows in curves.values()))) if curves else []
+        if not steps:
+            return set()
+
+        def open_(s: int) -> bool:
+            for rows in curves.values():
+                at = next(r["bleu"] for r in rows if r["step"] == s)
+                if any(r["bleu"] - at > sch.tolerance for r in rows if r["step"] > s):
+                    return False
+            return True
+
+        candidates = {s for s in steps if open_(s)} | {steps[-1]}
+        return {t for s in candidates for t in range(s - (sch.average - 1) * sch.every, s + 1, sch.every)}
+
+    def prune(self) -> None:
+        """Delete each system's scored checkpoints that :meth:`needed` leaves out, never its last."""
+        curves = self.curves()
+        keep = self.needed(curves)
+        for s in self.systems:
+            scored = {r["step"] for r in curves[s]}
+            ckpts = sorted(checkpoints(self.runner.path("jobs", s)).items())
+            for step, path in ckpts[:-1]:
+                if step in scored and step not in keep:
+                    path.unlink()
+
+    # -- the run ---------------------------------------------------------------------------------------------
+    def run(self, argv: Sequence[str] = ()) -> Optional[Dict[str, Any]]:
+        """Train to the plateau, the cap or the budget, translate the averaged models; returns
+        :func:`onmt_xl.experiments.scoring.collect` (None when the monotone check stopped the run)."""
+        from onmt_xl.experiments.scoring import collect
+
+        r, sch = self.runner, self.schedule
+        # the first round (or the rest of an interrupted one): the runner's data stages and its refusal check first
+        r.jobs = [self.job(s, self.steps_now(s) or min(sch.round, sch.cap)) for s in self.systems]
+        if r.run(argv) is None:
+            return None
+        r._record_run(status="training to the plateau")  # not finished: the runner's own word after its round
+        while True:
+            self.score_all()
+            self.prune()
+            curves = self.curves()
+            found = plateau_step(curves, sch.tolerance, sch.window)
+            reached = self.reached()
+            if found is not None or reached >= sch.cap:
+                reason = PLATEAU if found is not None else CAP
+                break
+            target = next_round(reached, 0, sch.round, sch.cap)
+            need = self.round_estimate(reached, target)
+            spent = time.perf_counter() - r.started
+            if self.budget_s is not None and need is not None and spent + need > self.budget_s:
+                reason = BUDGET
+                break
+            say(f"[plateau] no plateau yet at step {reached:,} (rule: no later validation BLEU more than "
+                f"{sch.tolerance} above, {sch.window:,} steps past it); training to step {target:,}"
+                + (f" (about {need / 60:.1f} min)" if need is not None else ""))
+            self.save_state(status="training")
+            r.jobs = [self.job(s, max(target, self.steps_now(s))) for s in self.systems]
+            if r._run_jobs():  # not expected: the runner's own budget is off here
+                return None
+        final = found if reason == PLATEAU else self.last_common(curves, min(reached, sch.cap))
+        average = self.averaged(final) if final else 0
+        say(self.stop_line(reason, found, reached, final, average, need if reason == BUDGET else None))
+        if final is None:
+            self.save_state(status=reason, step=None)
+            return None
+        self.forget_stale(final, average)
+        r.jobs = [self.job(s, self.steps_now(s), final, average) for s in self.systems]
+        r._run_jobs()
+        self.save_state(status=reason, step=found, final_step=final, average=average)
+        self.prune()
+        plot = plot_curves(self.curves(), r.path(CURVE_PLOT), r.beam_size)
+        if plot is not None:
+            say(f"learning curves (validation BLEU and perplexity per checkpoint): {plot}")
+        r._record_run(status=f"finished: stopped by the {reason}", final_step=final, average=average)
+        return collect(r.workdir, r.jobs)
+
+    def averaged(self, final: int) -> int:
+        """How many checkpoints the final models average: ``--average``, or fewer where a system lacks one of them
+        (the first steps; a checkpoint deleted by an earlier run with another ``--max-steps``)."""
+        every, n = self.schedule.every, self.schedule.average
+        for s in self.systems:
+            have = checkpoints(self.runner.path("jobs", s))
+            k = 0
+            while k < n and final - k * every > 0 and (final - k * every) in have:
+                k += 1
+            n = k
+        return max(n, 1)
+
+    @staticmethod
+    def last_common(curves: Dict[str, List[Dict[str, Any]]], limit: int) -> Optional[int]:
+        """The last step at most ``limit`` that every curve has scored."""
+        common = set.intersection(*({r["step"] for r in rows} for rows in curves.values())) if curves else set()
+        below = [s for s in common if s <= limit]
+        return max(below) if below else None
+
+    def stop_line(self, reason: str, found: Optional[int], reached: int, final: Optional[int], average: int,
+                  need: Optional[float]) -> str:
+        sch = self.schedule
+        if not final:
+            what = "nothing to translate: no checkpoint was scored"
+        elif average > 1:
+            what = f"the average of the last {average} checkpoints up to step {final:,}"
+        else:
+            what = f"the checkpoint of step {final:,}"
+        if reason == PLATEAU:
+            why = (f"the plateau rule holds at step {found:,} for every system (no later validation BLEU more than "
+                   f"{sch.tolerance} above it, {sch.window:,} steps past it)")
+        elif reason == CAP:
+            why = f"the step cap of {sch.cap:,} (--max-steps) was reached without a plateau"
+        else:
+            why = (f"another round (about {need / 60:.1f} min) would exceed the time budget of {self.budget_s / 60:.0f} "
+                   f"min ({(time.perf_counter() - self.runner.started) / 60:.1f} min spent) at step {reached:,}; the "
+                   "same command with a budget goes on from there")
+        return f"[plateau] training stopped by the {reason}: {why}; translating with {what}"
+
+    def forget_stale(self, final: int, average: int) -> None:
+        """A test translation of another final model (an earlier run stopped elsewhere) is translated again."""
+        state = self.read_state()
+        if state.get("final_step") in (None, final) and state.get("average") in (None, average):
+            return
+        for s in self.systems:
+            self.runner.path("jobs", s, "hyp.test").unlink(missing_ok=True)
+
+
+def describe_schedule(sch: Schedule, budget_s: Optional[float]) -> str:
+    """The pipeline's line on how the systems train (after the preset line)."""
+    budget = f", within {budget_s / 60:.0f} min (--time-budget)" if budget_s else ""
+    return (f"training: to the plateau of validation BLEU (the study's rule: no later checkpoint more than "
+            f"{sch.tolerance} BLEU above, {sch.window:,} steps past it), checkpoints every {sch.every:,} steps, rounds "
+            f"of {sch.round:,}, at most {sch.cap:,} steps (--max-steps){budget}; then the average of the last "
+            f"{sch.average} checkpoints (--average); --train-steps N trains N steps instead")
+
+
+def translated_with(workdir: Path) -> str:
+    """The summary's line on the model every system was translated with (``plateau.json``), or ""."""
+    path = Path(workdir) / "plateau.json"
+    state = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    if not state.get("final_step"):
+        return ""
+    n, step = state["average"], state["final_step"]
+    model = f"the average of the last {n} checkpoints up to step {step:,}" if n > 1 else f"the checkpoint of step {step:,}"
+    return f"translated with {model} (training stopped by the {state['status']}; {CURVE_PLOT}: the learning curves)"
+

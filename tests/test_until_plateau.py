@@ -1,0 +1,300 @@
+"""``onmt-xl pipeline`` trained to the study's plateau rule (issue 77, :mod:`onmt_xl.experiments.until_plateau`): what
+stops the rounds (plateau, cap, time budget), which checkpoints are averaged and kept, a rerun that goes on instead of
+training again, and a refused command that changes nothing on disk.
+
+The rules are checked on a stand-in runner that "trains" by writing checkpoint files and scores by a given BLEU
+curve; the last tests train and translate for real, a few steps on the tiny raw corpus of ``test_raw_text.py``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Dict, List
+
+import pytest
+import yaml
+
+from onmt_xl.experiments.curve import checkpoints
+from onmt_xl.experiments.until_plateau import PlateauTraining, Schedule, duration
+from tests.conftest import run_env
+
+
+class StandInRunner:
+    """What :class:`PlateauTraining` asks of :class:`onmt_xl.experiments.runner.Runner`; training a job to N steps
+    writes its checkpoints every ``every`` steps, its ``config.yaml`` and a ``done.json`` measuring
+    ``seconds_per_step``."""
+
+    def __init__(self, workdir: Path, every: int, seconds_per_step: float = 1.0):
+        self.workdir, self.every, self.seconds_per_step = workdir, every, seconds_per_step
+        self.parallel, self.beam_size, self.overrides, self.jobs = 1, 5, {}, []
+        self.started = time.perf_counter()
+        self.trained: List[tuple] = []  # (system, from step, to step)
+        self.finals: List[tuple] = []  # (system, final step, average)
+        (workdir / "data").mkdir(parents=True, exist_ok=True)
+        (workdir / "data" / "test.ref").write_text("a\n", encoding="utf-8")
+
+    def path(self, *parts: str) -> Path:
+        return self.workdir.joinpath(*parts)
+
+    def run(self, argv=()):
+        self._run_jobs()
+        return {}
+
+    def _record_run(self, **kw) -> None:
+        pass
+
+    def _run_jobs(self):
+        for job in self.jobs:
+            jd = self.path("jobs", job.name)
+            jd.mkdir(parents=True, exist_ok=True)
+            start = max(checkpoints(jd), default=0)
+            if job.final_step:
+                self.finals.append((job.name, job.final_step, job.average))
+                assert job.train_steps == start  # translating trains nothing more
+                continue
+            if job.train_steps <= start:
+                continue
+            self.trained.append((job.name, start, job.train_steps))
+            (jd / "config.yaml").write_text(yaml.safe_dump({"train_steps": job.train_steps}), encoding="utf-8")
+            for step in range(start + self.every, job.train_steps + 1, self.every):
+                (jd / f"model_step_{step}.pt").write_bytes(b"")
+            (jd / "done.json").write_text(json.dumps({
+                "train_seconds": self.seconds_per_step * (job.train_steps - start),
+                "resumed_from": f"model_step_{start}.pt" if start else None}), encoding="utf-8")
+        return None
+
+
+class Scripted(PlateauTraining):
+    """Scores each checkpoint by ``bleu(system, step)``, taking ``translate_seconds`` per checkpoint."""
+
+    def __init__(self, runner, systems, schedule, budget_s=None, bleu: Callable[[str, int], float] = None,
+                 translate_seconds: float = 0.0):
+        super().__init__(runner, systems, schedule, budget_s)
+        self.bleu, self.translate_seconds = bleu, translate_seconds
+
+    def score(self, system: str) -> None:
+        jd = self.runner.path("jobs", system)
+        path = jd / "curve.jsonl"
+        done = {json.loads(l)["step"] for l in path.read_text().splitlines()} if path.exists() else set()
+        with open(path, "a", encoding="utf-8") as f:
+            for step in sorted(checkpoints(jd)):
+                if step % self.schedule.every == 0 and step not in done:
+                    f.write(json.dumps({"step": step, "bleu": self.bleu(system, step), "valid_ppl": 10.0,
+                                        "translate_seconds": self.translate_seconds}) + "\n")
+
+
+SYSTEMS = ["baseline", "combination"]
+
+
+def kept(runner, system: str) -> List[int]:
+    return sorted(checkpoints(runner.path("jobs", system)))
+
+
+def test_stops_at_the_plateau_and_averages_up_to_it(tmp_path, capsys):
+    runner = StandInRunner(tmp_path, every=2)
+    # BLEU climbs to 6 at step 6, then stays: the rule holds at step 6 once the curves run 4 steps past it
+    sch = Schedule(every=2, round=4, window=4, cap=40, average=5)
+    Scripted(runner, SYSTEMS, sch, bleu=lambda s, step: float(min(step, 6))).run()
+    out = capsys.readouterr().out
+    assert "training stopped by the plateau: the plateau rule holds at step 6 for every system" in out
+    assert [t for t in runner.trained if t[0] == "baseline"] == [("baseline", 0, 4), ("baseline", 4, 8),
+                                                                 ("baseline", 8, 12)]
+    # the average of the checkpoints at 2, 4 and 6 (fewer than 5 exist up to step 6)
+    assert sorted(runner.finals) == [("baseline", 6, 3), ("combination", 6, 3)]
+    state = json.loads((tmp_path / "plateau.json").read_text())
+    assert (state["status"], state["step"], state["final_step"], state["average"]) == ("plateau", 6, 6, 3)
+    assert (tmp_path / "learning_curves.png").stat().st_size > 0
+    assert f"learning curves (validation BLEU and perplexity per checkpoint): {tmp_path / 'learning_curves.png'}" in out
+
+
+def test_stops_at_the_cap_and_keeps_only_the_checkpoints_an_average_can_need(tmp_path, capsys):
+    runner = StandInRunner(tmp_path, every=2)
+    sch = Schedule(every=2, round=6, window=4, cap=20, average=3)
+    Scripted(runner, SYSTEMS, sch, bleu=lambda s, step: float(step)).run()  # rising: no plateau
+    out = capsys.readouterr().out
+    assert "training stopped by the cap: the step cap of 20 (--max-steps) was reached without a plateau; " \
+           "translating with the average of the last 3 checkpoints up to step 20" in out
+    assert max(t[2] for t in runner.trained) == 20  # rounds 6, 12, 18, then the cap
+    assert sorted(runner.finals) == [("baseline", 20, 3), ("combination", 20, 3)]
+    # every earlier step is beaten by a later one: none can be chosen, their checkpoints are gone
+    assert kept(runner, "baseline") == [16, 18, 20]
+    assert json.loads((tmp_path / "plateau.json").read_text())["status"] == "cap"
+
+
+def test_a_step_that_can_still_be_chosen_keeps_its_checkpoints(tmp_path):
+    runner = StandInRunner(tmp_path, every=2)
+    sch = Schedule(every=2, round=8, window=100, cap=8, average=2)
+    # best at step 4; later points no more than 0.5 above it: 4 may still be the plateau step
+    Scripted(runner, SYSTEMS, sch, bleu=lambda s, step: {2: 1.0, 4: 5.0, 6: 5.2, 8: 4.0}[step]).run()
+    assert kept(runner, "combination") == [2, 4, 6, 8]  # 2: averaged with 4
+
+
+def test_stops_when_another_round_would_exceed_the_time_budget(tmp_path, capsys):
+    runner = StandInRunner(tmp_path, every=2, seconds_per_step=10.0)
+    sch = Schedule(every=2, round=4, window=4, cap=40, average=5)
+    # the first round (4 steps) always runs; the next one: 4 steps at 10 s for each of the 2 systems one after the
+    # other, and 2 checkpoints each at 3 s: 92 s
+    Scripted(runner, SYSTEMS, sch, budget_s=60.0, bleu=lambda s, step: float(step), translate_seconds=3.0).run()
+    out = capsys.readouterr().out
+    assert runner.trained == [("baseline", 0, 4), ("combination", 0, 4)]
+    assert sorted(runner.finals) == [("baseline", 4, 2), ("combination", 4, 2)]
+    assert "training stopped by the budget: another round (about 1.5 min) would exceed the time budget of 1 min" in out
+    assert json.loads((tmp_path / "plateau.json").read_text())["status"] == "budget"
+    # the same command with a larger budget goes on from step 4
+    capsys.readouterr()
+    runner.trained.clear()
+    Scripted(runner, SYSTEMS, sch, budget_s=3600.0, bleu=lambda s, step: float(min(step, 6))).run()
+    assert runner.trained[0][1:] == (4, 8)
+
+
+def test_a_rerun_after_the_plateau_trains_nothing(tmp_path):
+    runner = StandInRunner(tmp_path, every=2)
+    sch = Schedule(every=2, round=4, window=4, cap=40, average=5)
+    Scripted(runner, SYSTEMS, sch, bleu=lambda s, step: float(min(step, 6))).run()
+    runner.trained.clear()
+    runner.finals.clear()
+    Scripted(runner, SYSTEMS, sch, bleu=lambda s, step: float(min(step, 6))).run()
+    assert runner.trained == [] and sorted(runner.finals) == [("baseline", 6, 3), ("combination", 6, 3)]
+
+
+def test_time_budget_durations():
+    import argparse
+
+    assert [duration(t) for t in ("90m", "2h", "45s", "1.5h", "30")] == [5400, 7200, 45, 5400, 1800]
+    for bad in ("", "0m", "2d", "-5m", "soon"):
+        with pytest.raises(argparse.ArgumentTypeError, match="a positive duration"):
+            duration(bad)
+
+
+# --- for real: a few steps on the tiny raw corpus --------------------------------------------------------------
+
+
+def tree(root: Path) -> Dict[str, tuple]:
+    """Every file under ``root`` with its size and modification time (the lock file apart: its pid)."""
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*")) if p.is_file() and p.name != ".lock"}
+
+
+def real_run(files, wd: Path, cap: int):
+    from onmt_xl.experiments.runner import Runner
+    from onmt_xl.experiments.stages import Corpus
+
+    corpus = Corpus(str(files["train_src"]), str(files["train_tgt"]), str(files["test_src"]), str(files["test_tgt"]),
+                    valid_src=str(files["valid_src"]), valid_tgt=str(files["valid_tgt"]))
+    runner = Runner(corpus, str(wd), [], preset="demo", train_steps=cap, beam_size=1, gpu=False, parallel=1,
+                    preorder_iterations=1, tokenize="auto")
+    return PlateauTraining(runner, ["combination"], Schedule(every=2, round=4, window=100, cap=cap, average=3)).run()
+
+
+def test_for_real_averaged_model_served_rerun_resumes_and_a_refusal_writes_nothing(tmp_path, monkeypatch, capsys):
+    from tests.test_raw_text import write_raw_corpus
+
+    monkeypatch.setenv("PYTHONPATH", run_env()["PYTHONPATH"])
+    files = write_raw_corpus(tmp_path / "corpus")
+    wd = tmp_path / "run"
+    res = real_run(files, wd, cap=6)
+    jd = wd / "jobs" / "combination"
+    out = capsys.readouterr().out
+    assert "training stopped by the cap" in out
+    # the average of the checkpoints at steps 2, 4, 6 (onmt_average_models) is translated and served
+    assert (jd / "average3_step_6.pt").exists() and "onmt_average_models" in (jd / "commands.sh").read_text()
+    assert yaml.safe_load((jd / "translate.yaml").read_text())["model"] == str(jd / "average3_step_6.pt")
+    assert json.loads((jd / "serve.json").read_text())["models"][0]["model"] == "average3_step_6.pt"
+    assert res["jobs"]["combination"]["variants"]["test"]["bleu_signature"].startswith("nrefs:1|case:mixed")
+    rows = [json.loads(l) for l in (jd / "curve.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [2, 4, 6] and all("valid_ppl" in r for r in rows)
+    assert (wd / "learning_curves.png").exists()
+    # the same run again: nothing trained or translated
+    log = (jd / "train.log").read_text()
+    before = tree(wd / "jobs")
+    real_run(files, wd, cap=6)
+    assert (jd / "train.log").read_text() == log and tree(wd / "jobs") == before
+    # a higher cap resumes exactly from step 6
+    real_run(files, wd, cap=8)
+    log = (jd / "train.log").read_text()
+    assert "Loading checkpoint from" in log and "model_step_6.pt" in log.split("Loading checkpoint from")[-1][:400]
+    # every round resumed exactly: from step 4 to 6 in the first run, from 6 to 8 now
+    assert log.count("then restoring the checkpoint's RNG states") == log.count("Loading checkpoint from") == 2
+    assert yaml.safe_load((jd / "translate.yaml").read_text())["model"] == str(jd / "average3_step_8.pt")
+    # another model in the same work directory is refused: one line, nothing on disk changed
+    before = tree(wd)
+    cmd = [sys.executable, "-m", "onmt_xl.experiments", "pipeline", "--workdir", wd, "--systems", "combination",
+           "--train-src", files["train_src"], "--train-tgt", files["train_tgt"], "--valid-src", files["valid_src"],
+           "--valid-tgt", files["valid_tgt"], "--test-src", files["test_src"], "--test-ref", files["test_tgt"],
+           "--preset", "enja", "--preorder-iterations", "1", "--gpu", "no"]
+    done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=run_env())
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "differs from what job combination needs now in" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert tree(wd) == before
+
+
+def test_checkpoint_translation_options_on_tokenized_text(tmp_path):
+    """--tokenize none: a stock system's checkpoints translate with no transform at all (onmt_translate refuses an
+    empty list), an XL system's with xl_position alone."""
+    from onmt_xl.experiments.plan import Job
+    from onmt_xl.experiments.runner import Runner
+    from onmt_xl.experiments.stages import Corpus
+
+    runner = Runner(Corpus(*(str(tmp_path / n) for n in ("a", "b", "c", "d"))), str(tmp_path), [], preset="demo",
+                    gpu=False)
+    base = runner.translate_options(Job("baseline", "baseline", 1), tmp_path / "m.pt")
+    assert "transforms" not in base and base["model"] == str(tmp_path / "m.pt")
+    assert runner.translate_options(Job("combination", "combination", 1), tmp_path / "m.pt")["transforms"] == \
+        ["xl_position"]
+
+
+def test_eole_checkpoint_average(tmp_path):
+    """Eole has no averaging tool: ours averages the float tensors of the checkpoints' safetensors (other tensors,
+    the configuration, vocabulary and artifacts from the last checkpoint; no optimizer state)."""
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import load_file, save_file
+
+    from onmt_xl.experiments.eole_demo import average_eole_models
+
+    dirs = []
+    for k, value in enumerate((1.0, 2.0, 6.0)):
+        d = tmp_path / "model" / f"step_{100 * (k + 1)}"
+        d.mkdir(parents=True)
+        save_file({"w": torch.full((2, 3), value, dtype=torch.float32), "n": torch.tensor([k])},
+                  str(d / "model.00.safetensors"))
+        for name in ("config.json", "vocab.json", "optimizer.pt", "preorderer.xlp"):
+            (d / name).write_text(f"{name} {k}")
+        dirs.append(d)
+    out = average_eole_models(dirs, tmp_path / "model" / "average3_step_300")
+    avg = load_file(str(out / "model.00.safetensors"))
+    assert torch.equal(avg["w"], torch.full((2, 3), 3.0)) and avg["w"].dtype == torch.float32
+    assert avg["n"].tolist() == [2]
+    assert (out / "config.json").read_text() == "config.json 2" and (out / "preorderer.xlp").exists()
+    assert not (out / "optimizer.pt").exists()
+
+
+def test_eole_pipeline_translates_with_the_averaged_model(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("eole", reason="Eole is not installed (bash tools/install.sh eole)")
+    import argparse
+
+    from onmt_xl.experiments.demo import summary
+    from onmt_xl.experiments.eole_demo import run_eole_demo
+    from onmt_xl.experiments.stages import Corpus
+    from tests.test_raw_text import write_raw_corpus
+
+    monkeypatch.setenv("PYTHONPATH", run_env()["PYTHONPATH"])
+    files = {k: str(v) for k, v in write_raw_corpus(tmp_path / "corpus").items()}
+    corpus = Corpus(files["train_src"], files["train_tgt"], files["test_src"], files["test_tgt"],
+                    valid_src=files["valid_src"], valid_tgt=files["valid_tgt"])
+    args = argparse.Namespace(systems=["combination"], workdir=str(tmp_path / "run"), train_steps=30, beam_size=1,
+                              gpu="no", parallel=1, preorder_iterations=1, tokenize="auto", subword_size=None,
+                              if_monotone="train", preset="demo", average=3, eole_every=10)
+    assert run_eole_demo(corpus, args, summary) == 0
+    out = capsys.readouterr().out
+    model = tmp_path / "run" / "eole" / "models" / "combination"
+    averaged = model / "average3_step_30"
+    assert "combination: averaging the checkpoints of steps 10, 20, 30" in out
+    assert (averaged / "model.00.safetensors").exists() and (averaged / "preorderer.xlp").exists()
+    assert f"eole predict -model_path {averaged} -src new.txt" in out
+    assert f"-model_path {averaged}" in (tmp_path / "run" / "eole" / "commands.sh").read_text()
+    hyp = (tmp_path / "run" / "eole" / "hyp" / "combination.test").read_text(encoding="utf-8").splitlines()
+    assert len(hyp) == 40 and not any("\uffed" in line for line in hyp)
