@@ -6,7 +6,7 @@
 #   DECISIVE_SEEDS=1,2,3,4,5 bash tools/study/papers_report.sh   # the decisive design at k = 5 (the default once the
 #                                                          # precision rule's 8 seeds are all archived is k = 8)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 # the checkout's code, whatever copy of onmt_xl is installed (a stale site copy would write stale reports)
 onmt_xl_cli() { PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" python3 -m onmt_xl.experiments "$@"; }
 WORK=${WORK:-$(mktemp -d -t onmt_xl_papers.XXXXXX)}
