@@ -115,13 +115,33 @@ def test_stops_at_the_cap_and_keeps_only_the_checkpoints_an_average_can_need(tmp
     sch = Schedule(every=2, round=6, window=4, cap=20, average=3)
     Scripted(runner, SYSTEMS, sch, bleu=lambda s, step: float(step)).run()  # rising: no plateau
     out = capsys.readouterr().out
+    # still rising by 2 BLEU a checkpoint: averaging the earlier ones in would give a worse model than the last
     assert "training stopped by the cap: the step cap of 20 (--max-steps) was reached without a plateau; " \
-           "translating with the average of the last 3 checkpoints up to step 20" in out
+           "translating with the checkpoint of step 20" in out
     assert max(t[2] for t in runner.trained) == 20  # rounds 6, 12, 18, then the cap
-    assert sorted(runner.finals) == [("baseline", 20, 3), ("combination", 20, 3)]
+    assert sorted(runner.finals) == [("baseline", 20, 1), ("combination", 20, 1)]
     # every earlier step is beaten by a later one: none can be chosen, their checkpoints are gone
     assert kept(runner, "baseline") == [16, 18, 20]
     assert json.loads((tmp_path / "plateau.json").read_text())["status"] == "cap"
+
+
+@pytest.mark.parametrize("curve,average", [
+    ({16: 9.8, 18: 9.9, 20: 10.0}, 3),  # within 0.5 of step 20's BLEU: 16, 18, 20 averaged
+    ({16: 9.4, 18: 9.6, 20: 10.0}, 2),  # 16 is 0.6 below: 18 and 20 only
+    ({16: 9.9, 18: 8.0, 20: 10.0}, 1)])  # the one before the last is far below: the last alone
+def test_before_the_plateau_only_checkpoints_close_to_the_last_are_averaged(tmp_path, curve, average):
+    runner = StandInRunner(tmp_path, every=2)
+    sch = Schedule(every=2, round=20, window=100, cap=20, average=3)
+    Scripted(runner, SYSTEMS, sch, bleu=lambda s, step: curve.get(step, step / 10)).run()
+    assert sorted(runner.finals) == [("baseline", 20, average), ("combination", 20, average)]
+
+
+def test_the_systems_share_one_average(tmp_path):
+    runner = StandInRunner(tmp_path, every=2)
+    sch = Schedule(every=2, round=20, window=100, cap=20, average=3)
+    curves = {"baseline": {16: 9.8, 18: 9.9, 20: 10.0}, "combination": {16: 5.0, 18: 9.9, 20: 10.0}}
+    Scripted(runner, SYSTEMS, sch, bleu=lambda s, step: curves[s].get(step, step / 10)).run()
+    assert sorted(runner.finals) == [("baseline", 20, 2), ("combination", 20, 2)]
 
 
 def test_a_step_that_can_still_be_chosen_keeps_its_checkpoints(tmp_path):
@@ -140,7 +160,7 @@ def test_stops_when_another_round_would_exceed_the_time_budget(tmp_path, capsys)
     Scripted(runner, SYSTEMS, sch, budget_s=60.0, bleu=lambda s, step: float(step), translate_seconds=3.0).run()
     out = capsys.readouterr().out
     assert runner.trained == [("baseline", 0, 4), ("combination", 0, 4)]
-    assert sorted(runner.finals) == [("baseline", 4, 2), ("combination", 4, 2)]
+    assert sorted(runner.finals) == [("baseline", 4, 1), ("combination", 4, 1)]  # 2 is 2 BLEU below 4
     assert "training stopped by the budget: another round (about 1.5 min) would exceed the time budget of 1 min" in out
     assert json.loads((tmp_path / "plateau.json").read_text())["status"] == "budget"
     # the same command with a larger budget goes on from step 4

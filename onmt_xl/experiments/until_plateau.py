@@ -15,7 +15,8 @@ against the validation targets; its validation perplexity is read from ``onmt_tr
   seconds its validation translations took (the first round always runs: nothing is measured before it),
 
 and one line says which. Every system is then translated with the average of its last ``--average`` checkpoints up
-to S, or up to the last step every system reached (cap, budget), by ``onmt_average_models``; ``translate.yaml`` and
+to S, or up to the last step every system reached (cap, budget; then only the last checkpoints within the rule's
+tolerance of the last one's validation BLEU, so that a still rising curve is not averaged), by ``onmt_average_models``; ``translate.yaml`` and
 ``serve.json`` name that averaged model. ``learning_curves.png`` plots the validation points of every system.
 ``plateau.json`` records where the rounds stand; a rerun goes on from there (after a budget stop it trains on,
 after a plateau it only reports). As the rounds go, a checkpoint no step the rule could still choose needs is deleted.
@@ -254,7 +255,7 @@ class PlateauTraining:
             if r._run_jobs():  # not expected: the runner's own budget is off here
                 return None
         final = found if reason == PLATEAU else self.last_common(curves, min(reached, sch.cap))
-        average = self.averaged(final) if final else 0
+        average = self.averaged(final, None if reason == PLATEAU else curves) if final else 0
         say(self.stop_line(reason, found, reached, final, average, need if reason == BUDGET else None))
         if final is None:
             self.save_state(status=reason, step=None)
@@ -270,17 +271,26 @@ class PlateauTraining:
         r._record_run(status=f"finished: stopped by the {reason}", final_step=final, average=average)
         return collect(r.workdir, r.jobs)
 
-    def averaged(self, final: int) -> int:
+    def averaged(self, final: int, rising: Optional[Dict[str, List[Dict[str, Any]]]] = None) -> int:
         """How many checkpoints the final models average: ``--average``, or fewer where a system lacks one of them
-        (the first steps; a checkpoint deleted by an earlier run with another ``--max-steps``)."""
+        (the first steps; a checkpoint deleted by an earlier run with another ``--max-steps``). ``rising``: the
+        validation curves when training stopped before the plateau (cap, budget); then only checkpoints within the
+        rule's tolerance of the final one's validation BLEU are averaged, for every system (averaging the steep part
+        of a curve in gives a worse model than its last checkpoint)."""
         every, n = self.schedule.every, self.schedule.average
         for s in self.systems:
             have = checkpoints(self.runner.path("jobs", s))
+            bleu = {r["step"]: r.get("bleu") for r in (rising or {}).get(s, [])}
             k = 0
             while k < n and final - k * every > 0 and (final - k * every) in have:
+                if rising is not None and k > 0 and not self._close(bleu.get(final - k * every), bleu.get(final)):
+                    break
                 k += 1
             n = k
         return max(n, 1)
+
+    def _close(self, bleu: Optional[float], final_bleu: Optional[float]) -> bool:
+        return bleu is not None and final_bleu is not None and bleu >= final_bleu - self.schedule.tolerance
 
     @staticmethod
     def last_common(curves: Dict[str, List[Dict[str, Any]]], limit: int) -> Optional[int]:
