@@ -318,3 +318,19 @@ def test_eole_pipeline_translates_with_the_averaged_model(tmp_path, monkeypatch,
     assert f"-model_path {averaged}" in (tmp_path / "run" / "eole" / "commands.sh").read_text()
     hyp = (tmp_path / "run" / "eole" / "hyp" / "combination.test").read_text(encoding="utf-8").splitlines()
     assert len(hyp) == 40 and not any("\uffed" in line for line in hyp)
+
+
+def test_the_closing_commands_name_the_system_best_on_validation(tmp_path):
+    from onmt_xl.experiments.usage import shown_system
+
+    systems = ["baseline", "combination"]
+    assert shown_system(systems, tmp_path) == "combination"  # no plateau.json: the last non-baseline system
+    (tmp_path / "plateau.json").write_text(json.dumps({"final_step": 4}), encoding="utf-8")
+    for system, bleu in (("baseline", 33.4), ("combination", 33.0)):
+        (tmp_path / "jobs" / system).mkdir(parents=True)
+        (tmp_path / "jobs" / system / "curve.jsonl").write_text(
+            json.dumps({"step": 2, "bleu": 40.0 if system == "combination" else 1.0}) + "\n"
+            + json.dumps({"step": 4, "bleu": bleu}) + "\n", encoding="utf-8")
+    assert shown_system(systems, tmp_path) == "baseline"  # at the final step, not the best step
+    (tmp_path / "plateau.json").write_text(json.dumps({"final_step": 6}), encoding="utf-8")
+    assert shown_system(systems, tmp_path) == "combination"  # no score at the final step: the old rule

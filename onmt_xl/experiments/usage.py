@@ -3,13 +3,36 @@ serve it, as a user copies them (:func:`next_steps`)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Dict, List, Optional
 
 
-def shown_system(systems: List[str]) -> str:
-    """The system the closing commands name: the last one other than the baseline, else the baseline."""
-    return ([s for s in systems if s != "baseline"] or systems)[-1]
+def shown_system(systems: List[str], workdir: Optional[Path] = None) -> str:
+    """The system the closing commands name: the one with the highest validation BLEU at the final step where the
+    run trained to the plateau (``plateau.json``, each system's ``jobs/SYSTEM/curve.jsonl``; the first listed on a
+    tie), else the last one other than the baseline, else the baseline."""
+    best = best_on_validation(systems, workdir) if workdir is not None else None
+    return best or ([s for s in systems if s != "baseline"] or systems)[-1]
+
+
+def best_on_validation(systems: List[str], workdir: Path) -> Optional[str]:
+    """The system of ``systems`` whose validation BLEU at ``plateau.json``'s final step is highest; None when a
+    system lacks that score (a run with --train-steps, or one not finished)."""
+    state = workdir / "plateau.json"
+    if not state.exists():
+        return None
+    final = json.loads(state.read_text(encoding="utf-8")).get("final_step")
+    scores = {}
+    for system in systems:
+        curve = workdir / "jobs" / system / "curve.jsonl"
+        rows = [json.loads(line) for line in curve.read_text(encoding="utf-8").splitlines() if line.strip()] \
+            if curve.exists() else []
+        at = [r["bleu"] for r in rows if r.get("step") == final and r.get("bleu") is not None]
+        if not at:
+            return None
+        scores[system] = at[-1]
+    return max(systems, key=lambda s: scores[s]) if scores else None
 
 
 def next_steps(runner, systems: List[str], framework: str = "opennmt", eole_models: Optional[Dict[str, Path]] = None) -> str:
@@ -17,7 +40,7 @@ def next_steps(runner, systems: List[str], framework: str = "opennmt", eole_mode
     as a user copies them (nothing without a tokenization: the models then expect tokenized text)."""
     if not runner.tokenization.active:
         return ""
-    name = shown_system(systems)
+    name = shown_system(systems, Path(runner.workdir))
     if framework == "eole":
         model = (eole_models or {}).get(name) or runner.path("eole", "models", name)
         return (f"\ntranslate new raw text with {name} (detokenized output; the model's config.json carries the "
