@@ -247,12 +247,8 @@ def aer_stage(runner, jobs: List[Job]) -> int:
         for variant, reference in references.items():
             if reference is None:
                 continue
+            seconds = runner.translate_missing(job, variant)
             hyp = runner.variant_output(job, variant)
-            seconds = None
-            if not hyp.exists():
-                start = time.perf_counter()
-                runner.translate(job, variant)
-                seconds = time.perf_counter() - start
             scores = attention_aer(read_lines(hyp), *reference)
             say(f"  {job.name} [{variant}]: AER {100 * scores.aer:.2f} %, P {100 * scores.precision:.2f} %, R "
                 f"{100 * scores.recall:.2f} % ({scores.n_sentences} pairs; "

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+import time
 import zipfile
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -331,6 +332,14 @@ class JobStages:
         """The variants of ``job`` that ``translate`` would still produce."""
         outputs = {v: self.variant_output(job, v) for v in job.variants}
         return [v for v, out in outputs.items() if out is not None and not out.exists()]
+
+    def translate_missing(self, job: Job, variant: str) -> Optional[float]:
+        """:meth:`translate` ``variant`` of ``job`` unless its output exists; the seconds it took, None if it existed."""
+        if self.variant_output(job, variant).exists():
+            return None
+        start = time.perf_counter()
+        self.translate(job, variant)
+        return time.perf_counter() - start
 
     def translate(self, job: Job, variant: str) -> None:
         hyp = self.variant_output(job, variant)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import shutil
 import statistics
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -225,12 +224,8 @@ def payoff_stage(runner, jobs: List[Job], baseline_from: Sequence[str] = ()) -> 
             skipped[job.name] = reason
             continue
         for alpha, variant in zip(LEVELS, variants):
+            seconds = runner.translate_missing(job, variant)
             hyp = runner.variant_output(job, variant)
-            seconds = None
-            if not hyp.exists():
-                start = time.perf_counter()
-                runner.translate(job, variant)
-                seconds = time.perf_counter() - start
             lines = read_lines(hyp)
             if len(lines) != len(refs):
                 raise XLInputError(str(hyp), None, f"{len(lines)} lines for {len(refs)} references: delete it to "
