@@ -7,6 +7,9 @@ start (OpenNMT seeds its batch shuffler from ``-seed`` before building it), the 
 consumed are drawn and dropped, and the RNG states saved with the checkpoint are restored just before the
 first new step. Checkpoints carry those states in their ``optim`` entry (:func:`rng_state`), so every
 checkpoint written while the plug-in is loaded can be resumed exactly.
+
+Eole's ``training.xl_exact_resume: true`` does the same with these functions (:mod:`onmt_xl.eole.seams`): the states
+travel in the step directory's ``optimizer.pt``, and whole steps' batches are skipped.
 """
 
 from __future__ import annotations
@@ -51,18 +54,20 @@ def batches_before(step: int, accum_count: Sequence[int], accum_steps: Sequence[
     return sum(accum_count_at(s, accum_count, accum_steps) for s in range(1, step))
 
 
-def skip_then_restore(batches: Iterable, skip: int, rng: Optional[Dict[str, Any]], log=None) -> Iterator:
+def skip_then_restore(batches: Iterable, skip: int, rng: Optional[Dict[str, Any]], log=None,
+                      option: str = "-xl_exact_resume", unit: str = "batches") -> Iterator:
     """``batches`` without its first ``skip`` items; ``rng`` (from :func:`rng_state`) is restored right before
-    the first item is yielded, i.e. after everything the skipping itself drew from the RNGs."""
+    the first item is yielded, i.e. after everything the skipping itself drew from the RNGs. ``option`` and
+    ``unit`` name the option and the items in the messages (Eole's adapter skips whole steps' batches)."""
     it = iter(batches)
     for k in range(skip):
         try:
             next(it)
         except StopIteration:
-            raise ValueError(f"-xl_exact_resume: the training data ran out after {k} of the {skip} batches "
+            raise ValueError(f"{option}: the training data ran out after {k} of the {skip} {unit} "
                              "already trained on; was the corpus changed?") from None
         if log is not None and (k + 1) % 5000 == 0:
-            log(f"-xl_exact_resume: skipped {k + 1}/{skip} batches")
+            log(f"{option}: skipped {k + 1}/{skip} {unit}")
     if rng is not None:
         set_rng_state(rng)
     yield from it

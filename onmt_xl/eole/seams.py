@@ -29,6 +29,13 @@ nothing for a config that names none of our components: stock encoders, transfor
   line for it instead (``n_best`` empty hypotheses, score 0), as the OpenNMT-py adapter does
   (:mod:`onmt_xl.opennmt.seams.output`): ``tensorify`` marks the batch's empty sources (``batch["xl_empty_src"]``) while
   such a prediction runs, and ``predict_batch`` blanks their hypotheses (:func:`blank_empty_sources`).
+* Exact resume, ``training.xl_exact_resume: true`` (:mod:`onmt_xl.core.resume`): :func:`training_config` (after
+  ``eole.config.training``) adds the option to Eole's ``TrainingConfig``; :func:`optimizers` (after
+  ``eole.utils.optimizers``) makes an optimizer built with it save the RNG states in its ``optimizer.pt``
+  (``optim["onmt_xl_rng"]``) and learn those of the ``train_from`` step directory; :func:`trainer` then, resuming
+  at step K+1, draws and drops the batches of steps 1..K (replaying Eole's ``accum_count``/``dropout`` schedules
+  between them, as the uninterrupted run did) and restores the RNG states before step K+1. Without the option
+  ``optimizer.pt`` and ``config.json`` are Eole's own, key for key, and ``train_from`` restarts the corpus.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import dataclasses
 import functools
 import threading
 import typing
+import weakref
 from typing import Union
 
 from onmt_xl.core.channel import feeding_xl_positions
@@ -320,6 +328,7 @@ def trainer() -> None:
             items.close()
 
     BatchProcessor._compute_loss, Trainer.validate = _compute_loss, validate
+    Trainer.train = exactly_resumed(Trainer, Trainer.train)
 
 
 def add_encoder_loss(model, loss, normalization):
@@ -376,8 +385,110 @@ def translator() -> None:
     Translator._run_encoder, Translator._predict, Translator.predict_batch = _run_encoder, _predict, predict_batch
 
 
+EXACT_RESUME = "xl_exact_resume"
+EXACT_RESUME_HELP = (
+    "onmt_xl: optimizer.pt also carries the RNG states; with train_from a step directory (MODEL_PATH/step_K), skip the "
+    "batches steps 1..K trained on (Eole's accum_count/accum_steps schedule) and restore those states before step "
+    "K+1, so the resumed run trains as an uninterrupted one would (on the CPU: the same weights). Give it in the "
+    "first run too (the same config); it needs the same data, seed and batching options (reset_optim all or "
+    "keep_states start the steps again: nothing is skipped). Without it Eole's own checkpoints and train_from (the "
+    "corpus restarts).")
+
+#: Eole Optimizer -> None (saves its RNG states) or ``(rng or None,)`` (and resumes a checkpoint with those states)
+_exact: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def training_config() -> None:
+    """``training.xl_exact_resume`` (bool, default false) in Eole's ``TrainingConfig`` (in place: ``eole train -h``,
+    the config's schema and its validation know it), and the configs already built around it rebuilt."""
+    import sys
+
+    from eole.config.training import TrainingConfig
+    from pydantic import Field
+    from pydantic.fields import FieldInfo
+
+    if EXACT_RESUME in TrainingConfig.model_fields:
+        return
+    TrainingConfig.model_fields[EXACT_RESUME] = FieldInfo.from_annotated_attribute(
+        bool, Field(default=False, description=EXACT_RESUME_HELP))
+    TrainingConfig.__annotations__[EXACT_RESUME] = bool
+    TrainingConfig.model_rebuild(force=True)
+    run = sys.modules.get("eole.config.run")  # imported before the seam (install() called late): rebuild its configs
+    for name in ("TrainConfig", "PredictConfig"):
+        if run is not None and hasattr(run, name):
+            getattr(run, name).model_rebuild(force=True)
+
+
+def optimizers() -> None:
+    from eole.utils.optimizers import Optimizer
+
+    from onmt_xl.core import resume
+
+    stock_state_dict, stock_from_config = Optimizer.state_dict, Optimizer.from_config.__func__
+
+    @functools.wraps(stock_state_dict)
+    def state_dict(self):
+        state = stock_state_dict(self)
+        if self in _exact:
+            state = {**state, resume.RNG_KEY: resume.rng_state()}
+        return state
+
+    @functools.wraps(stock_from_config)
+    def from_config(cls, model, config, metadata=None):
+        optim = stock_from_config(cls, model, config, metadata=metadata)
+        if getattr(config.training, EXACT_RESUME, False):
+            resuming = None
+            saved = (metadata or {}).get("optim") if config.training.train_from else None
+            if isinstance(saved, dict) and optim.training_step > 1:  # reset_optim all/keep_states: step 1 again
+                resuming = (saved.get(resume.RNG_KEY),)
+            _exact[optim] = resuming
+        return optim
+
+    Optimizer.state_dict, Optimizer.from_config = state_dict, classmethod(from_config)
+
+
+def exactly_resumed(trainer, train):
+    """``Trainer.train`` that, for an optimizer resuming with ``xl_exact_resume`` at step K+1, feeds the stock loop
+    the accumulated batches of steps K+1… only: those of steps 1..K are drawn and dropped, each followed by the
+    scheduled-parameter update the uninterrupted loop made after it, then the checkpoint's RNG states are restored."""
+    from eole.utils.logging import logger
+
+    from onmt_xl.core import resume
+
+    @functools.wraps(train)
+    def exact_train(self, train_iter, train_steps, *args, **kwargs):
+        resuming = _exact.get(self.optim)
+        if resuming is None:
+            return train(self, train_iter, train_steps, *args, **kwargs)
+        rng, step = resuming[0], self.optim.training_step
+
+        def accum_batches(iterator):
+            def replayed(groups):
+                for s, group in enumerate(groups, 1):
+                    yield group
+                    if s < step:  # Eole's loop updates the schedules at the top of step s, before it collects s+1
+                        self._update_scheduled_params(s)
+
+            yield from resume.skip_then_restore(replayed(stock_accum(self, iterator)), step - 1, rng, log=logger.info,
+                                                option=EXACT_RESUME, unit="steps' batches")
+
+        logger.info("%s: skipping the batches of steps 1-%d, then %s", EXACT_RESUME, step - 1,
+                    "restoring the checkpoint's RNG states" if rng is not None
+                    else "continuing without RNG states (the checkpoint has none)")
+        self._accum_batches = accum_batches
+        try:
+            return train(self, train_iter, train_steps, *args, **kwargs)
+        finally:
+            del self._accum_batches
+
+    stock_accum = trainer._accum_batches
+    return exact_train
+
+
 #: Eole module -> the seam applied right after it has executed
 AFTER = {
+    "eole.config.training": training_config,
+    "eole.utils.optimizers": optimizers,
     "eole.config.models": config_models,
     "eole.transforms": transforms,
     "eole.encoders": encoders,
