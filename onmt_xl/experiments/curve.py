@@ -73,17 +73,19 @@ def plot_curves(curves: Dict[str, List[Dict[str, Any]]], out: Path, beam_size: i
     return out
 
 
-def validation_log(log_text: str, valid_steps: int) -> Dict[int, Dict[str, float]]:
+def validation_log(log_text: str, valid_steps: int, resumed_line: "re.Pattern" = RESUMED) -> Dict[int, Dict[str, float]]:
     """``{step: {"valid_ppl", "valid_acc"}}`` from an ``onmt_train`` log, which may hold several attempts.
 
     OpenNMT logs a validation without its step; it validates every ``valid_steps`` steps, counted from the
     checkpoint an attempt resumed (``Loading checkpoint from ..._step_K.pt``) or from 0. A later attempt's
-    validation of a step replaces an earlier one's.
+    validation of a step replaces an earlier one's. Eole's ``eole train`` logs alike (the same two lines, and
+    ``Start training loop``); ``resumed_line`` matches its line of the step an attempt resumed
+    (:data:`onmt_xl.experiments.eole_demo.RESUMED`).
     """
     out: Dict[int, Dict[str, float]] = {}
     step, resumed = 0, 0
     for line in log_text.splitlines():
-        m = RESUMED.search(line)
+        m = resumed_line.search(line)
         if m:
             resumed = int(m.group(1))
         if "Start training loop" in line:  # one per attempt, after its checkpoint (if any) was loaded

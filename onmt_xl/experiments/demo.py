@@ -10,7 +10,8 @@ the scores are sacrebleu's standard ones on the detokenized output, with their s
 with the commands that translate new raw text with a trained model and serve it. Without ``--train-steps``,
 ``pipeline`` trains each system to the study's plateau rule on the validation pairs, within ``--time-budget`` and
 ``--max-steps``, and translates and serves the average of its last checkpoints, with a learning-curve plot
-(:mod:`onmt_xl.experiments.until_plateau`; Eole: the preset's steps, then the average).
+(:mod:`onmt_xl.experiments.until_plateau`; with ``--framework eole`` the same rounds through Eole,
+:class:`onmt_xl.experiments.eole_demo.EoleRounds`, everything under ``WORKDIR/eole/``).
 
 Before any model trains, both check that the preorderer clearly beats the monotone order on the validation pairs
 (:mod:`onmt_xl.core.reorder.monotone_check`) and print one line with the figures. Where it does not, XL PE has little to
@@ -152,9 +153,9 @@ def run_pipeline(args) -> int:
 
 def _choose_preset(args) -> None:
     """``--preset auto``: the model size for the corpus and device (:func:`~onmt_xl.experiments.configs.auto_preset`);
-    ``--train-steps`` defaults to the preset's (:data:`~onmt_xl.experiments.configs.PIPELINE_STEPS`). One line says
-    what was chosen."""
-    from onmt_xl.experiments.configs import PIPELINE_STEPS, PRESETS, auto_preset, config
+    without ``--train-steps``, the preset's schedule to the plateau (``args.schedule``, either framework). One line
+    says what was chosen."""
+    from onmt_xl.experiments.configs import PRESETS, auto_preset, config
     from onmt_xl.experiments.stock import say
 
     gpu = {"yes": True, "no": False}.get(args.gpu)
@@ -170,20 +171,7 @@ def _choose_preset(args) -> None:
     chosen = auto_preset(pairs, gpu) if auto else args.preset
     args.preset = chosen
     args.schedule = None
-    if args.train_steps is None and args.framework == "eole":
-        if args.time_budget is not None:
-            from onmt_xl.core.errors import XLUsageError
-
-            raise XLUsageError(None, None, "--time-budget: not with --framework eole yet (Eole's training does not "
-                               "resume exactly, so it is not trained in rounds); --max-steps sets its steps")
-        sch = schedule_for(chosen, args.max_steps, args.average)
-        args.train_steps = args.max_steps or PIPELINE_STEPS[chosen]
-        args.average, args.eole_every = sch.average, sch.every
-        say("note: training to the plateau (rounds that resume exactly, validation BLEU per checkpoint) is "
-            f"OpenNMT-py's only for now; with --framework eole each system trains {args.train_steps:,} steps "
-            f"(--max-steps), a checkpoint every {sch.every:,}, and translates with the average of its last "
-            f"{sch.average} (--average)")
-    elif args.train_steps is None:
+    if args.train_steps is None:
         args.schedule = schedule_for(chosen, args.max_steps, args.average)
     cfg = config("baseline", preset=chosen)
     why = f"{'--preset auto' if auto else 'asked'} for {pairs:,} training pairs on the {'GPU' if gpu else 'CPU'}"
@@ -297,8 +285,7 @@ def add_subcommands(sub) -> None:
                    help="model size (onmt_xl.experiments.configs.PRESETS): auto = demo (d 128, 2+2 layers) below 10,000 "
                    "training pairs, the study's enja (d 256, 3+3) below 200,000 or on a CPU, Transformer base below "
                    "2,000,000 on a GPU, BIG above; each sets the training schedule too (checkpoints, rounds, step cap: "
-                   "onmt_xl.experiments.until_plateau.SCHEDULES; with --framework eole, the steps: 400, 8,000, 100,000, "
-                   "300,000) (default auto)")
+                   "onmt_xl.experiments.until_plateau.SCHEDULES) (default auto)")
     for name, what in (("train-src", "training source"), ("train-tgt", "training target, line-parallel to --train-src"),
                        ("valid-src", "validation source"), ("valid-tgt", "validation target"),
                        ("test-src", "test source (translated and scored)"), ("test-ref", "test reference")):
@@ -321,7 +308,7 @@ def add_subcommands(sub) -> None:
                    "(default by preset: " + ", ".join(f"{k} {v.cap:,}" for k, v in SCHEDULES.items()) + ")")
     p.add_argument("--average", type=_positive, metavar="N", help="the last N checkpoints (every " + ", ".join(
         f"{k} {v.every:,}" for k, v in SCHEDULES.items()) + " steps) averaged into the model translated and served, "
-                   "onmt_average_models (default 5, the study's)")
+                   "onmt_average_models (Eole: onmt_xl's average of the step directories) (default 5, the study's)")
     p.add_argument("--framework", choices=("opennmt", "eole"), default="opennmt",
                    help="train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (`bash tools/install.sh eole`)")
     p.set_defaults(func=run_pipeline)

@@ -21,7 +21,7 @@ import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import yaml
 
@@ -33,6 +33,22 @@ from onmt_xl.core.progress import ticking
 
 #: Eole's log line with the model's size (``BaseModel.count_parameters``)
 PARAMETERS = re.compile(r"\* number of parameters: (\d+)")
+#: Eole's log line of a training that resumes a step directory (``get_metadata``)
+RESUMED = re.compile(r"Loading metadata from .*step_(\d+)")
+#: the model directory's record of the steps the last training attempt began to train to
+ROUND = "round.json"
+#: what a step directory holds once Eole has saved it whole (``TrainingModelSaver._save``: ``config.json`` last)
+STEP_FILES = ("optimizer.pt", "model.00.safetensors", "vocab.json", "config.json")
+
+
+def _whole(step_dir: Path) -> bool:
+    if not all((step_dir / name).is_file() for name in STEP_FILES):
+        return False
+    try:
+        json.loads((step_dir / "config.json").read_text(encoding="utf-8"))
+    except ValueError:
+        return False
+    return True
 
 
 def eole_command() -> List[str]:
@@ -90,6 +106,8 @@ class EoleDemo:
     def __init__(self, runner, systems: List[str], average: int = 1):
         self.runner, self.systems, self.average = runner, list(systems), average
         self.root = runner.path("eole")
+        #: system -> the model its test set is translated with, where the rounds chose it (:class:`EoleRounds`)
+        self.chosen: Dict[str, Path] = {}
 
     def config(self, system: str) -> Dict[str, Any]:
         return eole_config(system, str(self.runner.workdir), self.runner.overrides, self.runner.preset)
@@ -97,9 +115,9 @@ class EoleDemo:
     def _eole(self, args: List[Any], log: Path, echo: str = "", tag: str = "") -> float:
         return self.runner._run(eole_command() + list(args), log, self.root / "commands.sh", echo=echo, tag=tag)
 
-    def _write_config(self, system: str) -> Path:
+    def _write_config(self, system: str, cfg: Optional[Dict[str, Any]] = None) -> Path:
         path = self.root / f"{system}.yaml"
-        path.write_text(yaml.safe_dump(self.config(system), sort_keys=False), encoding="utf-8")
+        path.write_text(yaml.safe_dump(cfg or self.config(system), sort_keys=False), encoding="utf-8")
         return path
 
     def vocab(self) -> None:
@@ -112,64 +130,116 @@ class EoleDemo:
             self._eole(["build_vocab", "-config", self._write_config("baseline"), "-n_sample", -1],
                        self.root / "logs" / "build_vocab.log")
 
-    def train(self, system: str) -> Dict[str, Any]:
-        model = Path(self.config(system)["training"]["model_path"])
+    def model_dir(self, system: str) -> Path:
+        """Eole's ``model_path`` of ``system`` (its ``step_N/`` directories, ``done.json``, the rounds' files)."""
+        return Path(self.config(system)["training"]["model_path"])
+
+    def step_dirs(self, system: str) -> Dict[int, Path]:
+        """``system``'s checkpoints by step: Eole's ``MODEL_PATH/step_N/`` directories."""
+        model = self.model_dir(system)
+        return {int(d.name[5:]): d for d in model.glob("step_*") if d.name[5:].isdigit() and d.is_dir()}
+
+    def whole_step_dirs(self, system: str) -> Dict[int, Path]:
+        """:meth:`step_dirs`, after setting aside (as ``step_N.broken``) the last ones a stop cut short: Eole writes
+        a step's ``optimizer.pt``, weights and artifacts, then ``vocab.json`` and ``config.json``."""
+        dirs = dict(sorted(self.step_dirs(system).items()))
+        while dirs and not _whole(dirs[max(dirs)]):
+            step, d = max(dirs), dirs.pop(max(dirs))
+            d.replace(d.with_name(d.name + ".broken"))
+            say(f"  {system}: {d.name} is cut short (the run stopped while saving it): set aside as {d.name}.broken")
+        return dirs
+
+    def train(self, system: str, steps: Optional[int] = None) -> Dict[str, Any]:
+        """Train ``system`` to ``steps`` (default: its configuration's), from its last whole checkpoint where it has
+        one (``train_from`` with ``xl_exact_resume``: the same model as one uninterrupted run); ``done.json``."""
+        steps = steps or self.config(system)["training"]["train_steps"]
+        model = self.model_dir(system)
         done = model / "done.json"
-        if done.exists():
-            return json.loads(done.read_text())
-        if model.exists():  # an interrupted training: Eole's steps are not resumed exactly, so start again
+        info = json.loads(done.read_text()) if done.exists() else None
+        if info is not None and info.get("train_steps", steps) >= steps:  # without train_steps: an older finished run
+            return info
+        ckpts = self.whole_step_dirs(system)
+        last = max(ckpts, default=0)
+        if not ckpts and model.exists():  # nothing to resume from
             say(f"  {system}: removing the unfinished {model}")
             shutil.rmtree(model)
-        say(f"eole train {system}")
+        model.mkdir(parents=True, exist_ok=True)
         log = self.root / "logs" / f"train_{system}.log"
-        log.unlink(missing_ok=True)
-        seconds = self._eole(["train", "-config", self._write_config(system)], log, echo="Step",
-                             tag=f"{system}: " if self.runner.parallel > 1 else "")
-        found = PARAMETERS.findall(log.read_text(encoding="utf-8"))
+        seconds, resumed = None, None
+        if last < steps:
+            (model / ROUND).write_text(json.dumps({"train_steps": steps}))
+            cfg = self.config(system)
+            cfg["training"].update(train_steps=steps, xl_exact_resume=True)
+            if ckpts:
+                resumed = ckpts[last]
+                cfg["training"]["train_from"] = str(resumed)
+            say(f"eole train {system}" + (f" from step {last:,} to {steps:,}" if ckpts else ""))
+            seconds = self._eole(["train", "-config", self._write_config(system, cfg)], log, echo="Step",
+                                 tag=f"{system}: " if self.runner.parallel > 1 else "")
+        found = PARAMETERS.findall(log.read_text(encoding="utf-8")) if log.exists() else []
         if not (model / "config.json").exists() or not found:
             raise RuntimeError(f"eole train {system} finished without a model in {model}; see {log}")
-        info = dict(system=system, framework="eole", train_seconds=seconds, parameters=int(found[-1]),
+        info = dict(system=system, framework="eole", train_seconds=seconds, train_steps=steps,
+                    resumed_from=resumed.name if resumed else None, parameters=int(found[-1]),
                     threads=self.runner.threads, device=self.runner.device_name())
         done.write_text(json.dumps(info, indent=2))
         return info
 
     def final_model(self, system: str) -> Path:
-        """The model ``system`` is translated with: its model directory, or with :attr:`average` > 1 the average
-        of its last checkpoints (``average{N}_step_{S}/`` beside them, made once)."""
-        model = Path(self.config(system)["training"]["model_path"])
-        steps = sorted((int(d.name.split("_", 1)[1]), d) for d in model.glob("step_*") if d.name[5:].isdigit())
+        """The model ``system`` is translated with: :attr:`chosen` (training to the plateau), its model directory,
+        or with :attr:`average` > 1 the average of its last checkpoints (``average{N}_step_{S}/`` beside them, made
+        once)."""
+        if system in self.chosen:
+            return self.chosen[system]
+        steps = sorted(self.step_dirs(system).items())
         if self.average <= 1 or len(steps) < 2:
-            return model
-        chosen = [d for _, d in steps[-self.average:]]
-        out = model / f"average{len(chosen)}_step_{steps[-1][0]}"
+            return self.model_dir(system)
+        return self.averaged_model(system, [d for _, d in steps[-self.average:]])
+
+    def averaged_model(self, system: str, chosen: Sequence[Path]) -> Path:
+        """The average of the step directories ``chosen`` (``average{N}_step_{S}/`` beside them, made once); the
+        step directory itself for one."""
+        if len(chosen) == 1:
+            return Path(chosen[0])
+        out = self.model_dir(system) / f"average{len(chosen)}_{Path(chosen[-1]).name}"
         if not out.exists():
-            say(f"  {system}: averaging the checkpoints of steps {', '.join(d.name[5:] for d in chosen)}")
+            say(f"  {system}: averaging the checkpoints of steps {', '.join(Path(d).name[5:] for d in chosen)}")
             average_eole_models(chosen, out)
         return out
 
     def predict(self, system: str) -> Path:
+        """Translate the test source with :meth:`final_model` (again where an earlier run translated another)."""
         hyp = self.root / "hyp" / f"{system}.test"
-        if hyp.exists():
+        model = self.final_model(system)
+        done = self.model_dir(system) / "done.json"
+        if hyp.exists() and json.loads(done.read_text()).get("translated_with", str(model)) == str(model):
             return hyp
         hyp.parent.mkdir(parents=True, exist_ok=True)
         tmp = hyp.with_name(hyp.name + ".partial")
         say(f"  eole predict {system} [test]")
-        args = ["predict", "-model_path", self.final_model(system), "-src",
-                self.runner.path("data", "test.src"), "-output", tmp, "-beam_size", self.runner.beam_size,
+        with ticking(f"eole predict {system} [test]"):
+            seconds = self.translate(system, model, self.runner.path("data", "test.src"), tmp,
+                                     self.root / "logs" / f"predict_{system}.log")
+        tmp.replace(hyp)
+        done.write_text(json.dumps({**json.loads(done.read_text()), "translate_seconds": seconds,
+                                    "translated_with": str(model)}, indent=2))
+        return hyp
+
+    def translate(self, system: str, model: Path, src: Path, out: Path, log: Path) -> float:
+        """``eole predict`` of ``src`` into ``out`` with ``model`` as the test set is translated; returns seconds."""
+        args = ["predict", "-model_path", model, "-src", src, "-output", out, "-beam_size", self.runner.beam_size,
                 "-batch_size", 64, "-batch_type", "sents", "-seed", self.config(system)["seed"]]
         if self.runner.gpu:
             args += ["-gpu_ranks", 0, "-world_size", 1]
-        with ticking(f"eole predict {system} [test]"):
-            seconds = self._eole(args, self.root / "logs" / f"predict_{system}.log")
-        tmp.replace(hyp)
-        done = Path(self.config(system)["training"]["model_path"]) / "done.json"
-        done.write_text(json.dumps({**json.loads(done.read_text()), "translate_seconds": seconds}, indent=2))
-        return hyp
+        return self._eole(args, log)
 
     def _system(self, system: str) -> Dict[str, Any]:
         self.train(system)
         self.predict(system)
-        return json.loads((Path(self.config(system)["training"]["model_path"]) / "done.json").read_text())
+        return self.info(system)
+
+    def info(self, system: str) -> Dict[str, Any]:
+        return json.loads((self.model_dir(system) / "done.json").read_text())
 
     def run(self) -> Dict[str, Any]:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -206,13 +276,99 @@ class EoleDemo:
         return out
 
 
+class EoleRounds:
+    """Eole's side of :class:`onmt_xl.experiments.until_plateau.PlateauTraining` for ``demo``'s systems: a round is
+    ``eole train`` from the last whole ``step_N/`` with ``train_steps`` raised (``training.xl_exact_resume``: the
+    same model as one longer run, :mod:`onmt_xl.eole.seams`); a checkpoint is scored by ``eole predict`` on the
+    validation source; the final models are :func:`average_eole_models` of the chosen step directories. Everything
+    under ``WORKDIR/eole/``: ``plateau.json``, ``learning_curves.png``, and per system in ``models/SYSTEM/``
+    ``curve.jsonl`` and ``hyp.valid.stepN``. The validation perplexity of each checkpoint is read from Eole's train
+    log (``logs/train_SYSTEM.log``: one ``Validation perplexity`` line every ``valid_steps``, counted from the step
+    directory an attempt resumed)."""
+
+    def __init__(self, demo: EoleDemo):
+        self.demo, self.runner, self.root = demo, demo.runner, demo.root
+
+    def configure(self, schedule) -> None:
+        self.runner.overrides.update(save_checkpoint_steps=schedule.every, valid_steps=schedule.every,
+                                     keep_checkpoint=-1)
+
+    def job_dir(self, system: str) -> Path:
+        return self.demo.model_dir(system)
+
+    def checkpoints(self, system: str) -> Dict[int, Path]:
+        return self.demo.step_dirs(system)
+
+    def whole_checkpoints(self, system: str) -> Dict[int, Path]:
+        return self.demo.whole_step_dirs(system)
+
+    def remove(self, checkpoint: Path) -> None:
+        shutil.rmtree(checkpoint)
+
+    def trained(self, system: str) -> int:
+        return max(self.checkpoints(system), default=0)
+
+    def begun(self, system: str) -> int:
+        path = self.job_dir(system) / ROUND
+        return int(json.loads(path.read_text())["train_steps"]) if path.exists() else 0
+
+    def last_attempt(self, system: str):
+        done = self.job_dir(system) / "done.json"
+        if not done.exists():
+            return None
+        info = json.loads(done.read_text())
+        start = int((info.get("resumed_from") or "step_0")[5:])
+        return info.get("train_seconds"), info.get("train_steps", 0) - start
+
+    def start(self, steps: Dict[str, int], argv=()) -> bool:
+        """The vocabularies and the first round (the data stages ran before, in :func:`run_eole_demo`)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.demo.vocab()
+        return self.train(steps)
+
+    def train(self, steps: Dict[str, int]) -> bool:
+        with ThreadPoolExecutor(max_workers=self.runner.parallel) as pool:
+            list(pool.map(lambda s: self.demo.train(s, steps[s]), steps))
+        return True
+
+    def translate_valid(self, system: str, step: int, checkpoint: Path, out: Path) -> float:
+        return self.demo.translate(system, checkpoint, self.runner.path("data", "valid.src"), out,
+                                   self.root / "logs" / f"predict_valid_{system}.log")
+
+    def validation(self, system: str, every: int) -> Dict[int, Dict[str, float]]:
+        from onmt_xl.experiments.curve import validation_log
+
+        log = self.root / "logs" / f"train_{system}.log"
+        return validation_log(log.read_text(encoding="utf-8"), every, RESUMED) if log.exists() else {}
+
+    def translate_test(self, final: int, average: int, steps: Dict[str, int]) -> None:
+        every = self.runner.overrides["save_checkpoint_steps"]
+        for s in steps:
+            dirs = self.checkpoints(s)
+            self.demo.chosen[s] = self.demo.averaged_model(s, [dirs[final - k * every] for k in reversed(range(average))])
+        with ThreadPoolExecutor(max_workers=self.runner.parallel) as pool:
+            list(pool.map(self.demo.predict, steps))
+
+    def forget_test(self, system: str) -> None:
+        (self.root / "hyp" / f"{system}.test").unlink(missing_ok=True)
+
+    def record(self, **kw) -> None:
+        pass  # plateau.json records the rounds; Eole's runs keep no manifest
+
+    def results(self) -> Dict[str, Any]:
+        return self.demo.scores({s: self.demo.info(s) for s in self.demo.systems})
+
+
 def run_eole_demo(corpus: Corpus, args, summary) -> int:
-    """``onmt-xl demo --framework eole``: the OpenNMT-py demo's data stages, then :class:`EoleDemo`."""
+    """``onmt-xl demo --framework eole`` and ``onmt-xl pipeline --framework eole``: the OpenNMT-py demo's data
+    stages, then :class:`EoleDemo`: the preset's steps, or with ``args.schedule`` (``pipeline`` without
+    ``--train-steps``) to the plateau (:class:`EoleRounds`)."""
     check_eole(args.systems)
     from onmt_xl.experiments.runner import Runner
 
-    runner = Runner(corpus, args.workdir, [], preset=getattr(args, "preset", "demo"), train_steps=args.train_steps,
-                    beam_size=args.beam_size,
+    schedule = getattr(args, "schedule", None)
+    runner = Runner(corpus, args.workdir, [], preset=getattr(args, "preset", "demo"),
+                    train_steps=args.train_steps or (schedule.cap if schedule else None), beam_size=args.beam_size,
                     gpu={"auto": None, "yes": True, "no": False}[args.gpu], parallel=args.parallel,
                     preorder_iterations=args.preorder_iterations, tokenize=getattr(args, "tokenize", None),
                     subword_size=getattr(args, "subword_size", None))
@@ -224,17 +380,26 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
     runner.preorder()
     if runner.monotone_gate(args.systems, args.if_monotone):
         return 0
-    average = getattr(args, "average", None) or 1
-    if average > 1:  # the last checkpoints every save_checkpoint_steps are kept to average them
-        runner.overrides.update(keep_checkpoint=average)
-        if getattr(args, "eole_every", None):
-            runner.overrides.update(save_checkpoint_steps=args.eole_every)
-    demo = EoleDemo(runner, args.systems, average)
-    res = demo.run()
     from onmt_xl.experiments.usage import next_steps
 
+    if schedule is not None:
+        from onmt_xl.experiments.until_plateau import PlateauTraining, translated_with
+
+        demo = EoleDemo(runner, args.systems)
+        res = PlateauTraining(runner, args.systems, schedule, getattr(args, "time_budget", None),
+                              rounds=EoleRounds(demo)).run()
+        if res is None:  # nothing scored to translate with: the stop line said why
+            return 0
+        res["translated_with"] = translated_with(demo.root)
+    else:
+        average = getattr(args, "average", None) or 1
+        if average > 1:  # the last checkpoints every save_checkpoint_steps are kept to average them
+            runner.overrides.update(keep_checkpoint=average)
+            if getattr(args, "eole_every", None):
+                runner.overrides.update(save_checkpoint_steps=args.eole_every)
+        demo = EoleDemo(runner, args.systems, average)
+        res = demo.run()
     models = {s: demo.final_model(s) for s in args.systems}
     say(f"results: {runner.path('eole', 'results.json')}\n" + summary(res)
         + next_steps(runner, args.systems, "eole", models))
     return 0
-

@@ -88,38 +88,124 @@ def schedule_for(preset: str, cap: Optional[int] = None, average: Optional[int] 
     return replace(sch, cap=cap or sch.cap, average=average or sch.average)
 
 
-class PlateauTraining:
-    """The module docstring's rounds for ``systems`` through ``runner`` (:class:`onmt_xl.experiments.runner.Runner`);
-    ``budget_s``: ``--time-budget`` in seconds, counted from the runner's start."""
+class OpenNMTRounds:
+    """OpenNMT-py's side of :class:`PlateauTraining`: the runner's jobs (``jobs/SYSTEM/``: ``model_step_N.pt``,
+    ``config.yaml``, ``done.json``, ``train.log``), trained by ``onmt_train`` with ``-xl_exact_resume`` and scored by
+    ``onmt_translate``; ``plateau.json`` and the plot in the work directory. :class:`onmt_xl.experiments.eole_demo.
+    EoleRounds` is Eole's."""
 
-    def __init__(self, runner, systems: Sequence[str], schedule: Schedule, budget_s: Optional[float] = None):
-        self.runner, self.systems, self.schedule, self.budget_s = runner, list(systems), schedule, budget_s
-        runner.overrides.update(save_checkpoint_steps=schedule.every, valid_steps=schedule.every, keep_checkpoint=-1)
-        self.state_path = runner.path("plateau.json")
+    def __init__(self, runner):
+        self.runner, self.root = runner, Path(runner.workdir)
 
-    # -- jobs and where they stand -------------------------------------------------------------------------
+    def configure(self, schedule: Schedule) -> None:
+        self.runner.overrides.update(save_checkpoint_steps=schedule.every, valid_steps=schedule.every,
+                                     keep_checkpoint=-1)
+
     def job(self, system: str, steps: int, final: Optional[int] = None, average: int = 1) -> Job:
         return Job(system, system, TRAINING["seed"], train_steps=steps, final_step=final, average=average,
                    variants=["test"] if final else [], experiments=["pipeline"])
 
+    def job_dir(self, system: str) -> Path:
+        """Where ``system``'s ``curve.jsonl`` and validation translations go."""
+        return self.runner.path("jobs", system)
+
+    def checkpoints(self, system: str) -> Dict[int, Path]:
+        return checkpoints(self.job_dir(system))
+
+    def whole_checkpoints(self, system: str) -> Dict[int, Path]:
+        """The checkpoints, the last ones cut short by a stop set aside."""
+        return {int(c.stem.rsplit("_", 1)[1]): c for c in whole_checkpoints(self.job_dir(system), system)}
+
+    def remove(self, checkpoint: Path) -> None:
+        checkpoint.unlink()
+
+    def trained(self, system: str) -> int:
+        return trained_steps(self.runner, self.job(system, 0))
+
+    def begun(self, system: str) -> int:
+        return round_begun(self.runner, self.job(system, 0))
+
+    def last_attempt(self, system: str) -> Optional[tuple]:
+        """``(seconds, steps)`` of ``system``'s last training attempt (``done.json``), None before any."""
+        done = self.job_dir(system) / "done.json"
+        if not done.exists():
+            return None
+        info = json.loads(done.read_text(encoding="utf-8"))
+        start = int(re.sub(r"\D", "", info.get("resumed_from") or "") or 0)
+        return info.get("train_seconds"), self.begun(system) - start
+
+    def start(self, steps: Dict[str, int], argv: Sequence[str]) -> bool:
+        """The data stages and the first round (or the rest of an interrupted one); False when the monotone check
+        stopped the run."""
+        self.runner.jobs = [self.job(s, n) for s, n in steps.items()]
+        return self.runner.run(argv) is not None
+
+    def train(self, steps: Dict[str, int]) -> bool:
+        """Train each system on to ``steps[system]``; False when the runner stopped (not expected: its own budget is
+        off here)."""
+        self.runner.jobs = [self.job(s, n) for s, n in steps.items()]
+        return not self.runner._run_jobs()
+
+    def translate_valid(self, system: str, step: int, checkpoint: Path, out: Path) -> float:
+        """Translate the validation source with ``checkpoint`` into ``out`` as the test set is; returns seconds."""
+        r, jd = self.runner, self.job_dir(system)
+        job = self.job(system, 0)
+        cfg = jd / "translate_curve.yaml"
+        cfg.write_text(yaml.safe_dump(r.translate_options(job, checkpoint), sort_keys=False), encoding="utf-8")
+        return r._run([stock("onmt_translate"), "-config", cfg, "-src", r.path("data", "valid.src"), "-output", out,
+                       "-seed", job.seed], jd / "translate_curve.log", jd / "commands.sh")
+
+    def validation(self, system: str, every: int) -> Dict[int, Dict[str, float]]:
+        """``{step: {"valid_ppl", "valid_acc"}}`` from ``onmt_train``'s log."""
+        log = self.job_dir(system) / "train.log"
+        return validation_log(log.read_text(encoding="utf-8"), every) if log.exists() else {}
+
+    def translate_test(self, final: int, average: int, steps: Dict[str, int]) -> None:
+        """Translate the test set with each system's average of its last ``average`` checkpoints up to ``final``."""
+        self.runner.jobs = [self.job(s, steps[s], final, average) for s in steps]
+        self.runner._run_jobs()
+
+    def forget_test(self, system: str) -> None:
+        self.job_dir(system).joinpath("hyp.test").unlink(missing_ok=True)
+
+    def record(self, **kw: Any) -> None:
+        self.runner._record_run(**kw)
+
+    def results(self) -> Dict[str, Any]:
+        from onmt_xl.experiments.scoring import collect
+
+        return collect(self.runner.workdir, self.runner.jobs)
+
+
+class PlateauTraining:
+    """The module docstring's rounds for ``systems`` through ``runner`` (:class:`onmt_xl.experiments.runner.Runner`);
+    ``budget_s``: ``--time-budget`` in seconds, counted from the runner's start; ``rounds``: the framework's side
+    (:class:`OpenNMTRounds` by default, :class:`onmt_xl.experiments.eole_demo.EoleRounds` for Eole)."""
+
+    def __init__(self, runner, systems: Sequence[str], schedule: Schedule, budget_s: Optional[float] = None,
+                 rounds=None):
+        self.runner, self.systems, self.schedule, self.budget_s = runner, list(systems), schedule, budget_s
+        self.rounds = rounds if rounds is not None else OpenNMTRounds(runner)
+        self.rounds.configure(schedule)
+        self.state_path = self.rounds.root / "plateau.json"
+
+    # -- where the systems stand -----------------------------------------------------------------------------
     def steps_now(self, system: str) -> int:
         """The steps ``system`` has trained, or the end of the round it began (a round cut short is finished)."""
-        j = self.job(system, 0)
-        return max(trained_steps(self.runner, j), round_begun(self.runner, j))
+        return max(self.rounds.trained(system), self.rounds.begun(system))
 
     def reached(self) -> int:
-        return min(trained_steps(self.runner, self.job(s, 0)) for s in self.systems)
+        return min(self.rounds.trained(s) for s in self.systems)
 
     def curves(self) -> Dict[str, List[Dict[str, Any]]]:
-        return {s: read_curve(self.runner.path("jobs", s)) for s in self.systems}
+        return {s: read_curve(self.rounds.job_dir(s)) for s in self.systems}
 
     def read_state(self) -> Dict[str, Any]:
         return json.loads(self.state_path.read_text(encoding="utf-8")) if self.state_path.exists() else {}
 
     def save_state(self, **kw: Any) -> None:
         state = self.read_state()
-        state.update(kw, schedule=asdict(self.schedule),
-                     reached={s: trained_steps(self.runner, self.job(s, 0)) for s in self.systems})
+        state.update(kw, schedule=asdict(self.schedule), reached={s: self.rounds.trained(s) for s in self.systems})
         self.state_path.write_text(json.dumps(state, indent=2) + "\n", encoding="utf-8")
 
     # -- scoring ---------------------------------------------------------------------------------------------
@@ -128,34 +214,29 @@ class PlateauTraining:
         :attr:`Schedule.every` that ``curve.jsonl`` lacks; append its BLEU, chrF and validation perplexity."""
         from onmt_xl.experiments.scoring import text_scores, tokenization_of
 
-        r, jd = self.runner, self.runner.path("jobs", system)
+        r, jd = self.runner, self.rounds.job_dir(system)
         if not jd.is_dir():
             return
-        job = self.job(system, 0)
         done = {row["step"] for row in read_curve(jd)}
-        todo = [(int(c.stem.rsplit("_", 1)[1]), c) for c in whole_checkpoints(jd, system)]
+        todo = sorted(self.rounds.whole_checkpoints(system).items())
         todo = [(step, c) for step, c in todo if step % self.schedule.every == 0 and step not in done]
         if not todo:
             return
         refs = read_lines(r.path("data", "valid.tgt"))
-        log = jd / "train.log"
-        valid = validation_log(log.read_text(encoding="utf-8"), self.schedule.every) if log.exists() else {}
+        valid = self.rounds.validation(system, self.schedule.every)
         for step, ckpt in todo:
             hyp = jd / f"hyp.valid.step{step}"
             tmp = hyp.with_name(hyp.name + ".partial")
-            cfg = jd / "translate_curve.yaml"
-            cfg.write_text(yaml.safe_dump(r.translate_options(job, ckpt), sort_keys=False), encoding="utf-8")
             with ticking(f"{system} step {step}: translating the validation source"):
-                seconds = r._run([stock("onmt_translate"), "-config", cfg, "-src", r.path("data", "valid.src"),
-                                  "-output", tmp, "-seed", job.seed], jd / "translate_curve.log", jd / "commands.sh")
+                seconds = self.rounds.translate_valid(system, step, ckpt, tmp)
             tmp.replace(hyp)
             scores = text_scores(read_lines(hyp), refs, tokenization_of(r.workdir))
             row = dict(step=step, bleu=scores["bleu"], chrf=scores["chrf"], translate_seconds=seconds,
                        **valid.get(step, {}))
             with open(jd / "curve.jsonl", "a", encoding="utf-8") as f:
                 f.write(json.dumps(row) + "\n")
-            say(f"  {system} step {step}: validation BLEU {row['bleu']:.2f}, perplexity "
-                f"{row.get('valid_ppl', float('nan')):.2f}")
+            ppl = f", perplexity {row['valid_ppl']:.2f}" if "valid_ppl" in row else ""
+            say(f"  {system} step {step}: validation BLEU {row['bleu']:.2f}{ppl}")
 
     def score_all(self) -> None:
         with ThreadPoolExecutor(max_workers=max(1, self.runner.parallel)) as pool:
@@ -167,14 +248,9 @@ class PlateauTraining:
         attempt (``done.json``), times the waves of ``--parallel`` jobs training them all; None before any."""
         rates = []
         for s in self.systems:
-            done = self.runner.path("jobs", s, "done.json")
-            if not done.exists():
-                continue
-            info = json.loads(done.read_text(encoding="utf-8"))
-            start = int(re.sub(r"\D", "", info.get("resumed_from") or "") or 0)
-            steps = round_begun(self.runner, self.job(s, 0)) - start
-            if info.get("train_seconds") and steps > 0:
-                rates.append(info["train_seconds"] / steps)
+            seconds, steps = self.rounds.last_attempt(s) or (None, 0)
+            if seconds and steps > 0:
+                rates.append(seconds / steps)
         if not rates:
             return None
         return max(rates) * math.ceil(len(self.systems) / max(1, self.runner.parallel))
@@ -215,23 +291,20 @@ class PlateauTraining:
         keep = self.needed(curves)
         for s in self.systems:
             scored = {r["step"] for r in curves[s]}
-            ckpts = sorted(checkpoints(self.runner.path("jobs", s)).items())
+            ckpts = sorted(self.rounds.checkpoints(s).items())
             for step, path in ckpts[:-1]:
                 if step in scored and step not in keep:
-                    path.unlink()
+                    self.rounds.remove(path)
 
     # -- the run ---------------------------------------------------------------------------------------------
     def run(self, argv: Sequence[str] = ()) -> Optional[Dict[str, Any]]:
-        """Train to the plateau, the cap or the budget, translate the averaged models; returns
-        :func:`onmt_xl.experiments.scoring.collect` (None when the monotone check stopped the run)."""
-        from onmt_xl.experiments.scoring import collect
-
-        r, sch = self.runner, self.schedule
+        """Train to the plateau, the cap or the budget, translate the averaged models; returns the framework's results
+        (:func:`onmt_xl.experiments.scoring.collect`'s shape; None when the monotone check stopped the run)."""
+        r, sch, rounds = self.runner, self.schedule, self.rounds
         # the first round (or the rest of an interrupted one): the runner's data stages and its refusal check first
-        r.jobs = [self.job(s, self.steps_now(s) or min(sch.round, sch.cap)) for s in self.systems]
-        if r.run(argv) is None:
+        if not rounds.start({s: self.steps_now(s) or min(sch.round, sch.cap) for s in self.systems}, argv):
             return None
-        r._record_run(status="training to the plateau")  # not finished: the runner's own word after its round
+        rounds.record(status="training to the plateau")  # not finished: the runner's own word after its round
         while True:
             self.score_all()
             self.prune()
@@ -251,8 +324,7 @@ class PlateauTraining:
                 f"{sch.tolerance} above, {sch.window:,} steps past it); training to step {target:,}"
                 + (f" (about {need / 60:.1f} min)" if need is not None else ""))
             self.save_state(status="training")
-            r.jobs = [self.job(s, max(target, self.steps_now(s))) for s in self.systems]
-            if r._run_jobs():  # not expected: the runner's own budget is off here
+            if not rounds.train({s: max(target, self.steps_now(s)) for s in self.systems}):
                 return None
         final = found if reason == PLATEAU else self.last_common(curves, min(reached, sch.cap))
         average = self.averaged(final, None if reason == PLATEAU else curves) if final else 0
@@ -261,15 +333,14 @@ class PlateauTraining:
             self.save_state(status=reason, step=None)
             return None
         self.forget_stale(final, average)
-        r.jobs = [self.job(s, self.steps_now(s), final, average) for s in self.systems]
-        r._run_jobs()
+        rounds.translate_test(final, average, {s: self.steps_now(s) for s in self.systems})
         self.save_state(status=reason, step=found, final_step=final, average=average)
         self.prune()
-        plot = plot_curves(self.curves(), r.path(CURVE_PLOT), r.beam_size)
+        plot = plot_curves(self.curves(), rounds.root / CURVE_PLOT, r.beam_size)
         if plot is not None:
             say(f"learning curves (validation BLEU and perplexity per checkpoint): {plot}")
-        r._record_run(status=f"finished: stopped by the {reason}", final_step=final, average=average)
-        return collect(r.workdir, r.jobs)
+        rounds.record(status=f"finished: stopped by the {reason}", final_step=final, average=average)
+        return rounds.results()
 
     def averaged(self, final: int, rising: Optional[Dict[str, List[Dict[str, Any]]]] = None) -> int:
         """How many checkpoints the final models average: ``--average``, or fewer where a system lacks one of them
@@ -279,7 +350,7 @@ class PlateauTraining:
         of a curve in gives a worse model than its last checkpoint)."""
         every, n = self.schedule.every, self.schedule.average
         for s in self.systems:
-            have = checkpoints(self.runner.path("jobs", s))
+            have = self.rounds.checkpoints(s)
             bleu = {r["step"]: r.get("bleu") for r in (rising or {}).get(s, [])}
             k = 0
             while k < n and final - k * every > 0 and (final - k * every) in have:
@@ -325,7 +396,7 @@ class PlateauTraining:
         if state.get("final_step") in (None, final) and state.get("average") in (None, average):
             return
         for s in self.systems:
-            self.runner.path("jobs", s, "hyp.test").unlink(missing_ok=True)
+            self.rounds.forget_test(s)
 
 
 def describe_schedule(sch: Schedule, budget_s: Optional[float]) -> str:

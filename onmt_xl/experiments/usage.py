@@ -8,15 +8,16 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 
-def shown_system(systems: List[str], workdir: Optional[Path] = None) -> str:
+def shown_system(systems: List[str], workdir: Optional[Path] = None, jobs: str = "jobs") -> str:
     """The system the closing commands name: the one with the highest validation BLEU at the final step where the
-    run trained to the plateau (``plateau.json``, each system's ``jobs/SYSTEM/curve.jsonl``; the first listed on a
-    tie), else the last one other than the baseline, else the baseline."""
-    best = best_on_validation(systems, workdir) if workdir is not None else None
+    run trained to the plateau (``plateau.json``, each system's ``jobs/SYSTEM/curve.jsonl``; Eole's: ``workdir`` is
+    ``WORKDIR/eole``, ``jobs`` is ``models``; the first listed on a tie), else the last one other than the baseline,
+    else the baseline."""
+    best = best_on_validation(systems, workdir, jobs) if workdir is not None else None
     return best or ([s for s in systems if s != "baseline"] or systems)[-1]
 
 
-def best_on_validation(systems: List[str], workdir: Path) -> Optional[str]:
+def best_on_validation(systems: List[str], workdir: Path, jobs: str = "jobs") -> Optional[str]:
     """The system of ``systems`` whose validation BLEU at ``plateau.json``'s final step is highest; None when a
     system lacks that score (a run with --train-steps, or one not finished)."""
     state = workdir / "plateau.json"
@@ -25,7 +26,7 @@ def best_on_validation(systems: List[str], workdir: Path) -> Optional[str]:
     final = json.loads(state.read_text(encoding="utf-8")).get("final_step")
     scores = {}
     for system in systems:
-        curve = workdir / "jobs" / system / "curve.jsonl"
+        curve = workdir / jobs / system / "curve.jsonl"
         rows = [json.loads(line) for line in curve.read_text(encoding="utf-8").splitlines() if line.strip()] \
             if curve.exists() else []
         at = [r["bleu"] for r in rows if r.get("step") == final and r.get("bleu") is not None]
@@ -40,8 +41,10 @@ def next_steps(runner, systems: List[str], framework: str = "opennmt", eole_mode
     as a user copies them (nothing without a tokenization: the models then expect tokenized text)."""
     if not runner.tokenization.active:
         return ""
-    name = shown_system(systems, Path(runner.workdir))
-    if framework == "eole":
+    eole = framework == "eole"
+    name = shown_system(systems, Path(runner.workdir) / "eole" if eole else Path(runner.workdir),
+                        "models" if eole else "jobs")
+    if eole:
         model = (eole_models or {}).get(name) or runner.path("eole", "models", name)
         return (f"\ntranslate new raw text with {name} (detokenized output; the model's config.json carries the "
                 f"tokenization):\n  eole predict -model_path {model} -src new.txt -output new.out")
