@@ -334,3 +334,73 @@ def test_the_closing_commands_name_the_system_best_on_validation(tmp_path):
     assert shown_system(systems, tmp_path) == "baseline"  # at the final step, not the best step
     (tmp_path / "plateau.json").write_text(json.dumps({"final_step": 6}), encoding="utf-8")
     assert shown_system(systems, tmp_path) == "combination"  # no score at the final step: the old rule
+
+
+def eole_run(files, wd: Path, cap: int, capsys) -> str:
+    """``pipeline --framework eole`` to the plateau (:class:`onmt_xl.experiments.eole_demo.EoleRounds`) with a tiny
+    schedule: a checkpoint every 2 steps, rounds of 4, at most ``cap`` steps; returns what it printed."""
+    import argparse
+
+    from onmt_xl.experiments.demo import summary
+    from onmt_xl.experiments.eole_demo import run_eole_demo
+    from onmt_xl.experiments.stages import Corpus
+
+    corpus = Corpus(files["train_src"], files["train_tgt"], files["test_src"], files["test_tgt"],
+                    valid_src=files["valid_src"], valid_tgt=files["valid_tgt"])
+    args = argparse.Namespace(systems=["combination"], workdir=str(wd), train_steps=None, beam_size=1, gpu="no",
+                              parallel=1, preorder_iterations=1, tokenize="auto", subword_size=None,
+                              if_monotone="train", preset="demo", time_budget=3600.0,
+                              schedule=Schedule(every=2, round=4, window=100, cap=cap, average=2))
+    assert run_eole_demo(corpus, args, summary) == 0
+    return capsys.readouterr().out
+
+
+def test_eole_to_the_plateau_resumes_exactly_and_goes_on(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("eole", reason="Eole is not installed (bash tools/install.sh eole)")
+    from tests.test_raw_text import write_raw_corpus
+
+    monkeypatch.setenv("PYTHONPATH", run_env()["PYTHONPATH"])
+    files = {k: str(v) for k, v in write_raw_corpus(tmp_path / "corpus", (("train", 200), ("valid", 20),
+                                                                          ("test", 20))).items()}
+    wd = tmp_path / "run"
+    root, model = wd / "eole", wd / "eole" / "models" / "combination"
+    out = eole_run(files, wd, 4, capsys)
+    assert "[plateau] training stopped by the cap" in out
+    rows = [json.loads(line) for line in (model / "curve.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [2, 4] and all("valid_ppl" in r for r in rows)  # from Eole's train log
+    assert (root / "learning_curves.png").stat().st_size > 0
+    state = json.loads((root / "plateau.json").read_text())
+    assert (state["status"], state["final_step"]) == ("cap", 4)
+    used = "the checkpoint of step 4" if state["average"] == 1 else "the average of the last 2 checkpoints up to step 4"
+    assert f"translated with {used} (training stopped by the cap; learning_curves.png" in out
+    shown = out.split("eole predict -model_path ")[-1].split(" -src")[0]
+    assert Path(shown) == (model / "step_4" if state["average"] == 1 else model / "average2_step_4")
+    assert Path(shown).is_dir() and json.loads((model / "done.json").read_text())["translated_with"] == shown
+    # a higher cap: the same command goes on from step 4, resumed exactly
+    log = root / "logs" / "train_combination.log"
+    out = eole_run(files, wd, 6, capsys)
+    text = log.read_text()
+    assert text.count("Start training loop") == 2
+    assert f"Loading metadata from {model / 'step_4'}" in text
+    assert "xl_exact_resume: skipping the batches of steps 1-4, then restoring the checkpoint's RNG states" in text
+    assert [json.loads(line)["step"] for line in (model / "curve.jsonl").read_text().splitlines()] == [2, 4, 6]
+    assert json.loads((root / "plateau.json").read_text())["final_step"] == 6
+    assert "translated with the checkpoint of step 6 " in out or "checkpoints up to step 6 " in out
+    # the same command again trains and translates nothing
+    hyp = (root / "hyp" / "combination.test").stat().st_mtime_ns
+    eole_run(files, wd, 6, capsys)
+    assert log.read_text() == text and (root / "hyp" / "combination.test").stat().st_mtime_ns == hyp
+
+
+def test_eole_pipeline_takes_the_time_budget(tmp_path):
+    """``--time-budget`` with ``--framework eole``: trained to the plateau like OpenNMT-py (no refusal)."""
+    import argparse
+
+    from onmt_xl.experiments.demo import _choose_preset
+    from tests.test_raw_text import write_raw_corpus
+
+    files = write_raw_corpus(tmp_path, sizes=(("train", 20),))
+    args = argparse.Namespace(gpu="no", train_src=str(files["train_src"]), preset="demo", train_steps=None,
+                              framework="eole", time_budget=600.0, max_steps=6, average=None)
+    _choose_preset(args)
+    assert args.schedule is not None and args.schedule.cap == 6 and args.train_steps is None

@@ -86,9 +86,6 @@ PRESETS: Dict[str, Dict[str, Any]] = {
 #: device: ``demo`` for small corpora, the study's ``enja`` (d 256, 3+3 layers) for tens of thousands of pairs and on
 #: any CPU, ``base`` and ``big`` on a GPU beyond
 AUTO_PRESETS = ((10_000, "demo"), (200_000, "enja"), (2_000_000, "base"))
-#: the steps ``pipeline --framework eole`` trains each preset to by default (``enja``: the decisive design's 8,000);
-#: OpenNMT-py trains to the plateau (:data:`onmt_xl.experiments.until_plateau.SCHEDULES`)
-PIPELINE_STEPS = {"demo": 400, "enja": 8000, "base": 100000, "big": 300000}
 
 
 def auto_preset(train_pairs: int, gpu: bool) -> str:
