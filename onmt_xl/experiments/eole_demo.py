@@ -5,11 +5,14 @@ links, preorderer), then Eole's own commands, through ``python -m onmt_xl.eole``
 seams installed): ``build_vocab`` once, then per system ``train`` and ``predict`` on the test set with the
 configurations of ``yaml_configs/eole/`` (:mod:`onmt_xl.experiments.eole_configs`) pointed at the work directory.
 Everything Eole writes goes under ``WORKDIR/eole/`` (``vocab.*``, ``SYSTEM.yaml``, ``models/SYSTEM/``, ``hyp/``,
-``logs/``, ``results.json``); a second run skips what is done (a system whose training was interrupted is trained
-again from the start). Scores are those of ``onmt-xl demo``: sacrebleu's BLEU and chrF, the paired bootstrap
-against the baseline. ``onmt-xl pipeline --framework eole`` runs the same on raw text: ``onmt_tokenize`` in every
-configuration (:mod:`onmt_xl.experiments.tokenization`), kept in each model's ``config.json``, so that
-``eole predict`` reads raw text and writes detokenized text, scored against the raw references.
+``logs/``, ``results.json``); a second run skips what is done, and a system whose training was interrupted resumes
+from its last whole step directory (``training.xl_exact_resume``: the same model as an uninterrupted run). Scores
+are those of ``onmt-xl demo``: sacrebleu's BLEU and chrF, the paired bootstrap against the baseline. ``onmt-xl
+pipeline --framework eole`` runs the same on raw text: ``onmt_tokenize`` in every configuration
+(:mod:`onmt_xl.experiments.tokenization`), kept in each model's ``config.json``, so that ``eole predict`` reads raw
+text and writes detokenized text, scored against the raw references; without ``--train-steps`` it trains to the
+plateau of validation BLEU in rounds (:class:`EoleRounds` under
+:class:`onmt_xl.experiments.until_plateau.PlateauTraining`).
 """
 
 from __future__ import annotations

@@ -20,6 +20,12 @@ tolerance of the last one's validation BLEU, so that a still rising curve is not
 ``serve.json`` name that averaged model. ``learning_curves.png`` plots the validation points of every system.
 ``plateau.json`` records where the rounds stand; a rerun goes on from there (after a budget stop it trains on,
 after a plateau it only reports). As the rounds go, a checkpoint no step the rule could still choose needs is deleted.
+
+The framework-specific parts (train a round, translate a checkpoint, list and delete checkpoints, average, translate
+the test set) are a ``rounds`` object: :class:`OpenNMTRounds` (the above, through the runner's jobs) or, for
+``--framework eole``, :class:`onmt_xl.experiments.eole_demo.EoleRounds` (``eole train`` with
+``training.xl_exact_resume``, ``eole predict``, the step directories averaged; ``plateau.json``,
+``learning_curves.png`` and the curves under ``WORKDIR/eole/``).
 """
 
 from __future__ import annotations
