@@ -215,7 +215,8 @@ class EoleDemo:
         hyp = self.root / "hyp" / f"{system}.test"
         model = self.final_model(system)
         done = self.model_dir(system) / "done.json"
-        if hyp.exists() and json.loads(done.read_text()).get("translated_with", str(model)) == str(model):
+        earlier = json.loads(done.read_text()).get("translated_with", str(self.model_dir(system)))  # older: the last
+        if hyp.exists() and earlier == str(model):
             return hyp
         hyp.parent.mkdir(parents=True, exist_ok=True)
         tmp = hyp.with_name(hyp.name + ".partial")
