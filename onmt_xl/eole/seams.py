@@ -35,7 +35,8 @@ nothing for a config that names none of our components: stock encoders, transfor
   (``optim["onmt_xl_rng"]``) and learn those of the ``train_from`` step directory; :func:`trainer` then, resuming
   at step K+1, draws and drops the batches of steps 1..K (replaying Eole's ``accum_count``/``dropout`` schedules
   between them, as the uninterrupted run did) and restores the RNG states before step K+1. Without the option
-  ``optimizer.pt`` and ``config.json`` are Eole's own, key for key, and ``train_from`` restarts the corpus.
+  ``optimizer.pt`` is Eole's own, key for key, and ``train_from`` restarts the corpus; :func:`model_saver` keeps the
+  option out of every ``config.json`` (it concerns the run, not the model).
 """
 
 from __future__ import annotations
@@ -447,6 +448,31 @@ def optimizers() -> None:
     Optimizer.state_dict, Optimizer.from_config = state_dict, classmethod(from_config)
 
 
+def model_saver() -> None:
+    """A step directory's ``config.json`` without ``training.xl_exact_resume``: the option concerns the training run
+    that writes the checkpoints, not the model, so a model trained with it (a baseline among them) stays loadable by
+    stock Eole; a resumed run takes it from its own config."""
+    import json
+    import os
+
+    from eole.models.model_saver import TrainingModelSaver
+
+    stock_save_config = TrainingModelSaver._save_config
+
+    @functools.wraps(stock_save_config)
+    def _save_config(self):
+        stock_save_config(self)
+        path = os.path.join(self.model_path, self.step_dir, "config.json")
+        with open(path, encoding="utf-8") as f:
+            saved = json.load(f)
+        if EXACT_RESUME in (saved.get("training") or {}):
+            del saved["training"][EXACT_RESUME]
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(saved, f, indent=2, ensure_ascii=False)
+
+    TrainingModelSaver._save_config = _save_config
+
+
 def exactly_resumed(trainer, train):
     """``Trainer.train`` that, for an optimizer resuming with ``xl_exact_resume`` at step K+1, feeds the stock loop
     the accumulated batches of steps K+1… only: those of steps 1..K are drawn and dropped, each followed by the
@@ -489,6 +515,7 @@ def exactly_resumed(trainer, train):
 AFTER = {
     "eole.config.training": training_config,
     "eole.utils.optimizers": optimizers,
+    "eole.models.model_saver": model_saver,
     "eole.config.models": config_models,
     "eole.transforms": transforms,
     "eole.encoders": encoders,
