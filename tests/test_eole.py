@@ -336,8 +336,11 @@ def test_a_stock_config_validates_to_the_same_config_with_the_seams_in_place(tmp
         runs[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
     assert runs["on"].pop("guard").startswith("encoder_type xl_combination: set the model's architecture to 'custom'")
     # what Eole saves with a model (config.json: the fields set) is the same; the full dump differs by a default
-    # entry per transform of ours (NestedAllTransformsConfig has a default for every registered transform)
+    # entry per transform of ours (NestedAllTransformsConfig has a default for every registered transform) and the
+    # default of our training option (training.xl_exact_resume, off)
     assert runs["on"]["saved"] == runs["off"]["saved"]
+    assert "xl_exact_resume" not in runs["off"]["config"]["training"]
+    assert runs["on"]["config"]["training"].pop("xl_exact_resume") is False
     for name in ("xl_position", "xl_prereorder"):
         assert name not in runs["off"]["config"]["transforms_configs"]
         assert runs["on"]["config"]["transforms_configs"].pop(name)["xl_preorderer"] is None
