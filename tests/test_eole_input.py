@@ -8,9 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from importlib.util import find_spec
 from pathlib import Path
 from types import SimpleNamespace
@@ -117,7 +114,7 @@ def test_eole_serve_answers_on_the_cpu(trained):
     """``eole serve`` (which asks for GPU 0 and falls back to the CPU where torch sees no GPU) on 127.0.0.1 with the
     tiny XL model: one request answers what ``eole predict`` writes, and "" for an empty line."""
     from tests.conftest import run_env
-    from tests.test_server import free_port, post
+    from tests.test_server import free_port, post, running_server
 
     wd = trained
     sentences = (wd / "test.src").read_text().splitlines()[:2]
@@ -127,31 +124,11 @@ def test_eole_serve_answers_on_the_cpu(trained):
     (wd / "serve.yaml").write_text(f"models_root: {wd}\nmodels:\n  - id: xl\n    path: model\n    preload: true\n"
                                    "    config: {beam_size: 2}\n")
     port = free_port()
-    with (wd / "serve.log").open("w") as log:
-        proc = subprocess.Popen([*MODULE, "serve", "-c", str(wd / "serve.yaml"), "--host", "127.0.0.1", "--port",
-                                 str(port)], stdout=log, stderr=subprocess.STDOUT, cwd=wd,
-                                env={**run_env(), "OMP_NUM_THREADS": "1"})
-        try:
-            deadline = time.monotonic() + 180
-            while True:
-                assert proc.poll() is None, (wd / "serve.log").read_text()[-3000:]
-                try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as response:
-                        if response.status == 200:
-                            break
-                except (urllib.error.URLError, ConnectionError):
-                    pass
-                assert time.monotonic() < deadline, (wd / "serve.log").read_text()[-3000:]
-                time.sleep(0.5)
-            status, out = post(f"http://127.0.0.1:{port}/infer", {"model": "xl", "inputs": [*sentences, ""],
-                                                                   "beam_size": 2})  # else Eole's default, 5
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=30)
+    argv = [*MODULE, "serve", "-c", wd / "serve.yaml", "--host", "127.0.0.1", "--port", port]
+    with running_server(argv, wd / "serve.log", f"http://127.0.0.1:{port}/health", wd,
+                        env={**run_env(), "OMP_NUM_THREADS": "1"}):
+        status, out = post(f"http://127.0.0.1:{port}/infer", {"model": "xl", "inputs": [*sentences, ""],
+                                                               "beam_size": 2})  # else Eole's default, 5
     assert status == 200
     assert [p[0] for p in out["predictions"]] == [*(wd / "serve.hyp").read_text().splitlines(), ""]
     assert "device=cpu" in (wd / "serve.log").read_text()

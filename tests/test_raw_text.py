@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_env
+from tests.helpers import stock_cli
+from tests.test_server import free_port, post, running_server
 
 #: a space before closing punctuation: tokenized text, never in the raw references written below
 SPACE_BEFORE_PUNCT = re.compile(r"\s[.,?!]")
@@ -112,6 +114,17 @@ def test_pipeline_raw_text_opennmt(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     lines = (tmp_path / "new.out").read_text(encoding="utf-8").splitlines()
     assert len(lines) == 8 and not any(SPACE_BEFORE_PUNCT.search(l) or "\uffed" in l for l in lines)
+    # the served model (the printed onmt_server command): raw text in, the same detokenized lines out
+    serve = wd / "jobs" / "combination" / "serve.json"
+    assert f"--model_config {serve}" in stdout
+    port = free_port()
+    root = f"http://127.0.0.1:{port}/translator"
+    argv = [stock_cli("onmt_server"), "--ip", "127.0.0.1", "--port", port, "--url_root", "/translator",
+            "--model_config", serve]
+    raw_lines = new.read_text(encoding="utf-8").splitlines()
+    with running_server(argv, tmp_path / "server.log", f"{root}/health", tmp_path):
+        status, out = post(f"{root}/translate", [{"src": line, "id": 100} for line in raw_lines])
+    assert status == 200 and [r["tgt"] for r in out[0]] == lines
     # more steps on the finished run resume each job from its checkpoint (tokenization is part of its configuration)
     again = run_pipeline(files, wd, "--train-steps", "8")
     assert "baseline: extending from 6 to 8 steps, from its step-6 checkpoint" in again
@@ -129,6 +142,15 @@ def test_pipeline_raw_text_eole(tmp_path):
     saved = json.loads((wd / "eole" / "models" / "combination" / "config.json").read_text())
     assert "onmt_tokenize" in saved["transforms_configs"]  # eole predict takes raw text with the model alone
     check_scores(json.loads((wd / "eole" / "results.json").read_text()), hyp, ref, stdout)
+    # the served models (the printed eole serve command): raw text in, what eole predict wrote out
+    serve = wd / "eole" / "serve.yaml"
+    assert f"eole serve -c {serve} --host 127.0.0.1 --port 5000" in stdout
+    port = free_port()
+    argv = [sys.executable, "-m", "onmt_xl.eole", "serve", "-c", serve, "--host", "127.0.0.1", "--port", port]
+    src = files["test_src"].read_text(encoding="utf-8").splitlines()[:4]
+    with running_server(argv, tmp_path / "serve.log", f"http://127.0.0.1:{port}/health", tmp_path):
+        status, out = post(f"http://127.0.0.1:{port}/infer", {"model": "combination", "inputs": src, "beam_size": 1})
+    assert status == 200 and [p[0] for p in out["predictions"]] == hyp[:4]
 
 
 # --- the rules ----------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The stock REST server (``onmt_server``) serving XL models, through real HTTP requests on the loopback."""
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -48,6 +49,37 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@contextlib.contextmanager
+def running_server(argv, log_path: Path, health_url: str, cwd: Path, env=None, seconds: float = 180):
+    """A server process started from ``argv`` (its output in ``log_path``), yielded once ``health_url`` answers 200;
+    stopped on exit. Fails with the log's end if it exits or does not answer within ``seconds``."""
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([str(a) for a in argv], stdout=log, stderr=subprocess.STDOUT, cwd=cwd,
+                                env=env or run_env())
+        try:
+            deadline = time.monotonic() + seconds
+            while True:
+                if proc.poll() is not None:
+                    raise AssertionError(f"{argv[0]} exited with {proc.returncode}:\n{log_path.read_text()[-3000:]}")
+                try:
+                    with urllib.request.urlopen(health_url, timeout=5) as response:
+                        if response.status == 200:
+                            break
+                except (urllib.error.URLError, ConnectionError):
+                    pass
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"{argv[0]} did not answer:\n{log_path.read_text()[-3000:]}")
+                time.sleep(0.5)
+            yield proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=30)
+
+
 def post(url: str, payload):
     request = urllib.request.Request(url, data=json.dumps(payload).encode(), method="POST",
                                      headers={"Content-Type": "application/json"})
@@ -88,34 +120,12 @@ def served(tmp_path_factory):
     ]}
     (wd / "conf.json").write_text(json.dumps(conf))
     port = free_port()
-    log = (wd / "server.log").open("w")
-    proc = subprocess.Popen(
-        [stock_cli("onmt_server"), "--ip", "127.0.0.1", "--port", str(port),
-         "--url_root", "/translator", "--model_config", str(wd / "conf.json")],
-        stdout=log, stderr=subprocess.STDOUT, env=run_env(), cwd=wd,
-    )
     root = f"http://127.0.0.1:{port}/translator"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                raise AssertionError(f"onmt_server exited with {proc.returncode}:\n"
-                                     f"{(wd / 'server.log').read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(f"{root}/health", timeout=5) as response:
-                    if response.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError):
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError(f"onmt_server did not answer:\n{(wd / 'server.log').read_text()[-3000:]}")
-            time.sleep(0.5)
+    argv = [stock_cli("onmt_server"), "--ip", "127.0.0.1", "--port", port, "--url_root", "/translator",
+            "--model_config", wd / "conf.json"]
+    with running_server(argv, wd / "server.log", f"{root}/health", wd, seconds=90):
         yield {"root": root, "sentences": sentences, "xl.hyp": (wd / "xl.hyp").read_text().splitlines(),
                "stock.hyp": (wd / "stock.hyp").read_text().splitlines()}
-    finally:
-        proc.kill()
-        proc.wait(timeout=30)
-        log.close()
 
 
 def translate(served, model_id: int, sentences):

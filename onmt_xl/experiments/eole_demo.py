@@ -404,6 +404,25 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
         demo = EoleDemo(runner, args.systems, average)
         res = demo.run()
     models = {s: demo.final_model(s) for s in args.systems}
+    write_serve_config(runner.path("eole", SERVE_CONFIG), models, runner.beam_size)
     say(f"results: {runner.path('eole', 'results.json')}\n" + summary(res)
         + next_steps(runner, args.systems, "eole", models))
     return 0
+
+
+#: ``eole serve -c`` configuration of a run's final models, in ``WORKDIR/eole/``
+SERVE_CONFIG = "serve.yaml"
+
+
+def write_serve_config(path: Path, models: Dict[str, Path], beam_size: int) -> Path:
+    """``eole serve -c PATH``: one model per system (its id the system's name), the directory each is translated
+    with (the average where there is one), preloaded; ``beam_size`` as in the test translations (Eole's server
+    takes decoding options from each request, so the printed request repeats it). Paths are absolute: Eole 0.6.4's
+    server reads a model's ``path`` relative to the directory it runs in, not to ``models_root``, after asking the
+    Hugging Face Hub whether it names a repository there (``models/baseline`` would)."""
+    root = path.parent
+    entries = [{"id": system, "path": str(Path(model).resolve()), "preload": True, "config": {"beam_size": beam_size}}
+               for system, model in models.items()]
+    path.write_text(yaml.safe_dump({"models_root": str(root.resolve()), "models": entries}, sort_keys=False),
+                    encoding="utf-8")
+    return path

@@ -396,7 +396,8 @@ class JobStages:
         runs the model's transforms on the source but no ``apply_reverse``, so its own pyonmttok ``tokenizer``
         (the same settings) tokenizes the request and detokenizes the answer; ``xl_position`` follows it."""
         model = Path(translate["model"])
-        opt = {k: v for k, v in translate.items() if k in ("beam_size", "xl_preorderer", "gpu")}
+        opt = {k: v for k, v in translate.items()  # the CPU options too: the same numbers as onmt_translate
+               if k in ("beam_size", "xl_preorderer", "gpu", "xl_cpu_precision", "xl_cpu_kernels")}
         transforms = [t for t in translate.get("transforms", []) if t != "onmt_tokenize"]
         if transforms:
             opt["transforms"] = transforms

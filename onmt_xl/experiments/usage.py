@@ -46,8 +46,16 @@ def next_steps(runner, systems: List[str], framework: str = "opennmt", eole_mode
                         "models" if eole else "jobs")
     if eole:
         model = (eole_models or {}).get(name) or runner.path("eole", "models", name)
-        return (f"\ntranslate new raw text with {name} (detokenized output; the model's config.json carries the "
-                f"tokenization):\n  eole predict -model_path {model} -src new.txt -output new.out")
+        lines = (f"\ntranslate new raw text with {name} (detokenized output; the model's config.json carries the "
+                 f"tokenization):\n  eole predict -model_path {model} -src new.txt -output new.out")
+        serve = runner.path("eole", "serve.yaml")
+        if serve.exists():
+            request = json.dumps({"model": name, "inputs": ["A raw sentence."], "beam_size": runner.beam_size})
+            lines += ("\nserve it (raw text in, detokenized text out; Eole's server takes the decoding options from "
+                      f"each request):\n  eole serve -c {serve} --host 127.0.0.1 --port 5000\n"
+                      "  curl -X POST http://127.0.0.1:5000/infer -H 'Content-Type: application/json' "
+                      f"-d '{request}'")
+        return lines
     job = runner.path("jobs", name)
     if not (job / "translate.yaml").exists():
         return ""
