@@ -483,7 +483,10 @@ def exactly_resumed(trainer, train):
 
     @functools.wraps(train)
     def exact_train(self, train_iter, train_steps, *args, **kwargs):
-        resuming = _exact.get(self.optim)
+        try:
+            resuming = _exact.get(self.optim)
+        except TypeError:  # an optimizer stand-in that takes no weak reference (Eole's own tests): never ours
+            resuming = None
         if resuming is None:
             return train(self, train_iter, train_steps, *args, **kwargs)
         rng, step = resuming[0], self.optim.training_step

@@ -62,7 +62,10 @@ def apply() -> None:
         return optim
 
     def train(self, train_iter, train_steps, *args, **kwargs):
-        resuming = _optimizers.get(self.optim)
+        try:
+            resuming = _optimizers.get(self.optim)
+        except TypeError:  # an optimizer stand-in that takes no weak reference: never ours
+            resuming = None
         if resuming is not None:
             rng = resuming[0]
             step = self.optim.training_step
