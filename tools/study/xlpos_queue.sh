@@ -50,6 +50,9 @@ case ${1:-} in
   status) STAGE=status ;;
   *) echo "xlpos_queue: unknown argument '$1' (none, or status)" >&2; exit 2 ;;
 esac
+# nice acts only within a scheduler autogroup (one per session, where the kernel groups them): a queue started with
+# setsid is a group of its own and would share the CPU equally with the foreground. Lower the group's weight too.
+if [ "$STAGE" = main ] && [ -w /proc/self/autogroup ]; then echo "$NICE" > /proc/self/autogroup 2>/dev/null || true; fi
 
 seed_workdir() {  # on first use: runs/decisive_jaen's inputs (prepared from its archive if missing), copied
   local f
