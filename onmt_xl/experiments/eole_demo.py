@@ -404,9 +404,9 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
         demo = EoleDemo(runner, args.systems, average)
         res = demo.run()
     models = {s: demo.final_model(s) for s in args.systems}
-    write_serve_config(runner.path("eole", SERVE_CONFIG), models, runner.beam_size)
+    serve = write_serve_config(runner.path("eole", SERVE_CONFIG), models, runner.beam_size)
     say(f"results: {runner.path('eole', 'results.json')}\n" + summary(res)
-        + next_steps(runner, args.systems, "eole", models))
+        + next_steps(runner, args.systems, "eole", models, serve))
     return 0
 
 

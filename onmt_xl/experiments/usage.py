@@ -36,7 +36,8 @@ def best_on_validation(systems: List[str], workdir: Path, jobs: str = "jobs") ->
     return max(systems, key=lambda s: scores[s]) if scores else None
 
 
-def next_steps(runner, systems: List[str], framework: str = "opennmt", eole_models: Optional[Dict[str, Path]] = None) -> str:
+def next_steps(runner, systems: List[str], framework: str = "opennmt", eole_models: Optional[Dict[str, Path]] = None,
+               eole_serve: Optional[Path] = None) -> str:
     """The closing lines of a run on raw text: how to translate new raw text with a trained model and serve it,
     as a user copies them (nothing without a tokenization: the models then expect tokenized text)."""
     if not runner.tokenization.active:
@@ -48,8 +49,8 @@ def next_steps(runner, systems: List[str], framework: str = "opennmt", eole_mode
         model = (eole_models or {}).get(name) or runner.path("eole", "models", name)
         lines = (f"\ntranslate new raw text with {name} (detokenized output; the model's config.json carries the "
                  f"tokenization):\n  eole predict -model_path {model} -src new.txt -output new.out")
-        serve = runner.path("eole", "serve.yaml")
-        if serve.exists():
+        serve = eole_serve  # eole serve -c's configuration of the run's models, where one was written
+        if serve is not None:
             request = json.dumps({"model": name, "inputs": ["A raw sentence."], "beam_size": runner.beam_size})
             lines += ("\nserve it (raw text in, detokenized text out; Eole's server takes the decoding options from "
                       f"each request):\n  eole serve -c {serve} --host 127.0.0.1 --port 5000\n"
