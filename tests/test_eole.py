@@ -337,10 +337,11 @@ def test_a_stock_config_validates_to_the_same_config_with_the_seams_in_place(tmp
     assert runs["on"].pop("guard").startswith("encoder_type xl_combination: set the model's architecture to 'custom'")
     # what Eole saves with a model (config.json: the fields set) is the same; the full dump differs by a default
     # entry per transform of ours (NestedAllTransformsConfig has a default for every registered transform) and the
-    # default of our training option (training.xl_exact_resume, off)
+    # defaults of our training options (training.xl_exact_resume off, xl_cpu_precision fp32, xl_cpu_kernels stock)
     assert runs["on"]["saved"] == runs["off"]["saved"]
-    assert "xl_exact_resume" not in runs["off"]["config"]["training"]
-    assert runs["on"]["config"]["training"].pop("xl_exact_resume") is False
+    for name, default in (("xl_exact_resume", False), ("xl_cpu_precision", "fp32"), ("xl_cpu_kernels", "stock")):
+        assert name not in runs["off"]["config"]["training"]
+        assert runs["on"]["config"]["training"].pop(name) == default
     for name in ("xl_position", "xl_prereorder"):
         assert name not in runs["off"]["config"]["transforms_configs"]
         assert runs["on"]["config"]["transforms_configs"].pop(name)["xl_preorderer"] is None

@@ -88,6 +88,40 @@ def fused_adam(params, **kwargs) -> torch.optim.Adam:
     return torch.optim.Adam(params, fused=True, **kwargs)
 
 
+#: the optimizers whose fused CPU step :func:`fuse_adam_groups` switches on
+FUSED_ADAMS = (torch.optim.Adam, torch.optim.AdamW)
+
+
+def fuse_adam_groups(optimizer: torch.optim.Optimizer) -> bool:
+    """Switch ``optimizer`` (``torch.optim.Adam`` or ``AdamW``, built unfused by a framework) to PyTorch's fused CPU
+    step when every parameter is on the CPU; call it after ``load_state_dict``, which restores a checkpoint's param
+    groups with their flags. Returns whether the step is fused."""
+    if type(optimizer) not in FUSED_ADAMS:
+        return False
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    fuse = fused_adam_applies(params) and not any(g.get("foreach") or g.get("differentiable")
+                                                  for g in optimizer.param_groups)
+    if not fuse and not any(g.get("fused") for g in optimizer.param_groups):
+        return False
+    # the step reads the flag of each group at every step; off the CPU (a CPU checkpoint resumed on a GPU), the
+    # flag goes back to what the optimizer was built with (``defaults``: loading a state dict changes only the groups)
+    flag = True if fuse else optimizer.defaults.get("fused")
+    for group in optimizer.param_groups:
+        group["fused"] = flag
+    return bool(flag)
+
+
+class Predicted:
+    """What a framework's loss statistics read of the scores for the accuracy (``scores.max(1)[1]``), from
+    :func:`generator_loss`'s argmax ``pred`` ``(rows,)``."""
+
+    def __init__(self, pred: torch.Tensor):
+        self._pred = pred
+
+    def max(self, dim):
+        return None, self._pred
+
+
 class _GeneratorLoss(torch.autograd.Function):
     """Summed cross-entropy of ``hidden @ weight.T + bias`` against ``target``, block by block of rows, with
     its gradient computed in the same pass (see :func:`generator_loss`)."""

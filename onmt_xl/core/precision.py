@@ -42,23 +42,25 @@ def native_bf16() -> Tuple[bool, str]:
     return False, f"{cpu_capability()}, without AVX512-BF16, AMX or Arm BF16"
 
 
-def resolve(requested: str, device_type: str = "cpu") -> Tuple[Optional[torch.dtype], Optional[str]]:
-    """``-xl_cpu_precision`` -> (autocast dtype or None for fp32, a line to log or None).
+def resolve(requested: str, device_type: str = "cpu", name: str = "-xl_cpu_precision"
+            ) -> Tuple[Optional[torch.dtype], Optional[str]]:
+    """``-xl_cpu_precision`` -> (autocast dtype or None for fp32, a line to log or None); ``name``: the option as
+    the lines spell it (Eole: ``training.xl_cpu_precision``).
 
     Only CPU computation is affected: on another device the option has no effect. ``bf16`` on a CPU
     without native bf16 falls back to fp32 with a line that says why.
     """
     if requested not in CHOICES:
-        raise ValueError(f"-xl_cpu_precision must be one of {', '.join(CHOICES)}, got {requested!r}")
+        raise ValueError(f"{name} must be one of {', '.join(CHOICES)}, got {requested!r}")
     if device_type != "cpu" or requested == "fp32":
         return None, None
     native, evidence = native_bf16()
     if native:
-        return torch.bfloat16, f"-xl_cpu_precision {requested}: bf16 autocast on this CPU ({evidence})"
+        return torch.bfloat16, f"{name} {requested}: bf16 autocast on this CPU ({evidence})"
     if requested == "bf16":
-        return None, (f"-xl_cpu_precision bf16 is off: this CPU ({evidence}) has no native bf16 arithmetic, "
+        return None, (f"{name} bf16 is off: this CPU ({evidence}) has no native bf16 arithmetic, "
                       "where bf16 runs many times slower than fp32; running in fp32")
-    return None, f"-xl_cpu_precision auto: fp32 (this CPU: {evidence})"
+    return None, f"{name} auto: fp32 (this CPU: {evidence})"
 
 
 def autocast(dtype: Optional[torch.dtype]) -> ContextManager:

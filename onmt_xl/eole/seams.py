@@ -37,6 +37,10 @@ nothing for a config that names none of our components: stock encoders, transfor
   between them, as the uninterrupted run did) and restores the RNG states before step K+1. Without the option
   ``optimizer.pt`` is Eole's own, key for key, and ``train_from`` restarts the corpus; :func:`model_saver` keeps the
   option out of every ``config.json`` (it concerns the run, not the model).
+* CPU speed, ``training.xl_cpu_precision: fp32|bf16|auto`` and ``training.xl_cpu_kernels: stock|fast`` (the OpenNMT-py
+  adapter's ``-xl_cpu_precision``/``-xl_cpu_kernels`` for ``eole train``): :func:`loss` (after ``eole.utils.loss``)
+  autocasts and takes the cheaper dropout masks and the fused loss, :func:`optimizers` the fused Adam; both options
+  stay out of ``config.json`` too, so that prediction keeps its own precision.
 """
 
 from __future__ import annotations
@@ -395,24 +399,45 @@ EXACT_RESUME_HELP = (
     "keep_states start the steps again: nothing is skipped). Without it Eole's own checkpoints and train_from (the "
     "corpus restarts).")
 
+CPU_PRECISION, CPU_KERNELS = "xl_cpu_precision", "xl_cpu_kernels"
+CPU_PRECISION_HELP = (
+    "onmt_xl: arithmetic of the forward pass and loss when training on the CPU. 'bf16': bf16 autocast (weights, "
+    "gradients and optimizer state stay fp32), only where the CPU computes bf16 natively (AVX512-BF16, AMX or Arm "
+    "BF16); elsewhere it says why and trains in fp32, since emulated bf16 is many times slower. 'auto': bf16 where "
+    "native, fp32 elsewhere. 'fp32': never autocast. Unlike compute_dtype, not saved with the model: prediction keeps "
+    "its own precision. No effect on a GPU.")
+CPU_KERNELS_HELP = (
+    "onmt_xl: 'fast': cheaper kernels when training on the CPU, each the same function up to float rounding: dropout "
+    "masks from four draws per 64-bit random integer (another random stream than PyTorch's), the output layer and "
+    "cross-entropy fused block by block, PyTorch's fused Adam/AdamW. 'stock': Eole's own kernels and random streams. "
+    "No effect on a GPU.")
+#: the training options of ours: name -> (type, default, description). Each concerns the run, not the model: kept
+#: out of every ``config.json`` (:func:`model_saver`)
+TRAINING_OPTIONS = {
+    EXACT_RESUME: (bool, False, EXACT_RESUME_HELP),
+    CPU_PRECISION: (typing.Literal["fp32", "bf16", "auto"], "fp32", CPU_PRECISION_HELP),
+    CPU_KERNELS: (typing.Literal["stock", "fast"], "stock", CPU_KERNELS_HELP),
+}
+
 #: Eole Optimizer -> None (saves its RNG states) or ``(rng or None,)`` (and resumes a checkpoint with those states)
 _exact: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def training_config() -> None:
-    """``training.xl_exact_resume`` (bool, default false) in Eole's ``TrainingConfig`` (in place: ``eole train -h``,
-    the config's schema and its validation know it), and the configs already built around it rebuilt."""
+    """:data:`TRAINING_OPTIONS` in Eole's ``TrainingConfig`` (in place: ``eole train -h``, the config's schema and its
+    validation know them), and the configs already built around it rebuilt."""
     import sys
 
     from eole.config.training import TrainingConfig
     from pydantic import Field
     from pydantic.fields import FieldInfo
 
-    if EXACT_RESUME in TrainingConfig.model_fields:
+    if all(name in TrainingConfig.model_fields for name in TRAINING_OPTIONS):
         return
-    TrainingConfig.model_fields[EXACT_RESUME] = FieldInfo.from_annotated_attribute(
-        bool, Field(default=False, description=EXACT_RESUME_HELP))
-    TrainingConfig.__annotations__[EXACT_RESUME] = bool
+    for name, (kind, default, description) in TRAINING_OPTIONS.items():
+        TrainingConfig.model_fields[name] = FieldInfo.from_annotated_attribute(
+            kind, Field(default=default, description=description))
+        TrainingConfig.__annotations__[name] = kind
     TrainingConfig.model_rebuild(force=True)
     run = sys.modules.get("eole.config.run")  # imported before the seam (install() called late): rebuild its configs
     for name in ("TrainConfig", "PredictConfig"):
@@ -423,7 +448,7 @@ def training_config() -> None:
 def optimizers() -> None:
     from eole.utils.optimizers import Optimizer
 
-    from onmt_xl.core import resume
+    from onmt_xl.core import cpu_training, resume
 
     stock_state_dict, stock_from_config = Optimizer.state_dict, Optimizer.from_config.__func__
 
@@ -443,15 +468,17 @@ def optimizers() -> None:
             if isinstance(saved, dict) and optim.training_step > 1:  # reset_optim all/keep_states: step 1 again
                 resuming = (saved.get(resume.RNG_KEY),)
             _exact[optim] = resuming
+        if getattr(config.training, CPU_KERNELS, "stock") == "fast":
+            cpu_training.fuse_adam_groups(optim._optimizer)  # after the stock load_state_dict
         return optim
 
     Optimizer.state_dict, Optimizer.from_config = state_dict, classmethod(from_config)
 
 
 def model_saver() -> None:
-    """A step directory's ``config.json`` without ``training.xl_exact_resume``: the option concerns the training run
-    that writes the checkpoints, not the model, so a model trained with it (a baseline among them) stays loadable by
-    stock Eole; a resumed run takes it from its own config."""
+    """A step directory's ``config.json`` without our training options (:data:`TRAINING_OPTIONS`): they concern the
+    training run that writes the checkpoints, not the model, so a model trained with them (a baseline among them)
+    stays loadable by stock Eole, and predicts with its own precision; a resumed run takes them from its own config."""
     import json
     import os
 
@@ -465,12 +492,98 @@ def model_saver() -> None:
         path = os.path.join(self.model_path, self.step_dir, "config.json")
         with open(path, encoding="utf-8") as f:
             saved = json.load(f)
-        if EXACT_RESUME in (saved.get("training") or {}):
-            del saved["training"][EXACT_RESUME]
+        ours = [name for name in TRAINING_OPTIONS if name in (saved.get("training") or {})]
+        if ours:
+            for name in ours:
+                del saved["training"][name]
             with open(path, "w", encoding="utf-8") as f:
                 json.dump(saved, f, indent=2, ensure_ascii=False)
 
     TrainingModelSaver._save_config = _save_config
+
+
+#: the training ``LossCompute`` objects that take the fused output layer and loss on the CPU
+_fused_loss: "weakref.WeakSet" = weakref.WeakSet()
+_said: set = set()  # the lines logged once per process
+
+
+def _log_once(line) -> None:
+    if line and line not in _said:
+        from eole.utils.logging import logger
+
+        _said.add(line)
+        logger.info(line)
+
+
+def _cpu_dtype(training, model):
+    """The autocast dtype ``training.xl_cpu_precision`` resolves to for ``model`` (None: fp32), logged once."""
+    import torch
+
+    from onmt_xl.core import precision
+
+    param = next(model.parameters(), None)
+    if param is None or param.dtype != torch.float32:
+        return None  # a half or quantised model: Eole's own precision rules
+    dtype, line = precision.resolve(getattr(training, CPU_PRECISION, "fp32"), param.device.type,
+                                    name=f"training.{CPU_PRECISION}")
+    _log_once(line)
+    return dtype
+
+
+def fused_loss_applies(loss_compute, output) -> bool:
+    """The fused loss asked for, and a plain generator and criterion: training on the CPU, the generator one
+    ``nn.Linear``, Eole's summed cross-entropy without class weights, no LM prior."""
+    import torch
+
+    generator, criterion = loss_compute.generator, loss_compute.criterion
+    return (loss_compute in _fused_loss and torch.is_grad_enabled() and output.device.type == "cpu"
+            and type(generator) is torch.nn.Linear and generator.training
+            and type(criterion) is torch.nn.CrossEntropyLoss and criterion.reduction == "sum"
+            and criterion.weight is None and loss_compute.lm_generator is None
+            and loss_compute.lm_prior_model is None)
+
+
+def loss() -> None:
+    """CPU speed, ``training.xl_cpu_precision`` and ``training.xl_cpu_kernels`` (:data:`TRAINING_OPTIONS`):
+    ``LossCompute.from_config`` sees the config and the model, so there the model's and the losses' ``forward`` go
+    under CPU autocast (:func:`onmt_xl.core.precision.autocast_forward`; the backward, weights and optimizer state
+    stay fp32), and, with ``fast``, the model's dropouts take the cheaper masks and the training loss the fused
+    output layer and cross-entropy (:func:`onmt_xl.core.cpu_training.generator_loss`) in ``_compute_ce_loss``; the
+    fused Adam is :func:`optimizers`'. Each choice is logged once; at the defaults nothing changes."""
+    import torch
+    from eole.utils.loss import LossCompute
+
+    from onmt_xl.core import cpu_training, precision
+
+    stock_from_config, stock_ce = LossCompute.from_config.__func__, LossCompute._compute_ce_loss
+
+    @functools.wraps(stock_from_config)
+    def from_config(cls, config, model, vocabs, train=True):
+        compute = stock_from_config(cls, config, model, vocabs, train=train)
+        training = config.training
+        dtype = _cpu_dtype(training, model)
+        precision.autocast_forward(model, dtype)
+        precision.autocast_forward(compute, dtype)
+        param = next(model.parameters(), None)
+        if train and getattr(training, CPU_KERNELS, "stock") == "fast" and param is not None \
+                and param.device.type == "cpu":
+            cpu_training.use_fast_dropout(model)
+            _fused_loss.add(compute)
+            fused_adam = " and fused Adam" if training.optim in ("adam", "adamw") else ""
+            _log_once(f"training.{CPU_KERNELS} fast: fast dropout masks, fused loss{fused_adam} (onmt_xl's CPU kernels)")
+        return compute
+
+    @functools.wraps(stock_ce)
+    def _compute_ce_loss(self, output, flat_tgt):
+        if not fused_loss_applies(self, output):
+            return stock_ce(self, output, flat_tgt)
+        dtype = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else torch.float32
+        loss, pred = cpu_training.generator_loss(self._bottle(output), self.generator.weight, self.generator.bias,
+                                                 flat_tgt, self.criterion.ignore_index,
+                                                 self.criterion.label_smoothing, dtype)
+        return loss, cpu_training.Predicted(pred)
+
+    LossCompute.from_config, LossCompute._compute_ce_loss = classmethod(from_config), _compute_ce_loss
 
 
 def exactly_resumed(trainer, train):
@@ -518,6 +631,7 @@ def exactly_resumed(trainer, train):
 AFTER = {
     "eole.config.training": training_config,
     "eole.utils.optimizers": optimizers,
+    "eole.utils.loss": loss,
     "eole.models.model_saver": model_saver,
     "eole.config.models": config_models,
     "eole.transforms": transforms,

@@ -40,6 +40,10 @@ PARAMETERS = re.compile(r"\* number of parameters: (\d+)")
 RESUMED = re.compile(r"Loading metadata from .*step_(\d+)")
 #: the model directory's record of the steps the last training attempt began to train to
 ROUND = "round.json"
+#: what every Eole run of the pipeline trains with (``jobs.RUN_OPTIONS`` for OpenNMT-py): RNG states in every step
+#: directory, so that a stopped run resumes exactly; on the CPU bf16 autocast where native and onmt_xl's kernels,
+#: the same for every system (no effect on a GPU)
+EOLE_RUN_OPTIONS = {"xl_exact_resume": True, "xl_cpu_precision": "auto", "xl_cpu_kernels": "fast"}
 #: what a step directory holds once Eole has saved it whole (``TrainingModelSaver._save``: ``config.json`` last)
 STEP_FILES = ("optimizer.pt", "model.00.safetensors", "vocab.json", "config.json")
 
@@ -172,7 +176,7 @@ class EoleDemo:
         if last < steps:
             (model / ROUND).write_text(json.dumps({"train_steps": steps}))
             cfg = self.config(system)
-            cfg["training"].update(train_steps=steps, xl_exact_resume=True)
+            cfg["training"].update(train_steps=steps, **EOLE_RUN_OPTIONS)
             if ckpts:
                 resumed = ckpts[last]
                 cfg["training"]["train_from"] = str(resumed)

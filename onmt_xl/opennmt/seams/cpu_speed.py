@@ -106,17 +106,6 @@ def use_training_kernels(opt, model, loss_compute) -> None:
         log_once("-xl_cpu_kernels: " + ", ".join(said) + " (onmt_xl's CPU kernels)")
 
 
-class _Predicted:
-    """What ``LossCompute._stats`` reads of the scores (``scores.max(1)[1]``, for the accuracy), from
-    :func:`onmt_xl.core.cpu_training.generator_loss`'s argmax."""
-
-    def __init__(self, pred: torch.Tensor):
-        self._pred = pred
-
-    def max(self, dim):
-        return None, self._pred
-
-
 def fused_loss_applies(loss_compute, output) -> bool:
     """The fused loss asked for, and a plain generator and loss: training on the CPU, no copy attention, sparsemax,
     alignment, coverage or LM-prior term, the generator one ``nn.Linear``, OpenNMT's summed cross-entropy."""
@@ -144,26 +133,15 @@ def fused_loss_forward(self, batch, output, attns, trunc_start=0, trunc_size=Non
     loss, pred = cpu_training.generator_loss(self._bottle(output), self.generator.weight, self.generator.bias, flat_tgt,
                                              self.criterion.ignore_index, self.criterion.label_smoothing, dtype)
     n_sents = len(batch["srclen"]) if trunc_start == 0 else 0
-    return loss, self._stats(n_sents, loss.item(), _Predicted(pred), flat_tgt)
+    return loss, self._stats(n_sents, loss.item(), cpu_training.Predicted(pred), flat_tgt)
 
 
 def fuse_cpu_adam(optim) -> None:
     """Switch OpenNMT's ``torch.optim.Adam`` (``-optim adam``) to PyTorch's fused CPU step when every parameter
-    is on the CPU; after ``load_state_dict``, which restores a checkpoint's param groups with their flags."""
+    is on the CPU (:func:`onmt_xl.core.cpu_training.fuse_adam_groups`); after ``load_state_dict``."""
     inner = getattr(optim, "_optimizer", None)
-    if type(inner) is not torch.optim.Adam:
-        return
-    params = [p for group in inner.param_groups for p in group["params"]]
-    fuse = cpu_training.fused_adam_applies(params) and not any(g.get("foreach") or g.get("differentiable")
-                                                              for g in inner.param_groups)
-    if not fuse and not any(g.get("fused") for g in inner.param_groups):
-        return
-    # Adam.step reads the flag of each group at every step; off the CPU (a CPU checkpoint resumed on a GPU),
-    # the flag goes back to what the optimizer was built with (``defaults``: loading a state dict changes only
-    # the groups), as stock OpenNMT runs it
-    flag = True if fuse else inner.defaults.get("fused")
-    for group in inner.param_groups:
-        group["fused"] = flag
+    if type(inner) is torch.optim.Adam:
+        cpu_training.fuse_adam_groups(inner)
 
 
 def _cast_once(*inputs):
