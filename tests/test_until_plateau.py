@@ -398,7 +398,8 @@ def test_eole_to_the_plateau_resumes_exactly_and_goes_on(tmp_path, monkeypatch, 
            "--test-ref", files["test_tgt"], "--preset", "enja", "--preorder-iterations", "1", "--gpu", "no"]
     done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=run_env())
     assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stderr.count("\n") == 1 and "combination.yaml: differs from what combination needs now in" in done.stderr
+    assert done.stderr.count("\n") == 1
+    assert "combination.yaml: differs from what combination needs now in" in done.stderr
     assert "Traceback" not in done.stderr
     assert tree(wd) == before
 
@@ -436,7 +437,8 @@ def test_eole_refuses_another_model_in_the_same_work_directory(tmp_path):
     d = demo()
     d.root.mkdir(parents=True)
     trained = d.config("combination")
-    trained["training"].update(train_steps=4, xl_exact_resume=True, train_from=str(d.model_dir("combination") / "step_2"))
+    trained["training"].update(train_steps=4, xl_exact_resume=True,
+                               train_from=str(d.model_dir("combination") / "step_2"))
     # the same files, spelled through a link to the work directory
     (tmp_path / "link").symlink_to(tmp_path / "run")
     text = yaml.safe_dump(trained, sort_keys=False).replace(str(tmp_path / "run"), str(tmp_path / "link"))

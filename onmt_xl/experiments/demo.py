@@ -114,7 +114,7 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
         from onmt_xl.experiments.until_plateau import translated_with
 
         res["translated_with"] = translated_with(runner.workdir)
-    if runner.tokenization.active:  # written again: what this version writes, for the model just scored
+    if runner.tokenization.active:  # what this version writes, for the model just scored, where no translation wrote it
         for job in runner.jobs:
             runner.translate_config(job)
     say(f"results: {runner.path('results.json')}\n" + summary(res) + next_steps(runner, args.systems))

@@ -169,7 +169,7 @@ def train_throughput(log_text: str) -> Optional[float]:
 class JobStages:
     """Train and translate jobs; mixed into :class:`onmt_xl.experiments.runner.Runner` (which provides
     ``path``, ``workdir``, ``overrides``, ``inxl_init``, ``preset``, ``train_steps``, ``beam_size``, ``gpu``, ``parallel``,
-    ``threads``, ``out_of_time``, ``preorderer_path`` and ``_run``)."""
+    ``threads``, ``out_of_time``, ``preorderer_path``, ``_run`` and ``translate_configs``)."""
 
     def job_config(self, job: Job) -> Dict[str, Any]:
         steps = {"train_steps": job.train_steps} if job.train_steps else {}
@@ -366,11 +366,15 @@ class JobStages:
     def translate_config(self, job: Job) -> Path:
         """``jobs/NAME/translate.yaml``: ``onmt_translate``'s options for raw text with the job's final model (raw
         text in, ``onmt_tokenize`` then the system's transform, detokenized text out), as the test set is
-        translated and as a user translates new text (``onmt_translate -config translate.yaml -src IN -output OUT``)."""
+        translated and as a user translates new text (``onmt_translate -config translate.yaml -src IN -output OUT``).
+        Written once a run with :meth:`_serve_config`: by the first translation, or at the run's end where it
+        translated nothing (:attr:`translate_configs` remembers what this run wrote)."""
         cfg = self.translate_options(job, self.final_model(job))
         path = self.path("jobs", job.name, "translate.yaml")
-        path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
-        self._serve_config(job, cfg)
+        if self.translate_configs.get(path) != cfg:
+            path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+            self._serve_config(job, cfg)
+            self.translate_configs[path] = cfg
         return path
 
     def translate_options(self, job: Job, model: Path) -> Dict[str, Any]:

@@ -84,6 +84,8 @@ class Runner(DataStages, JobStages):
         self._manifest_lock = threading.RLock()
         self._run_index: Optional[int] = None  # this run's entry in the manifest's ``runs``
         self._jobs_done: List[str] = []
+        #: the ``translate.yaml`` files this run wrote, with their options (each written once a run, with serve.json)
+        self.translate_configs: Dict[Path, Dict[str, Any]] = {}
         self.after_job: Optional[Callable[[Job], None]] = None  # called once a job is trained, translated and archived
         #: called once the preorderers are trained, before the vocabularies: a reason to stop there, or None
         self.before_training: Optional[Callable[[], Optional[str]]] = None
