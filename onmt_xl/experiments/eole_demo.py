@@ -399,7 +399,8 @@ class EoleRounds:
         every = self.runner.overrides["save_checkpoint_steps"]
         for s in steps:
             dirs = self.checkpoints(s)
-            self.demo.chosen[s] = self.demo.averaged_model(s, [dirs[final - k * every] for k in reversed(range(average))])
+            chosen = [dirs[final - k * every] for k in reversed(range(average))]
+            self.demo.chosen[s] = self.demo.averaged_model(s, chosen)
         with ThreadPoolExecutor(max_workers=self.runner.parallel) as pool:
             list(pool.map(self.demo.predict, steps))
 
