@@ -95,7 +95,8 @@ EXAMPLES = {
 }
 
 
-def build_parser(extra: Iterable[AddSubcommands] = (), examples: Optional[Dict[str, str]] = None) -> argparse.ArgumentParser:
+def build_parser(extra: Iterable[AddSubcommands] = (),
+                 examples: Optional[Dict[str, str]] = None) -> argparse.ArgumentParser:
     from onmt_xl import __version__
 
     parser = argparse.ArgumentParser(prog="onmt-xl", description=__doc__.splitlines()[0],

@@ -125,6 +125,16 @@ def test_pipeline_raw_text_opennmt(tmp_path):
     with running_server(argv, tmp_path / "server.log", f"{root}/health", tmp_path):
         status, out = post(f"{root}/translate", [{"src": line, "id": 100} for line in raw_lines])
     assert status == 200 and [r["tgt"] for r in out[0]] == lines
+    # written once: by the test translation (before hyp.test), not again at the run's end; a run that translates
+    # nothing writes them at its end, the same
+    hyp_time = (wd / "jobs" / "combination" / "hyp.test").stat().st_mtime_ns
+    assert cfg.stat().st_mtime_ns <= hyp_time and serve.stat().st_mtime_ns <= hyp_time
+    written = {path: path.read_text(encoding="utf-8") for path in (cfg, serve)}
+    for path in written:
+        path.unlink()
+    assert "onmt_translate combination [test]" not in run_pipeline(files, wd, "--train-steps", "6")
+    assert (wd / "jobs" / "combination" / "hyp.test").stat().st_mtime_ns == hyp_time  # translated nothing
+    assert {path: path.read_text(encoding="utf-8") for path in written} == written
     # more steps on the finished run resume each job from its checkpoint (tokenization is part of its configuration)
     again = run_pipeline(files, wd, "--train-steps", "8")
     assert "baseline: extending from 6 to 8 steps, from its step-6 checkpoint" in again

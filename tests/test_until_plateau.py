@@ -390,6 +390,18 @@ def test_eole_to_the_plateau_resumes_exactly_and_goes_on(tmp_path, monkeypatch, 
     hyp = (root / "hyp" / "combination.test").stat().st_mtime_ns
     eole_run(files, wd, 6, capsys)
     assert log.read_text() == text and (root / "hyp" / "combination.test").stat().st_mtime_ns == hyp
+    # another model in the same work directory is refused, as OpenNMT-py's: one line, nothing on disk changed
+    before = tree(wd)
+    cmd = [sys.executable, "-m", "onmt_xl.experiments", "pipeline", "--framework", "eole", "--workdir", wd,
+           "--systems", "combination", "--train-src", files["train_src"], "--train-tgt", files["train_tgt"],
+           "--valid-src", files["valid_src"], "--valid-tgt", files["valid_tgt"], "--test-src", files["test_src"],
+           "--test-ref", files["test_tgt"], "--preset", "enja", "--preorder-iterations", "1", "--gpu", "no"]
+    done = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=run_env())
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1
+    assert "combination.yaml: differs from what combination needs now in" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert tree(wd) == before
 
 
 def test_eole_pipeline_takes_the_time_budget(tmp_path):
@@ -404,3 +416,45 @@ def test_eole_pipeline_takes_the_time_budget(tmp_path):
                               framework="eole", time_budget=600.0, max_steps=6, average=None)
     _choose_preset(args)
     assert args.schedule is not None and args.schedule.cap == 6 and args.train_steps is None
+
+
+def test_eole_refuses_another_model_in_the_same_work_directory(tmp_path):
+    """As OpenNMT-py's jobs (:meth:`onmt_xl.experiments.jobs.JobStages.config_problem`): a trained system whose
+    configuration is another model than ``eole/SYSTEM.yaml`` is refused, naming the file, what differs and what to do;
+    what only concerns the run (steps, validation and checkpoint steps, the resumption, the device, the same files
+    under another path) goes on. No training: the recorded configuration and a step directory are written here."""
+    from onmt_xl.core.errors import XLUsageError
+    from onmt_xl.experiments.eole_demo import EoleDemo
+    from onmt_xl.experiments.runner import Runner
+    from onmt_xl.experiments.stages import Corpus
+
+    def demo(preset: str = "demo", **overrides) -> EoleDemo:
+        runner = Runner(Corpus(*(str(tmp_path / n) for n in ("a", "b", "c", "d"))), str(tmp_path / "run"), [],
+                        preset=preset, gpu=False)
+        runner.overrides.update(overrides)
+        return EoleDemo(runner, ["combination"])
+
+    d = demo()
+    d.root.mkdir(parents=True)
+    trained = d.config("combination")
+    trained["training"].update(train_steps=4, xl_exact_resume=True,
+                               train_from=str(d.model_dir("combination") / "step_2"))
+    # the same files, spelled through a link to the work directory
+    (tmp_path / "link").symlink_to(tmp_path / "run")
+    text = yaml.safe_dump(trained, sort_keys=False).replace(str(tmp_path / "run"), str(tmp_path / "link"))
+    d.config_path("combination").write_text(text, encoding="utf-8")
+    changed = demo(hidden_size=64)
+    assert changed.config_problem("combination") is None  # written, nothing trained yet: nothing to refuse
+    (d.model_dir("combination") / "step_4").mkdir(parents=True)
+    for run in (demo(), demo(train_steps=400, valid_steps=10, save_checkpoint_steps=10, keep_checkpoint=-1),
+                demo(gpu_ranks=[0], world_size=1)):
+        assert run.config_problem("combination") is None
+        run.check_configs()
+    problem = changed.config_problem("combination")
+    assert isinstance(problem, XLUsageError) and str(problem).startswith(str(d.config_path("combination")) + ": ")
+    assert "differs from what combination needs now in model.hidden_size (" in str(problem)
+    assert f"use another --workdir, or delete {d.model_dir('combination')} to retrain it" in str(problem)
+    with pytest.raises(XLUsageError, match=r"needs now in model\.layers \(2 there, 3 now\)"):
+        demo(preset="enja").check_configs()
+    with pytest.raises(XLUsageError, match="needs now in seed"):
+        demo(seed=2).train("combination")  # trains nothing

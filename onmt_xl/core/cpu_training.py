@@ -45,7 +45,8 @@ def keep_mask(shape: torch.Size, p: float) -> torch.Tensor:
 
 
 def dropout(x: torch.Tensor, p: float) -> torch.Tensor:
-    """Inverted dropout of ``x`` (any shape) with rate ``p`` (0 ≤ p ≤ 1) and the :func:`keep_mask` mask; differentiable."""
+    """Inverted dropout of ``x`` (any shape) with rate ``p`` (0 ≤ p ≤ 1) and the :func:`keep_mask` mask;
+    differentiable."""
     dropped = round(p * _LEVELS)
     if dropped == 0:
         return x

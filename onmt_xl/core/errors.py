@@ -147,9 +147,9 @@ def _undecodable_argv(exc: UnicodeDecodeError) -> XLInputError:
 def install_excepthook() -> None:
     """For the stock ``onmt_*`` commands: an uncaught :class:`XLInputError` (or an exception raised while handling
     one) prints ``PROG: error: MESSAGE`` alone, not under OpenNMT-py's traceback, and the process exits 2 for a
-    usage error (:func:`exit_code`, as argparse), else 1 as for any uncaught exception; so does a :class:`UnicodeDecodeError` of OpenNMT-py's corpus reader, naming the
-    -src/-tgt file and line that is not UTF-8. Every other exception keeps its traceback. Safe to call
-    repeatedly."""
+    usage error (:func:`exit_code`, as argparse), else 1 as for any uncaught exception; so does a
+    :class:`UnicodeDecodeError` of OpenNMT-py's corpus reader, naming the -src/-tgt file and line that is not UTF-8.
+    Every other exception keeps its traceback. Safe to call repeatedly."""
     previous = sys.excepthook
     if getattr(previous, "_onmt_xl", False):
         return

@@ -1,10 +1,10 @@
 """Our options as data, declared once for both frameworks: name, type, default, choices, bounds and help of each.
 
-The OpenNMT-py adapter adds them to its parsers as ``--NAME``/``-NAME`` (:func:`onmt_xl.opennmt.opts.add_all`; the bounds are
-checked with the rest of the configuration, :meth:`Option.bound_error`); the Eole adapter declares them as pydantic
-fields of its configs (:mod:`onmt_xl.eole.fields`: ``Literal`` choices, ``ge``/``gt``/``le`` bounds). Help texts are
-written as OpenNMT-py shows them; :meth:`Option.help_for` renders them for Eole, whose options are keys, not flags
-(``-xl_source`` reads ``xl_source``), with the framework's own words for :data:`TERMS`. Imports no framework.
+The OpenNMT-py adapter adds them to its parsers as ``--NAME``/``-NAME`` (:func:`onmt_xl.opennmt.opts.add_all`; the
+bounds are checked with the rest of the configuration, :meth:`Option.bound_error`); the Eole adapter declares them as
+pydantic fields of its configs (:mod:`onmt_xl.eole.fields`: ``Literal`` choices, ``ge``/``gt``/``le`` bounds). Help
+texts are written as OpenNMT-py shows them; :meth:`Option.help_for` renders them for Eole, whose options are keys, not
+flags (``-xl_source`` reads ``xl_source``), with the framework's own words for :data:`TERMS`. Imports no framework.
 """
 
 from __future__ import annotations
@@ -65,7 +65,8 @@ def _holds(value, op: str, bound: float) -> bool:
     return value >= bound if op == ">=" else value > bound
 
 
-#: encoders of :mod:`onmt_xl.opennmt.encoders.xl_transformer` (XL PE, Ding et al. 2020; ``xl_relative``, Shaw et al. 2018)
+#: encoders of :mod:`onmt_xl.opennmt.encoders.xl_transformer` (XL PE, Ding et al. 2020; ``xl_relative``, Shaw et al.
+#: 2018)
 XL_TRANSFORMER: Tuple[Option, ...] = (
     Option("xl_heads", int, None,
         "HeadXL (Eq. 9-11): number τ of first-layer self-attention heads that read X+PE_XL; the "
@@ -102,8 +103,8 @@ ENCODER_FREE: Tuple[Option, ...] = (
     Option("xl_encoder_free_pe", str, "absolute",
         "xl_encoder_free (Tang et al. 2019): position information added to the source embeddings: none, "
         "absolute PE, relative PE (Shaw et al. 2018 Eq. 3-4 once over the embeddings, no projections, clipping "
-        "distance -xl_enc_max_relative_positions; see onmt_xl/opennmt/encoders/encoder_free.py), or InXL PE (Eq. 7-8; needs "
-        "the xl_position transform).",
+        "distance -xl_enc_max_relative_positions; see onmt_xl/opennmt/encoders/encoder_free.py), or InXL PE (Eq. 7-8; "
+        "needs the xl_position transform).",
         choices=ENCODER_FREE_PES),
 )
 
@@ -113,8 +114,8 @@ EXPLICIT_REORDERING: Tuple[Option, ...] = (
         "xl_exgre/xl_refsr: weight λ of the reordering loss (Chen et al. 2020, Eq. 9; see -xl_reordering_loss).",
         ge=0),
     Option("xl_reordering_loss", str, "position",
-        "xl_exgre/xl_refsr: what the reordering loss compares with r_j. 'position' = ((b_j - r_j) / (J - 1))^2; 'soft' = "
-        "Eq. 9's cosine on a soft selection of the PEs of all positions with Eq. 6's Gaussian weights; 'literal' = "
+        "xl_exgre/xl_refsr: what the reordering loss compares with r_j. 'position' = ((b_j - r_j) / (J - 1))^2; 'soft' "
+        "= Eq. 9's cosine on a soft selection of the PEs of all positions with Eq. 6's Gaussian weights; 'literal' = "
         "Eq. 9 on Eq. 6's windowed PE, which with the paper's D = 0.5 gives the predicted positions no gradient.",
         choices=REORDERING_LOSSES),
     Option("xl_exgre_window", float, 0.5,

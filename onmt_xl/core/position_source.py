@@ -13,16 +13,16 @@ of §4.5, footnote 4).
 **Precomputed positions** (``xl_positions_suffix SUFFIX``, unset by default): a training corpus whose
 ``path_src + SUFFIX`` exists, and the input file of ``onmt_translate -src FILE`` or ``eole predict`` whose
 ``FILE + SUFFIX`` exists (the inference corpus :data:`INFER`), take their positions from that file (``onmt-xl
-positions``, e.g. cross-fitted: :mod:`onmt_xl.core.reorder.crossfit`, or any positions one wants a model to read), by line
-(:class:`PrecomputedPositions`); the file must have been made for that very source file (line count and SHA-256,
+positions``, e.g. cross-fitted: :mod:`onmt_xl.core.reorder.crossfit`, or any positions one wants a model to read), by
+line (:class:`PrecomputedPositions`); the file must have been made for that very source file (line count and SHA-256,
 checked at ``warm_up``) and the transform must see the file's tokens (no tokenizer before it in that pipeline). Every
 other text (a corpus or an input without such a file, a server) keeps the source of ``xl_source``. ``warm_up`` logs
 once per corpus and process where its positions come from.
 
 The first source tokens of a process go through the segmentation content check of :mod:`onmt_xl.core.segmentation` (a
-preorderer only means something on the segmentation it was trained on), and through the vocabulary check of :mod:`onmt_xl.core.reorder.coverage`: a preorderer that knows under half of them was trained on
-other text (another language pair or corpus), which is logged once per preorderer file and process, as a warning
-(a user may mean it).
+preorderer only means something on the segmentation it was trained on), and through the vocabulary check of
+:mod:`onmt_xl.core.reorder.coverage`: a preorderer that knows under half of them was trained on other text (another
+language pair or corpus), which is logged once per preorderer file and process, as a warning (a user may mean it).
 
 :class:`XLPositionSource` is a mixin: an adapter's ``Transform`` subclass inherits from it and the framework's
 ``Transform``, maps its options onto :meth:`~XLPositionSource._set_source` and calls
@@ -374,8 +374,8 @@ class XLPositionSource:
         )
 
     def _check_coverage(self, src: List[str], example) -> None:
-        """The foreign-text check of :mod:`onmt_xl.core.reorder.coverage` on the first source tokens: a warning, once per
-        preorderer file and process, when the preorderer knows under half of them."""
+        """The foreign-text check of :mod:`onmt_xl.core.reorder.coverage` on the first source tokens: a warning, once
+        per preorderer file and process, when the preorderer knows under half of them."""
         coverage = self._coverage
         coverage.add(src)
         if not coverage.full:

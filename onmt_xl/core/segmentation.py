@@ -260,7 +260,8 @@ def content_mismatch(expected: SegmentationScheme, counts: MarkerCounts) -> Opti
 
 
 class SegmentationMismatch(ValueError):
-    """Raised by the Python API (``Preorderer.train``); the commands raise :class:`~onmt_xl.core.errors.XLInputError`."""
+    """Raised by the Python API (``Preorderer.train``); the commands raise
+    :class:`~onmt_xl.core.errors.XLInputError`."""
 
 
 def fix_hint(expected: SegmentationScheme, actual_kind: str) -> str:

@@ -1,8 +1,8 @@
 """The Eole adapter of onmt_xl (issue 38): our transform and encoders for Eole 0.6.x, OpenNMT-py's successor.
 
-It sits beside the OpenNMT-py adapter (``onmt_xl.opennmt.seams``, ``onmt_xl.opennmt.encoders``, ``onmt_xl.opennmt.transforms``,
-``onmt_xl.opennmt.decoders``) and imports none of it; both read the batch's positions through the portable
-:mod:`onmt_xl.core.channel`; neither adapter imports the other (``pyproject.toml``,
+It sits beside the OpenNMT-py adapter (``onmt_xl.opennmt.seams``, ``onmt_xl.opennmt.encoders``,
+``onmt_xl.opennmt.transforms``, ``onmt_xl.opennmt.decoders``) and imports none of it; both read the batch's positions
+through the portable :mod:`onmt_xl.core.channel`; neither adapter imports the other (``pyproject.toml``,
 ``[tool.importlinter]``). The shared portable core is :mod:`onmt_xl.core.positions`, :mod:`onmt_xl.core.modules`,
 :mod:`onmt_xl.core.reorder`, :mod:`onmt_xl.core.align` and :mod:`onmt_xl.core.segmentation`.
 

@@ -1,9 +1,9 @@
 """Eole configs of the baseline encoders and of the reordering-embedding decoder (Ding et al. 2020, Tab. 1-2 and 4),
 the classes :mod:`onmt_xl.eole.seams` adds to Eole's closed encoder and decoder unions (``BaseModelConfig.encoder``,
 keyed on ``encoder_type``; ``BaseModelConfig.decoder``, keyed on ``decoder_type``). Our options come from the tables
-the OpenNMT-py adapter declares too (:mod:`onmt_xl.core.options_table`); the other checks are those of ``onmt_xl/opennmt/encoders/``
-and ``onmt_xl/opennmt/decoders/``. Imports only Eole's config models, pydantic and framework-free tables, so the seam can run
-while ``eole.config`` is still being imported."""
+the OpenNMT-py adapter declares too (:mod:`onmt_xl.core.options_table`); the other checks are those of
+``onmt_xl/opennmt/encoders/`` and ``onmt_xl/opennmt/decoders/``. Imports only Eole's config models, pydantic and
+framework-free tables, so the seam can run while ``eole.config`` is still being imported."""
 
 from __future__ import annotations
 

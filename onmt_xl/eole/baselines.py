@@ -1,7 +1,7 @@
 """The baseline encoders of the Eole adapter, by ``encoder_type`` (what :func:`onmt_xl.eole.seams.encoders` adds to
 Eole's ``str2enc``), and the baseline decoder, by ``decoder_type`` (:func:`onmt_xl.eole.seams.decoders`, ``str2dec``);
-one module per system family, each with its OpenNMT-py twin in ``onmt_xl/opennmt/encoders/`` or ``onmt_xl/opennmt/decoders/``. Their
-configs are :mod:`onmt_xl.eole.baseline_config`."""
+one module per system family, each with its OpenNMT-py twin in ``onmt_xl/opennmt/encoders/`` or
+``onmt_xl/opennmt/decoders/``. Their configs are :mod:`onmt_xl.eole.baseline_config`."""
 
 from __future__ import annotations
 

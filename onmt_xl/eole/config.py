@@ -37,7 +37,8 @@ class XLTransformerEncoderConfig(TransformerEncoderConfig):
             raise ValueError(f"encoder_type {self.encoder_type} supports pre-norm layers only "
                              "(encoder_layer_style: standard, ffn_layernorm: false)")
         if self.heads_kv not in (None, self.heads):
-            raise ValueError(f"encoder_type {self.encoder_type} needs heads_kv == heads (HeadXL splits Q, K and V alike)")
+            raise ValueError(f"encoder_type {self.encoder_type} needs heads_kv == heads (HeadXL splits Q, K and V "
+                             "alike)")
         if "heads" in self.model_fields_set:
             self._check_xl_heads()
         return self

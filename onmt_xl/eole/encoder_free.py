@@ -25,7 +25,8 @@ from onmt_xl.core.modules.inxl import InXLPositionFusion
 from onmt_xl.core.positions import absolute_pe, sinusoid
 
 MISSING = ("xl_encoder_free with xl_encoder_free_pe: inxl needs cross-lingual positions but the batch has none: add "
-           "the xl_position transform (last) to the source transforms, with transforms_configs.xl_position.xl_preorderer")
+           "the xl_position transform (last) to the source transforms, with "
+           "transforms_configs.xl_position.xl_preorderer")
 
 
 class RelativeSourcePE(nn.Module):

@@ -99,7 +99,8 @@ class XLTransformerEncoder(TransformerEncoder):
         use_inxl, use_headxl = XL_ENCODERS[enc]
         self.encoder_type = enc
         self.d_model = encoder_config.hidden_size
-        self.pe_type = str(getattr(encoder_config.position_encoding_type, "value", encoder_config.position_encoding_type))
+        self.pe_type = str(getattr(encoder_config.position_encoding_type, "value",
+                                   encoder_config.position_encoding_type))
         self.inxl = (InXLPositionFusion(self.d_model, encoder_config.xl_inxl_fusion, self.pe_type,
                                         encoder_config.xl_inxl_init) if use_inxl else None)
         self.xl_heads = encoder_config.resolved_xl_heads if use_headxl else None
@@ -134,7 +135,8 @@ class XLTransformerEncoder(TransformerEncoder):
         if self.xl_heads is None:  # InXL: Eq. 8
             out = self.emb_dropout(x + pe_xl)
         else:  # HeadXL / Combination: Eq. 9, then the split first layer
-            out = headxl_layer_forward(next(layers), self.emb_dropout(x + pe_abs), self.emb_dropout(x + pe_xl), attn_mask)
+            out = headxl_layer_forward(next(layers), self.emb_dropout(x + pe_abs), self.emb_dropout(x + pe_xl),
+                                       attn_mask)
             if hidden_states is not None:
                 hidden_states.append(out)
         for layer in layers:

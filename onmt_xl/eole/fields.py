@@ -15,7 +15,8 @@ from onmt_xl.core.options_table import option
 
 
 def annotation(name: str) -> Any:
-    """The field type of option ``name``: ``Literal`` of its choices, or its type; ``Optional`` when it defaults to None."""
+    """The field type of option ``name``: ``Literal`` of its choices, or its type; ``Optional`` when it defaults to
+    None."""
     o = option(name)
     kind = Literal[tuple(o.choices)] if o.choices is not None else o.type
     return Optional[kind] if o.default is None else kind

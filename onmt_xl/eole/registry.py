@@ -1,8 +1,8 @@
 """Where our Eole components announce themselves (imports nothing): the config classes for Eole's encoder and decoder
-unions, the encoder and decoder classes for ``str2enc``/``str2dec`` and the transforms for ``AVAILABLE_TRANSFORMS``. :mod:`onmt_xl.eole.seams` reads them and
-listens for more, because the import hook may apply a seam while one of our modules is itself importing the Eole
-module the seam follows (before its classes exist); that module's :func:`add` then completes the seam, with no import
-of the seams."""
+unions, the encoder and decoder classes for ``str2enc``/``str2dec`` and the transforms for ``AVAILABLE_TRANSFORMS``.
+:mod:`onmt_xl.eole.seams` reads them and listens for more, because the import hook may apply a seam while one of our
+modules is itself importing the Eole module the seam follows (before its classes exist); that module's :func:`add` then
+completes the seam, with no import of the seams."""
 
 from __future__ import annotations
 

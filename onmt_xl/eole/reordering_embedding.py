@@ -1,7 +1,7 @@
 """``xl_reordering_embedding`` and ``xl_additional_pe`` in Eole: encoder reordering embeddings (Chen et al. 2019,
 Eq. 6-9) and their control (the plain PE added in every layer), from the portable
-:class:`~onmt_xl.core.modules.reordering_embedding.PositionalPenalty` on Eole's pre-norm layers. The OpenNMT-py twin, and
-how the post-norm equations map onto pre-norm layers, is ``onmt_xl/opennmt/encoders/reordering_embedding.py``.
+:class:`~onmt_xl.core.modules.reordering_embedding.PositionalPenalty` on Eole's pre-norm layers. The OpenNMT-py twin,
+and how the post-norm equations map onto pre-norm layers, is ``onmt_xl/opennmt/encoders/reordering_embedding.py``.
 
 Contract with the model: ``emb`` is the stock ``src_emb`` output (``X·√d + PE_abs``, dropout), ``pad_mask``
 ``(batch, 1, src_len)`` True on padding.

@@ -281,7 +281,8 @@ def tensorify_with_xl(stock, vocabs, minibatch, device, left_pad=False):
 
     batch = stock(vocabs, minibatch, device, left_pad)
     if getattr(_prediction, "ours", False):
-        empty = [i for i, (ex, _) in enumerate(minibatch) if not any(str(t).strip() for t in ex["src"].get("src") or ())]
+        empty = [i for i, (ex, _) in enumerate(minibatch)
+                 if not any(str(t).strip() for t in ex["src"].get("src") or ())]
         if empty:
             batch[XL_EMPTY_KEY] = empty
     if not any(XL_POS_KEY in ex for ex, _ in minibatch):

@@ -35,7 +35,8 @@ from onmt_xl.eole import registry
 from onmt_xl.eole.segmentation import _get, check_pipeline
 from onmt_xl.eole.fields import annotation, field
 from onmt_xl.core.errors import XLUsageError
-from onmt_xl.core.position_source import DEFAULT_SEED, INFER, XL_POS_KEY, XLPositionSource  # noqa: F401  (XL_POS_KEY public)
+# XL_POS_KEY: public here too
+from onmt_xl.core.position_source import DEFAULT_SEED, INFER, XL_POS_KEY, XLPositionSource  # noqa: F401
 
 
 class XLPreReorderConfig(TransformConfig):
@@ -90,7 +91,8 @@ class _XLSourceTransform(XLPositionSource, Transform):
 
     def _corpora(self):
         """``(corpus id, path_src, transforms)`` of each corpus of ``data``; at ``eole predict`` (no ``data``), the
-        inference corpus: ``src`` with the top-level ``transforms``, when ``src`` is a file (``eole serve``'s is not)."""
+        inference corpus: ``src`` with the top-level ``transforms``, when ``src`` is a file (``eole serve``'s is
+        not)."""
         cfg = self.full_config
         data = _get(cfg, "data")
         if not isinstance(data, dict):
@@ -112,7 +114,8 @@ class _XLSourceTransform(XLPositionSource, Transform):
 
     def batch_apply(self, batch, is_train=False, **kwargs):
         """Eole applies transforms to a whole bucket at once: its preorderer cache misses are parsed in one
-        compiled call (:meth:`~onmt_xl.core.position_source.XLPositionSource._prefilled`), then each example as usual."""
+        compiled call (:meth:`~onmt_xl.core.position_source.XLPositionSource._prefilled`), then each example as
+        usual."""
         with self._prefilled([self._tokens(example["src"]) for example, _, _ in batch
                               if not self._has_precomputed(example)]):
             return super().batch_apply(batch, is_train=is_train, **kwargs)
@@ -133,8 +136,8 @@ def _note_first_pass(transform) -> None:
     from eole.utils.logging import logger
 
     logger.info(f"{transform.xl_name}: the preorderer parses each new source sentence once per process (then "
-                f"cached, up to {transform.cache_size:,} sentences): a first pass over a corpus (eole build_vocab, the first "
-                f"epoch) is slower than later ones")
+                f"cached, up to {transform.cache_size:,} sentences): a first pass over a corpus (eole build_vocab, the "
+                "first epoch) is slower than later ones")
 
 
 class XLPositionTransform(_XLSourceTransform):

@@ -1,4 +1,5 @@
-"""Analyses that read a model directly: the Sim metric of ExGRE/ReFSR (Chen et al. 2020, Eq. 12); model loading and building."""
+"""Analyses that read a model directly: the Sim metric of ExGRE/ReFSR (Chen et al. 2020, Eq. 12); model loading and
+building."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ class SimScore(NamedTuple):
 
 def build_model(system: str, preset: str = "demo", overrides: Optional[Dict[str, Any]] = None, vocab_size: int = 32000,
                 seed: int = 0):
-    """An untrained model of ``system`` (:data:`onmt_xl.experiments.systems.SYSTEMS`) at ``preset`` size, built by OpenNMT's
-    model builder over synthetic vocabularies of ``vocab_size`` tokens per side (for parameter counts and
+    """An untrained model of ``system`` (:data:`onmt_xl.experiments.systems.SYSTEMS`) at ``preset`` size, built by
+    OpenNMT's model builder over synthetic vocabularies of ``vocab_size`` tokens per side (for parameter counts and
     step benchmarks), its weights initialised as ``onmt_train`` initialises a new model (``build_base_model``
     leaves OpenNMT's ``skip_init`` layers as uninitialised memory, NaNs and denormals included)."""
     import pyonmttok
@@ -43,7 +44,8 @@ def build_model(system: str, preset: str = "demo", overrides: Optional[Dict[str,
     specials = [DefaultTokens.UNK, DefaultTokens.PAD, DefaultTokens.BOS, DefaultTokens.EOS]
     v = pyonmttok.build_vocab_from_tokens([f"w{i}" for i in range(vocab_size - len(specials))], special_tokens=specials)
     torch.manual_seed(seed)
-    model = build_base_model(opt, {"src": v, "tgt": v, "data_task": ModelTask.SEQ2SEQ, "decoder_start_token": DefaultTokens.BOS})
+    model = build_base_model(opt, {"src": v, "tgt": v, "data_task": ModelTask.SEQ2SEQ,
+                                   "decoder_start_token": DefaultTokens.BOS})
     initialise_as_onmt_train(model, opt)
     return model
 
@@ -119,7 +121,8 @@ def sim_metric(model_path: str, src: Sequence[Sequence[str]], links: Sequence[Se
 
     model, vocabs, model_opt = load_model(model_path)
     if model_opt.encoder_type not in ("xl_exgre", "xl_refsr"):
-        raise ValueError(f"{model_path}: the Sim metric needs an xl_exgre or xl_refsr model, not {model_opt.encoder_type}")
+        raise ValueError(f"{model_path}: the Sim metric needs an xl_exgre or xl_refsr model, not "
+                         f"{model_opt.encoder_type}")
     total, pe_total, words = 0.0, 0.0, 0
     d_model, kind = model_opt.hidden_size, model_opt.position_encoding_type
     pairs = [(s, ls) for s, ls in zip(src, links) if s]

@@ -53,9 +53,11 @@ JOB_FILES = ("config.yaml", "commands.sh", "train.log", "translate_seconds.json"
 TEXT_WITH_PATHS = ("config.yaml", "commands.sh", "manifest.json")
 RUN_FILES = ("manifest.json", "preorderer.json", "preorder_spread.jsonl",  # the last: tools/study/preorder_spread.py
              "crossfit.json")  # the cross-fitted positions' figures (onmt_xl.experiments.stages: crossfit)
-#: the scores of preorderers trained on the first N pairs, and where a system trained on to its plateau stands (evidence)
+#: the scores of preorderers trained on the first N pairs, and where a system trained on to its plateau stands
+#: (evidence)
 RUN_FILE_PATTERNS = ("preorderer_*.json", "plateau_*.json")
-ALIGN_SPLITS = ("test", "valid", "tune", "train")  # tune: runs with a tuning split; train last: its file marks the align stage as done
+# tune: runs with a tuning split; train last: its file marks the align stage as done
+ALIGN_SPLITS = ("test", "valid", "tune", "train")
 
 _START = r"(?<![\w.~}$/-])"  # an absolute path starts here: not inside a word, a placeholder or another path
 _PATH_CHARS = r"[^\s'\"`:;,()\[\]{}<>=]"

@@ -30,7 +30,8 @@ from onmt_xl.experiments.paper_figures import (C19, C20, CHEN19_TAB3_JAEN, CHEN2
 from onmt_xl.experiments.plan import NOISE_RATIOS, SIM_SYSTEMS, SWAP_RATIOS
 
 T2, T4, R3, E1 = DING_TAB2_JAEN, DING_TAB4_ENDE, CHEN19_TAB3_JAEN, CHEN20_TAB1_JAEN
-HELD, HELD_NS, NOT_HELD, REVERSED, NOT_RUN = "held", "same direction, not significant", "not held", "reversed", "not run"
+HELD, HELD_NS, NOT_HELD, REVERSED, NOT_RUN = ("held", "same direction, not significant", "not held", "reversed",
+                                             "not run")
 AT_CHANCE = "uninformative: no better than diagonal links"
 ALPHA = 0.05
 
@@ -74,7 +75,9 @@ def run_spread(res: Dict[str, Any], systems: Sequence[str] = ("baseline", "combi
 
 
 def _spread_note(delta: float, spread: Optional[float]) -> str:
-    return f"; |Δ| below the baseline's seed spread ({spread:.2f})" if spread is not None and abs(delta) < spread else ""
+    if spread is not None and abs(delta) < spread:
+        return f"; |Δ| below the baseline's seed spread ({spread:.2f})"
+    return ""
 
 
 def versus_baseline(res: Dict[str, Any], name: str, paper: str, claim: str, spread: Optional[float],
@@ -98,11 +101,13 @@ def versus_baseline(res: Dict[str, Any], name: str, paper: str, claim: str, spre
         measured += f"; valid pairs: Δ {va['bleu'] - base_va:+.2f}" + ("" if pv is None else f", p = {pv:.3f}")
     (mean, n), (base_mean, base_n) = _seed_mean(res, name), _seed_mean(res, "baseline")
     if variant == "test" and n > 1 and base_mean is not None:
-        measured += f"; mean over {n} seeds: {base_mean:.2f} → {mean:.2f} (Δ {mean - base_mean:+.2f}, baseline {base_n} seeds)"
+        measured += (f"; mean over {n} seeds: {base_mean:.2f} → {mean:.2f} (Δ {mean - base_mean:+.2f}, baseline "
+                     f"{base_n} seeds)")
     return Claim(paper, claim, measured, verdict)
 
 
-def _order(paper: str, claim: str, better: Tuple[str, Optional[float]], worse: Sequence[Tuple[str, Optional[float]]]) -> Claim:
+def _order(paper: str, claim: str, better: Tuple[str, Optional[float]],
+           worse: Sequence[Tuple[str, Optional[float]]]) -> Claim:
     """``better`` scores above every one of ``worse`` (no test: a plain comparison of the measured numbers)."""
     if better[1] is None or any(b is None for _, b in worse):
         return Claim(paper, claim, "–", NOT_RUN)
@@ -120,27 +125,38 @@ def check(res: Dict[str, Any], heads: int) -> List[Claim]:
     """Every claim, in the order of the report's experiments. ``heads``: H of the trained models."""
     spread = seed_spread(res, seed_runs(res, "baseline"))
     runs = run_spread(res)
-    return (_main_claims(res, spread) + _oracle_claims(res, spread) + [_tau_claim(res, heads, runs), _noise_claim(res, runs)]
+    return (_main_claims(res, spread) + _oracle_claims(res, spread)
+            + [_tau_claim(res, heads, runs), _noise_claim(res, runs)]
             + _aer_claims(res) + _encoder_free_claims(res) + [_robustness_claim(res)] + _sim_claims(res))
 
 
 def _main_claims(res: Dict[str, Any], spread: Optional[float]) -> List[Claim]:
     """The main table's systems against the baseline, and the orderings among them the papers report."""
     return [
-        versus_baseline(res, "inxl", f"{D} Tab. 2", f"InXL PE improves on the Transformer (Ja-En {fig(T2['baseline'])} → {fig(T2['inxl'])})", spread),
-        versus_baseline(res, "headxl", f"{D} Tab. 2", f"HeadXL PE improves on the Transformer (→ {fig(T2['headxl'])})", spread),
-        versus_baseline(res, "combination", f"{D} Tab. 2", f"Combination improves significantly (→ {fig(T2['combination'])}, p < 0.01)", spread),
+        versus_baseline(res, "inxl", f"{D} Tab. 2", f"InXL PE improves on the Transformer (Ja-En {fig(T2['baseline'])} "
+                        f"→ {fig(T2['inxl'])})", spread),
+        versus_baseline(res, "headxl", f"{D} Tab. 2", f"HeadXL PE improves on the Transformer (→ {fig(T2['headxl'])})",
+                        spread),
+        versus_baseline(res, "combination", f"{D} Tab. 2", "Combination improves significantly (→ "
+                        f"{fig(T2['combination'])}, p < 0.01)", spread),
         _order(f"{D} Tab. 1–2", "Combination is the best of the XL variants",
-               ("combination", _bleu(res, "combination")), [("inxl", _bleu(res, "inxl")), ("headxl", _bleu(res, "headxl"))]),
-        versus_baseline(res, "relative_pe", f"{D} Tab. 2", f"Relative PE improves on the Transformer (→ {fig(T2['relative_pe'])})", spread),
-        versus_baseline(res, "disan", f"{D} Tab. 2", f"DiSAN improves on the Transformer (→ {fig(T2['disan'])})", spread),
-        versus_baseline(res, "disan_nogate", f"{D} Tab. 2", f"DiSAN improves on the Transformer (→ {fig(T2['disan'])}); "
-                        "our variant without DiSAN's fusion gate (directional heads only)", spread),
-        versus_baseline(res, "enc_re", f"{C19} Tab. 3", f"Encoder REs improve significantly ({fig(R3['baseline'])} → {fig(R3['enc_re'])})", spread),
-        versus_baseline(res, "both_re", f"{C19} Tab. 3", f"Both REs improve significantly (→ {fig(R3['both_re'])})", spread),
+               ("combination", _bleu(res, "combination")),
+               [("inxl", _bleu(res, "inxl")), ("headxl", _bleu(res, "headxl"))]),
+        versus_baseline(res, "relative_pe", f"{D} Tab. 2", "Relative PE improves on the Transformer (→ "
+                        f"{fig(T2['relative_pe'])})", spread),
+        versus_baseline(res, "disan", f"{D} Tab. 2", f"DiSAN improves on the Transformer (→ {fig(T2['disan'])})",
+                        spread),
+        versus_baseline(res, "disan_nogate", f"{D} Tab. 2", "DiSAN improves on the Transformer (→ "
+                        f"{fig(T2['disan'])}); our variant without DiSAN's fusion gate (directional heads only)",
+                        spread),
+        versus_baseline(res, "enc_re", f"{C19} Tab. 3", f"Encoder REs improve significantly ({fig(R3['baseline'])} → "
+                        f"{fig(R3['enc_re'])})", spread),
+        versus_baseline(res, "both_re", f"{C19} Tab. 3", f"Both REs improve significantly (→ {fig(R3['both_re'])})",
+                        spread),
         _order(f"{C19} Tab. 3", f"Both REs beat encoder REs ({fig(R3['both_re'])} vs {fig(R3['enc_re'])})",
                ("both_re", _bleu(res, "both_re")), [("enc_re", _bleu(res, "enc_re"))]),
-        versus_baseline(res, "exgre", f"{C20} Tab. 1", f"ExGRE improves significantly ({fig(E1['baseline'])} → {fig(E1['exgre'])})", spread),
+        versus_baseline(res, "exgre", f"{C20} Tab. 1", f"ExGRE improves significantly ({fig(E1['baseline'])} → "
+                        f"{fig(E1['exgre'])})", spread),
         versus_baseline(res, "refsr", f"{C20} Tab. 1", f"ReFSR improves significantly (→ {fig(E1['refsr'])})", spread),
         _order(f"{C20} Tab. 1", f"ReFSR beats ExGRE ({fig(E1['refsr'])} vs {fig(E1['exgre'])})",
                ("refsr", _bleu(res, "refsr")), [("exgre", _bleu(res, "exgre"))]),
@@ -153,7 +169,8 @@ def _oracle_claims(res: Dict[str, Any], spread: Optional[float]) -> List[Claim]:
     """The oracle runs, which use test-side information."""
     return [
         versus_baseline(res, "prereorder_oracle", f"{C20} Fig. 2", "Source in target order from alignments, "
-                        f"test side included, gains several BLEU (Ja-En {fig(CHEN20_FIG2_JAEN[0])} → {fig(CHEN20_FIG2_JAEN[1])})", spread, variant="oracle"),
+                        f"test side included, gains several BLEU (Ja-En {fig(CHEN20_FIG2_JAEN[0])} → "
+                        f"{fig(CHEN20_FIG2_JAEN[1])})", spread, variant="oracle"),
         _order(f"{C20} Fig. 2 (by analogy)", "XL indices from the test alignments lift Combination above "
                "preorderer-predicted ones", ("oracle", _bleu(res, "combination_oracle", "oracle")),
                [("preorderer", _bleu(res, "combination"))]),
@@ -171,7 +188,8 @@ def _tau_claim(res: Dict[str, Any], heads: int, runs: Optional[float]) -> Claim:
         return Claim(f"{D} Fig. 3", "BLEU peaks at an intermediate τ and falls towards τ = H", "–", NOT_RUN)
     best = max(taus, key=lambda tb: tb[1])
     rise, fall = best[1] - taus[0][1], best[1] - taus[-1][1]
-    measured = ", ".join(f"τ={t}: {b:.2f}" for t, b in taus) + f"; peak − τ=0: {rise:+.2f}, peak − τ=H: {fall:+.2f}{_within(runs)}"
+    measured = (", ".join(f"τ={t}: {b:.2f}" for t, b in taus)
+                + f"; peak − τ=0: {rise:+.2f}, peak − τ=H: {fall:+.2f}{_within(runs)}")
     verdict = HELD if 0 < best[0] < heads and fall > 0 else NOT_HELD
     if verdict == HELD and runs is not None and min(rise, fall) <= runs:
         verdict = HELD_NS
@@ -181,7 +199,8 @@ def _tau_claim(res: Dict[str, Any], heads: int, runs: Optional[float]) -> Claim:
 
 def _noise_claim(res: Dict[str, Any], runs: Optional[float]) -> Claim:
     """Noisier training XL indices lower Combination's BLEU; ``runs``: the largest seed spread (:func:`run_spread`)."""
-    noise = [(0.0, _bleu(res, "combination"))] + [(100 * r, _bleu(res, f"combination_noise{round(100 * r)}")) for r in NOISE_RATIOS]
+    noise = [(0.0, _bleu(res, "combination"))] + [(100 * r, _bleu(res, f"combination_noise{round(100 * r)}"))
+                                                  for r in NOISE_RATIOS]
     if not all(b is not None for _, b in noise):
         return Claim(f"{D} Fig. 4", "Noisy training XL indices lower BLEU as the noise grows", "–", NOT_RUN)
     slope, clean = _slope(noise), noise[0][1]
@@ -202,7 +221,8 @@ def _aer_claims(res: Dict[str, Any]) -> List[Claim]:
         base = _test(res, "baseline", ref).get("aer")
         chance = res.get("aer_references", {}).get(ref, {})
         rnd, diag = (chance.get(k, {}).get("aer") for k in ("random", "diagonal"))
-        near = f" (random links {100 * rnd:.2f} %, diagonal {100 * diag:.2f} %)" if rnd is not None and diag is not None else ""
+        near = (f" (random links {100 * rnd:.2f} %, diagonal {100 * diag:.2f} %)"
+                if rnd is not None and diag is not None else "")
         for name in ("inxl", "headxl", "combination"):
             aer = _test(res, name, ref).get("aer")
             claim = (f"{name} attention has a lower AER than the baseline's ({label}; En-De "
@@ -220,16 +240,19 @@ def _aer_claims(res: Dict[str, Any]) -> List[Claim]:
 def _encoder_free_claims(res: Dict[str, Any]) -> List[Claim]:
     """Without an encoder: absolute PE beats none, InXL PE beats absolute."""
     none, ab, inxl = (_bleu(res, n) for n in ("encoder_free_none", "encoder_free", "encoder_free_inxl"))
-    return [_order(f"{D} Tab. 4", f"Without an encoder, positions matter most: absolute PE ≫ no PE ({fig(T4['encoder_free_none'])} → {fig(T4['encoder_free'])})",
+    return [_order(f"{D} Tab. 4", "Without an encoder, positions matter most: absolute PE ≫ no PE "
+                   f"({fig(T4['encoder_free_none'])} → {fig(T4['encoder_free'])})",
                    ("absolute", ab), [("none", none)]),
-            _order(f"{D} Tab. 4", f"Without an encoder, InXL PE beats absolute PE ({fig(T4['encoder_free'])} → {fig(T4['encoder_free_inxl'])})",
+            _order(f"{D} Tab. 4", f"Without an encoder, InXL PE beats absolute PE ({fig(T4['encoder_free'])} → "
+                   f"{fig(T4['encoder_free_inxl'])})",
                    ("InXL", inxl), [("absolute", ab)])]
 
 
 def _robustness_claim(res: Dict[str, Any]) -> Claim:
     """Both REs stay ahead of the baseline on sources with few words swapped."""
     low = [r for r in SWAP_RATIOS if r < 0.4]
-    gaps = [(_bleu(res, "both_re", f"swap{round(100 * r)}"), _bleu(res, "baseline", f"swap{round(100 * r)}")) for r in low]
+    gaps = [(_bleu(res, "both_re", f"swap{round(100 * r)}"),
+             _bleu(res, "baseline", f"swap{round(100 * r)}")) for r in low]
     clean = (_bleu(res, "both_re"), _bleu(res, "baseline"))
     claim = "On sources with < 40 % of words swapped, both REs stay ahead of the Transformer (by 2–3 BLEU on Zh-En)"
     if any(x is None for g in gaps + [clean] for x in g):

@@ -37,7 +37,8 @@ def _jobs(args, heads: int) -> List[Job]:
         wanted = set(_csv(args.only))
         missing = wanted - {j.name for j in jobs}
         if missing:
-            raise XLUsageError(None, None, f"--only {sorted(missing)}: not a job of {[e for e in EXPERIMENTS if e in _csv(args.experiments)]}")
+            raise XLUsageError(None, None, f"--only {sorted(missing)}: not a job of "
+                               f"{[e for e in EXPERIMENTS if e in _csv(args.experiments)]}")
         jobs = [j for j in jobs if j.name in wanted]
     return jobs
 
@@ -94,8 +95,10 @@ def add_experiments(sub) -> None:
     p.add_argument("--workdir", default="runs/experiments", help="where everything is written (resumable)")
     p.add_argument("--experiments", default=",".join(EXPERIMENTS), help=f"comma-separated from {','.join(EXPERIMENTS)}")
     p.add_argument("--only", help="comma-separated job names (see --list) to restrict the plan to")
-    p.add_argument("--seeds", default="1234,5678", help="the first seeds every system; the others the baseline and Combination")
-    p.add_argument("--preset", default="enja", choices=sorted(PRESETS), help="model size (onmt_xl.experiments.configs.PRESETS)")
+    p.add_argument("--seeds", default="1234,5678", help="the first seeds every system; the others the baseline and "
+                   "Combination")
+    p.add_argument("--preset", default="enja", choices=sorted(PRESETS), help="model size "
+                   "(onmt_xl.experiments.configs.PRESETS)")
     p.add_argument("--train-steps", type=int, help="default: the preset's")
     p.add_argument("--beam-size", type=int, default=5, help="beam size of the test translations (default 5)")
     p.add_argument("--time-budget", type=float, help="minutes: start no new training after this (resume later)")
@@ -103,8 +106,8 @@ def add_experiments(sub) -> None:
                    help="train and translate on the GPU: auto = when torch sees one (default auto)")
     p.add_argument("--parallel", type=int, default=None,
                    help="jobs trained at once, each with CPUs/N torch threads (default: one job per CPU without a GPU, "
-                        "the fastest layout measured by tools/bench/bench_jobs.py, see reports/CPU_SPEED.md; 1 with a GPU); "
-                        "each job's tok/s is then its share")
+                        "the fastest layout measured by tools/bench/bench_jobs.py, see reports/CPU_SPEED.md; 1 with a "
+                        "GPU); each job's tok/s is then its share")
     p.add_argument("--inxl-init", choices=option("xl_inxl_init").choices,
                    help="InXL's start (-xl_inxl_init) for the systems with InXL (default: the option's default; "
                         "reports/RESULTS.md's runs were trained with identity, before reports/TUNING.md changed it)")
@@ -112,7 +115,8 @@ def add_experiments(sub) -> None:
     p.add_argument("--report-only", action="store_true", help="write the report from what has run")
     p.add_argument("--report-dir", default="reports", help="where RESULTS.md and the plots go")
     p.add_argument("--archive", help="directory that keeps finished jobs' results and the run's links without "
-                   "checkpoints (small enough for git); a fresh --workdir restores them first (onmt_xl.experiments.archive)")
+                   "checkpoints (small enough for git); a fresh --workdir restores them first "
+                   "(onmt_xl.experiments.archive)")
     p.set_defaults(func=run_experiments)
 
 

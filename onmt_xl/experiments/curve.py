@@ -73,7 +73,8 @@ def plot_curves(curves: Dict[str, List[Dict[str, Any]]], out: Path, beam_size: i
     return out
 
 
-def validation_log(log_text: str, valid_steps: int, resumed_line: "re.Pattern" = RESUMED) -> Dict[int, Dict[str, float]]:
+def validation_log(log_text: str, valid_steps: int,
+                   resumed_line: "re.Pattern" = RESUMED) -> Dict[int, Dict[str, float]]:
     """``{step: {"valid_ppl", "valid_acc"}}`` from an ``onmt_train`` log, which may hold several attempts.
 
     OpenNMT logs a validation without its step; it validates every ``valid_steps`` steps, counted from the

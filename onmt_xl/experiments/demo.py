@@ -50,7 +50,8 @@ def make_demo_data(workdir: Path, seed: int = 1) -> Corpus:
             synthetic.write(synthetic.generate(n, seed=seed + 1000 * i), str(out / split))
     return Corpus(train_src=str(out / "train.src"), train_tgt=str(out / "train.tgt"),
                   test_src=str(out / "test.src"), test_tgt=str(out / "test.tgt"),
-                  valid_src=str(out / "valid.src"), valid_tgt=str(out / "valid.tgt"), test_align=str(out / "test.align"))
+                  valid_src=str(out / "valid.src"), valid_tgt=str(out / "valid.tgt"),
+                  test_align=str(out / "test.align"))
 
 
 def system_jobs(systems: List[str], command: str) -> List[Job]:
@@ -114,7 +115,7 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
         from onmt_xl.experiments.until_plateau import translated_with
 
         res["translated_with"] = translated_with(runner.workdir)
-    if runner.tokenization.active:  # written again: what this version writes, for the model just scored
+    if runner.tokenization.active:  # what this version writes, for the model just scored, where no translation wrote it
         for job in runner.jobs:
             runner.translate_config(job)
     say(f"results: {runner.path('results.json')}\n" + summary(res) + next_steps(runner, args.systems))
@@ -210,7 +211,8 @@ def _note_tokenized(corpus: Corpus, tokenize: str) -> None:
             seen = looks_tokenized(f)  # its first lines
         if seen:
             say(f"note: {path} looks tokenized already ({seen}); the pipeline takes raw text and tokenizes it "
-                "itself: give the raw text for sacrebleu's standard scores, or --tokenize none to keep this tokenization")
+                "itself: give the raw text for sacrebleu's standard scores, or --tokenize none to keep this "
+                "tokenization")
             return
 
 
@@ -268,27 +270,28 @@ def add_subcommands(sub) -> None:
                        "and score them on the test set: the preorderer's Kendall tau, then per system BLEU, chrF, "
                        "parameters and the paired-bootstrap p-value against the baseline. Started again, it resumes "
                        "where it stopped. --framework eole does the same through Eole 0.6.4 (its build_vocab, train "
-                       "and predict, with the configurations of yaml_configs/eole/; outputs under WORKDIR/eole/) for the "
-                       "systems the Eole adapter has.")
+                       "and predict, with the configurations of yaml_configs/eole/; outputs under WORKDIR/eole/) for "
+                       "the systems the Eole adapter has.")
     _common(p)
     p.add_argument("--framework", choices=("opennmt", "eole"), default="opennmt",
-                   help="train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (`bash tools/install.sh eole`)")
+                   help="train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (`bash tools/install.sh "
+                   "eole`)")
     p.set_defaults(func=run_demo)
 
     p = sub.add_parser("pipeline", help="tokenize, align, preorder, train and score the systems on your raw text",
                        description="demo's chain on your data: tokenize the raw text (pyonmttok, see --tokenize), "
                        "align the training and test sets with eflomal, train the preorderer, build the vocabularies, "
-                       "train each of --systems to the plateau of its validation BLEU (the study's rule, in rounds that "
-                       "resume exactly, within --time-budget and --max-steps; learning_curves.png), translate the raw "
-                       "test source with the average of its last checkpoints into detokenized text and score it "
+                       "train each of --systems to the plateau of its validation BLEU (the study's rule, in rounds "
+                       "that resume exactly, within --time-budget and --max-steps; learning_curves.png), translate the "
+                       "raw test source with the average of its last checkpoints into detokenized text and score it "
                        "against the raw reference (sacrebleu's BLEU and chrF, with their signatures; the paired "
-                       "bootstrap against the baseline). Every file is one raw sentence per line, UTF-8; the run resumes "
-                       "where it stopped when started again.")
+                       "bootstrap against the baseline). Every file is one raw sentence per line, UTF-8; the run "
+                       "resumes where it stopped when started again.")
     p.add_argument("--preset", choices=("auto", "demo", "enja", "base", "big"), default="auto",
-                   help="model size (onmt_xl.experiments.configs.PRESETS): auto = demo (d 128, 2+2 layers) below 10,000 "
-                   "training pairs, the study's enja (d 256, 3+3) below 200,000 or on a CPU, Transformer base below "
-                   "2,000,000 on a GPU, BIG above; each sets the training schedule too (checkpoints, rounds, step cap: "
-                   "onmt_xl.experiments.until_plateau.SCHEDULES) (default auto)")
+                   help="model size (onmt_xl.experiments.configs.PRESETS): auto = demo (d 128, 2+2 layers) below "
+                   "10,000 training pairs, the study's enja (d 256, 3+3) below 200,000 or on a CPU, Transformer base "
+                   "below 2,000,000 on a GPU, BIG above; each sets the training schedule too (checkpoints, rounds, "
+                   "step cap: onmt_xl.experiments.until_plateau.SCHEDULES) (default auto)")
     for name, what in (("train-src", "training source"), ("train-tgt", "training target, line-parallel to --train-src"),
                        ("valid-src", "validation source"), ("valid-tgt", "validation target"),
                        ("test-src", "test source (translated and scored)"), ("test-ref", "test reference")):
@@ -307,13 +310,14 @@ def add_subcommands(sub) -> None:
                    help="wall-clock limit of the whole run, e.g. 90m, 2h, 45s (a bare number: minutes): no training "
                    "round starts that would end past it, by the seconds per step measured (the first round always "
                    "runs); the same command goes on later (default: none)")
-    p.add_argument("--max-steps", type=_positive, metavar="N", help="the most steps a system trains when no plateau comes "
-                   "(default by preset: " + ", ".join(f"{k} {v.cap:,}" for k, v in SCHEDULES.items()) + ")")
+    p.add_argument("--max-steps", type=_positive, metavar="N", help="the most steps a system trains when no plateau "
+                   "comes (default by preset: " + ", ".join(f"{k} {v.cap:,}" for k, v in SCHEDULES.items()) + ")")
     p.add_argument("--average", type=_positive, metavar="N", help="the last N checkpoints (every " + ", ".join(
         f"{k} {v.every:,}" for k, v in SCHEDULES.items()) + " steps) averaged into the model translated and served, "
                    "onmt_average_models (Eole: onmt_xl's average of the step directories) (default 5, the study's)")
     p.add_argument("--framework", choices=("opennmt", "eole"), default="opennmt",
-                   help="train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (`bash tools/install.sh eole`)")
+                   help="train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (`bash tools/install.sh "
+                   "eole`)")
     p.set_defaults(func=run_pipeline)
 
     p = sub.add_parser("write-configs", help="write the YAML configurations for a work directory",
@@ -321,6 +325,8 @@ def add_subcommands(sub) -> None:
                        "the reordering baselines) whose data, vocabulary and model paths point into --workdir, to "
                        "train a system by hand with the stock onmt_build_vocab / onmt_train; and in OUT/eole/ one Eole "
                        "configuration per system the Eole adapter has (eole build_vocab / eole train).")
-    p.add_argument("--out", default="yaml_configs", help="folder the YAML files go to, made if missing (default yaml_configs)")
-    p.add_argument("--workdir", default=DEMO_WORKDIR, help=f"the work directory the configurations point into (default {DEMO_WORKDIR})")
+    p.add_argument("--out", default="yaml_configs", help="folder the YAML files go to, made if missing (default "
+                   "yaml_configs)")
+    p.add_argument("--workdir", default=DEMO_WORKDIR, help="the work directory the configurations point into (default "
+                   f"{DEMO_WORKDIR})")
     p.set_defaults(func=run_write_configs, output_dirs=("out",))

@@ -6,7 +6,9 @@ seams installed): ``build_vocab`` once, then per system ``train`` and ``predict`
 configurations of ``yaml_configs/eole/`` (:mod:`onmt_xl.experiments.eole_configs`) pointed at the work directory.
 Everything Eole writes goes under ``WORKDIR/eole/`` (``vocab.*``, ``SYSTEM.yaml``, ``models/SYSTEM/``, ``hyp/``,
 ``logs/``, ``results.json``); a second run skips what is done, and a system whose training was interrupted resumes
-from its last whole step directory (``training.xl_exact_resume``: the same model as an uninterrupted run). Scores
+from its last whole step directory (``training.xl_exact_resume``: the same model as an uninterrupted run). A run
+whose configuration of a trained system is another model than ``eole/SYSTEM.yaml`` (what it was trained with) is
+refused before any work, as OpenNMT-py's jobs are (:func:`eole_identity`: its steps and schedule may change). Scores
 are those of ``onmt-xl demo``: sacrebleu's BLEU and chrF, the paired bootstrap against the baseline. ``onmt-xl
 pipeline --framework eole`` runs the same on raw text: ``onmt_tokenize`` in every configuration
 (:mod:`onmt_xl.experiments.tokenization`), kept in each model's ``config.json``, so that ``eole predict`` reads raw
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shutil
 import sys
@@ -30,6 +33,7 @@ import yaml
 
 from onmt_xl.core.errors import XLUsageError
 from onmt_xl.experiments.eole_configs import EOLE_SYSTEMS, eole_config
+from onmt_xl.experiments.jobs import DEVICE_OPTIONS, RUN_OPTIONS, SCHEDULE_OPTIONS, _differences
 from onmt_xl.experiments.stages import Corpus, vocab_line
 from onmt_xl.experiments.stock import read_lines, say
 from onmt_xl.core.progress import ticking
@@ -46,6 +50,23 @@ ROUND = "round.json"
 EOLE_RUN_OPTIONS = {"xl_exact_resume": True, "xl_cpu_precision": "auto", "xl_cpu_kernels": "fast"}
 #: what a step directory holds once Eole has saved it whole (``TrainingModelSaver._save``: ``config.json`` last)
 STEP_FILES = ("optimizer.pt", "model.00.safetensors", "vocab.json", "config.json")
+#: options (the last key of their place in Eole's config) that say how a run goes, not which model it trains: the
+#: steps, when it validates and checkpoints, the device, the resumption (as OpenNMT-py's jobs, onmt_xl.experiments.jobs)
+RUN_ONLY = frozenset((*DEVICE_OPTIONS, *RUN_OPTIONS, *SCHEDULE_OPTIONS, "train_steps", "train_from"))
+
+
+def eole_identity(cfg: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
+    """An Eole configuration as what a changed one is judged on: flat, by dotted place (``model.hidden_size``), without
+    :data:`RUN_ONLY`; an absolute path by the file it names (a symbolic link followed)."""
+    out: Dict[str, Any] = {}
+    for key, value in cfg.items():
+        if key in RUN_ONLY:
+            continue
+        if isinstance(value, dict):
+            out.update(eole_identity(value, f"{prefix}{key}."))
+        else:
+            out[prefix + key] = os.path.realpath(value) if isinstance(value, str) and value.startswith("/") else value
+    return out
 
 
 def _whole(step_dir: Path) -> bool:
@@ -122,8 +143,32 @@ class EoleDemo:
     def _eole(self, args: List[Any], log: Path, echo: str = "", tag: str = "") -> float:
         return self.runner._run(eole_command() + list(args), log, self.root / "commands.sh", echo=echo, tag=tag)
 
+    def config_path(self, system: str) -> Path:
+        """``eole/SYSTEM.yaml``: the configuration ``system`` last trained (or built the vocabularies) with."""
+        return self.root / f"{system}.yaml"
+
+    def config_problem(self, system: str) -> Optional[XLUsageError]:
+        """Why ``system``'s configuration cannot go on from the model :meth:`config_path` trained, or None: another
+        model (:func:`eole_identity`). Reads only."""
+        path, model = self.config_path(system), self.model_dir(system)
+        if not path.exists() or not (self.step_dirs(system) or (model / "done.json").exists()):
+            return None
+        was = eole_identity(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+        now = eole_identity(self.config(system))
+        if was == now:
+            return None
+        return XLUsageError(str(path), None, f"differs from what {system} needs now in {_differences(was, now)}: "
+                            f"use another --workdir, or delete {model} to retrain it")
+
+    def check_configs(self) -> None:
+        """Refuse a run in which a trained system's model changed (:meth:`config_problem`), before any work."""
+        for system in self.systems:
+            problem = self.config_problem(system)
+            if problem is not None:
+                raise problem
+
     def _write_config(self, system: str, cfg: Optional[Dict[str, Any]] = None) -> Path:
-        path = self.root / f"{system}.yaml"
+        path = self.config_path(system)
         path.write_text(yaml.safe_dump(cfg or self.config(system), sort_keys=False), encoding="utf-8")
         return path
 
@@ -159,6 +204,9 @@ class EoleDemo:
     def train(self, system: str, steps: Optional[int] = None) -> Dict[str, Any]:
         """Train ``system`` to ``steps`` (default: its configuration's), from its last whole checkpoint where it has
         one (``train_from`` with ``xl_exact_resume``: the same model as one uninterrupted run); ``done.json``."""
+        problem = self.config_problem(system)
+        if problem is not None:
+            raise problem
         steps = steps or self.config(system)["training"]["train_steps"]
         model = self.model_dir(system)
         done = model / "done.json"
@@ -170,6 +218,8 @@ class EoleDemo:
         if not ckpts and model.exists():  # nothing to resume from
             say(f"  {system}: removing the unfinished {model}")
             shutil.rmtree(model)
+        if not ckpts:  # from step 0: a test translation left by a model deleted to retrain it is not this one's
+            (self.root / "hyp" / f"{system}.test").unlink(missing_ok=True)
         model.mkdir(parents=True, exist_ok=True)
         log = self.root / "logs" / f"train_{system}.log"
         seconds, resumed = None, None
@@ -353,7 +403,8 @@ class EoleRounds:
         every = self.runner.overrides["save_checkpoint_steps"]
         for s in steps:
             dirs = self.checkpoints(s)
-            self.demo.chosen[s] = self.demo.averaged_model(s, [dirs[final - k * every] for k in reversed(range(average))])
+            chosen = [dirs[final - k * every] for k in reversed(range(average))]
+            self.demo.chosen[s] = self.demo.averaged_model(s, chosen)
         with ThreadPoolExecutor(max_workers=self.runner.parallel) as pool:
             list(pool.map(self.demo.predict, steps))
 
@@ -382,6 +433,9 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
                     subword_size=getattr(args, "subword_size", None))
     runner.workdir.mkdir(parents=True, exist_ok=True)
     lock = runner._lock_workdir()  # noqa: F841 - held for the process's lifetime
+    if runner.tokenize_as is not None and runner.path("tok", "tokenization.json").exists():
+        runner.tokenize(runner.tokenize_as, runner.subword_size)  # recorded: only read, so the configurations are whole
+    EoleDemo(runner, args.systems).check_configs()  # a refused run changes nothing
     runner.stage_data()
     runner.tokenize(runner.tokenize_as, runner.subword_size)  # onmt-xl pipeline: raw text (tokenization.py)
     runner.align()

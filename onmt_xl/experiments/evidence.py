@@ -93,7 +93,8 @@ def _every(every: int) -> Dict[str, int]:
 
 def curve_jobs(seed: int, max_steps: int, every: int) -> List[Job]:
     """The learning-curve jobs: every ``every`` steps a kept checkpoint and a validation."""
-    return [Job(f"{system}_s{seed}", system, seed, overrides=_every(every), train_steps=max_steps, experiments=["curve"])
+    return [Job(f"{system}_s{seed}", system, seed, overrides=_every(every), train_steps=max_steps,
+                experiments=["curve"])
             for system in CURVE_SYSTEMS]
 
 
@@ -130,7 +131,8 @@ def main_jobs(systems: Sequence[str], seeds: Sequence[int], steps: int, every: i
                             train_steps=steps, final_step=steps, average=average, variants=["oracle"],
                             experiments=["oracle"]))
     for tau in tau_sweep:
-        jobs.append(Job(f"headxl_tau{tau}_s{seeds[0]}", "headxl", seeds[0], overrides={**_every(every), "xl_heads": tau},
+        jobs.append(Job(f"headxl_tau{tau}_s{seeds[0]}", "headxl", seeds[0],
+                        overrides={**_every(every), "xl_heads": tau},
                         train_steps=steps, final_step=steps, average=average, variants=["valid", "test"],
                         experiments=["tau"]))
     for system in rerun:
@@ -290,7 +292,8 @@ def score_checkpoints(runner, job: Job, every: int, threads: Optional[int] = Non
     done = {json.loads(l)["step"] for l in read_lines(out)} if out.exists() else set()
     refs = read_lines(runner.path("data", "valid.tgt"))
     log = jd / "train.log"
-    valid = validation_log(log.read_text(encoding="utf-8"), runner.job_config(job)["valid_steps"]) if log.exists() else {}
+    valid = (validation_log(log.read_text(encoding="utf-8"), runner.job_config(job)["valid_steps"])
+             if log.exists() else {})
     rows = []
     for step, ckpt in sorted(checkpoints(jd).items()):
         if step % every or step in done or step < first:
@@ -390,10 +393,12 @@ def run_evidence(args) -> int:
     png = plot_curves(curves, runner.path("curve.png"))
     for name, rows in curves.items():
         for row in rows:
-            say(f"{name:16s} step {row['step']:6d}  BLEU {row['bleu']:6.2f}  ppl {row.get('valid_ppl', float('nan')):7.2f}")
+            say(f"{name:16s} step {row['step']:6d}  BLEU {row['bleu']:6.2f}  ppl "
+                f"{row.get('valid_ppl', float('nan')):7.2f}")
     s = plateau_step(curves, args.plateau_tolerance, args.plateau_window)
     say(f"plateau (no later validation BLEU more than {args.plateau_tolerance} above it, {args.plateau_window} steps "
-        "seen past it): " + (f"step {s}: run --stage main --steps {s}" if s else "not reached yet: train the curves longer"))
+        "seen past it): "
+        + (f"step {s}: run --stage main --steps {s}" if s else "not reached yet: train the curves longer"))
     if png:
         say(f"plot: {png}")
     return 0
@@ -473,7 +478,8 @@ def _tier_systems_seeds(args, tier: Optional[str] = None) -> Tuple[List[str], Li
     tiers = (tier or args.tier).split(",")
     systems = list(dict.fromkeys(s for t in tiers for s in TIERS[t][0]))
     seeds = sorted({seed for t in tiers for seed in TIERS[t][1]})
-    return (args.systems.split(",") if args.systems else list(systems)), (_ints(args.seeds) if args.seeds else list(seeds))
+    return ((args.systems.split(",") if args.systems else list(systems)),
+            (_ints(args.seeds) if args.seeds else list(seeds)))
 
 
 def _ints(text: Optional[str]) -> List[int]:
@@ -551,24 +557,24 @@ def add_evidence(sub) -> None:
                    "validation BLEU of the learning curve stops rising)")
     p.add_argument("--tier", type=tiers_option, default="a", metavar="{a,b,c,d,e,f,g,h,i,x}[,...]",
                    help="--stage main/status/aer/payoff (and report with --systems or --seeds): a = baseline, "
-                        "Relative PE, InXL, HeadXL, Combination, seeds 1-3; b = baseline and Combination, seeds 1-3 (run it on "
-                        "the reversed corpus); c = encoder-free, DiSAN, REs, ExGRE, ReFSR, pre-reordering, seeds "
-                        "1-2, and Combination and pre-reordering trained on oracle indices; d = the tau sweep of "
+                        "Relative PE, InXL, HeadXL, Combination, seeds 1-3; b = baseline and Combination, seeds 1-3 "
+                        "(run it on the reversed corpus); c = encoder-free, DiSAN, REs, ExGRE, ReFSR, pre-reordering, "
+                        "seeds 1-2, and Combination and pre-reordering trained on oracle indices; d = the tau sweep of "
                         "HeadXL and the noise attack on Combination, seed 1; e, f, g = the decisive design "
-                        "(reports/PREREG_decisive.md): baseline and Combination, then HeadXL, then InXL, seeds 1-5; h = the rest "
-                        "of Tab. 4: encoder-free with no, relative and InXL PE, and the LSTM, seeds 1-2; i = Relative PE, "
-                        "seeds 1-2 (with c and h on the decisive split, reports/PREREG_decisive_baselines.md); x = Combination on "
-                        "cross-fitted training positions, seeds 1-8 (reports/PREREG_xlpos.md). "
-                        "Several tiers joined by commas (a,c,d) "
+                        "(reports/PREREG_decisive.md): baseline and Combination, then HeadXL, then InXL, seeds 1-5; h "
+                        "= the rest of Tab. 4: encoder-free with no, relative and InXL PE, and the LSTM, seeds 1-2; i "
+                        "= Relative PE, seeds 1-2 (with c and h on the decisive split, "
+                        "reports/PREREG_decisive_baselines.md); x = Combination on cross-fitted training positions, "
+                        "seeds 1-8 (reports/PREREG_xlpos.md). Several tiers joined by commas (a,c,d) "
                         "run in one call, tier after tier, so no job slot idles at a tier's end")
     p.add_argument("--systems", help="--stage main/aer/payoff/report: comma-separated systems (default: the tier's; "
                                      "for the report, every finished system of tiers a-c and h, and tier d's sweeps)")
-    p.add_argument("--seeds", help="--stage main/aer/payoff/report: comma-separated seeds (default: the tier's; for the "
-                                   "report, every tier's)")
+    p.add_argument("--seeds", help="--stage main/aer/payoff/report: comma-separated seeds (default: the tier's; for "
+                                   "the report, every tier's)")
     p.add_argument("--preorder-pairs", default="",
                    help="--stage main: also Combination with preorderers trained on the first N training pairs, for "
-                        "each N of this comma-separated list (e.g. 10000,25000), to measure what preorderer quality buys; "
-                        "--stage prepare: train and score those preorderers")
+                        "each N of this comma-separated list (e.g. 10000,25000), to measure what preorderer quality "
+                        "buys; --stage prepare: train and score those preorderers")
     p.add_argument("--crossfit", action="store_true",
                    help="--stage prepare: also the cross-fitted training positions and their figures (crossfit.json; "
                         "reports/PREREG_xlpos.md), which tier x's jobs train on")
@@ -588,7 +594,8 @@ def add_evidence(sub) -> None:
     p.add_argument("--plateau-system", default="lstm",
                    help="--stage plateau: the system trained on to its own plateau (default lstm)")
     p.add_argument("--plateau-from", type=int, default=8000,
-                   help="--stage plateau: the step of SYSTEM_sSEED's checkpoint its plateau job continues (default 8000)")
+                   help="--stage plateau: the step of SYSTEM_sSEED's checkpoint its plateau job continues (default "
+                   "8000)")
     p.add_argument("--plateau-round", type=int, default=4000,
                    help="--stage plateau: steps trained between two readings of the rule (default 4000)")
     p.add_argument("--plateau-cap", type=int, default=40000,
@@ -596,8 +603,8 @@ def add_evidence(sub) -> None:
     p.add_argument("--watch", type=float, help="curve-score: look for new checkpoints every this many minutes "
                    "until the jobs have finished")
     p.add_argument("--preorder-options", default=json.dumps(PREORDER_OPTIONS),
-                   help="JSON keyword arguments of Preorderer.train (default: the choice of tools/study/tune_preorderer.py "
-                        "on the Japanese-English tuning split, reports/TUNING.md)")
+                   help="JSON keyword arguments of Preorderer.train (default: the choice of "
+                        "tools/study/tune_preorderer.py on the Japanese-English tuning split, reports/TUNING.md)")
     p.add_argument("--prereg", default=DEFAULT_PREREG,
                    help=f"--stage report: the preregistration a decisive reading cites (default {DEFAULT_PREREG}; "
                         "the addendum with InXL's tuned start: reports/PREREG_decisive_tuned.md)")

@@ -137,14 +137,15 @@ def _decisive_section(report: Dict[str, Any]) -> List[str]:
         extended = d["extended_seeds"]
         lines += ["", f"**Interim.** At k = {d['seeds']} the primary half-width is {primary['half_width']:.2f}, above "
                   f"the {d['target_half_width']:.2f} the design was sized for: the preregistered precision rule trains "
-                  f"seeds {d['seeds'] + 1}–{extended} of both systems (`SEEDS={','.join(map(str, range(1, extended + 1)))}`), "
-                  f"and the final analysis uses k = {extended}. The rule looks at the width only; the decision above "
-                  f"is not the design's answer until then."]
+                  f"seeds {d['seeds'] + 1}–{extended} of both systems "
+                  f"(`SEEDS={','.join(map(str, range(1, extended + 1)))}`), and the final analysis uses k = "
+                  f"{extended}. The rule looks at the width only; the decision above is not the design's answer until "
+                  "then."]
     elif primary is not None and not primary["target_met"]:
         lines += ["", f"At the final k = {d.get('seeds')} the primary half-width is {primary['half_width']:.2f}, "
                   f"{primary['half_width'] - d['target_half_width']:.2f} above the {d['target_half_width']:.2f} the "
-                  "design was sized for: `tools/study/decisive_design.py` on this archive splits the width into its sentence "
-                  "and seed parts."]
+                  "design was sized for: `tools/study/decisive_design.py` on this archive splits the width into its "
+                  "sentence and seed parts."]
     plateau = d.get("plateau")
     if plateau:
         rule = (f"gives step {plateau['rule_step']:,}" if plateau["rule_step"] else
@@ -193,13 +194,14 @@ def _plateau_section(report: Dict[str, Any]) -> List[str]:
                 f"{st['round']:,} steps, at most {st['cap']:,}")
         reached = ", ".join(f"`{name}` {steps:,}" for name, steps in st.get("reached", {}).items())
         head = (f"`{system}` trained on past its main runs' {st['from_step']:,} steps to its own plateau, seeds "
-                f"{_seeds(st['seeds'])} (`{system}_plateau_sSEED`, the main runs' configuration and seeds; a deviation, "
-                f"`reports/PREREG_decisive_baselines.md`; "
+                f"{_seeds(st['seeds'])} (`{system}_plateau_sSEED`, the main runs' configuration and seeds; a "
+                "deviation, `reports/PREREG_decisive_baselines.md`; "
                 f"the study's step rule: {rule}): ")
         if st["status"] == "plateau":
             runs = st.get("runs") or {}
             head += (f"plateau at step {st['step']:,}, each seed translated with the average of its last checkpoints "
-                     f"up to it: validation BLEU {_fmt(runs.get('valid_bleu'))}, test BLEU {_fmt(runs.get('test_bleu'))}"
+                     f"up to it: validation BLEU {_fmt(runs.get('valid_bleu'))}, test BLEU "
+                     f"{_fmt(runs.get('test_bleu'))}"
                      + (f" ({'; '.join(runs['precision'])})" if runs.get("precision") else "") + ".")
         elif st["status"] == "cap":
             head += f"no plateau by the cap ({reached} steps); not translated."
@@ -358,7 +360,9 @@ def _aer_section(report: Dict[str, Any], aer: Dict[str, Any]) -> List[str]:
              for name, c in aer.get("chance", {}).items()]
     paper = ", ".join(f"{name} {fig(DING_TAB3_ENDE[system][0])}" for name, system in DING_TAB3_ROWS)
     gold = aer.get("reference", "gold_align") == "gold_align"
-    lines = ["", "## Attention alignment (Ding et al. 2020 Tab. 3)" + ("" if gold else ": the test pairs' eflomal links"), "",
+    lines = ["",
+             "## Attention alignment (Ding et al. 2020 Tab. 3)" + ("" if gold else ": the test pairs' eflomal links"),
+             "",
              "Alignments read from the decoder's cross-attention of the model each run translates with (the "
              "average of its last checkpoints; penultimate layer, averaged over heads; `onmt_translate "
              "-report_align -gold_align` with the reference as `-tgt`, "

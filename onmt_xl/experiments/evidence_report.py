@@ -152,7 +152,8 @@ def preorder_quality(workdir: Path, pairs: Sequence[int], combination: List[Run]
                 "test_bleu": _mean_sd([_scores(h, refs)["bleu"] for h in hyps]) if hyps else None}, hyps
 
     n_train = len(read_lines(workdir / "data" / "train.tgt"))
-    smaller = [row(f"first {n:,} pairs", scores.get("tune", {}).get("tau"), scores.get("tau"), preorder_runs(workdir, n))
+    smaller = [row(f"first {n:,} pairs", scores.get("tune", {}).get("tau"), scores.get("tau"),
+                   preorder_runs(workdir, n))
                for n, scores in ((n, tau(f"preorderer_{n}.json")) for n in pairs)]
     scores = tau("preorderer.json")
     ref, ref_hyps = row(f"all {n_train:,} pairs", scores.get("tune", {}).get("tau"), scores.get("tau"), combination)
@@ -248,7 +249,8 @@ def decision(low: float, high: float, gain: float) -> List[str]:
     return out or ["inconclusive"]
 
 
-def plateau_check(curves: Dict[str, List[Dict[str, Any]]], steps: int = PREREGISTERED_STEPS) -> Optional[Dict[str, Any]]:
+def plateau_check(curves: Dict[str, List[Dict[str, Any]]],
+                  steps: int = PREREGISTERED_STEPS) -> Optional[Dict[str, Any]]:
     """The decisive design's diagnostic plateau check (``curves``: the seed-1 jobs' validation points past
     ``steps``): the step rule's answer on the new split (:func:`plateau_step`, None when not reached), the last
     step scored, and per curve the validation BLEU gained from ``steps`` to its last point. None without curves."""
@@ -412,7 +414,8 @@ def attention_alignment(workdir: Path, systems: Sequence[str], seeds: Sequence[i
     refs = aer_references(workdir, (variant,)).get(variant, {})
     return {"reference": variant, "systems": table, "comparisons": family,
             "chance": {name: refs[name] for name in ("random", "diagonal") if name in refs},
-            "sentences": len(reference[0]), "unknown_tokens": {side: refs.get(f"{side}_oov") for side in ("src", "tgt")},
+            "sentences": len(reference[0]),
+            "unknown_tokens": {side: refs.get(f"{side}_oov") for side in ("src", "tgt")},
             "src_words_per_sentence": refs.get("src_words_per_sentence")}
 
 
@@ -442,7 +445,8 @@ def plateau_states(workdir: Path, refs: Dict[str, List[str]]) -> Dict[str, Dict[
     for path in sorted(workdir.glob("plateau_*.json")):
         state = json.loads(path.read_text(encoding="utf-8"))
         system = path.stem[len("plateau_"):]
-        runs = [r for r in seed_runs(workdir, f"{system}_plateau", system, state.get("seeds") or ()) if r.resumed_exactly]
+        runs = [r for r in seed_runs(workdir, f"{system}_plateau", system, state.get("seeds") or ())
+                if r.resumed_exactly]
         if runs:
             state["runs"] = {"seeds": [r.seed for r in runs], "precision": sorted({_kernels(r.info) for r in runs}),
                              **{f"{split}_bleu": _mean_sd([_scores(r.hyps[split], refs[split])["bleu"] for r in runs])
@@ -552,7 +556,8 @@ def build_report(workdir: Path, systems: Sequence[str], seeds: Sequence[int], ba
     if baseline in table:
         for name, members in families:
             family = {s: {"family": name, **compare([r.hyps["test"] for r in kept[s]],
-                                                    [r.hyps["test"] for r in kept[baseline]], refs["test"], n_samples, seed)}
+                                                    [r.hyps["test"] for r in kept[baseline]], refs["test"],
+                                                    n_samples, seed)}
                       for s in members if s in table and s != baseline}
             correct(family, alpha)
             comparisons.update(family)

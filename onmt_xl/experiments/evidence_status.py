@@ -108,7 +108,8 @@ def current_speed(rows: Sequence[JobStatus]) -> Optional[float]:
 
 def status_lines(tier: str, rows: Sequence[JobStatus], parallel: int, sec_per_step: Optional[float]) -> List[str]:
     """The status table of ``rows`` and the tier's summary line; ``sec_per_step``: the speed to plan with."""
-    lines = [f"{'job':28s} {'state':12s} {'step':>13s} {'checkpoint':>10s} {'s/step':>6s} {'h left':>6s}  resumed exactly"]
+    lines = [f"{'job':28s} {'state':12s} {'step':>13s} {'checkpoint':>10s} {'s/step':>6s} {'h left':>6s}  resumed "
+             "exactly"]
     for r in rows:
         speed = f"{r.sec_per_step:6.2f}" if r.sec_per_step else f"{'-':>6s}"
         # a job trained part of the way: its own speed; the hours of its steps left
@@ -116,7 +117,8 @@ def status_lines(tier: str, rows: Sequence[JobStatus], parallel: int, sec_per_st
         hours = f"{r.steps_left * r.sec_per_step / 3600:6.1f}" if partial and r.sec_per_step else f"{'-':>6s}"
         exact = {True: "yes", False: "NO: left out of the verdicts",
                  None: "not resumed" if r.state != "waiting" else "-"}[r.resumed_exactly]
-        lines.append(f"{r.name:28s} {r.state:12s} {r.step:>6d}/{r.steps:<6d} {r.checkpoint:>10d} {speed} {hours}  {exact}")
+        lines.append(f"{r.name:28s} {r.state:12s} {r.step:>6d}/{r.steps:<6d} {r.checkpoint:>10d} {speed} {hours}  "
+                     f"{exact}")
     speed = sec_per_step
     counts = {s: sum(r.state == s for r in rows) for s in ("done", "translating", "training", "stopped", "waiting")}
     left = sum(r.steps_left for r in rows)

@@ -8,7 +8,8 @@ from onmt_xl.core.errors import XLUsageError, check_text_files
 
 
 def corpus_from_args(args):
-    """The :class:`~onmt_xl.experiments.stages.Corpus` the arguments of :func:`add_corpus_arguments` name; every file must exist."""
+    """The :class:`~onmt_xl.experiments.stages.Corpus` the arguments of :func:`add_corpus_arguments` name; every file
+    must exist."""
     from onmt_xl.experiments.stages import Corpus
 
     d = Path(args.data)
@@ -30,7 +31,8 @@ def shared_data() -> Path:
 
 
 def add_corpus_arguments(p, shared: Path) -> None:
-    p.add_argument("--data", default=str(shared / "enja"), help="directory with TRAIN.SRC, TRAIN.TGT, TEST.SRC, TEST.TGT")
+    p.add_argument("--data", default=str(shared / "enja"), help="directory with TRAIN.SRC, TRAIN.TGT, TEST.SRC, "
+                   "TEST.TGT")
     p.add_argument("--src", default="ja", help="source language suffix of the files in --data (default ja)")
     p.add_argument("--tgt", default="en", help="target language suffix of the files in --data (default en)")
     p.add_argument("--train", default="train", help="training split name (its last --valid-size pairs validate)")

@@ -76,9 +76,10 @@ def whole_checkpoints(jd: Path, name: str) -> List[Path]:
 
 def _identity(cfg: Dict[str, Any]) -> Dict[str, Any]:
     """A job configuration without :data:`DEVICE_OPTIONS`, :data:`SCHEDULE_OPTIONS` and ``train_steps`` (what a
-    changed configuration is judged on; ``train_steps`` may grow: the job resumes to them), legacy names read as the new ones (a job
-    configured before the ``xl_`` prefix is the same job), and InXL's start spelled out as it was trained: one
-    configured before the configurations named it started from :data:`~onmt_xl.experiments.configs.LEGACY_INXL_INIT`."""
+    changed configuration is judged on; ``train_steps`` may grow: the job resumes to them), legacy names read as the new
+    ones (a job configured before the ``xl_`` prefix is the same job), and InXL's start spelled out as it was trained:
+    one configured before the configurations named it started from
+    :data:`~onmt_xl.experiments.configs.LEGACY_INXL_INIT`."""
     cfg = upgrade_config(cfg)
     if uses_inxl(cfg) and "xl_inxl_init" not in cfg:
         cfg["xl_inxl_init"] = LEGACY_INXL_INIT
@@ -168,8 +169,8 @@ def train_throughput(log_text: str) -> Optional[float]:
 
 class JobStages:
     """Train and translate jobs; mixed into :class:`onmt_xl.experiments.runner.Runner` (which provides
-    ``path``, ``workdir``, ``overrides``, ``inxl_init``, ``preset``, ``train_steps``, ``beam_size``, ``gpu``, ``parallel``,
-    ``threads``, ``out_of_time``, ``preorderer_path`` and ``_run``)."""
+    ``path``, ``workdir``, ``overrides``, ``inxl_init``, ``preset``, ``train_steps``, ``beam_size``, ``gpu``,
+    ``parallel``, ``threads``, ``out_of_time``, ``preorderer_path``, ``_run`` and ``translate_configs``)."""
 
     def job_config(self, job: Job) -> Dict[str, Any]:
         steps = {"train_steps": job.train_steps} if job.train_steps else {}
@@ -255,7 +256,8 @@ class JobStages:
         was, now = _identity(old), _identity(cfg)
         if was == now and cfg["train_steps"] >= old["train_steps"]:
             return None
-        what = _differences(was, now) or f"train_steps ({old['train_steps']} there, {cfg['train_steps']} now: fewer steps)"
+        what = (_differences(was, now)
+                or f"train_steps ({old['train_steps']} there, {cfg['train_steps']} now: fewer steps)")
         return XLUsageError(str(cfg_path), None, f"differs from what job {job.name} needs now in {what}: use another "
                             "--workdir, or delete that job directory to retrain it")
 
@@ -272,7 +274,8 @@ class JobStages:
         old = yaml.safe_load(cfg_path.read_text(encoding="utf-8"))
         if cfg["train_steps"] > old["train_steps"] and self.path("jobs", job.name, "done.json").exists():
             last = max(checkpoints(self.path("jobs", job.name)), default=None)
-            start = f"from its step-{last} checkpoint" if last else "again from step 0 (none of its checkpoints is here)"
+            start = (f"from its step-{last} checkpoint" if last
+                     else "again from step 0 (none of its checkpoints is here)")
             say(f"  {job.name}: extending from {old['train_steps']} to {cfg['train_steps']} steps, {start}")
             self.path("jobs", job.name, "done.json").unlink()
         return cfg
@@ -310,7 +313,8 @@ class JobStages:
         info = dict(system=job.system, seed=job.seed, overrides=job.overrides, xl_train=job.xl_train,
                     train_seconds=seconds, resumed_from=resumed,  # a resumed job: the last attempt's time only
                     resumed_exactly=exact_resume_log(log),
-                    concurrent_jobs=self.parallel, threads=self.threads, device=self.device_name(),  # what tok/s was measured under
+                    concurrent_jobs=self.parallel, threads=self.threads,
+                    device=self.device_name(),  # what tok/s was measured under
                     **count_checkpoint_parameters(str(self.model_path(job))),  # trainable; buffers apart
                     src_tok_s=train_throughput(log), precision=resolved_precision(log),
                     dropout_mask=resolved_dropout_mask(log), cpu=resolved_cpu(log) if not self.gpu else None)
@@ -334,7 +338,8 @@ class JobStages:
         return [v for v, out in outputs.items() if out is not None and not out.exists()]
 
     def translate_missing(self, job: Job, variant: str) -> Optional[float]:
-        """:meth:`translate` ``variant`` of ``job`` unless its output exists; the seconds it took, None if it existed."""
+        """:meth:`translate` ``variant`` of ``job`` unless its output exists; the seconds it took, None if it
+        existed."""
         if self.variant_output(job, variant).exists():
             return None
         start = time.perf_counter()
@@ -366,11 +371,15 @@ class JobStages:
     def translate_config(self, job: Job) -> Path:
         """``jobs/NAME/translate.yaml``: ``onmt_translate``'s options for raw text with the job's final model (raw
         text in, ``onmt_tokenize`` then the system's transform, detokenized text out), as the test set is
-        translated and as a user translates new text (``onmt_translate -config translate.yaml -src IN -output OUT``)."""
+        translated and as a user translates new text (``onmt_translate -config translate.yaml -src IN -output OUT``).
+        Written once a run with :meth:`_serve_config`: by the first translation, or at the run's end where it
+        translated nothing (:attr:`translate_configs` remembers what this run wrote)."""
         cfg = self.translate_options(job, self.final_model(job))
         path = self.path("jobs", job.name, "translate.yaml")
-        path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
-        self._serve_config(job, cfg)
+        if self.translate_configs.get(path) != cfg:
+            path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+            self._serve_config(job, cfg)
+            self.translate_configs[path] = cfg
         return path
 
     def translate_options(self, job: Job, model: Path) -> Dict[str, Any]:
@@ -426,7 +435,8 @@ class JobStages:
                 "-beam_size", self.beam_size, "-batch_size", 64, "-batch_type", "sents", "-seed", job.seed,
                 "-xl_cpu_precision", "auto", "-xl_cpu_kernels", RUN_OPTIONS["xl_cpu_kernels"]]
         if aligning:
-            args += ["-tgt", data / ("gold.tgt" if variant == "gold_align" else "test.ref"), "-report_align", "-gold_align"]
+            args += ["-tgt", data / ("gold.tgt" if variant == "gold_align" else "test.ref"), "-report_align",
+                     "-gold_align"]
         transform = SYSTEMS[job.system].translate_transform
         if transform:
             args += ["-transforms", transform]
@@ -436,7 +446,8 @@ class JobStages:
                 args += ["-xl_preorderer", self.preorderer_path(job.preorder_pairs),
                          "-xl_positions_suffix", f".{variant}.xlpos"]
             elif job.xl_train == "align":
-                raise ValueError(f"job {job.name} was trained on oracle XL indices; translate it with the 'oracle' variant")
+                raise ValueError(f"job {job.name} was trained on oracle XL indices; translate it with the 'oracle' "
+                                 "variant")
             else:
                 args += ["-xl_preorderer", self.preorderer_path(job.preorder_pairs)]
         if self.gpu:
@@ -481,7 +492,8 @@ class JobStages:
         links = read_pharaoh(str(self.path("align", "test.gdfa")), [len(s) for s in src])
         score = sim_metric(str(self.model_path(job)), src, links)
         out.write_text(json.dumps(score._asdict(), indent=2))
-        say(f"  Sim ({job.name}) = {score.sim:.4f} over {score.words} words (original positions' PE: {score.pe_sim:.4f})")
+        say(f"  Sim ({job.name}) = {score.sim:.4f} over {score.words} words (original positions' PE: "
+            f"{score.pe_sim:.4f})")
 
     def retrain_if_restored_without_checkpoint(self, job: Job) -> None:
         """A job restored from an archive has no checkpoint: a variant it lacks needs the model again."""

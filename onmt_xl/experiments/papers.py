@@ -150,10 +150,11 @@ CLAIMS: Tuple[PaperClaim, ...] = (
                gain(T2, "relative_pe"), "baseline", "relative_pe"),
     PaperClaim(D, "Tab. 2", f"DiSAN improves on the Transformer (→ {fig(T2['disan'])})", gain(T2, "disan"), "baseline",
                "disan", tier="c"),
-    PaperClaim(D, "Tab. 3", f"InXL's attention aligns better (En-De AER {fig(T3['baseline'][0])} → {fig(T3['inxl'][0])} %)",
+    PaperClaim(D, "Tab. 3", f"InXL's attention aligns better (En-De AER {fig(T3['baseline'][0])} → "
+               f"{fig(T3['inxl'][0])} %)",
                _aer_gain("inxl"), "aer", "inxl", tier="g"),
-    PaperClaim(D, "Tab. 3", f"HeadXL's attention aligns better (→ {fig(T3['headxl'][0])} %)", _aer_gain("headxl"), "aer",
-               "headxl", tier="f"),
+    PaperClaim(D, "Tab. 3", f"HeadXL's attention aligns better (→ {fig(T3['headxl'][0])} %)", _aer_gain("headxl"),
+               "aer", "headxl", tier="f"),
     PaperClaim(D, "Tab. 3", f"Combination's attention aligns better (→ {fig(T3['combination'][0])} %)",
                _aer_gain("combination"), "aer", "combination", tier="e"),
     PaperClaim(D, "Tab. 4 (En-De)", f"The full Transformer beats the encoder-free one with absolute PE "
@@ -188,9 +189,10 @@ CLAIMS: Tuple[PaperClaim, ...] = (
                f"{fig(R3['prereorder'])})", gain(R3, "prereorder"), "baseline", "prereorder", tier="c"),
     PaperClaim(C20, "Tab. 1", f"ExGRE improves on the Transformer (Ja-En {fig(E1['baseline'])} → {fig(E1['exgre'])})",
                gain(E1, "exgre"), "baseline", "exgre", tier="c"),
-    PaperClaim(C20, "Tab. 1", f"ReFSR improves on the Transformer (→ {fig(E1['refsr'])})", gain(E1, "refsr"), "baseline",
-               "refsr", tier="c"),
-    PaperClaim(C20, "Tab. 1", f"ReFSR beats ExGRE ({fig(E1['refsr'])} vs {fig(E1['exgre'])})", gain(E1, "refsr", "exgre"),
+    PaperClaim(C20, "Tab. 1", f"ReFSR improves on the Transformer (→ {fig(E1['refsr'])})", gain(E1, "refsr"),
+               "baseline", "refsr", tier="c"),
+    PaperClaim(C20, "Tab. 1", f"ReFSR beats ExGRE ({fig(E1['refsr'])} vs {fig(E1['exgre'])})",
+               gain(E1, "refsr", "exgre"),
                "pair", "refsr", "exgre", tier="c"),
     PaperClaim(C20, "Fig. 2", f"Source in target order from alignments, test side included, gains several BLEU "
                f"(Ja-En {fig(CHEN20_FIG2_JAEN[0])} → {fig(CHEN20_FIG2_JAEN[1])})",
@@ -588,15 +590,15 @@ def corrections(studies: Dict[str, Dict[str, Any]], heads: int) -> List[str]:
              if carve.get("test_given") and carve.get("test_after") else "")
     out.append("Choices made on the test split: the preorderer's base options were chosen on `dev` (the study's test "
                "split) in earlier rounds (`reports/PREORDER_HISTORY.md`); the tuning split only re-tested one-option "
-               f"changes.{share} InXL's start and HeadXL's τ were settled on the ja→en tuning split, 3 seeds each, by the rule "
-               "of `reports/TUNING.md`: InXL now starts from `absolute` (`identity` before), tier (a)'s InXL systems "
-               "retrain with it (their `identity` runs: `reports/evidence_jaen_inxl_identity`); the decisive design "
-               "and en→ja keep `identity`, the start they were run with.")
+               f"changes.{share} InXL's start and HeadXL's τ were settled on the ja→en tuning split, 3 seeds each, by "
+               "the rule of `reports/TUNING.md`: InXL now starts from `absolute` (`identity` before), tier (a)'s InXL "
+               "systems retrain with it (their `identity` runs: `reports/evidence_jaen_inxl_identity`); the decisive "
+               "design and en→ja keep `identity`, the start they were run with.")
     out.append(f"HeadXL's default τ stays H // 2: {heads // 2} of the preset's {heads} heads, which the tuning split "
                "preferred to the paper's quarter of the heads (τ = 4 of its 16).")
     out.append("Tab. 4's rows are declared systems: `encoder_free_none`, `encoder_free` (absolute PE), "
-               "`encoder_free_relative`, `encoder_free_inxl` and `lstm` (tier h with tier c's `encoder_free`); the LSTM, "
-               "short of convergence at 8,000 steps, is also trained on to its own plateau (`lstm_plateau`: a "
+               "`encoder_free_relative`, `encoder_free_inxl` and `lstm` (tier h with tier c's `encoder_free`); the "
+               "LSTM, short of convergence at 8,000 steps, is also trained on to its own plateau (`lstm_plateau`: a "
                "deviation, `reports/PREREG_decisive_baselines.md`).")
     out.append("The two equations only stored translations caught (`xl_relative` adding the absolute PE; the decoder's "
                "reordering embedding dropped) are pinned by `tests/test_pinned_equations.py`; `reports/mutation.md` "
@@ -636,11 +638,11 @@ def markdown(report: Dict[str, Any]) -> str:
           f"**Few seeds.** With two runs a system's seed variance is estimated on one degree of freedom, and the "
           f"bootstrap, resampling those runs, barely sees it. So a side with fewer than {FULL_SEEDS} runs carries "
           "instead the seed variance pooled over the same study's systems with the most runs (8 in the decisive "
-          f"design and its addendum; {_pooled_text(report)}; AER rows pool AER the same way): Δ's variance grows by max(0, s²_pooled − v)/k for that side (k "
-          "runs, v the plug-in variance of its own runs), the interval widens about Δ by the ratio of the standard "
-          "errors (the bootstrap's Δ taken as normal), p becomes the normal p (never below the bootstrap's), and Holm "
-          "is recomputed within the family. Such rows say *seed variance pooled* beside their seeds "
-          "(`onmt_xl/experiments/row_intervals.py`, `stats.with_seed_variance`).", "",
+          f"design and its addendum; {_pooled_text(report)}; AER rows pool AER the same way): Δ's variance grows by "
+          "max(0, s²_pooled − v)/k for that side (k runs, v the plug-in variance of its own runs), the interval widens "
+          "about Δ by the ratio of the standard errors (the bootstrap's Δ taken as normal), p becomes the normal p "
+          "(never below the bootstrap's), and Holm is recomputed within the family. Such rows say *seed variance "
+          "pooled* beside their seeds (`onmt_xl/experiments/row_intervals.py`, `stats.with_seed_variance`).", "",
           "**One verdict rule on one interval.** Every verdict reads the *Holm-adjusted interval*: Δ's interval at "
           "the level Holm tests the row at (α · p / Holm p: α/m for the smallest p of m, α for a family of one), so it "
           "holds 0 exactly where Holm p ≥ α. *reproduced*: it excludes 0 on the paper's side; *reversed*: on the "
@@ -657,7 +659,8 @@ def markdown(report: Dict[str, Any]) -> str:
     for name, f in facts.items():
         md.append(f"- **{name}**: " + (f"{STUDY_TEXT[name]}; " if name in STUDY_TEXT else "")
                   + f"`{f.get('workdir')}`, {_count(f.get('test_sentences'))} test pairs "
-                  f"({_count(f.get('novel_sentences'))} with a novel reference), bootstrap {_bootstrap(f.get('bootstrap'))}."
+                  f"({_count(f.get('novel_sentences'))} with a novel reference), bootstrap "
+                  f"{_bootstrap(f.get('bootstrap'))}."
                   + (f" **Interim**: {f['interim']['seeds']} seeds per system of the {f['interim']['extended_seeds']} "
                      "its preregistered precision rule requires (`reports/PREREG_decisive.md`); its verdicts are "
                      "marked *(interim)*." if f.get("interim") else ""))
@@ -667,7 +670,8 @@ def markdown(report: Dict[str, Any]) -> str:
                     if report["far_from_trained"] else ""), ""]
     for paper, topic in PAPERS.items():
         md += [f"## {paper}: {topic}", "",
-               "| where | claim | paper's Δ | study | Δ [95 % CI] | Holm-adjusted CI | Holm p (m) | detectable | verdict |",
+               "| where | claim | paper's Δ | study | Δ [95 % CI] | Holm-adjusted CI | Holm p (m) | detectable | "
+               "verdict |",
                "| --- | --- | ---: | --- | --- | --- | --- | ---: | --- |"]
         for c in (c for c in report["claims"] if c["paper"] == paper):
             unit = " pt" if c["unit"] == "AER points" and c["effect"] is not None else ""
@@ -704,8 +708,8 @@ def markdown(report: Dict[str, Any]) -> str:
            + "; ".join(PLANNED) + ".", ""]
     if any(c["verdict"] == NOT_RUN and c["tier"] == PLATEAU_STAGE for c in report["claims"]):
         md += ["The LSTM trained on to its own plateau (`onmt-xl evidence --stage plateau`, "
-               "`onmt_xl/experiments/plateau.py`) trains last, after tiers f, g and a (`tools/study/study_queue.sh`); its "
-               "rounds continue checkpoints that stay on the machine that wrote them, so a new machine trains it "
+               "`onmt_xl/experiments/plateau.py`) trains last, after tiers f, g and a (`tools/study/study_queue.sh`); "
+               "its rounds continue checkpoints that stay on the machine that wrote them, so a new machine trains it "
                "again from step 0.", ""]
     if report.get("progress"):
         md += [("Each remaining" if left else "Each") + " tier's jobs, as the archives held them when this report "
@@ -724,9 +728,9 @@ def _primaries_markdown(found: Dict[str, Dict[str, Any]]) -> List[str]:
     return ["**The decisive question.** The preregistered answer is the design's (`decisive`, "
             "`reports/PREREG_decisive.md`): Combination with InXL's `identity` start against the baseline, "
             f"{cell('decisive')}. A second look, also preregistered but set up after that result was known "
-            f"(`decisive_tuned`: {ADDENDUM_HISTORY}), asked it again with InXL's tuned start: {cell('decisive_tuned')}. "
-            "Each keeps its own preregistered rule; the second look does not replace the first. In the table below "
-            "the design's row comes first, the addendum's beside it."]
+            f"(`decisive_tuned`: {ADDENDUM_HISTORY}), asked it again with InXL's tuned start: "
+            f"{cell('decisive_tuned')}. Each keeps its own preregistered rule; the second look does not replace the "
+            "first. In the table below the design's row comes first, the addendum's beside it."]
 
 
 def _pooled_text(report: Dict[str, Any]) -> str:
@@ -754,10 +758,10 @@ def add_papers(sub) -> None:
                        "by a fixed rule, from the evidence reports' JSON (reports/PAPERS.md)")
     p.add_argument("--study", action="append", default=[], metavar="NAME=JSON",
                    help="an evidence report's JSON by study name: jaen (tier a and tier c's first runs, on the "
-                        "CPU), enja (tier b), decisive (tier e, and tiers c, i, d, h on its split), decisive_tuned (its "
-                        "addendum with InXL's tuned start), jaen_gpu and jaen_gpu_d (tiers c, h and d through "
-                        "tools/study/gpu_evidence.sh), decisive_gpu and decisive_gpu_d (the decisive split's tiers c, i, h "
-                        "and d on a GPU, waves 4-6); default: "
+                        "CPU), enja (tier b), decisive (tier e, and tiers c, i, d, h on its split), decisive_tuned "
+                        "(its addendum with InXL's tuned start), jaen_gpu and jaen_gpu_d (tiers c, h and d through "
+                        "tools/study/gpu_evidence.sh), decisive_gpu and decisive_gpu_d (the decisive split's tiers c, "
+                        "i, h and d on a GPU, waves 4-6); default: "
                         "reports/EVIDENCE_jaen.json, EVIDENCE_enja.json, DECISIVE_jaen.json, DECISIVE_jaen_tuned.json, "
                         "EVIDENCE_jaen_gpu.json, EVIDENCE_jaen_gpu_d.json, DECISIVE_jaen_gpu.json and "
                         "DECISIVE_jaen_gpu_d.json (a missing file is left out)")
@@ -785,7 +789,8 @@ def study_paths(values: Sequence[str]) -> Dict[str, Path]:
     for v in values:
         name, sep, path = v.partition("=")
         if not sep or name not in DEFAULT_STUDIES or not path:
-            raise XLUsageError(None, None, f"--study {v!r}: expected NAME=JSON with NAME one of {', '.join(DEFAULT_STUDIES)}")
+            raise XLUsageError(None, None, f"--study {v!r}: expected NAME=JSON with NAME one of "
+                               f"{', '.join(DEFAULT_STUDIES)}")
         paths[name] = Path(path)
     return paths or {k: Path(v) for k, v in DEFAULT_STUDIES.items()}
 

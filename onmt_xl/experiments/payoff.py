@@ -2,12 +2,13 @@
 
 Test BLEU of finished models when the test positions move from the preorderer's (what the ``test`` variant
 translates with) toward the BTG oracle's of the test pairs' eflomal links (what the ``oracle`` variant translates
-with), along a shortest path in Kendall distance (:func:`onmt_xl.core.reorder.interpolate.kendall_path`): level ``alpha``
-applies the first ``round(alpha * d)`` of the ``d`` adjacent swaps of a bubble sort from one order to the other, per
-sentence; :data:`LEVELS`. Each level's positions go to ``data/test.src`` + :func:`level_suffix` (an ``.xlpos`` file,
-:mod:`onmt_xl.core.reorder.positions_file`), which ``onmt_translate -xl_positions_suffix`` reads for its input; each job's
-translation of a level is its variant ``payoffNNN`` (``jobs/NAME/hyp.payoff050``, kept like every variant, so the
-stage resumes). Level 0 gives the model the very positions of the ``test`` variant, level 1 those of ``oracle``.
+with), along a shortest path in Kendall distance (:func:`onmt_xl.core.reorder.interpolate.kendall_path`): level
+``alpha`` applies the first ``round(alpha * d)`` of the ``d`` adjacent swaps of a bubble sort from one order to the
+other, per sentence; :data:`LEVELS`. Each level's positions go to ``data/test.src`` + :func:`level_suffix` (an
+``.xlpos`` file, :mod:`onmt_xl.core.reorder.positions_file`), which ``onmt_translate -xl_positions_suffix`` reads for
+its input; each job's translation of a level is its variant ``payoffNNN`` (``jobs/NAME/hyp.payoff050``, kept like every
+variant, so the stage resumes). Level 0 gives the model the very positions of the ``test`` variant, level 1 those of
+``oracle``.
 
 Each level is reported with the Kendall τ of its positions against the test pairs' eflomal links (the mean of the
 sentences' τ, the figure stage 2 chose the source on, and the corpus τ that ``preorderer.json`` reports), per-job

@@ -80,7 +80,8 @@ def _containers(report: Dict[str, Any]) -> Iterator[Tuple[str, str, Dict[str, An
     values (``""``: a single run)."""
     for key in ("comparisons", "pairs", "plateau_pairs"):
         for name, c in (report.get(key) or {}).items():
-            a, b = (name, report.get("baseline", "baseline")) if key == "comparisons" else (c.get("a", ""), c.get("b", ""))
+            a, b = ((name, report.get("baseline", "baseline")) if key == "comparisons"
+                    else (c.get("a", ""), c.get("b", "")))
             yield key, name, c, f"{key}/{c.get('family')}", a, b
     for key in AER_KEYS:
         for name, c in ((report.get(key) or {}).get("comparisons") or {}).items():
@@ -88,7 +89,8 @@ def _containers(report: Dict[str, Any]) -> Iterator[Tuple[str, str, Dict[str, An
     for sweep in report.get("sweeps") or []:
         for point in sweep.get("points") or []:
             if "vs_default" in point:
-                yield f"sweep:{sweep.get('setting')}", point["setting"], point["vs_default"], f"sweep:{sweep.get('setting')}", "", ""
+                yield (f"sweep:{sweep.get('setting')}", point["setting"], point["vs_default"],
+                       f"sweep:{sweep.get('setting')}", "", "")
 
 
 def _values(report: Dict[str, Any], container: str, system: str) -> Optional[List[float]]:

@@ -84,6 +84,8 @@ class Runner(DataStages, JobStages):
         self._manifest_lock = threading.RLock()
         self._run_index: Optional[int] = None  # this run's entry in the manifest's ``runs``
         self._jobs_done: List[str] = []
+        #: the ``translate.yaml`` files this run wrote, with their options (each written once a run, with serve.json)
+        self.translate_configs: Dict[Path, Dict[str, Any]] = {}
         self.after_job: Optional[Callable[[Job], None]] = None  # called once a job is trained, translated and archived
         #: called once the preorderers are trained, before the vocabularies: a reason to stop there, or None
         self.before_training: Optional[Callable[[], Optional[str]]] = None
@@ -141,9 +143,11 @@ class Runner(DataStages, JobStages):
                 versions[pkg] = None
         gpu = torch.cuda.get_device_name(0) if self.gpu else None
         self._manifest_update(command=" ".join(["onmt-xl"] + list(argv)), versions=versions,
-                              machine=dict(platform=platform.platform(), processor=platform.processor() or platform.machine(),
+                              machine=dict(platform=platform.platform(),
+                                           processor=platform.processor() or platform.machine(),
                                            cpus=os.cpu_count(), torch_threads=torch.get_num_threads(), gpu=gpu),
-                              preset=self.preset, model=config("baseline", str(self.workdir), self.overrides, self.preset),
+                              preset=self.preset,
+                              model=config("baseline", str(self.workdir), self.overrides, self.preset),
                               train_steps=self.train_steps, beam_size=self.beam_size, valid_size=self.valid_size,
                               **({"tune_size": self.tune_size} if self.tune_size else {}),
                               **({"test_from_train": self.test_from_train} if self.test_from_train else {}),
@@ -255,7 +259,8 @@ class Runner(DataStages, JobStages):
         if self.archive is not None:
             save_alignments(self.workdir, self.archive)
         self.preorder()
-        for pairs in sorted({job.preorder_pairs for job in self.jobs if job.preorder_pairs} | set(self.extra_preorder_pairs)):
+        pair_counts = {job.preorder_pairs for job in self.jobs if job.preorder_pairs} | set(self.extra_preorder_pairs)
+        for pairs in sorted(pair_counts):
             self.preorder(pairs)
         if self.want_crossfit or any(job.xl_train == "crossfit" for job in self.jobs):
             self.crossfit()
@@ -281,7 +286,8 @@ class Runner(DataStages, JobStages):
             if problem is not None:
                 raise problem
         self.write_manifest(argv)
-        self._record_run(started=time.strftime("%Y-%m-%d %H:%M:%S"), parallel=self.parallel, status="running", jobs_done=[])
+        self._record_run(started=time.strftime("%Y-%m-%d %H:%M:%S"), parallel=self.parallel, status="running",
+                         jobs_done=[])
         stop = self.prepare()
         if stop:
             self._record_run(status=f"stopped before training: {stop}")

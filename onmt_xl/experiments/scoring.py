@@ -232,7 +232,8 @@ def text_scores(hyp: List[str], ref: List[str], tokenization=None) -> Dict[str, 
 
     bleu, chrf = BLEU(force=True), CHRF()  # force: no warning on tokenized text; the same score as without
     out: Dict[str, Any] = {"bleu": bleu.corpus_score(hyp, [ref]).score, "chrf": chrf.corpus_score(hyp, [ref]).score,
-                           "bleu_signature": bleu.get_signature().format(), "chrf_signature": chrf.get_signature().format()}
+                           "bleu_signature": bleu.get_signature().format(),
+                           "chrf_signature": chrf.get_signature().format()}
     if tokenization is not None:
         from onmt_xl.experiments.tokenization import tokenize_lines
 
@@ -254,7 +255,8 @@ def _bleu_chrf(workdir: Path, job: Job, variant: str, hyp: List[str], refs: Dict
     """:func:`text_scores` of a variant's translations against its references."""
     ref = _refs(workdir, variant, refs)
     if len(hyp) != len(ref):
-        raise ValueError(f"{workdir / 'jobs' / job.name / ('hyp.' + variant)}: {len(hyp)} lines but {len(ref)} references")
+        raise ValueError(f"{workdir / 'jobs' / job.name / ('hyp.' + variant)}: {len(hyp)} lines but {len(ref)} "
+                         "references")
     return text_scores(hyp, ref, tokenization_of(workdir))
 
 
@@ -335,7 +337,8 @@ def aer_references(workdir: Path, variants: Sequence[str] = tuple(AER_TEXTS)) ->
         if variant not in variants:
             continue
         src_path, tgt_path = workdir / "data" / src_name, workdir / "data" / tgt_name
-        if not (src_path.exists() and tgt_path.exists()) or (variant == "test_align" and not (workdir / "align" / "test.gdfa").exists()):
+        if not (src_path.exists() and tgt_path.exists()) or (
+                variant == "test_align" and not (workdir / "align" / "test.gdfa").exists()):
             continue
         src, tgt = [l.split() for l in _lines(src_path)], [l.split() for l in _lines(tgt_path)]
         sure, possible = _aer_reference(workdir, variant)
@@ -364,7 +367,8 @@ def _significance(workdir: Path, jobs: Sequence[Job], out: Dict[str, Any], refs:
         if base is None:
             continue
         others = {j.name: _hyp(workdir, j, variant) for j in jobs
-                  if (j.name, variant) != ("baseline", base_variant) and variant in j.variants and j.name in out["jobs"]}
+                  if (j.name, variant) != ("baseline", base_variant) and variant in j.variants
+                  and j.name in out["jobs"]}
         others = {k: v for k, v in others.items() if v is not None}
         ref = _refs(workdir, variant, refs)
         boot = paired_bootstrap(others, base, ref)

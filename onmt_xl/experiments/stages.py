@@ -47,7 +47,8 @@ class Corpus:
 
     Validation pairs are ``valid_src``/``valid_tgt`` when given, else the ``--valid-size`` training pairs
     before the tuning split; the tuning split is the last ``--tune-size`` training pairs (none when 0): every
-    option is chosen on it or on the validation pairs, never on the test pairs. ``test_align``: gold links of the test set, which score the preorderer instead of the eflomal ones.
+    option is chosen on it or on the validation pairs, never on the test pairs. ``test_align``: gold links of the test
+    set, which score the preorderer instead of the eflomal ones.
     """
 
     train_src: str
@@ -199,7 +200,8 @@ class DataStages:
             cut = carve_test_pairs(src, tgt, vsrc + usrc, list(test_src), carve)
             carved = ([src[i] for i in cut.test], [tgt[i] for i in cut.test])
             dropped = set(cut.test) | set(cut.removed)
-            src, tgt = [s for i, s in enumerate(src) if i not in dropped], [t for i, t in enumerate(tgt) if i not in dropped]
+            src = [s for i, s in enumerate(src) if i not in dropped]
+            tgt = [t for i, t in enumerate(tgt) if i not in dropped]
             record = cut.record(carve, len(test_src), CARVE_SALT)
             (data / "carve.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
             self._manifest_update(carve=record)
@@ -215,12 +217,14 @@ class DataStages:
         """The test split (the corpus' test pairs, then any carved ones) and its word-swapped sources."""
         for n, line in enumerate(test_src, 1):
             if not line.split():
-                raise XLInputError(self.corpus.test_src, n, "empty source line (onmt_translate drops it, so outputs would no longer be parallel)")
+                raise XLInputError(self.corpus.test_src, n, "empty source line (onmt_translate drops it, so outputs "
+                                   "would no longer be parallel)")
         write_lines(data / "test.src", test_src)
         write_lines(data / "test.ref", test_tgt)
         for r in SWAP_RATIOS:
             rng = random.Random(round(100 * r))
-            write_lines(data / f"test.swap{round(100 * r)}.src", (" ".join(swap_words(l.split(), r, rng)) for l in test_src))
+            write_lines(data / f"test.swap{round(100 * r)}.src",
+                        (" ".join(swap_words(l.split(), r, rng)) for l in test_src))
         return test_src
 
     def _stage_gold(self, data: Path) -> None:
@@ -229,7 +233,8 @@ class DataStages:
         gsrc, gtgt = read_joint_text(self.corpus.gold_text)
         sure, _ = read_gold(self.corpus.gold_align)
         if len(sure) != len(gsrc):
-            raise XLInputError(self.corpus.gold_align, None, f"has {len(sure)} lines but {self.corpus.gold_text} has {len(gsrc)}")
+            raise XLInputError(self.corpus.gold_align, None, f"has {len(sure)} lines but {self.corpus.gold_text} has "
+                               f"{len(gsrc)}")
         keep = [k for k in range(len(gsrc)) if gsrc[k] and gtgt[k]]
         write_lines(data / "gold.src", (" ".join(gsrc[k]) for k in keep))
         write_lines(data / "gold.tgt", (" ".join(gtgt[k]) for k in keep))
@@ -306,7 +311,8 @@ class DataStages:
         if (out / "train.gdfa").exists():
             return
         out.mkdir(exist_ok=True)
-        parts = {name: (read_tokenized(str(self.text_path(name, "src"))), read_tokenized(str(self.text_path(name, "tgt"))))
+        parts = {name: (read_tokenized(str(self.text_path(name, "src"))),
+                        read_tokenized(str(self.text_path(name, "tgt"))))
                  for name in self.splits()}
         say(f"aligning {'+'.join(self.splits())} ({sum(len(s) for s, _ in parts.values())} pairs) with eflomal")
         res = align_corpus([s for p in parts.values() for s in p[0]], [t for p in parts.values() for t in p[1]])
@@ -333,8 +339,8 @@ class DataStages:
         if model_path.exists() and scores.exists():
             trained = json.loads(scores.read_text()).get("options", {})
             if trained != dict(self.preorder_options):
-                raise XLUsageError(str(model_path), None, f"was trained with options {json.dumps(trained)}, this run asks "
-                                   f"for {json.dumps(dict(self.preorder_options))}: pass those, or delete it and "
+                raise XLUsageError(str(model_path), None, f"was trained with options {json.dumps(trained)}, this run "
+                                   f"asks for {json.dumps(dict(self.preorder_options))}: pass those, or delete it and "
                                    f"{scores.name} to retrain it")
         if not model_path.exists():
             src = [l.split() for l in read_lines(self.text_path("train", "src"))]
@@ -405,7 +411,8 @@ class DataStages:
             made = json.loads(figures_path.read_text()).get("options")
             if made != options:
                 raise XLUsageError(str(out), None, f"was made with preorderer options {json.dumps(made)}, this run "
-                                   f"asks for {json.dumps(options)}: delete it and {figures_path.name} to make it again")
+                                   f"asks for {json.dumps(options)}: delete it and {figures_path.name} to make it "
+                                   "again")
             return
         src = [l.split() for l in read_lines(self.path("data", "train.src"))]
         tgt = [l.split() for l in read_lines(self.path("data", "train.tgt"))]

@@ -48,7 +48,8 @@ def run_logged(args: Sequence[str], log: Path, show: str = "Step", *, append: bo
         with open(commands, "a", encoding="utf-8") as f:
             f.write(line + "\n")
     t0 = time.perf_counter()
-    with open(log, "a" if append else "w", encoding="utf-8", buffering=1) as out:  # line-buffered: readable while it runs
+    # line-buffered: readable while it runs
+    with open(log, "a" if append else "w", encoding="utf-8", buffering=1) as out:
         proc = subprocess.Popen([str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 env=env)
         assert proc.stdout is not None

@@ -55,16 +55,20 @@ SYSTEMS: Dict[str, System] = _systems(
            "Ding et al. 2020 Tab. 1–2 (Combination)"),
     System("disan", {"encoder_type": "xl_disan"}, None, "Shen et al. 2018; Ding et al. 2020 Tab. 1 row 8"),
     # directional heads without the fusion gate: our variant of DiSAN
-    System("disan_nogate", {"encoder_type": "xl_disan", "xl_disan_fusion": "none"}, None, "ours (DiSAN without its gate)"),
+    System("disan_nogate", {"encoder_type": "xl_disan", "xl_disan_fusion": "none"}, None, "ours (DiSAN without its "
+           "gate)"),
     System("enc_re", {"encoder_type": "xl_reordering_embedding"}, None, "Chen et al. 2019a Tab. 1 (encoder RE)"),
     System("dec_re", {"decoder_type": "xl_reordering_embedding"}, None, "Chen et al. 2019a Tab. 1 (decoder RE)"),
     System("both_re", {"encoder_type": "xl_reordering_embedding", "decoder_type": "xl_reordering_embedding"}, None,
            "Chen et al. 2019a Tab. 1 (encoder and decoder RE)"),
     System("additional_pe", {"encoder_type": "xl_additional_pe"}, None, "Chen et al. 2019a Tab. 1 (additional PE)"),
-    System("exgre", {"encoder_type": "xl_exgre", "xl_reordering_loss_weight": 0.6}, ALIGNED_R, "Chen et al. 2020 Tab. 1 (ExGRE)"),
-    System("refsr", {"encoder_type": "xl_refsr", "xl_reordering_loss_weight": 0.6}, ALIGNED_R, "Chen et al. 2020 Tab. 1 (ReFSR)"),
+    System("exgre", {"encoder_type": "xl_exgre", "xl_reordering_loss_weight": 0.6}, ALIGNED_R,
+           "Chen et al. 2020 Tab. 1 (ExGRE)"),
+    System("refsr", {"encoder_type": "xl_refsr", "xl_reordering_loss_weight": 0.6}, ALIGNED_R,
+           "Chen et al. 2020 Tab. 1 (ReFSR)"),
     # Eq. 9 as written: with D = 0.5 its loss gives the predicted positions no gradient (see ExGREEncoder)
-    System("exgre_literal", {"encoder_type": "xl_exgre", "xl_reordering_loss_weight": 0.6, "xl_reordering_loss": "literal"},
+    System("exgre_literal",
+           {"encoder_type": "xl_exgre", "xl_reordering_loss_weight": 0.6, "xl_reordering_loss": "literal"},
            ALIGNED_R, "Chen et al. 2020 Eq. 9 as written (ours, for the Sim metric)"),
     System("encoder_free", {"encoder_type": "xl_encoder_free", "xl_encoder_free_pe": "absolute"}, None,
            "Tang et al. 2019; Ding et al. 2020 Tab. 4 (absolute PE)"),
@@ -72,16 +76,20 @@ SYSTEMS: Dict[str, System] = _systems(
            "Ding et al. 2020 Tab. 4 (BIG-noEnc-noPos: no source position information)"),
     # relative PE without encoder self-attention: Shaw et al.'s Eq. 3-4 once over the embeddings (encoder_free.py)
     System("encoder_free_relative", {"encoder_type": "xl_encoder_free", "xl_encoder_free_pe": "relative",
-                                     "xl_enc_max_relative_positions": 16}, None, "Ding et al. 2020 Tab. 4 (Relative PE)"),
-    System("encoder_free_inxl", {"encoder_type": "xl_encoder_free", "xl_encoder_free_pe": "inxl", "xl_inxl_fusion": "block"}, XL,
+                                     "xl_enc_max_relative_positions": 16}, None,
+           "Ding et al. 2020 Tab. 4 (Relative PE)"),
+    System("encoder_free_inxl",
+           {"encoder_type": "xl_encoder_free", "xl_encoder_free_pe": "inxl", "xl_inxl_fusion": "block"}, XL,
            "Ding et al. 2020 Tab. 4 (InXL PE)"),
     # OpenNMT-py's stock attentional LSTM (Luong et al. 2015): a bidirectional encoder, an input-feeding decoder;
     # hidden size the preset's d_model (the paper: hidden 1024 beside BIG), 6 layers as the paper's, which puts its
-    # parameters near the Transformer's at the enja preset (tools/bench/count_params.py --preset enja; reports/RESULTS.md)
+    # parameters near the Transformer's at the enja preset (tools/bench/count_params.py --preset enja;
+    # reports/RESULTS.md)
     System("lstm", {"encoder_type": "brnn", "decoder_type": "rnn", "rnn_type": "LSTM", "global_attention": "general",
                     "position_encoding": False}, None, "Ding et al. 2020 Tab. 4 (LSTM, 6 layers)",
            over_preset={"enc_layers": 6, "dec_layers": 6}),
-    System("prereorder", {}, PREREORDER, "pre-reordering: the source itself reordered by the preorderer (a baseline of Ding et al. 2020)"),
+    System("prereorder", {}, PREREORDER, "pre-reordering: the source itself reordered by the preorderer (a baseline of "
+           "Ding et al. 2020)"),
 )
 
 

@@ -16,10 +16,11 @@ against the validation targets; its validation perplexity is read from ``onmt_tr
 
 and one line says which. Every system is then translated with the average of its last ``--average`` checkpoints up
 to S, or up to the last step every system reached (cap, budget; then only the last checkpoints within the rule's
-tolerance of the last one's validation BLEU, so that a still rising curve is not averaged), by ``onmt_average_models``; ``translate.yaml`` and
-``serve.json`` name that averaged model. ``learning_curves.png`` plots the validation points of every system.
-``plateau.json`` records where the rounds stand; a rerun goes on from there (after a budget stop it trains on,
-after a plateau it only reports). As the rounds go, a checkpoint no step the rule could still choose needs is deleted.
+tolerance of the last one's validation BLEU, so that a still rising curve is not averaged), by ``onmt_average_models``;
+``translate.yaml`` and ``serve.json`` name that averaged model. ``learning_curves.png`` plots the validation points of
+every system. ``plateau.json`` records where the rounds stand; a rerun goes on from there (after a budget stop it trains
+on, after a plateau it only reports). As the rounds go, a checkpoint no step the rule could still choose needs is
+deleted.
 
 The framework-specific parts (train a round, translate a checkpoint, list and delete checkpoints, average, translate
 the test set) are a ``rounds`` object: :class:`OpenNMTRounds` (the above, through the runner's jobs) or, for
@@ -391,9 +392,9 @@ class PlateauTraining:
         elif reason == CAP:
             why = f"the step cap of {sch.cap:,} (--max-steps) was reached without a plateau"
         else:
-            why = (f"another round (about {need / 60:.1f} min) would exceed the time budget of {self.budget_s / 60:.0f} "
-                   f"min ({(time.perf_counter() - self.runner.started) / 60:.1f} min spent) at step {reached:,}; the "
-                   "same command with a budget goes on from there")
+            why = (f"another round (about {need / 60:.1f} min) would exceed the time budget of "
+                   f"{self.budget_s / 60:.0f} min ({(time.perf_counter() - self.runner.started) / 60:.1f} min spent) "
+                   f"at step {reached:,}; the same command with a budget goes on from there")
         return f"[plateau] training stopped by the {reason}: {why}; translating with {what}"
 
     def forget_stale(self, final: int, average: int) -> None:
@@ -421,6 +422,7 @@ def translated_with(workdir: Path) -> str:
     if not state.get("final_step"):
         return ""
     n, step = state["average"], state["final_step"]
-    model = f"the average of the last {n} checkpoints up to step {step:,}" if n > 1 else f"the checkpoint of step {step:,}"
+    model = (f"the average of the last {n} checkpoints up to step {step:,}" if n > 1
+             else f"the checkpoint of step {step:,}")
     return f"translated with {model} (training stopped by the {state['status']}; {CURVE_PLOT}: the learning curves)"
 

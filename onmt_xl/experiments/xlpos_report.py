@@ -109,9 +109,9 @@ def drift_check(control: Path, drift: Path, refs: Sequence[str], seeds: Sequence
 
 def assemble(workdir: Path, data: Path, control: Path, design: Path, seeds: Sequence[int] = SEEDS,
              job: str = "combination_xfit", as_system: str = "combination") -> Dict[str, List[int]]:
-    """Fill ``workdir`` for the evidence report: ``data/`` (and ``align/``) link to ``data``'s, ``jobs/baseline_sK`` from
-    ``control``, ``jobs/AS_SYSTEM_sK`` from ``design``'s ``JOB_sK`` (gzip files unpacked; the payoff stage's α = 1 translation
-    as ``hyp.oracle`` where there is none); the seeds found."""
+    """Fill ``workdir`` for the evidence report: ``data/`` (and ``align/``) link to ``data``'s, ``jobs/baseline_sK``
+    from ``control``, ``jobs/AS_SYSTEM_sK`` from ``design``'s ``JOB_sK`` (gzip files unpacked; the payoff stage's α = 1
+    translation as ``hyp.oracle`` where there is none); the seeds found."""
     if not (data / "data" / "test.ref").exists():
         raise XLUsageError(str(data), None, "holds no staged data (data/test.ref): give the design's work directory")
     workdir.mkdir(parents=True, exist_ok=True)
@@ -209,7 +209,8 @@ def extras_markdown(result: Dict[str, Any]) -> List[str]:
                 + (". The hoped-for lower bound above 0 is not there." if p["low"] <= 0 else "."), ""]
     if result.get("looks"):
         out += ["## The three looks at the primary question", "",
-                "| look | Δ test BLEU [95 % CI] | p | p (Holm over the looks) | verdict |", "| --- | --- | --- | --- | --- |"]
+                "| look | Δ test BLEU [95 % CI] | p | p (Holm over the looks) | verdict |",
+                "| --- | --- | --- | --- | --- |"]
         out += [f"| {r['look']} | {_interval(r)} | {r['p']:.3f} | {r['p_holm']:.3f} | {r['verdict']} |"
                 for r in result["looks"]]
         out += ["", "Each look's interval is its own, unadjusted; the verdicts stand side by side, none replaces "
@@ -290,7 +291,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         body = inner.read_text(encoding="utf-8").splitlines()
         looks = []
         for i, path in enumerate([s for s in args.looks.split(",") if s], 1):
-            looks.append((f"{i}: {Path(path).stem}", json.loads(Path(path).read_text(encoding="utf-8"))["comparisons"]["combination"]))
+            looks.append((f"{i}: {Path(path).stem}",
+                          json.loads(Path(path).read_text(encoding="utf-8"))["comparisons"]["combination"]))
         looks.append((f"{len(looks) + 1}: this design", result["primary"]))
         result["looks"] = looks_holm(looks)
     else:
@@ -300,7 +302,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         tuned = seed_hyps(Path(args.tuned), "combination", SEEDS)
         xfit = seed_hyps(design, args.design_job, SEEDS)
         if tuned and xfit:
-            c = seed_pooled_bootstrap(list(xfit.values()), list(tuned.values()), refs, args.samples, args.bootstrap_seed)
+            c = seed_pooled_bootstrap(list(xfit.values()), list(tuned.values()), refs, args.samples,
+                                      args.bootstrap_seed)
             result["tuned"] = {"delta": c.delta, "low": c.low, "high": c.high, "p": c.p_value}
     sources = ([("S0 (current preorderer)", Path(args.old_source))] if args.old_source else []) + [("chosen", design)]
     result["taus"] = tau_rows(sources)

@@ -99,9 +99,11 @@ def upgrade_namespace(opt: argparse.Namespace, encoders: Optional[Mapping[str, A
             if old in vars(opt) and new not in vars(opt):
                 setattr(opt, new, vars(opt).pop(old))
                 changed.append(f"{old} -> {new}")
-    for attr, table, registry in (("encoder_type", LEGACY_ENCODERS, encoders), ("decoder_type", LEGACY_DECODERS, decoders)):
+    for attr, table, registry in (("encoder_type", LEGACY_ENCODERS, encoders),
+                                  ("decoder_type", LEGACY_DECODERS, decoders)):
         old = getattr(opt, attr, None)
-        if isinstance(old, str) and old in table and (legacy or (registry is not None and is_alias(registry, old, table[old]))):
+        if isinstance(old, str) and old in table and (
+                legacy or (registry is not None and is_alias(registry, old, table[old]))):
             setattr(opt, attr, table[old])
             changed.append(f"{attr} {old} -> {table[old]}")
     return changed

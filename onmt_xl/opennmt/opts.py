@@ -1,9 +1,10 @@
 """Our OpenNMT options, added to a parser group by :func:`add_all` from the framework-free tables of
-:mod:`onmt_xl.core.options_table` (one :class:`~onmt_xl.core.options_table.Option` per flag, shared with the Eole adapter).
+:mod:`onmt_xl.core.options_table` (one :class:`~onmt_xl.core.options_table.Option` per flag, shared with the Eole
+adapter).
 
 Every option is added by :func:`add`, which spells it as OpenNMT spells its own (``--NAME``, ``-NAME``) and marks
-the action with its legacy option strings (:data:`LEGACY_ATTR`, from :data:`onmt_xl.opennmt.names.LEGACY_OPTIONS`), which
-:mod:`onmt_xl.opennmt.seams.options` attaches when the parser parses, where no one else has them.
+the action with its legacy option strings (:data:`LEGACY_ATTR`, from :data:`onmt_xl.opennmt.names.LEGACY_OPTIONS`),
+which :mod:`onmt_xl.opennmt.seams.options` attaches when the parser parses, where no one else has them.
 """
 
 from __future__ import annotations

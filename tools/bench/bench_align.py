@@ -220,7 +220,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             one = {}
             for direction in ("fwd", "rev"):
                 t0 = time.perf_counter()
-                eflomal.Aligner().align(lines_s, lines_t, **{f"links_filename_{direction}": os.path.join(tmp, direction)})
+                eflomal.Aligner().align(lines_s, lines_t,
+                                        **{f"links_filename_{direction}": os.path.join(tmp, direction)})
                 one[direction] = time.perf_counter() - t0
             out["time_extra"] = dict(pairs=len(ex_src), both_directions=both, forward_only=one["fwd"],
                                      reverse_only=one["rev"], load=load_avg())
@@ -233,7 +234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{mean_sd(seconds, 1)} s")
     print_table(f"Word level, `onmt-xl align` (mean ± sd over {args.runs} runs):", runs)
     for spec, sub_runs in sub_results.items():
-        print_table(f"eflomal on {spec} sub-words, links collapsed to words (mean ± sd over {args.runs} runs):", sub_runs)
+        print_table(f"eflomal on {spec} sub-words, links collapsed to words (mean ± sd over {args.runs} runs):",
+                    sub_runs)
     print(f"\n{load_avg()}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:

@@ -9,13 +9,13 @@ Each configuration (system × precision) is a model built by OpenNMT from the sy
 with Adam on the same real batch (``--batch-tokens`` source tokens of real sentences, their ``pos_XL``
 from the preorderer), exactly as ``onmt_train -xl_cpu_precision`` runs it: forward and loss under CPU bf16
 autocast, backward, weights and optimizer state fp32, with ``-xl_cpu_kernels fast``: the fast dropout masks,
-the fused output layer and loss (label smoothing 0.1 as the presets), Adam's fused CPU step and SDPA. One timing is ``--steps`` training steps.
-The speed of a shared 2-vCPU machine drifts by up to 2× within seconds, so each configuration is timed
-right beside its reference (the baseline in the same precision; bf16's baseline beside fp32's; a
+the fused output layer and loss (label smoothing 0.1 as the presets), Adam's fused CPU step and SDPA. One timing is
+``--steps`` training steps. The speed of a shared 2-vCPU machine drifts by up to 2× within seconds, so each
+configuration is timed right beside its reference (the baseline in the same precision; bf16's baseline beside fp32's; a
 stock-attention configuration beside the same one with SDPA), the two in alternating order, and the
 ratio is the median over ``--reps`` repetitions (after one warm-up) of the back-to-back ratios. XL and
-pre-reordering systems are charged the preorderer's ``pos_xl`` per sentence (what the ``xl_position`` transform computes for a sentence it has
-not cached), timed here one sentence at a time. OpenNMT's data pipeline is not in the figures
+pre-reordering systems are charged the preorderer's ``pos_xl`` per sentence (what the ``xl_position`` transform computes
+for a sentence it has not cached), timed here one sentence at a time. OpenNMT's data pipeline is not in the figures
 (``tools/bench/bench_xl_cost.py`` measures end-to-end ``onmt_train``).
 
 bf16 configurations run only where :func:`onmt_xl.core.precision.native_bf16` says the CPU has native bf16
@@ -66,7 +66,8 @@ def cpu_name() -> str:
 
 def real_batch(args, tgt_len=None):
     """(ids (B, L, 1), xl (B, L, 1), src_len (B,), tgt (B, T+1, 1), n_tokens, seconds of pos_xl per sentence);
-    ``args``: ``src``, ``preorderer``, ``batch_tokens``, ``vocab``; ``T``: ``tgt_len``, or 1.1 × the mean source length."""
+    ``args``: ``src``, ``preorderer``, ``batch_tokens``, ``vocab``; ``T``: ``tgt_len``, or 1.1 × the mean source
+    length."""
     from onmt_xl.core.reorder.preorderer import Preorderer
 
     from onmt_xl.core.data import synthetic
@@ -77,7 +78,8 @@ def real_batch(args, tgt_len=None):
         corpus = synthetic.generate(3000, seed=1)
         pre = Preorderer.train(corpus.src, corpus.links, progress=False)
     if args.src:
-        sents = [line.split() for line in Path(args.src).read_text(encoding="utf-8").splitlines()[:5000] if line.split()]
+        lines = Path(args.src).read_text(encoding="utf-8").splitlines()[:5000]
+        sents = [line.split() for line in lines if line.split()]
     else:
         sents = synthetic.generate(3000, seed=1).src
     pre.pos_xl(sents[0])  # load the compiled kernel before timing
@@ -178,7 +180,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's choice)")
     ap.add_argument("--stock-attention", action="store_true")
     ap.add_argument("--stock-kernels", action="store_true",
-                    help="also time the baseline and Combination with PyTorch's dropout masks, OpenNMT's loss and unfused Adam")
+                    help="also time the baseline and Combination with PyTorch's dropout masks, OpenNMT's loss and "
+                    "unfused Adam")
     ap.add_argument("--force-bf16", action="store_true")
     ap.add_argument("--out", help="also write the table to this file")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
@@ -258,7 +261,8 @@ def main() -> None:
         lines.append(f"| {c.name} | {spread(tok_s(c.name))} | {ref or '—'} | "
                      f"{quartiles(ratios[c.name]) if ref else '1'} |")
     if args.profile:
-        lines += profile_lines([c for c in configs if c.sdpa and not c.stock_kernels], args.profile, ids, xl, src_len, tgt)
+        lines += profile_lines([c for c in configs if c.sdpa and not c.stock_kernels], args.profile, ids, xl,
+                               src_len, tgt)
     text = "\n".join(lines)
     print(text)
     if args.out:

@@ -2,8 +2,8 @@
 """Issue 39's GPU measurements in one call: training speed of each system beside the baseline, mixed precision,
 translation with the transform, several processes, the data path.
 
-    python tools/bench/bench_gpu.py --out DIR [--workdir runs/decisive_jaen] [--sections data,speed,precision,translate,ranks]
-        [--reps 3] [--smoke]
+    python tools/bench/bench_gpu.py --out DIR [--workdir runs/decisive_jaen]
+        [--sections data,speed,precision,translate,ranks] [--reps 3] [--smoke]
 
 ``--smoke``: tiny models, a synthetic corpus and preorderer made in ``DIR/work``, a few steps, on the CPU when there
 is no GPU: the script's own check, its figures mean nothing. Otherwise ``--workdir`` holds the study's data
@@ -401,7 +401,8 @@ def section_translate(args, log: Log) -> None:
     log(f"\n## translate: onmt_translate of {len(src)} test sentences, beam 5, whole process (s), "
         f"{args.reps} interleaved repetitions, {'GPU' if args.gpu else 'CPU'}")
     # the baseline's checkpoint with the transform: the same decoding work, plus preorderer load and parses
-    configs = [("baseline", models["baseline"], "baseline"), ("baseline + xl_position", models["baseline"], "combination"),
+    configs = [("baseline", models["baseline"], "baseline"),
+               ("baseline + xl_position", models["baseline"], "combination"),
                ("combination + xl_position", models["combination"], "combination")]
     times = {c[0]: [] for c in configs}
     lengths = {}

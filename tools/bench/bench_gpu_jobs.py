@@ -11,8 +11,8 @@ between; the work directory needs only its ``data/``, vocabularies and preordere
 at once (the systems in turn, other seeds; with fewer jobs than systems, each system alone in turn),
 ``OMP_NUM_THREADS`` = CPUs / K each, under CUDA MPS where it
 starts. A job's speed is steps per second over its report lines after the first quarter of its steps (OpenNMT
-logs whole seconds: about 30 s timed gives ±3 %); the table gives each layout's jobs (median and range) and their total, and ``--steps-left`` steps at that total.
-Validation (every 500 steps in the study) and translation are not timed.
+logs whole seconds: about 30 s timed gives ±3 %); the table gives each layout's jobs (median and range) and their total,
+and ``--steps-left`` steps at that total. Validation (every 500 steps in the study) and translation are not timed.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def run_layout(runner: Runner, systems, k: int, steps: int, out: Path) -> list:
     for i in range(k):
         system = systems[i % len(systems)]
         job = Job(f"{system}_s{101 + i}", system, 101 + i, train_steps=steps,
-                  overrides=dict(valid_steps=10 * steps, save_checkpoint_steps=10 * steps, report_every=max(steps // 12, 1)))
+                  overrides=dict(valid_steps=10 * steps, save_checkpoint_steps=10 * steps,
+                                 report_every=max(steps // 12, 1)))
         cfg = runner.job_config(job)
         jd = out / f"k{k}" / job.name
         jd.mkdir(parents=True, exist_ok=True)

@@ -320,7 +320,8 @@ def speed(model, src: Sequence[Sequence[str]], triples, spans: Sequence[int]) ->
         for k in [0] + list(spans):
             model.max_span = k
             sc = evaluate(model.reorder_batch(csrc), ranks)
-            cost.append(dict(target_len=target_len, inputs=len(csrc), mean_tokens=round(sum(map(len, csrc)) / len(csrc), 1),
+            cost.append(dict(target_len=target_len, inputs=len(csrc),
+                             mean_tokens=round(sum(map(len, csrc)) / len(csrc), 1),
                              max_span=k, tau=sc.tau, exact_match=sc.exact_match, frs=sc.frs,
                              monotone_tau=sc.monotone_tau))
             say(f"span cost: ~{target_len} tokens, max_span {k}: tau {sc.tau:.4f} (monotone {sc.monotone_tau:.4f})")
@@ -329,7 +330,8 @@ def speed(model, src: Sequence[Sequence[str]], triples, spans: Sequence[int]) ->
     return out
 
 
-def plot_speed(result: Dict[str, object], path: Path, title: str = "Preorderer inference speed (enja dev, concatenated)") -> None:
+def plot_speed(result: Dict[str, object], path: Path,
+               title: str = "Preorderer inference speed (enja dev, concatenated)") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -356,7 +358,8 @@ def plot_speed(result: Dict[str, object], path: Path, title: str = "Preorderer i
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=str(REPO.parent / "shared" / "data" / "enja"), help="directory with {train,dev}.{ja,en}")
+    ap.add_argument("--data", default=str(REPO.parent / "shared" / "data" / "enja"), help="directory with "
+                    "{train,dev}.{ja,en}")
     ap.add_argument("--workdir", default=str(REPO / "runs" / "enja"))
     ap.add_argument("--model", help="model file (default WORKDIR/preorder.xlp)")
     ap.add_argument("--steps", default="align,train,quality,speed,threads,heldout,small")

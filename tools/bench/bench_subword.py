@@ -161,7 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     tr_src, tr_tgt = read_parallel(str(data / f"train.{args.src}"), str(data / f"train.{args.tgt}"))
     dv_src, dv_tgt = read_parallel(str(data / f"dev.{args.src}"), str(data / f"dev.{args.tgt}"))
     n_tr = len(tr_src)
-    out: Dict[str, object] = dict(data=str(data), train=n_tr, dev=len(dv_src), iterations=args.iterations or "Preorderer.train default", seeds=args.seeds,
+    out: Dict[str, object] = dict(data=str(data), train=n_tr, dev=len(dv_src),
+                                  iterations=args.iterations or "Preorderer.train default", seeds=args.seeds,
                                   cpus=os.cpu_count(), python=platform.python_version(), load_start=load_avg())
     print(f"{n_tr} train / {len(dv_src)} dev pairs; preorderer iterations: {out['iterations']}, seeds {args.seeds}; "
           f"{os.cpu_count()} CPUs; {load_avg()}", flush=True)
@@ -215,8 +216,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             row["merges_or_vocab"] = (f"{_count_merges(sm_src.model_path)} merges learned" if kind == "bpe"
                                       else f"unigram vocabulary of {size}")
             rows.append(row)
-            print(f"{kind}:{size}: {n_pieces / n_words:.3f} pieces/word on dev ({100 * n_split / n_words:.1f}% of words "
-                  f"split), preorderer trained in {' / '.join(f'{x:.1f}' for x in secs)} s; sub-word tau "
+            print(f"{kind}:{size}: {n_pieces / n_words:.3f} pieces/word on dev ({100 * n_split / n_words:.1f}% of "
+                  f"words split), preorderer trained in {' / '.join(f'{x:.1f}' for x in secs)} s; sub-word tau "
                   f"{fmt_tau(row['subword'])}, collapsed word tau {fmt_tau(row['collapsed'])}", flush=True)
             if args.subword_eflomal:
                 t1 = time.perf_counter()
@@ -236,9 +237,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     for r in rows:
         if r["alignment"] == "projected":
-            print(f"\n{r['kind']}:{r['size']} ({r['merges_or_vocab']}; dev: {r['dev_pieces_per_word']:.3f} pieces/word, "
-                  f"{100 * r['dev_words_split']:.1f}% of words split, longest {r['dev_max_pieces']} pieces)\n")
-            print("| system | tau, sub-word level | tau, word level | exact (words) | FRS (words) | word tau - word preorderer's [95% CI] |")
+            print(f"\n{r['kind']}:{r['size']} ({r['merges_or_vocab']}; dev: {r['dev_pieces_per_word']:.3f} "
+                  f"pieces/word, {100 * r['dev_words_split']:.1f}% of words split, longest {r['dev_max_pieces']} "
+                  "pieces)\n")
+            print("| system | tau, sub-word level | tau, word level | exact (words) | FRS (words) | word tau - word "
+                  "preorderer's [95% CI] |")
             print("| --- | --- | --- | --- | --- | --- |")
             print(f"| monotone | {r['subword']['monotone_tau']:.4f} | {word['monotone_tau']:.4f} | | | |")
             print(f"| BTG oracle | {r['subword']['oracle_tau']:.4f} | {word['oracle_tau']:.4f} | | | |")
@@ -246,8 +249,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"{word['exact']:.4f} | {word['frs']:.4f} | |")
         c, d = r["collapsed"], r["vs_word"]
         seeds = "" if len(r["collapsed"]["taus"]) == len(args.seeds) else f" (seed {args.seeds[0]} only)"
-        print(f"| sub-word preorderer, {r['alignment']} links{seeds} | {fmt_tau(r['subword'])} | {fmt_tau(c)} (collapsed) | "
-              f"{c['exact']:.4f} | {c['frs']:.4f} | {d['diff']:+.4f} [{d['lo']:+.4f}, {d['hi']:+.4f}] |")
+        print(f"| sub-word preorderer, {r['alignment']} links{seeds} | {fmt_tau(r['subword'])} | {fmt_tau(c)} "
+              f"(collapsed) | {c['exact']:.4f} | {c['frs']:.4f} | {d['diff']:+.4f} [{d['lo']:+.4f}, {d['hi']:+.4f}] |")
     print(f"\n{load_avg()}")
     if args.json:
         def strip(obj):

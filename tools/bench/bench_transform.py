@@ -86,7 +86,8 @@ def main() -> int:
         for way, values in times.items():
             print(f"  {way:36s} {spread(values):>24s} ms")
         ratios = [a / b for a, b in zip(one, bucketed)]
-        print(f"  {'one by one / bucketed':36s} {statistics.median(ratios):>11.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
+        print(f"  {'one by one / bucketed':36s} {statistics.median(ratios):>11.2f} "
+              f"({min(ratios):.2f}-{max(ratios):.2f})")
     return 0
 
 

@@ -82,8 +82,8 @@ def main() -> None:
                 print(f"rep {rep} {s:14s} {n:6d} sentences {times[s, n][-1]:7.2f} s", flush=True)
     ref = systems[0]
     med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"\nonmt_translate, beam {args.beam_size}, batch 64 sentences, decode length {args.decode_length or 'natural'}, "
-          f"median of {args.reps}; load after run {os.getloadavg()}")
+    print(f"\nonmt_translate, beam {args.beam_size}, batch 64 sentences, decode length "
+          f"{args.decode_length or 'natural'}, median of {args.reps}; load after run {os.getloadavg()}")
     print(f"{'system':14s} " + " ".join(f"{f'{n} sent. s':>13s} {'vs ' + ref:>9s}" for n in sizes)
           + f" {'ms/sentence':>12s} {'vs ' + ref:>9s} {'fixed s':>8s}")
     lo, hi = min(sizes), max(sizes)

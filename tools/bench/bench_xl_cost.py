@@ -73,14 +73,16 @@ def main() -> None:
     ap.add_argument("--data-dir")
     ap.add_argument("--preorderer")
     ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--preset", default="demo", choices=sorted(PRESETS), help="model size (onmt_xl.experiments.configs.PRESETS)")
+    ap.add_argument("--preset", default="demo", choices=sorted(PRESETS), help="model size "
+                    "(onmt_xl.experiments.configs.PRESETS)")
     ap.add_argument("--decode-length", type=int, default=0,
                     help="translate exactly N target tokens per sentence (-min_length = -max_length = N), so every "
                          "system decodes the same work whatever its (barely trained) outputs; 0: natural lengths")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--systems", default="baseline,combination",
                     help=f"comma-separated, the first is the reference; from: {', '.join(SYSTEMS)}")
-    ap.add_argument("--summarize", metavar="RESULTS_JSONL", help="only print the table of an earlier run's results.jsonl")
+    ap.add_argument("--summarize", metavar="RESULTS_JSONL", help="only print the table of an earlier run's "
+                    "results.jsonl")
     args = ap.parse_args()
     if args.summarize:
         return summarize(Path(args.summarize))
@@ -98,7 +100,8 @@ def main() -> None:
     logs = wd / "logs"
     logs.mkdir(exist_ok=True)
     if not (wd / "vocab.src").exists():
-        _run([_stock("onmt_build_vocab"), "-config", str(cfgs[systems[0]]), "-n_sample", "-1"], logs / "vocab.log", show="")
+        _run([_stock("onmt_build_vocab"), "-config", str(cfgs[systems[0]]), "-n_sample", "-1"], logs / "vocab.log",
+             show="")
     tok_s = {s: [] for s in systems}
     train_s = {s: [] for s in systems}
     trans_s = {s: [] for s in systems}
@@ -156,8 +159,8 @@ def summarize(path: Path, systems=None) -> None:
         trans = mean(by[s, r]["translate_wall_s"] for r in rounds)
         ref_trans = mean(by[ref, r]["translate_wall_s"] for (name, r) in by if name == ref)
         print(f"{s:18s} {mean(rates):10.0f} {mean(rates) / mean(ref_rates):10.3f}x "
-              f"{(median(paired) if paired else float('nan')):13.3f}x {mean(by[s, r]['train_wall_s'] for r in rounds):13.1f} "
-              f"{trans:12.2f} {trans / ref_trans:9.3f}x")
+              f"{(median(paired) if paired else float('nan')):13.3f}x "
+              f"{mean(by[s, r]['train_wall_s'] for r in rounds):13.1f} {trans:12.2f} {trans / ref_trans:9.3f}x")
 
 
 if __name__ == "__main__":

@@ -84,8 +84,8 @@ def main() -> None:
                 times[s].append(time.perf_counter() - t0)
     ref = systems[0]
     med = {s: statistics.median(v) for s, v in times.items()}
-    print(f"preset {args.preset}, batch {B} sentences / {n_tok} source tokens (max len {L}), {args.reps} interleaved steps, "
-          f"torch {torch.__version__}, {torch.get_num_threads()} threads")
+    print(f"preset {args.preset}, batch {B} sentences / {n_tok} source tokens (max len {L}), {args.reps} interleaved "
+          f"steps, torch {torch.__version__}, {torch.get_num_threads()} threads")
     print(f"pos_xl: {1e6 * t_pos:.1f} µs/sentence ({1 / t_pos:,.0f} sentences/s, one at a time) = "
           f"{1000 * B * t_pos:.1f} ms per batch")
     print(f"{'system':18s} {'step ms':>9s} {'vs ' + ref:>9s} {'+ pos_xl ms':>12s} {'est. tok/s ratio':>17s}")

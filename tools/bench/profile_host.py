@@ -7,8 +7,8 @@ and the data path's host time, measured on the CPU.
         [--preorderer runs/decisive_jaen/preorderer.xlp] [--batch-tokens 2048] [--reps 15]
         [--out reports/profile_host_cpu.txt]
 
-(a) **Operator counts.** Each system's model is built as ``tools/bench/bench_cpu.py`` builds it (OpenNMT's model builder at
-the preset's size) and run on one real batch (``--batch-tokens`` source tokens of ``--src``, their ``pos_XL`` from
+(a) **Operator counts.** Each system's model is built as ``tools/bench/bench_cpu.py`` builds it (OpenNMT's model builder
+at the preset's size) and run on one real batch (``--batch-tokens`` source tokens of ``--src``, their ``pos_XL`` from
 ``--preorderer``; synthetic sentences and a preorderer trained here when those are missing). A
 ``TorchDispatchMode`` counts the aten operator calls (on a GPU each is at least one kernel launch or an allocation
 on the host) of one forward pass, and of one training step: forward, label-smoothed loss, backward and an Adam
@@ -330,8 +330,9 @@ def data_path(args, pre, pairs, batch):
                  "median (min–max) of the passes' means:")
     lines.append(f"  cache miss (preorderer parse), {len(miss)} passes: {spread(miss, fmt='{:.1f}')}")
     lines.append(f"  cache hit, {len(hit)} passes: {spread(hit, fmt='{:.2f}')}")
-    lines.append(f"  per batch of {B} sentences: miss ≈ {1e3 * B * min(miss):.1f}–{1e3 * B * statistics.median(miss):.1f} ms "
-                 f"(fastest pass–median), hit ≈ {1e3 * B * statistics.median(hit):.3f} ms")
+    lines.append(f"  per batch of {B} sentences: miss ≈ "
+                 f"{1e3 * B * min(miss):.1f}–{1e3 * B * statistics.median(miss):.1f} ms (fastest pass–median), hit ≈ "
+                 f"{1e3 * B * statistics.median(hit):.3f} ms")
 
     stock = text_utils.tensorify
     stock = getattr(stock, "args", (stock,))[0]  # the plug-in wraps it in a partial
@@ -354,8 +355,10 @@ def data_path(args, pre, pairs, batch):
                        tensorify_with_xl(stock, vocabs, xl_batch, cpu)["xl_pos"])
     no_stock = lambda vocabs, minibatch, device, left_pad=False: {}  # noqa: E731  (the XL channel alone)
     fns = {"stock tensorify": lambda: stock(vocabs, minibatch, cpu),
-           "XL channel alone, now (padded in Python, one torch.tensor)": lambda: tensorify_with_xl(no_stock, vocabs, xl_batch, cpu),
-           "XL channel alone, before (one tensor per example + pad_sequence)": lambda: per_example_xl_channel(no_stock, vocabs, xl_batch, cpu)}
+           "XL channel alone, now (padded in Python, one torch.tensor)":
+               lambda: tensorify_with_xl(no_stock, vocabs, xl_batch, cpu),
+           "XL channel alone, before (one tensor per example + pad_sequence)":
+               lambda: per_example_xl_channel(no_stock, vocabs, xl_batch, cpu)}
     times = {k: [] for k in fns}
     for fn in fns.values():
         fn()
@@ -403,7 +406,8 @@ def main() -> None:
         f"command: python tools/bench/profile_host.py {' '.join(sys.argv[1:])}",
         f"date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; machine: {platform.node() or '?'}, "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average {load[0]:.1f} "
-        f"(the machine was loaded: other jobs were training; timings are noisy, op counts are not); torch {torch.__version__}",
+        "(the machine was loaded: other jobs were training; timings are noisy, op counts are not); torch "
+        f"{torch.__version__}",
         f"data: {note}; batch {len(batch)} sentences, {n_tok} source tokens (max length {ids.size(1)}), "
         f"target length {tgt.size(1) - 1}; preset {args.preset}, vocab {args.vocab}; "
         f"pos_XL code path: {'GPU (formula)' if args.gpu_path else 'CPU (table look-up)'}; attention via SDPA; "

@@ -1,5 +1,6 @@
 """Architecture figures of the onmt_xl package of the checkout it runs in: modules, largest functions and
-classes, internal import edges and module cycles (grimp). Run from the repository root: python3 tools/ci/arch_stats.py"""
+classes, internal import edges and module cycles (grimp). Run from the repository root: python3
+tools/ci/arch_stats.py"""
 import ast, pathlib, sys
 import grimp
 root = pathlib.Path("onmt_xl")

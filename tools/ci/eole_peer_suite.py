@@ -37,7 +37,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peer_suite import counts, make_env, print_differences, print_fail_both, run_pytest  # noqa: E402  (the same environments, tallies and verdict)
+# the same environments, tallies and verdict
+from peer_suite import counts, make_env, print_differences, print_fail_both, run_pytest  # noqa: E402
 from peer_suite import outcomes as junit_outcomes  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]

@@ -80,15 +80,18 @@ T_ALIGN = f"tests/test_align.py {EQ}::TestAlign -k 'not corpus and not files and
 T_INXL = f"tests/test_modules.py {EQ}::TestInXL -k 'inxl or InXL'"
 T_DISAN = f"tests/test_baselines.py {EQ}::TestDiSAN -k 'DiSAN or disan or directional or fusion_gate'"
 T_EXGRE = (f"tests/test_baselines.py {EQ}::TestExplicitReordering -k "
-           "'ExplicitReordering or reordered_position or gaussian or reordering_fusion or reordering_similarity or exgre or eq9'")
+           "'ExplicitReordering or reordered_position or gaussian or reordering_fusion or reordering_similarity or "
+           "exgre or eq9'")
 # the encoders' stack (Eq. 5-7 in every layer, ReFSR's second pass), written out by hand for both systems
 T_EXGRE_STACK = (f"tests/test_baselines.py {EQ}::TestBaselineEncodersSurvivors -k "
                  "'ExplicitReordering or exgre or refsr'")
-T_RE = f"tests/test_baselines.py {EQ}::TestReorderingEmbedding -k 'ReorderingEmbedding or penalty or reordering_embedding'"
+T_RE = (f"tests/test_baselines.py {EQ}::TestReorderingEmbedding "
+        "-k 'ReorderingEmbedding or penalty or reordering_embedding'")
 # tests/test_pinned_equations.py: the two equations of issue 40 against hand-written references
 PIN = "tests/test_pinned_equations.py"
 T_REL = f"tests/test_encoders.py {PIN}::TestRelativePE -k 'relative or Relative'"
-T_DEC_RE = f"tests/test_baselines.py {PIN}::TestDecoderReorderingEmbedding -k 'decoder_res or DecoderReorderingEmbedding'"
+T_DEC_RE = (f"tests/test_baselines.py {PIN}::TestDecoderReorderingEmbedding "
+            "-k 'decoder_res or DecoderReorderingEmbedding'")
 
 # --- stable equation modules ---------------------------------------------------------------------------------
 
@@ -220,7 +223,8 @@ MUTATIONS: List[Mutation] = [
       "ordered pairs: ties counted (tau denominator)", T_ORACLE),
     M("O11", "onmt_xl/core/reorder/oracle.py",
       "dense = {sp: r for r, sp in enumerate(sorted({sp for sp in spans if sp is not None}))}",
-      "dense = {sp: r for r, sp in enumerate(sorted({sp for sp in spans if sp is not None}, key=lambda x: (x[1], x[0])))}",
+      "dense = {sp: r for r, sp in enumerate(sorted({sp for sp in spans if sp is not None}, key=lambda x: (x[1], "
+      "x[0])))}",
       "target ranks: spans ordered by (hi, lo) instead of (lo, hi)", T_ORACLE),
     # BTG trees
     M("B1", "onmt_xl/core/reorder/btg.py",
@@ -329,8 +333,8 @@ MUTATIONS: List[Mutation] = [
       "gold reader: indexing convention inverted", T_ALIGN),
 ]
 
-# --- modules rewritten after the first mutation run (disan 4241c87; inxl, explicit_reordering, reordering_embedding bf2b2f1).
-# Kept apart: when these modules change again, entries here go stale first; update the snippets and re-run
+# --- modules rewritten after the first mutation run (disan 4241c87; inxl, explicit_reordering, reordering_embedding
+# bf2b2f1). Kept apart: when these modules change again, entries here go stale first; update the snippets and re-run
 # ``--block rewritten``.
 
 MUTATIONS += [
@@ -443,7 +447,8 @@ def _copy_tree(dst: Path, rev: Optional[str]) -> None:
     dst.mkdir(parents=True, exist_ok=True)
     if rev:
         names = [n for n in COPIED
-                 if subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{rev}:{n}"], capture_output=True).returncode == 0]
+                 if subprocess.run(["git", "-C", str(REPO), "cat-file", "-e", f"{rev}:{n}"],
+                                   capture_output=True).returncode == 0]
         archive = subprocess.run(["git", "-C", str(REPO), "archive", rev, *names], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(dst)], input=archive.stdout, check=True)
         return
@@ -502,15 +507,18 @@ def check_isolation(base: Path, nice: int) -> List[str]:
     """The copy is what gets imported (after ``import onmt``, through the hook) and a broken copy fails."""
     problems = []
     probe = subprocess.run(
-        [sys.executable, "-c", "import onmt, onmt_xl, onmt_xl.core.positions as p; print(onmt_xl.__file__); print(p.__file__)"],
+        [sys.executable, "-c", "import onmt, onmt_xl, onmt_xl.core.positions as p; print(onmt_xl.__file__); "
+         "print(p.__file__)"],
         cwd=base, env=_env(base), capture_output=True, text=True)
     files = probe.stdout.split()
-    if probe.returncode != 0 or len(files) != 2 or not all(Path(f).resolve().is_relative_to(base.resolve()) for f in files):
+    if probe.returncode != 0 or len(files) != 2 or not all(
+            Path(f).resolve().is_relative_to(base.resolve()) for f in files):
         problems.append(f"the copy is not what gets imported: {probe.stdout.strip()} {probe.stderr[-500:]}")
     canary = base.parent / "canary"
     shutil.copytree(base, canary)
     pos = canary / "onmt_xl" / "positions.py"
-    pos.write_text(pos.read_text(encoding="utf-8") + '\nraise RuntimeError("mutation_check canary")\n', encoding="utf-8")
+    pos.write_text(pos.read_text(encoding="utf-8") + '\nraise RuntimeError("mutation_check canary")\n',
+                   encoding="utf-8")
     rc, _, out = _pytest(canary, "tests/test_positions.py", 600, nice)
     if rc == 0 or "mutation_check canary" not in out:
         problems.append(f"a broken copy did not make tests/test_positions.py fail (rc {rc}): {out[-500:]}")
@@ -588,8 +596,9 @@ def summary(results: Sequence[Result]) -> str:
     caught = count["caught"] + count["timeout"]
     ran = caught + count["MISSED"]
     score = f"{100 * caught / ran:.1f} %" if ran else "n/a"
-    return (f"{len(results)} mutation{'s' if len(results) != 1 else ''}: {caught} caught ({count['timeout']} by timeout), {count['MISSED']} missed, "
-            f"{count['STALE']} stale, {count['ERROR']} errors; mutation score {caught}/{ran} = {score}")
+    return (f"{len(results)} mutation{'s' if len(results) != 1 else ''}: {caught} caught ({count['timeout']} by "
+            f"timeout), {count['MISSED']} missed, {count['STALE']} stale, {count['ERROR']} errors; mutation score "
+            f"{caught}/{ran} = {score}")
 
 
 BLOCKS = (
@@ -732,7 +741,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             outs = list(pool.map(lambda t: _pytest(base, t, 1200, args.nice), selections))
         baseline = dict(zip(selections, outs))
         for t, (rc, secs, out) in baseline.items():
-            print(f"baseline {'ok  ' if rc == 0 else f'FAILS (rc {rc})'} {secs:6.1f} s  {t}", file=sys.stderr, flush=True)
+            print(f"baseline {'ok  ' if rc == 0 else f'FAILS (rc {rc})'} {secs:6.1f} s  {t}", file=sys.stderr,
+                  flush=True)
             if rc != 0:
                 print(out[-1500:], file=sys.stderr)
         work = tmp_path / "work"

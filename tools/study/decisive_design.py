@@ -64,7 +64,8 @@ GPU_WAVE = 16  # jobs in one GPU wave (tools/study/gpu_evidence.sh), about 10 mi
 
 
 def corpus_bleu(stats: np.ndarray, weights: np.ndarray = None) -> float:
-    """sacrebleu's corpus BLEU of per-sentence statistics ``(sentences, 10)``, sentence i counted ``weights[i]`` times."""
+    """sacrebleu's corpus BLEU of per-sentence statistics ``(sentences, 10)``, sentence i counted ``weights[i]``
+    times."""
     return bleu_from_statistics(stats.sum(0) if weights is None else weights @ stats)
 
 
@@ -201,7 +202,8 @@ def project(args) -> Dict:
                 observed=dict(delta=full.delta, low=full.low, high=full.high, half_width=(full.high - full.low) / 2,
                               samples=args.check_samples or 1000, bootstrap_seed=args.bootstrap_seed),
                 per_system=per, v_observed=v_obs, v_common=v_common, sigma2_eps_sum=sig_eps,
-                sigma2_a=sigma2_a, sigma2_a_estimate=sigma2_a_est, sigma2_a_high=sigma2_a_high, sigma2_a_pooled=sigma2_a_pool, pooled=pooled,
+                sigma2_a=sigma2_a, sigma2_a_estimate=sigma2_a_est, sigma2_a_high=sigma2_a_high,
+                sigma2_a_pooled=sigma2_a_pool, pooled=pooled,
                 sentence_variance_3_seeds={str(n): v for n, v in v_s3.items()}, check=check, rows=rows,
                 options=dict(draws=args.draws, splits=args.splits, seed=args.seed))
 
@@ -223,8 +225,8 @@ def render(r: Dict) -> str:
                f"{pooled})")
     out.append(f"sentence part, n·Var of Δ with the 3 runs fixed: {r['v_observed']:.1f} = common {r['v_common']:.1f} "
                f"+ seed×sentence {r['sigma2_eps_sum']:.1f}/3: nearly all of it averages away over seeds")
-    out += ["", f"check, n = {r['test_sentences']}: the report's bootstrap on the archive with k of the 3 seed runs (mean over every "
-            "choice) against the projection"]
+    out += ["", f"check, n = {r['test_sentences']}: the report's bootstrap on the archive with k of the 3 seed runs "
+            "(mean over every choice) against the projection"]
     for ch in r["check"]:
         out.append(f"  k = {ch['k']}: report {ch['report_half_width']:.2f} ({ch['subsets']} choices), "
                    f"projected {ch['projected']:.2f}")
@@ -237,8 +239,9 @@ def render(r: Dict) -> str:
     for row in r["rows"]:
         mark = "**" if row["half_width"] <= 0.5 else ""
         out.append(f"| {row['n']:,} | {row['k']} | {row['jobs']} | {row['sentence_sd']:.3f} | {row['seed_sd']:.3f} | "
-                   f"{mark}{row['half_width']:.2f}{mark} | {row['half_width_high']:.2f} | {row['half_width_stays']:.2f} | "
-                   f"{row['half_width_calibrated']:.2f} | {row['cpu_hours']:.1f} | {row['gpu_waves']} |")
+                   f"{mark}{row['half_width']:.2f}{mark} | {row['half_width_high']:.2f} | "
+                   f"{row['half_width_stays']:.2f} | {row['half_width_calibrated']:.2f} | {row['cpu_hours']:.1f} | "
+                   f"{row['gpu_waves']} |")
     opts = r["options"]
     out += ["", f"(draws {opts['draws']}, split halvings {opts['splits']}, seed {opts['seed']}; bold: ≤ 0.5)"]
     return "\n".join(out)
@@ -256,7 +259,8 @@ def main(argv: Sequence[str] = None) -> int:
     p.add_argument("--pool", default="baseline,combination,relative_pe,inxl,headxl",
                    help="systems whose seed variance is also pooled (a sensitivity line, not used in the table)")
     p.add_argument("--seeds", default="1,2,3")
-    p.add_argument("--sizes", type=lambda t: [int(x) for x in t.split(",")], default=[500, 1000, 2000, 3000, 5000, 5500, 8000])
+    p.add_argument("--sizes", type=lambda t: [int(x) for x in t.split(",")],
+                   default=[500, 1000, 2000, 3000, 5000, 5500, 8000])
     p.add_argument("--ks", type=lambda t: [int(x) for x in t.split(",")], default=[3, 5, 8])
     p.add_argument("--draws", type=int, default=2000, help="resampled test splits per n (default 2000)")
     p.add_argument("--splits", type=int, default=200, help="random halvings for σ²_a (default 200)")

@@ -99,10 +99,12 @@ def collect_orders(workdir: Path, archive: Path) -> None:
             raise SystemExit(f"{workdir}/align/{split}.gdfa: {len(links)} lines for {len(src)} sentences")
         write_gz(archive / "links" / f"{split}.gdfa.gz", links)
         for name, model in loaded.items():
-            write_gz(archive / "orders" / f"{name}.{split}.gz", [" ".join(map(str, o)) for o in model.reorder_batch(src)])
+            write_gz(archive / "orders" / f"{name}.{split}.gz",
+                     [" ".join(map(str, o)) for o in model.reorder_batch(src)])
     for m in models:
         m["hparams"] = loaded[m["name"]].hparams
-    sizes = {s: sum(1 for _ in open(workdir / "data" / f"{s}.src", encoding="utf-8")) for s in ("train", "valid", "tune", "test")
+    sizes = {s: sum(1 for _ in open(workdir / "data" / f"{s}.src", encoding="utf-8"))
+             for s in ("train", "valid", "tune", "test")
              if (workdir / "data" / f"{s}.src").exists()}
     study = read_json(archive / "study.json") or {}
     write_json(archive / "study.json", dict(study, splits=sizes, options=manifest.get("preorder_options") or {},
@@ -125,7 +127,8 @@ def collect_bench(workdir: Path, archive: Path, spans: Sequence[int]) -> None:
 
     data = workdir / "data"
     manifest = read_json(workdir / "manifest.json") or {}
-    options = [a for k, v in (manifest.get("preorder_options") or {}).items() for a in (f"--{k.replace('_', '-')}", str(v))]
+    options = [a for k, v in (manifest.get("preorder_options") or {}).items()
+               for a in (f"--{k.replace('_', '-')}", str(v))]
     out: Dict[str, object] = dict(machine=bench_preorder.machine())
     model_path = archive / "bench_preorderer.xlp.tmp"
     cmd = bench_preorder.preorder_train(data / "train.src", data / "train.tgt", workdir / "align" / "train.gdfa",
@@ -133,9 +136,11 @@ def collect_bench(workdir: Path, archive: Path, spans: Sequence[int]) -> None:
     say("train: " + " ".join(cmd))
     res = bench_preorder._time_v(cmd)
     log = [l for l in res.pop("stderr").splitlines() if l.startswith("preorder-train")]
-    out["train"] = dict(res, log=log, command=" ".join(["/usr/bin/time", "-v", "onmt-xl"] + cmd[3:]), load=os.getloadavg())
+    out["train"] = dict(res, log=log, command=" ".join(["/usr/bin/time", "-v", "onmt-xl"] + cmd[3:]),
+                        load=os.getloadavg())
     model_path.unlink(missing_ok=True)
-    out["threads"] = bench_preorder.step_threads_on(data / "train.src", data / "train.tgt", workdir / "align" / "train.gdfa",
+    out["threads"] = bench_preorder.step_threads_on(data / "train.src", data / "train.tgt",
+                                                    workdir / "align" / "train.gdfa",
                                                     archive, options)
     src = [l.split() for l in (data / "tune.src").read_text(encoding="utf-8").splitlines()]
     tgt = [l.split() for l in (data / "tune.tgt").read_text(encoding="utf-8").splitlines()]
@@ -144,7 +149,8 @@ def collect_bench(workdir: Path, archive: Path, spans: Sequence[int]) -> None:
     out["speed"] = bench_preorder.speed(model, src, list(zip(src, links, map(len, tgt))), spans)
     out["load_after"] = os.getloadavg()
     write_json(archive / "bench.json", replace_paths(out, {str(model_path): "W/preorderer.xlp", str(workdir): "W"}))
-    bench_preorder.plot_speed(out, REPO / "reports" / "preorder_speed.png", "Preorderer inference speed (enja tuning split)")
+    bench_preorder.plot_speed(out, REPO / "reports" / "preorder_speed.png", "Preorderer inference speed (enja tuning "
+                              "split)")
 
 
 def show_line(workdir: Path) -> int:
@@ -163,7 +169,8 @@ def show_line(workdir: Path) -> int:
 
 def collect_show(workdir: Path, archive: Path) -> None:
     line = show_line(workdir)
-    cmd = ["onmt-xl", "show-reordering", "--model", str(workdir / "preorderer.xlp"), "--src", str(workdir / "data" / "tune.src"),
+    cmd = ["onmt-xl", "show-reordering", "--model", str(workdir / "preorderer.xlp"), "--src",
+           str(workdir / "data" / "tune.src"),
            "--tgt", str(workdir / "data" / "tune.tgt"), "--align", str(workdir / "align" / "tune.gdfa"),
            "--line", str(line), "--png", str(REPO / "reports" / "preorder_show.png")]
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -227,7 +234,8 @@ def quality(archive: Path) -> Dict[str, Dict[str, object]]:
     study = read_json(archive / "study.json")
     out: Dict[str, Dict[str, object]] = {}
     for split in SPLITS:
-        orders = {m["name"]: [[int(x) for x in l.split()] for l in read_gz(archive / "orders" / f"{m['name']}.{split}.gz")]
+        orders = {m["name"]: [[int(x) for x in l.split()]
+                              for l in read_gz(archive / "orders" / f"{m['name']}.{split}.gz")]
                   for m in study["preorderers"]}
         lens = [len(o) for o in orders["preorderer"]]
         name = f"{split}.gdfa.gz"
@@ -250,7 +258,8 @@ def _n(x: float) -> str:
 def render(archive: Path) -> str:
     study = read_json(archive / "study.json")
     if study is None:
-        raise SystemExit(f"{archive}/study.json: not found; run: python tools/study/preorder_report.py collect --workdir W")
+        raise SystemExit(f"{archive}/study.json: not found; run: python tools/study/preorder_report.py collect "
+                         "--workdir W")
     q = quality(archive)
     models = study["preorderers"]
     main = models[0]
@@ -285,7 +294,8 @@ def render(archive: Path) -> str:
         "",
         "## Quality",
         "",
-        "| preorderer | training pairs | tau (tune) | tau (test) | exact (test) | FRS (test) | FRS-al (test) | training s |",
+        "| preorderer | training pairs | tau (tune) | tau (test) | exact (test) | FRS (test) | FRS-al (test) | "
+        "training s |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for m in models:
@@ -354,18 +364,20 @@ def _render_bench(bench: Optional[dict]) -> List[str]:
               "mixing, one synchronization per pass; `minibatch` parses 16 sentences in parallel with the same "
               "weights):", "", "| threads, mode | passes | wall s |", "| --- | --- | --- |"]
         for row in th.values():
-            L.append(f"| {row['threads']}, {row['parallel']} | {' / '.join(f'{x:.1f}' for x in row['iteration_seconds'])} | "
-                     f"{row['wall_seconds']:.1f} |")
+            L.append(f"| {row['threads']}, {row['parallel']} | "
+                     f"{' / '.join(f'{x:.1f}' for x in row['iteration_seconds'])} | {row['wall_seconds']:.1f} |")
     sp = bench["speed"]
     n = sp["threads"]
     L += ["", f"**Inference speed**, sentences per second: *batched* = `reorder_batch` over the whole input list, "
           "*single* = `reorder` one sentence at a time, one thread unless noted. Inputs: the tuning sentences, and "
           "inputs of exactly 20, 50 and 100 tokens cut from them. Span limit 0 is exact CKY; the default is the "
           f"longest training sentence ({sp['default_max_span']}).", "",
-          f"| input | tokens | span limit | batched | single | batched, {n} threads |", "| --- | --- | --- | --- | --- | --- |"]
+          f"| input | tokens | span limit | batched | single | batched, {n} threads |",
+          "| --- | --- | --- | --- | --- | --- |"]
     for r in sp["speed"]:
         name = "tuning sentences" if r["input"] == "dev" else f"{r['input']} tokens"
-        k = "exact" if r["max_span"] == 0 else str(r["max_span"]) + (" (default)" if r["max_span"] == sp["default_max_span"] else "")
+        k = "exact" if r["max_span"] == 0 else (
+            str(r["max_span"]) + (" (default)" if r["max_span"] == sp["default_max_span"] else ""))
         L.append(f"| {name} | {r['mean_tokens']} | {k} | {_n(r['batched_1thread'])} | {_n(r['single_1thread'])} | "
                  f"{_n(r[f'batched_{n}threads'])} |")
     L += ["", "![speed](preorder_speed.png)", "",
@@ -374,7 +386,8 @@ def _render_bench(bench: Optional[dict]) -> List[str]:
     cost = sp["span_cost"]
     lens = sorted({c["target_len"] for c in cost})
     head = {t: next(c for c in cost if c["target_len"] == t) for t in lens}
-    L += ["| span limit | " + " | ".join(f"~{head[t]['mean_tokens']} tokens ({head[t]['inputs']} inputs)" for t in lens) + " |",
+    L += ["| span limit | "
+          + " | ".join(f"~{head[t]['mean_tokens']} tokens ({head[t]['inputs']} inputs)" for t in lens) + " |",
           "| --- |" + " --- |" * len(lens),
           "| monotone | " + " | ".join(f"{head[t]['monotone_tau']:.4f}" for t in lens) + " |"]
     for k in sorted({c["max_span"] for c in cost}):
@@ -396,12 +409,13 @@ def _render_subword(sub: Optional[dict]) -> List[str]:
 
     L = ["", "## Sub-word-level preordering", "",
          "Ding et al. (2020) preorder BPE units. The sub-word preorderer trains on word links projected to pieces "
-         "(`onmt_xl.core.align.subword.project_links`) or on eflomal run on the sub-word text; its order is collapsed to "
-         "words (each word at the mean position of its pieces) and scored against the word links. "
+         "(`onmt_xl.core.align.subword.project_links`) or on eflomal run on the sub-word text; its order is collapsed "
+         "to words (each word at the mean position of its pieces) and scored against the word links. "
          f"`python tools/bench/bench_subword.py {sub.get('command', '')}`: the preorderer's default options, all "
-         f"{_n(sub['train'])} enja training pairs, scored on the {sub['dev']} test pairs (nothing is chosen on them), training seeds {', '.join(map(str, sub['seeds']))} (± is the sd over seeds; each run has one "
-         "eflomal alignment). Δ is the word-level tau minus the word preorderer's, with a 95 % paired bootstrap "
-         "interval over sentences.", "",
+         f"{_n(sub['train'])} enja training pairs, scored on the {sub['dev']} test pairs (nothing is chosen on them), "
+         f"training seeds {', '.join(map(str, sub['seeds']))} (± is the sd over seeds; each run has one eflomal "
+         "alignment). Δ is the word-level tau minus the word preorderer's, with a 95 % paired bootstrap interval over "
+         "sentences.", "",
          "| system | pieces/word | words split | tau, sub-word level | tau, word level | Δ [95 % CI] |",
          "| --- | --- | --- | --- | --- | --- |",
          f"| word preorderer | 1 | 0 % | | {taus(word)} | |",
@@ -411,7 +425,8 @@ def _render_subword(sub: Optional[dict]) -> List[str]:
         L.append(f"| {r['kind']}:{r['size']}, {r['alignment']} links | {r['dev_pieces_per_word']:.3f} | "
                  f"{100 * r['dev_words_split']:.1f} % | {taus(r['subword'])} | {taus(r['collapsed'])} | "
                  f"{d['diff']:+.4f} [{d['lo']:+.4f}, {d['hi']:+.4f}] |")
-    zero = [f"{r['kind']}:{r['size']} ({r['alignment']})" for r in sub["subword"] if r["vs_word"]["lo"] <= 0 <= r["vs_word"]["hi"]]
+    zero = [f"{r['kind']}:{r['size']} ({r['alignment']})" for r in sub["subword"]
+            if r["vs_word"]["lo"] <= 0 <= r["vs_word"]["hi"]]
     off = [f"{r['kind']}:{r['size']} ({r['alignment']}, {r['vs_word']['diff']:+.4f})" for r in sub["subword"]
            if not r["vs_word"]["lo"] <= 0 <= r["vs_word"]["hi"]]
     L += ["", "The 95 % interval contains 0 for " + (", ".join(zero) or "none") + "; it excludes 0 for "
@@ -425,10 +440,10 @@ def _render_align(al: Optional[dict]) -> List[str]:
         return []
     runs = al["runs"]
     L = ["", "## Alignment quality (AER)", "",
-         f"`python tools/bench/bench_align.py {al.get('command', '')}` runs `onmt-xl align --text jaen.src-tgt --extra-src "
-         f"train.ja --extra-tgt train.en` {len(runs)} times (eflomal cannot be seeded) on the {al['sentences']} KFTT "
-         "gold pairs of `../shared/data/gold` with the 50k enja training pairs as unlabelled extra data, and scores "
-         "each symmetrization (Och & Ney AER, micro-averaged). Mean ± sd over the runs:", "",
+         f"`python tools/bench/bench_align.py {al.get('command', '')}` runs `onmt-xl align --text jaen.src-tgt "
+         f"--extra-src train.ja --extra-tgt train.en` {len(runs)} times (eflomal cannot be seeded) on the "
+         f"{al['sentences']} KFTT gold pairs of `../shared/data/gold` with the 50k enja training pairs as unlabelled "
+         "extra data, and scores each symmetrization (Och & Ney AER, micro-averaged). Mean ± sd over the runs:", "",
          "| symmetrization | AER | precision | recall | links |", "| --- | --- | --- | --- | --- |"]
     for key in runs[0]:
         if not isinstance(runs[0][key], dict) or "aer" not in runs[0][key]:
@@ -439,15 +454,17 @@ def _render_align(al: Optional[dict]) -> List[str]:
         L.append(f"| {name} | {_mean_sd(col['aer'])} | {_mean_sd(col['precision'])} | {_mean_sd(col['recall'])} | "
                  f"{_n(links)} |")
     secs = [r["eflomal_seconds"] for r in runs]
-    L += ["", f"eflomal took {_mean_sd(secs, 1)} s per run on the {_n(al['sentences'] + al['extra_pairs'])} pairs (both "
-          "directions, one run of `onmt-xl align`)."]
+    L += ["", f"eflomal took {_mean_sd(secs, 1)} s per run on the {_n(al['sentences'] + al['extra_pairs'])} pairs "
+          "(both directions, one run of `onmt-xl align`)."]
     return L
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="examples:\n  python tools/study/preorder_report.py render\n"
-                                        "  python tools/study/preorder_report.py collect --workdir runs/evidence_jaen --steps orders,show")
+                                        "  python tools/study/preorder_report.py collect --workdir runs/evidence_jaen "
+                                        "--steps orders,show")
     sub = ap.add_subparsers(dest="command", required=True)
     c = sub.add_parser("collect", help="measure the study's preorderers into the archive")
     c.add_argument("--workdir", required=True, help="an onmt-xl evidence work directory (after --stage prepare)")
@@ -458,7 +475,8 @@ def main(argv=None) -> int:
     c.add_argument("--spans", default="10,20,30", help="span limits timed and scored besides exact and the default")
     r = sub.add_parser("render", help="write the report from the archive")
     r.add_argument("--archive", default=str(ARCHIVE), help="the measurements (default reports/preorder_enja)")
-    r.add_argument("--out", default=str(REPO / "reports" / "PREORDER.md"), help="the report (default reports/PREORDER.md)")
+    r.add_argument("--out", default=str(REPO / "reports" / "PREORDER.md"), help="the report (default "
+                   "reports/PREORDER.md)")
     args = ap.parse_args(argv)
     archive = Path(args.archive)
     if args.command == "render":
@@ -492,7 +510,8 @@ def main(argv=None) -> int:
             extra = sum(1 for _ in open(shared / "enja" / "train.ja", encoding="utf-8"))
             write_json(archive / "align.json", dict(obj, command=" ".join(a), extra_pairs=extra))
         elif step == "subword":
-            a = ["--data", str(shared / "enja"), "--subword", "bpe:8000", "--subword", "sentencepiece:2000", "--seeds", "1,2,3",
+            a = ["--data", str(shared / "enja"), "--subword", "bpe:8000", "--subword", "sentencepiece:2000", "--seeds",
+                 "1,2,3",
                  "--subword-eflomal"]
             collect_tool("bench_subword.py", a, archive / "subword.json")
             obj = read_json(archive / "subword.json")

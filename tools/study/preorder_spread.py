@@ -33,7 +33,8 @@ def one_run(workdir: Path, options: Dict) -> Dict[str, float]:
     from onmt_xl.core.reorder.preorderer import Preorderer
 
     data = workdir / "data"
-    parts = {s: (read_tokenized(str(data / f"{s}.src")), read_tokenized(str(data / f"{s}.{'ref' if s == 'test' else 'tgt'}")))
+    parts = {s: (read_tokenized(str(data / f"{s}.src")),
+                 read_tokenized(str(data / f"{s}.{'ref' if s == 'test' else 'tgt'}")))
              for s in SPLITS if (data / f"{s}.src").exists()}
     t0 = time.perf_counter()
     res = align_corpus([x for p in parts.values() for x in p[0]], [y for p in parts.values() for y in p[1]])
@@ -57,12 +58,14 @@ def summary(rows: List[Dict[str, float]], key: str) -> str:
     if not values:
         return f"{key}: no run"
     sd = statistics.stdev(values) if len(values) > 1 else float("nan")
-    return f"{key}: {statistics.mean(values):.4f} ± {sd:.4f} (min {min(values):.4f}, max {max(values):.4f}; {len(values)} runs)"
+    return (f"{key}: {statistics.mean(values):.4f} ± {sd:.4f} (min {min(values):.4f}, max {max(values):.4f}; "
+            f"{len(values)} runs)")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                 epilog="example:\n  python tools/study/preorder_spread.py --workdir runs/evidence_jaen --runs 5",
+                                 epilog="example:\n  python tools/study/preorder_spread.py --workdir "
+                                 "runs/evidence_jaen --runs 5",
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workdir", required=True, help="a work directory of onmt-xl evidence (data/ and manifest.json)")
     ap.add_argument("--runs", type=int, default=5, help="alignment runs (default 5)")

@@ -7,8 +7,8 @@
 By default the synthetic SVO→SOV corpus (``onmt_xl.core.data.synthetic``) is generated with the demo's size and seed;
 with ``--data`` the corpus is Japanese→English. The last ``--tune-size`` training pairs are carved off as the
 tuning split (with ``--data``, the ``--valid-size`` pairs before them validate), and the rest trains every candidate
-(through the stock ``onmt_train`` / ``onmt_translate``, with the configurations of ``onmt_xl.experiments.configs`` plus the
-candidate's options), as jobs of the workbench's runner under ``WORKDIR/jobs/``, so a killed run resumes;
+(through the stock ``onmt_train`` / ``onmt_translate``, with the configurations of ``onmt_xl.experiments.configs`` plus
+the candidate's options), as jobs of the workbench's runner under ``WORKDIR/jobs/``, so a killed run resumes;
 ``WORKDIR/tune.jsonl`` keeps one JSON line per job run so far (a later call with other ``--only`` candidates adds
 to it), and the table printed at the end gives BLEU and chrF on the tuning split, mean ± sd over seeds;
 ``--decide A:B`` adds A's lead over B with its standard error (reports/TUNING.md's rule).
@@ -26,7 +26,8 @@ from typing import Dict, List, Optional, Tuple
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))  # this checkout's onmt_xl, whatever is installed, here and in the stock commands
-os.environ["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
 
 from onmt_xl.experiments.configs import PRESETS, config  # noqa: E402
 from onmt_xl.experiments.plan import Job  # noqa: E402
@@ -36,8 +37,10 @@ from onmt_xl.experiments.stages import Corpus  # noqa: E402
 #: candidate name -> (system of onmt_xl.experiments.systems.SYSTEMS, option overrides): what each choice compares
 CANDIDATES: Dict[str, Tuple[str, Dict]] = {
     "baseline": ("baseline", {}),
-    "baseline_bf16": ("baseline", {"xl_cpu_precision": "bf16"}),  # quality at equal steps; fp32 on a CPU without native bf16
-    "baseline_fp32": ("baseline", {"xl_cpu_precision": "fp32"}),  # its reference (``baseline`` follows xl_cpu_precision auto)
+    # quality at equal steps; fp32 on a CPU without native bf16
+    "baseline_bf16": ("baseline", {"xl_cpu_precision": "bf16"}),
+    # its reference (``baseline`` follows xl_cpu_precision auto)
+    "baseline_fp32": ("baseline", {"xl_cpu_precision": "fp32"}),
     "disan": ("disan", {}),
     "disan_nogate": ("disan_nogate", {}),
     "inxl_absolute": ("inxl", {"xl_inxl_init": "absolute"}),
@@ -104,15 +107,16 @@ def table(rows: List[Dict]) -> str:
     by: Dict[str, List[Dict]] = {}
     for r in rows:
         by.setdefault(r["name"], []).append(r)
-    out = ["| candidate | seeds | BLEU (mean ± sd) | chrF (mean ± sd) | per seed BLEU |", "| --- | ---: | ---: | ---: | --- |"]
+    out = ["| candidate | seeds | BLEU (mean ± sd) | chrF (mean ± sd) | per seed BLEU |",
+           "| --- | ---: | ---: | ---: | --- |"]
     for name in CANDIDATES:
         rs = sorted(by.get(name, []), key=lambda r: r["seed"])
         if not rs:
             continue
         b, c = [r["bleu"] for r in rs], [r["chrf"] for r in rs]
         sd = (lambda v: statistics.stdev(v) if len(v) > 1 else float("nan"))
-        out.append(f"| {name} | {len(rs)} | {statistics.mean(b):.2f} ± {sd(b):.2f} | {statistics.mean(c):.2f} ± {sd(c):.2f} | "
-                   + ", ".join(f"{x:.2f}" for x in b) + " |")
+        out.append(f"| {name} | {len(rs)} | {statistics.mean(b):.2f} ± {sd(b):.2f} | {statistics.mean(c):.2f} ± "
+                   f"{sd(c):.2f} | " + ", ".join(f"{x:.2f}" for x in b) + " |")
     return "\n".join(out)
 
 
@@ -138,15 +142,18 @@ def decide_option(text: str) -> Tuple[str, str]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                epilog="example: python tools/study/tune_options.py --workdir runs/tune_synth --only baseline disan")
+                                epilog="example: python tools/study/tune_options.py --workdir runs/tune_synth --only "
+                                "baseline disan")
     p.add_argument("--workdir", default="runs/tune_synth", help="work directory (resumable)")
     p.add_argument("--seeds", default="1,2", help="comma-separated training seeds")
-    p.add_argument("--data", help="directory with train.ja / train.en (e.g. ../shared/data/enja); default: the synthetic corpus")
-    p.add_argument("--preset", default="demo", choices=sorted(PRESETS), help="model size (onmt_xl.experiments.configs.PRESETS)")
+    p.add_argument("--data", help="directory with train.ja / train.en (e.g. ../shared/data/enja); default: the "
+                   "synthetic corpus")
+    p.add_argument("--preset", default="demo", choices=sorted(PRESETS), help="model size "
+                   "(onmt_xl.experiments.configs.PRESETS)")
     p.add_argument("--train-steps", type=int, help="training steps of every candidate (default: the preset's)")
     p.add_argument("--tune-size", type=int, default=500, help="training pairs carved off as the tuning split")
-    p.add_argument("--valid-size", type=int, default=1000, help="with --data: the training pairs before the tuning split "
-                   "that validate")
+    p.add_argument("--valid-size", type=int, default=1000, help="with --data: the training pairs before the tuning "
+                   "split that validate")
     p.add_argument("--threads", type=int, default=0, help="torch threads per job (0: torch's default)")
     p.add_argument("--beam-size", type=int, default=5)
     p.add_argument("--parallel", type=int, default=1, help="jobs trained at once (default 1)")

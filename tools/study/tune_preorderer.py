@@ -69,7 +69,8 @@ def main(argv: List[str] = None) -> int:
     wd = Path(args.workdir)
     for need in ("data/tune.src", "align/tune.gdfa", "align/train.gdfa"):
         if not (wd / need).exists():
-            sys.exit(f"tune_preorderer: {wd / need} not found: run `onmt-xl evidence --workdir {wd}` (its data stages) first")
+            sys.exit(f"tune_preorderer: {wd / need} not found: run `onmt-xl evidence --workdir {wd}` (its data stages) "
+                     "first")
     out = wd / "preorder_tuning.jsonl"
     done = {(r["name"], r["seed"]): r for r in map(json.loads, out.read_text().splitlines())} if out.exists() else {}
     names = args.only or list(CANDIDATES)
@@ -78,7 +79,8 @@ def main(argv: List[str] = None) -> int:
         for seed in seeds:
             if (name, seed) in done:
                 continue
-            row = dict(name=name, seed=seed, options=CANDIDATES[name], **score(wd, CANDIDATES[name], seed, args.threads))
+            row = dict(name=name, seed=seed, options=CANDIDATES[name],
+                       **score(wd, CANDIDATES[name], seed, args.threads))
             with open(out, "a", encoding="utf-8") as f:
                 f.write(json.dumps(row) + "\n")
             done[(name, seed)] = row
@@ -88,9 +90,11 @@ def main(argv: List[str] = None) -> int:
         taus = [done[(name, s)]["tau"] for s in seeds]
         table.append((statistics.mean(taus), statistics.stdev(taus) if len(taus) > 1 else 0.0, name, taus))
     table.sort(reverse=True)
-    print(f"\ntuning split tau ({len(seeds)} seeds), best first\n| candidate | options | tau (mean ± sd) | per seed |\n| --- | --- | ---: | --- |")
+    print(f"\ntuning split tau ({len(seeds)} seeds), best first\n"
+          "| candidate | options | tau (mean ± sd) | per seed |\n| --- | --- | ---: | --- |")
     for mean, sd, name, taus in table:
-        print(f"| {name} | {json.dumps(CANDIDATES[name])} | {mean:.4f} ± {sd:.4f} | {', '.join(f'{t:.4f}' for t in taus)} |")
+        print(f"| {name} | {json.dumps(CANDIDATES[name])} | {mean:.4f} ± {sd:.4f} | "
+              f"{', '.join(f'{t:.4f}' for t in taus)} |")
     by_name = {name: (mean, sd) for mean, sd, name, _ in table}
     if "defaults" in by_name:
         tol = args.tolerance if args.tolerance is not None else by_name["defaults"][1]

@@ -33,8 +33,8 @@ eflomal on the sub-word text:
   aligner gains in word-level accuracy is not used. That gain depends on the data: on the KFTT
   gold set (out of domain for the 50k Tanaka training pairs), eflomal on BPE-8000 pieces, scored at
   word level, has a lower AER than eflomal on words, SentencePiece-2000 a higher one (see
-  ``reports/PREORDER.md``, ``reports/PREORDER_HISTORY.md``). Both can be had: align the sub-words, :func:`collapse_links` to words,
-  then :func:`project_links` back.
+  ``reports/PREORDER.md``, ``reports/PREORDER_HISTORY.md``). Both can be had: align the sub-words,
+  :func:`collapse_links` to words, then :func:`project_links` back.
 
 :func:`collapse_links` (words linked when any of their pieces are) also scores a sub-word aligner
 against word-level gold; ``tools/bench/bench_align.py --subword`` and ``tools/bench/bench_subword.py
@@ -127,7 +127,8 @@ def piece_to_word(offsets: Sequence[int]) -> List[int]:
 
 def _check_offsets(offsets: Sequence[int], what: str) -> None:
     if len(offsets) == 0 or offsets[0] != 0 or any(b <= a for a, b in zip(offsets[:-1], offsets[1:])):
-        raise ValueError(f"{what} offsets must start at 0 and increase strictly (every word has a piece): {list(offsets)}")
+        raise ValueError(f"{what} offsets must start at 0 and increase strictly (every word has a piece): "
+                         f"{list(offsets)}")
 
 
 def project_links(
@@ -152,7 +153,8 @@ def project_links(
             tgt_range: Iterable[int] = (j,)
         else:
             if not 0 <= j < len(tgt_offsets) - 1:
-                raise ValueError(f"link {i}-{j}: target word {j} out of range for a {len(tgt_offsets) - 1}-word sentence")
+                raise ValueError(f"link {i}-{j}: target word {j} out of range for a {len(tgt_offsets) - 1}-word "
+                                 "sentence")
             tgt_range = range(tgt_offsets[j], tgt_offsets[j + 1])
         for a in range(src_offsets[i], src_offsets[i + 1]):
             for b in tgt_range:

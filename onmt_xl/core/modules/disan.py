@@ -1,4 +1,5 @@
-"""Directional self-attention (DiSAN, Shen et al. 2018) as a Transformer-encoder baseline (Ding et al. 2020, Tab. 1 row 8).
+"""Directional self-attention (DiSAN, Shen et al. 2018) as a Transformer-encoder baseline (Ding et al. 2020,
+Tab. 1 row 8).
 
 Half of the heads of each encoder self-attention read only earlier tokens (forward mask), the other half
 only later tokens (backward mask); the diagonal is excluded, as in DiSAN (Shen et al. 2018, Sec. 4.1),
@@ -25,8 +26,8 @@ def directional_masks(pad_mask: torch.Tensor, heads: int) -> torch.Tensor:
     """Per-head masks (True = masked) for forward heads ``[0, heads//2)`` and backward heads after.
 
     A forward head at query ``i`` reads keys ``j < i``, a backward head keys ``j > i``; a query with no key
-    in its direction reads itself (padded queries too, so that no row is empty). ``pad_mask`` ``(batch, 1, src_len, src_len)``, True on padded keys
-    -> ``(batch, heads, src_len, src_len)``.
+    in its direction reads itself (padded queries too, so that no row is empty). ``pad_mask`` ``(batch, 1, src_len,
+    src_len)``, True on padded keys -> ``(batch, heads, src_len, src_len)``.
     """
     length = pad_mask.size(-1)
     idx = torch.arange(length, device=pad_mask.device)
@@ -38,7 +39,8 @@ def directional_masks(pad_mask: torch.Tensor, heads: int) -> torch.Tensor:
         empty = ~allowed.any(dim=-1, keepdim=True)
         masks.append(~(allowed | (eye & empty)))  # a padded query reads itself: no row is empty (SDPA gives NaN)
     n_fw = heads // 2
-    return torch.cat((masks[0][:, None].expand(-1, n_fw, -1, -1), masks[1][:, None].expand(-1, heads - n_fw, -1, -1)), 1)
+    return torch.cat((masks[0][:, None].expand(-1, n_fw, -1, -1),
+                      masks[1][:, None].expand(-1, heads - n_fw, -1, -1)), 1)
 
 
 class FusionGate(nn.Module):

@@ -57,7 +57,8 @@ def soft_window_pe(b: torch.Tensor, pe: torch.Tensor, src_len: torch.Tensor, win
     ``s = 0 … J−1`` of the sentence: a soft selection of ``pe_s`` around ``b_j`` whose mix, unlike Eq. 6's
     window for ``D = 0.5``, moves with ``b_j``, so a loss on it reaches ``b_j``.
 
-    ``b`` ``(batch, src_len)``, ``pe`` ``(max_pos, d_model)``, ``src_len`` ``(batch,)`` -> ``(batch, src_len, d_model)``.
+    ``b`` ``(batch, src_len)``, ``pe`` ``(max_pos, d_model)``, ``src_len`` ``(batch,)`` -> ``(batch, src_len,
+    d_model)``.
     """
     sigma = window / 2
     s = torch.arange(pe.size(0), device=b.device, dtype=b.dtype)

@@ -476,13 +476,15 @@ def _train_args(p: argparse.ArgumentParser) -> None:
                    "(default: the longest training sentence; 0 = exact CKY)")
     p.add_argument("--class-words", type=int, default=100, help="most frequent tokens that are their own class")
     p.add_argument("--clusters", type=int, default=DEFAULT_CLUSTERS,
-                   help=f"word classes from exchange clustering of the source side (default {DEFAULT_CLUSTERS}, 0 = shapes only)")
+                   help=f"word classes from exchange clustering of the source side (default {DEFAULT_CLUSTERS}, 0 = "
+                   "shapes only)")
     p.add_argument("--min-count", type=int, default=2, help="rarer tokens map to UNK (default 2)")
     _threads_arg(p)
     p.add_argument("--parallel", choices=("mix", "minibatch"), default=DEFAULT_PARALLEL,
                    help="how threads share training: mix = one shard per thread, weights averaged after each pass "
                    "(robust on shared cores; the model depends on the thread count); minibatch = --batch sentences "
-                   f"parsed in parallel, then updated in order (same model for any thread count) (default {DEFAULT_PARALLEL})")
+                   "parsed in parallel, then updated in order (same model for any thread count) (default "
+                   f"{DEFAULT_PARALLEL})")
     p.add_argument("--batch", type=int, default=DEFAULT_BATCH,
                    help=f"--parallel minibatch: sentences parsed in parallel between updates (default {DEFAULT_BATCH})")
     _attach_null_arg(p, "none")

@@ -10,9 +10,9 @@ analysis of the morpheme that covers its first character:
   finest part of speech (``pos1-pos2-pos3``).
 
 Sub-word markers (joiner ``￭``, spacer ``▁``, ``@@``) are left out of the text the analyser reads, so pieces
-take the analysis of the word they belong to. Both become stable ids (CRC-32 above the other views' ids) that :meth:`onmt_xl.core.reorder.features.Vocab.encode`
-puts in the ``g`` views. Tagging is per sentence, so a cache of the preorderer's outputs per sentence (the
-``xl_position`` transform's) caches it too.
+take the analysis of the word they belong to. Both become stable ids (CRC-32 above the other views' ids) that
+:meth:`onmt_xl.core.reorder.features.Vocab.encode` puts in the ``g`` views. Tagging is per sentence, so a cache of the
+preorderer's outputs per sentence (the ``xl_position`` transform's) caches it too.
 
 A model trained with a tagger records it in its file (:meth:`Tagger.record`: name, package and dictionary
 versions) and tags its input itself; loading one where the analyser is not installed fails with

@@ -2,9 +2,9 @@
 
 numba's OpenMP threading layer keeps idle threads *spinning* by default; on a machine whose cores
 are shared (other processes, or vCPUs that are hyper-threads) the spinning threads steal time from
-the working one, so more threads can make a pass slower than one thread. :func:`ensure_threading` therefore starts the thread pool with ``OMP_WAIT_POLICY=passive``
-(unless the variable is already set) and restores the environment right away, so child processes
-(e.g. ``onmt_train`` started by the pipeline) do not inherit the setting.
+the working one, so more threads can make a pass slower than one thread. :func:`ensure_threading` therefore starts the
+thread pool with ``OMP_WAIT_POLICY=passive`` (unless the variable is already set) and restores the environment right
+away, so child processes (e.g. ``onmt_train`` started by the pipeline) do not inherit the setting.
 
 The OpenMP layer also shares the OpenMP runtime with torch: starting numba's pool sets the runtime's thread count
 for the calling thread to numba's, and torch's next operations run on that many threads (more than

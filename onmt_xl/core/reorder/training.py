@@ -44,7 +44,8 @@ class EpochStats:
 
 @dataclass
 class Settings:
-    """The settings of one training run (see :meth:`Preorderer.train <onmt_xl.core.reorder.preorderer.Preorderer.train>`)."""
+    """The settings of one training run (see :meth:`Preorderer.train
+    <onmt_xl.core.reorder.preorderer.Preorderer.train>`)."""
 
     iterations: int
     seed: int

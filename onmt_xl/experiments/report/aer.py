@@ -10,11 +10,13 @@ from onmt_xl.experiments.report.format import fmt
 INTRO = [
     "## 5. Attention alignment quality (Ding et al. 2020 Tab. 3)", "",
     "Alignments read from the decoder's cross-attention, penultimate layer, averaged over heads "
-    "(`alignment_layer` = penultimate, `alignment_heads` 0, set on a copy of the checkpoint; `onmt_translate -report_align -gold_align` with the reference as `-tgt`): each target "
-    "word is linked to its most attended source word. *gold*: the 582 KFTT pairs of `shared/data/gold` "
-    "(Kyoto Wikipedia: a different domain from the training data, many unknown words); *eflomal*: the test set "
-    "against its own eflomal grow-diag-final-and links (a noisy reference).", "",
-    "| system | AER (gold) | P | R | AER (eflomal, test) | P | R |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    "(`alignment_layer` = penultimate, `alignment_heads` 0, set on a copy of the checkpoint; `onmt_translate "
+    "-report_align -gold_align` with the reference as `-tgt`): each target word is linked to its most attended source "
+    "word. *gold*: the 582 KFTT pairs of `shared/data/gold` (Kyoto Wikipedia: a different domain from the training "
+    "data, many unknown words); *eflomal*: the test set against its own eflomal grow-diag-final-and links (a noisy "
+    "reference).", "",
+    "| system | AER (gold) | P | R | AER (eflomal, test) | P | R |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
 
 
 def aer(res: Dict[str, Any], jobs: Sequence[Job]) -> List[str]:
@@ -35,8 +37,9 @@ def aer(res: Dict[str, Any], jobs: Sequence[Job]) -> List[str]:
 
 def _row(label: str, g: Dict[str, Any], t: Dict[str, Any]) -> str:
     """AER, precision and recall against the gold links (``g``) and the test set's eflomal links (``t``)."""
-    return (f"| {label} | {fmt(g.get('aer'), '.4f')} | {fmt(g.get('precision'), '.4f')} | {fmt(g.get('recall'), '.4f')} | "
-            f"{fmt(t.get('aer'), '.4f')} | {fmt(t.get('precision'), '.4f')} | {fmt(t.get('recall'), '.4f')} |")
+    return (f"| {label} | {fmt(g.get('aer'), '.4f')} | {fmt(g.get('precision'), '.4f')} | "
+            f"{fmt(g.get('recall'), '.4f')} | {fmt(t.get('aer'), '.4f')} | {fmt(t.get('precision'), '.4f')} | "
+            f"{fmt(t.get('recall'), '.4f')} |")
 
 
 def _chance_note(g: Dict[str, Any], t: Dict[str, Any]) -> str:

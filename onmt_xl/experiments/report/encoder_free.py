@@ -20,11 +20,13 @@ def encoder_free(res: Dict[str, Any]) -> List[str]:
         e = res["jobs"].get(name)
         t = e["variants"].get("test", {}) if e else {}
         params = f"{e['parameters']:,}" if e else "not run"
-        md.append(f"| {label} | {params} | {fmt(t.get('bleu'))} | {fmt(t.get('chrf'))} | {fmt(bleu(res, name, 'valid'))} |")
+        md.append(f"| {label} | {params} | {fmt(t.get('bleu'))} | {fmt(t.get('chrf'))} | "
+                  f"{fmt(bleu(res, name, 'valid'))} |")
     md.append("")
     free, full = bleu(res, "encoder_free"), bleu(res, "baseline")
     if free is not None and full is not None and free > full:
         md += [f"Here the encoder-free model beats the Transformer with its encoder ({fmt(free)} against {fmt(full)}), "
                "the reverse of Ding et al.'s Tab. 4. Every model trains the same number of steps, short of convergence "
-               "at this budget, and the smaller model gets further in them (validation perplexity: each job's train.log).", ""]
+               "at this budget, and the smaller model gets further in them (validation perplexity: each job's "
+               "train.log).", ""]
     return md

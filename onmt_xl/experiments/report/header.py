@@ -23,9 +23,10 @@ def header(manifest: Dict[str, Any], res: Dict[str, Any], jobs: Sequence[Job]) -
         f"{m.get('enc_layers')}+{m.get('dec_layers')} layers, {m.get('heads')} heads, FFN {m.get('transformer_ff')}, "
         f"dropout {m.get('dropout')}, Adam β2 {m.get('adam_beta2')}, noam lr {m.get('learning_rate')} / warm-up "
         f"{m.get('warmup_steps')}, {m.get('batch_size')}-token batches, label smoothing {m.get('label_smoothing')}, "
-        f"{manifest.get('train_steps')} steps; beam {manifest.get('beam_size')}. Reported on the corpus' test split; the last "
-        f"{manifest.get('valid_size')} training pairs validate. BLEU and chrF: sacrebleu's defaults over the corpus' "
-        "tokenized text (scores are not comparable with the papers' figures, which are on other data anyway).", "",
+        f"{manifest.get('train_steps')} steps; beam {manifest.get('beam_size')}. Reported on the corpus' test split; "
+        f"the last {manifest.get('valid_size')} training pairs validate. BLEU and chrF: sacrebleu's defaults over the "
+        "corpus' tokenized text (scores are not comparable with the papers' figures, which are on other data anyway).",
+        "",
         f"Machine: {mach.get('processor')}, {mach.get('cpus')} CPUs, GPU: {mach.get('gpu') or 'none'}. "
         f"Versions: " + ", ".join(f"{k} {v}" for k, v in manifest.get("versions", {}).items()) + ".", "",
         f"Preorderer on the test set (against the test alignments): Kendall tau {fmt(pre.get('tau'), '.4f')} "
@@ -48,7 +49,8 @@ def run_line(r: Dict[str, Any]) -> str:
     if "started" not in r:
         when, how = f"finished {r.get('finished')}", ", stopped by the time budget" if r.get("stopped_before") else ""
     elif r.get("status") == "running":
-        when, how = f"started {r['started']}", f", no end recorded (still running, or killed; last record {r.get('updated')})"
+        when = f"started {r['started']}"
+        how = f", no end recorded (still running, or killed; last record {r.get('updated')})"
     else:
         when, how = f"started {r['started']}", f", {r.get('status')}"
     done = r.get("jobs_done")
@@ -65,6 +67,6 @@ def training_time(res: Dict[str, Any]) -> str:
             by_share.setdefault(int(e.get("concurrent_jobs") or 1), []).append(e["train_seconds"] / 60)
     if not by_share:
         return "Training time per job: none measured yet (resumed jobs only time their last attempt)."
-    parts = [f"{statistics.median(v):.1f} min median over {len(v)} job(s) trained " + ("alone" if n == 1 else f"{n} at a time")
-             for n, v in sorted(by_share.items())]
+    parts = [f"{statistics.median(v):.1f} min median over {len(v)} job(s) trained "
+             + ("alone" if n == 1 else f"{n} at a time") for n, v in sorted(by_share.items())]
     return "Training time per job (wall clock, not resumed): " + "; ".join(parts) + "."

@@ -13,14 +13,17 @@ INTRO = [
     "## 1. Main table (Ding et al. 2020 Tab. 1–2; Chen et al. 2019a Tab. 1; Chen et al. 2020 Tab. 1)", "",
     "p-values against the baseline: sacrebleu paired bootstrap (1,000 samples) and the sign test "
     "(better/worse sentences); * p < 0.05, ** p < 0.01. *valid*: the same on the held-out validation pairs "
-    "(the last training pairs; used for nothing but validation perplexity, so a second test set). Parameters from the checkpoints; tok/s is the median of OpenNMT's "
-    "per-report training source tokens/second (first report left out), as trained here: a † marks a job "
-    "trained while another shared the CPU (`--parallel`), a ‡ one resumed from a checkpoint (OpenNMT-py 3.5.1's `-train_from` restarts the corpus at its first line, so a resumed job also saw its data in another order than an uninterrupted one); the machine's speed "
-    "also drifts, so × baseline is left out for marked rows and the controlled speed comparison is `tools/bench/bench_xl_step.py` (reports/bench_xl_step_enja.txt). "
-    "`disan`: a residual block over directional heads (DiSAN's masks: no head reads the token itself) "
-    "with DiSAN's fusion gate mixing in the normalised block input; `disan_nogate` (`-xl_disan_fusion none`, "
-    "our variant) drops the gate.", "",
-    "| system | params | Δ params | train src tok/s | × baseline | BLEU | Δ BLEU | chrF | p (bootstrap) | sign test +/− | p (sign) | valid BLEU | Δ | p (bootstrap) |",
+    "(the last training pairs; used for nothing but validation perplexity, so a second test set). Parameters from the "
+    "checkpoints; tok/s is the median of OpenNMT's per-report training source tokens/second (first report left out), "
+    "as trained here: a † marks a job trained while another shared the CPU (`--parallel`), a ‡ one resumed from a "
+    "checkpoint (OpenNMT-py 3.5.1's `-train_from` restarts the corpus at its first line, so a resumed job also saw its "
+    "data in another order than an uninterrupted one); the machine's speed also drifts, so × baseline is left out for "
+    "marked rows and the controlled speed comparison is `tools/bench/bench_xl_step.py` "
+    "(reports/bench_xl_step_enja.txt). `disan`: a residual block over directional heads (DiSAN's masks: no head reads "
+    "the token itself) with DiSAN's fusion gate mixing in the normalised block input; `disan_nogate` "
+    "(`-xl_disan_fusion none`, our variant) drops the gate.", "",
+    "| system | params | Δ params | train src tok/s | × baseline | BLEU | Δ BLEU | chrF | p (bootstrap) | sign test "
+    "+/− | p (sign) | valid BLEU | Δ | p (bootstrap) |",
     "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
 
 
@@ -47,9 +50,10 @@ def _row(name: str, e: Dict[str, Any], base: Any) -> str:
     clean = base and not speed_marks(e) and not speed_marks(base)  # a ratio of unlike measurements misleads
     ratio = e["src_tok_s"] / base["src_tok_s"] if clean and e.get("src_tok_s") and base.get("src_tok_s") else None
     db = t["bleu"] - base["variants"]["test"]["bleu"] if base and "bleu" in t and "test" in base["variants"] else None
-    return (f"| {name} | {e['parameters']:,} | {'' if dp is None else f'{dp:+,}'} | {fmt(e.get('src_tok_s'), ',.0f')}{speed_marks(e)} | "
-            f"{fmt(ratio, '.3f')} | {fmt(t.get('bleu'))} | {fmt(db, '+.2f')} | {fmt(t.get('chrf'))} | "
-            f"{p_value(t.get('p_bootstrap'))} | {t.get('sign_better', '–')}/{t.get('sign_worse', '–')} | {p_value(t.get('p_sign'))} | "
+    return (f"| {name} | {e['parameters']:,} | {'' if dp is None else f'{dp:+,}'} | "
+            f"{fmt(e.get('src_tok_s'), ',.0f')}{speed_marks(e)} | {fmt(ratio, '.3f')} | {fmt(t.get('bleu'))} | "
+            f"{fmt(db, '+.2f')} | {fmt(t.get('chrf'))} | {p_value(t.get('p_bootstrap'))} | "
+            f"{t.get('sign_better', '–')}/{t.get('sign_worse', '–')} | {p_value(t.get('p_sign'))} | "
             f"{fmt(va.get('bleu'))} | {fmt(dv, '+.2f')} | {p_value(va.get('p_bootstrap'))} |")
 
 
@@ -58,7 +62,8 @@ def _seeds(J: Dict[str, Any], main: Sequence[Job]) -> List[str]:
     seeded: Dict[str, list] = {}
     for j in main:
         if j.name in J and "bleu" in J[j.name]["variants"].get("test", {}):
-            seeded.setdefault(j.system, []).append((j.seed, J[j.name]["variants"]["test"]["bleu"], J[j.name]["variants"]["test"]["chrf"]))
+            test = J[j.name]["variants"]["test"]
+            seeded.setdefault(j.system, []).append((j.seed, test["bleu"], test["chrf"]))
     rows = [(s, v) for s, v in seeded.items() if len(v) > 1]
     if not rows:
         return []
@@ -67,5 +72,6 @@ def _seeds(J: Dict[str, Any], main: Sequence[Job]) -> List[str]:
     for s, v in rows:
         b, c = [x[1] for x in v], [x[2] for x in v]
         md.append(f"| {s} | {', '.join(str(x[0]) for x in v)} | {', '.join(f'{x:.2f}' for x in b)} | "
-                  f"{statistics.mean(b):.2f} ± {statistics.stdev(b):.2f} | {statistics.mean(c):.2f} ± {statistics.stdev(c):.2f} |")
+                  f"{statistics.mean(b):.2f} ± {statistics.stdev(b):.2f} | {statistics.mean(c):.2f} ± "
+                  f"{statistics.stdev(c):.2f} |")
     return md + [""]

@@ -11,7 +11,8 @@ INTRO = [
     "## 2. Oracle upper bound (Chen et al. 2020 Fig. 2) — uses test-side information", "",
     "`oracle` rows take the test sentences' XL indices (or reordered sources) from the BTG oracle of the "
     "eflomal alignments of the test set itself, i.e. from the reference translations: an upper bound, not a result.",
-    "", "| model | training XL / order from | test XL / order from | BLEU | chrF |", "| --- | --- | --- | ---: | ---: |"]
+    "", "| model | training XL / order from | test XL / order from | BLEU | chrF |",
+    "| --- | --- | --- | ---: | ---: |"]
 
 
 def oracle(res: Dict[str, Any], jobs: Sequence[Job]) -> List[str]:

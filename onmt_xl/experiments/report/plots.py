@@ -24,7 +24,8 @@ def plot(path: Path, xlabel: str, series: Dict[str, List[Tuple[float, Optional[f
             ax.plot([x for x, _ in v], [y for _, y in v], marker="o", label=name)
     with_ref = reference is not None and reference[1] is not None
     if with_ref:
-        ax.axhline(reference[1], color="grey", linestyle="--", linewidth=1, label=f"{reference[0]} ({reference[1]:.2f})")
+        ax.axhline(reference[1], color="grey", linestyle="--", linewidth=1,
+                   label=f"{reference[0]} ({reference[1]:.2f})")
     ax.set_xticks(sorted({x for v in pts.values() for x, _ in v}))
     ax.set_xlabel(xlabel)
     ax.set_ylabel("BLEU")

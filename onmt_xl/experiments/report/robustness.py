@@ -16,9 +16,11 @@ def robustness(res: Dict[str, Any], jobs: Sequence[Job], rdir: Path) -> List[str
     robust = {}
     for j in jobs:
         if "robustness" in j.experiments:
-            robust[j.name] = [(0.0, bleu(res, j.name))] + [(100 * r, bleu(res, j.name, f"swap{round(100 * r)}")) for r in SWAP_RATIOS]
+            robust[j.name] = [(0.0, bleu(res, j.name))] + [(100 * r, bleu(res, j.name, f"swap{round(100 * r)}"))
+                                                           for r in SWAP_RATIOS]
     md = ["## 7. Robustness to swapped source words (Chen et al. 2019a Sec. 6.5)", "",
-          "Test sources with `round(ratio·n/2)` random word pairs swapped (seeded); XL systems preorder the swapped source.", "",
+          "Test sources with `round(ratio·n/2)` random word pairs swapped (seeded); XL systems preorder the swapped "
+          "source.", "",
           "| system | " + " | ".join(f"{round(r)} %" for r, _ in next(iter(robust.values()), [])) + " |",
           "| --- |" + " ---: |" * (1 + len(SWAP_RATIOS))]
     for name, pts in robust.items():

@@ -17,7 +17,8 @@ INTRO = [
     "therefore keep Eq. 5–8 in the forward pass but take the loss on a deviation (`-xl_reordering_loss`, see "
     "`ExGREEncoder`), which reaches b_j; `exgre_literal` is trained with Eq. 9 as written, so its b_j learns "
     "from the translation loss alone.", "",
-    "| system | Sim (pr) | Sim (PE) | words | BLEU | Δ BLEU | p (bootstrap) |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    "| system | Sim (pr) | Sim (PE) | words | BLEU | Δ BLEU | p (bootstrap) |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
 
 
 def sim(res: Dict[str, Any]) -> List[str]:

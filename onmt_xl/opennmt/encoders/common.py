@@ -26,7 +26,8 @@ def split_xl(encoder, src: torch.Tensor, missing: Optional[str] = None) -> Tuple
         return src[:, :, :-1], src[:, :, -1]
     pos_xl = fed_xl_positions()
     if pos_xl is not None and tuple(pos_xl.shape) != tuple(src.shape[:2]):
-        raise ValueError(f"XL positions of shape {tuple(pos_xl.shape)} for a source batch of shape {tuple(src.shape[:2])}")
+        raise ValueError(f"XL positions of shape {tuple(pos_xl.shape)} for a source batch of shape "
+                         f"{tuple(src.shape[:2])}")
     if pos_xl is None and missing is not None:
         raise MissingXLPositionsError(missing)
     return src, pos_xl

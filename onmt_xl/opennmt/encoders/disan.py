@@ -24,7 +24,8 @@ def add_options(group) -> None:
 
 def validate(opt) -> None:
     if getattr(opt, "parallel_residual", False):
-        raise ValueError(f"-encoder_type {opt.encoder_type} builds on OpenNMT's sequential pre-norm layer: drop -parallel_residual")
+        raise ValueError(f"-encoder_type {opt.encoder_type} builds on OpenNMT's sequential pre-norm layer: drop "
+                         "-parallel_residual")
 
 
 @register_encoder("xl_disan")

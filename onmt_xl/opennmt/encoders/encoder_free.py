@@ -47,8 +47,8 @@ def validate(opt) -> None:
     if getattr(opt, "xl_encoder_free_pe", None) == "relative":
         check_bounds(opt, "xl_enc_max_relative_positions")
         if opt.hidden_size % opt.heads:
-            raise ValueError(f"-xl_encoder_free_pe relative splits hidden_size {opt.hidden_size} into heads {opt.heads}: "
-                             "make it a multiple")
+            raise ValueError(f"-xl_encoder_free_pe relative splits hidden_size {opt.hidden_size} into heads "
+                             f"{opt.heads}: make it a multiple")
     if getattr(opt, "xl_encoder_free_pe", None) == "inxl":
         require_xl_position(opt, (
             "-encoder_type xl_encoder_free reads cross-lingual positions, but corpus '{name}' does not list the "
@@ -108,8 +108,8 @@ class EncoderFreeEncoder(EncoderBase):
 
     def forward(self, src: torch.Tensor, src_len: Optional[torch.Tensor] = None):
         src, pos_xl = split_xl(self, src, missing=(
-            "xl_encoder_free with -xl_encoder_free_pe inxl needs cross-lingual positions: add the xl_position transform "
-            "(onmt_translate ... -transforms xl_position -xl_preorderer FILE)"
+            "xl_encoder_free with -xl_encoder_free_pe inxl needs cross-lingual positions: add the xl_position "
+            "transform (onmt_translate ... -transforms xl_position -xl_preorderer FILE)"
         ) if self.pe == "inxl" else None)
         x = embed_words(self.embeddings, src)
         d_model = x.size(-1)

@@ -28,7 +28,8 @@ ENCODERS = ("xl_reordering_embedding", "xl_additional_pe")
 
 def validate(opt) -> None:
     if getattr(opt, "parallel_residual", False):
-        raise ValueError(f"-encoder_type {opt.encoder_type} builds on OpenNMT's sequential pre-norm layer: drop -parallel_residual")
+        raise ValueError(f"-encoder_type {opt.encoder_type} builds on OpenNMT's sequential pre-norm layer: drop "
+                         "-parallel_residual")
 
 
 def _attend(layer: TransformerEncoderLayer, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -10,7 +10,8 @@ Registered ``encoder_type`` names (the decoder stays stock):
   in the encoder; the decoder keeps OpenNMT's absolute PE.
 
 XL encoders read ``pos_XL`` (attached by the ``xl_position`` transform as ``batch["xl_pos"]``, see
-:mod:`onmt_xl.opennmt.seams.positions`) through :func:`~onmt_xl.opennmt.encoders.common.split_xl`; ``src`` holds token ids only.
+:mod:`onmt_xl.opennmt.seams.positions`) through :func:`~onmt_xl.opennmt.encoders.common.split_xl`; ``src`` holds token
+ids only.
 """
 
 from __future__ import annotations
@@ -107,7 +108,8 @@ class XLTransformerEncoder(TransformerEncoder):
         return encoder
 
     def split_xl(self, src: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
-        """(token ids ``(batch, len, 1+n_feats)``, ``pos_XL`` ``(batch, len)``): see :func:`~onmt_xl.opennmt.encoders.common.split_xl`."""
+        """(token ids ``(batch, len, 1+n_feats)``, ``pos_XL`` ``(batch, len)``): see
+        :func:`~onmt_xl.opennmt.encoders.common.split_xl`."""
         return split_xl(
             self, src,
             missing=f"encoder_type {self.encoder_type} needs cross-lingual positions but the batch has none: "

@@ -1,9 +1,9 @@
 """Our legacy component names give way to another plug-in's.
 
 The encoders and decoder named before the ``xl_`` prefix (``disan``, ``reordering_embedding``, ...:
-:data:`onmt_xl.opennmt.names.LEGACY_ENCODERS`, :data:`~onmt_xl.opennmt.names.LEGACY_DECODERS`) are registered as aliases of ours
-where OpenNMT's registries lack them (:func:`onmt_xl.opennmt.names.register_aliases`). OpenNMT refuses a duplicate name,
-so a plug-in imported after us that registers one of those names would fail.
+:data:`onmt_xl.opennmt.names.LEGACY_ENCODERS`, :data:`~onmt_xl.opennmt.names.LEGACY_DECODERS`) are registered as aliases
+of ours where OpenNMT's registries lack them (:func:`onmt_xl.opennmt.names.register_aliases`). OpenNMT refuses a
+duplicate name, so a plug-in imported after us that registers one of those names would fail.
 
 Wraps (OpenNMT-py 3.5.1) ``onmt.encoders.register_encoder`` and ``onmt.decoders.register_decoder``: registering a
 name that is only our alias removes the alias first, so the other plug-in's component takes the name (a checkpoint
@@ -40,5 +40,7 @@ def apply() -> None:
     import onmt.decoders as decoders
     import onmt.encoders as encoders
 
-    encoders.register_encoder = _giving_way(encoders.register_encoder, encoders.str2enc, names.LEGACY_ENCODERS, "encoder")
-    decoders.register_decoder = _giving_way(decoders.register_decoder, decoders.str2dec, names.LEGACY_DECODERS, "decoder")
+    encoders.register_encoder = _giving_way(encoders.register_encoder, encoders.str2enc, names.LEGACY_ENCODERS,
+                                            "encoder")
+    decoders.register_decoder = _giving_way(decoders.register_decoder, decoders.str2dec, names.LEGACY_DECODERS,
+                                            "decoder")

@@ -7,8 +7,8 @@ Wraps (OpenNMT-py 3.5.1):
   the source; ``batch["src"]`` stays stock, token ids (and features) only. A batch without positions is stock's.
 - ``Translator._run_encoder`` (translation, gold scoring, ``-report_align``, validation scoring, the server),
   ``Trainer._gradient_accumulation`` and ``Trainer.validate`` (one batch at a time): each runs with its batch's
-  positions fed to the encoder (:func:`onmt_xl.opennmt.encoders.common.feeding_xl_positions`); our encoders read them with
-  :func:`~onmt_xl.opennmt.encoders.common.split_xl`. Stock encoders never read them.
+  positions fed to the encoder (:func:`onmt_xl.opennmt.encoders.common.feeding_xl_positions`); our encoders read them
+  with :func:`~onmt_xl.opennmt.encoders.common.split_xl`. Stock encoders never read them.
 
 No vocabulary and no embedding table are involved, so any position (even beyond the longest training sentence)
 reaches the model exactly. Beam search needs nothing more: the encoder runs once, before the search tiles and

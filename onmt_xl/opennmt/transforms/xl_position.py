@@ -110,7 +110,8 @@ class XLPositionTransform(XLPositionSource, Transform):
                 raise XLUsageError(None, None, error)
         if opts.xl_source == "preorderer":
             if not opts.xl_preorderer:
-                raise XLUsageError(None, None, "-xl_source preorderer needs -xl_preorderer PATH (a file from `onmt-xl preorder-train`)")
+                raise XLUsageError(None, None, "-xl_source preorderer needs -xl_preorderer PATH (a file from `onmt-xl "
+                                   "preorder-train`)")
             _load_preorderer(opts.xl_preorderer)  # fail at start-up, not inside a data worker
 
     def _parse_opts(self):
@@ -173,7 +174,8 @@ class XLPositionTransform(XLPositionSource, Transform):
 
     def batch_apply(self, batch, is_train=False, **kwargs):
         """OpenNMT applies transforms to a whole bucket at once: its preorderer cache misses are parsed in one
-        compiled call (:meth:`~onmt_xl.core.position_source.XLPositionSource._prefilled`), then each example as usual."""
+        compiled call (:meth:`~onmt_xl.core.position_source.XLPositionSource._prefilled`), then each example as
+        usual."""
         with self._prefilled([example["src"] for example, _, _ in batch if not self._has_precomputed(example)]):
             return super().batch_apply(batch, is_train=is_train, **kwargs)
 
