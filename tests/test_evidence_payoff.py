@@ -188,6 +188,42 @@ def test_the_stage_translates_finished_xl_jobs_only_and_keeps_them_in_the_archiv
     assert "differ: combination_s1 (payoff100 = oracle)" in (wd / "payoff.md").read_text()
 
 
+def test_the_stage_translates_runner_parallel_at_a_time_other_jobs_together(study, capsys):
+    import threading
+    import time
+
+    from onmt_xl.experiments.payoff import payoff_stage
+
+    wd, runner, jobs, calls, job_dir = study
+    for name in ("combination_s1", "combination_s2", "combination_s3"):
+        job_dir(name)
+    fake, lock, running, together = runner._run, threading.Lock(), [], []
+
+    def slow_run(args, log, commands, echo="", tag=""):
+        job = Path(args[args.index("-model") + 1]).parent.name
+        with lock:
+            running.append(job)
+            together.append(tuple(running))
+        time.sleep(0.05)
+        try:
+            return fake(args, log, commands, echo, tag)
+        finally:
+            with lock:
+                running.remove(job)
+
+    runner._run = slow_run
+    runner.parallel = 2
+    assert payoff_stage(runner, jobs) == 0
+    assert len(calls) == 3 * len(LEVELS)
+    assert max(len(t) for t in together) == 2  # two at a time, never more
+    assert all(len(set(t)) == len(t) for t in together)  # level by level: two translations of one job never together
+    result = json.loads((wd / "payoff.json").read_text())
+    assert all(set(result["levels"][f"{a:.2f}"]["bleu"]) == {"combination_s1", "combination_s2", "combination_s3"}
+               for a in LEVELS)
+    out = capsys.readouterr().out
+    assert out.index("combination_s1 [payoff100]: BLEU") < out.index("combination_s2 [payoff000]: BLEU")  # job by job
+
+
 def test_the_baseline_line_comes_from_its_runs(study):
     import gzip
 

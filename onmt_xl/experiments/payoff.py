@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import shutil
 import statistics
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -185,9 +186,21 @@ def _mean_sd(values: Sequence[float]) -> Tuple[Optional[float], Optional[float]]
     return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else None)
 
 
+def translate_all(runner, jobs: List[Job], variants: Sequence[str]) -> Dict[Tuple[str, str], Optional[float]]:
+    """Each of ``variants`` of each of ``jobs`` translated unless it exists, ``runner.parallel`` at a time (each
+    ``onmt_translate`` with one torch thread), level by level, so that the translations running together are other
+    jobs'; ``{(job name, variant): seconds, or None where it existed}``. A failure is raised after the other
+    translations (each one that finished is kept: the stage resumes)."""
+    tasks = [(job, variant) for variant in variants for job in jobs]
+    with ThreadPoolExecutor(max_workers=max(1, runner.parallel or 1)) as pool:
+        seconds = list(pool.map(lambda task: runner.translate_missing(*task), tasks))
+    return {(job.name, variant): t for (job, variant), t in zip(tasks, seconds)}
+
+
 def payoff_stage(runner, jobs: List[Job], baseline_from: Sequence[str] = ()) -> int:
-    """``--stage payoff``: the level files, each finished job of ``jobs`` translated at each level (one torch thread,
-    beside the training; resumable, no lock: it writes into finished jobs and ``data/`` only), then
+    """``--stage payoff``: the level files, each finished job of ``jobs`` translated at each level (one torch thread
+    each, ``runner.parallel`` at a time, :func:`translate_all`; resumable, no lock: it writes into finished jobs and
+    ``data/`` only), then
     ``payoff.json``/``.md``/``.png``. ``baseline_from``: work directories or archives whose ``baseline_s*`` jobs
     give the baseline's line (default: this work directory, then its archive)."""
     from onmt_xl.experiments.archive import save_job
@@ -218,14 +231,18 @@ def payoff_stage(runner, jobs: List[Job], baseline_from: Sequence[str] = ()) -> 
     ends: Dict[str, Dict[str, Optional[bool]]] = {}
     skipped: Dict[str, str] = {}
     signature = None
+    ready = []
     for job in jobs:
         reason = skip_reason(runner, job, variants)
         if reason:
             say(f"  {job.name}: skipped ({reason})")
             skipped[job.name] = reason
-            continue
+        else:
+            ready.append(job)
+    took = translate_all(runner, ready, variants)
+    for job in ready:
         for alpha, variant in zip(LEVELS, variants):
-            seconds = runner.translate_missing(job, variant)
+            seconds = took[job.name, variant]
             hyp = runner.variant_output(job, variant)
             lines = read_lines(hyp)
             if len(lines) != len(refs):
