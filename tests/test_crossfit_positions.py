@@ -110,9 +110,20 @@ def test_round_trip(tmp_path, corpus):
     check_made_for(str(path), header, str(corpus), scan_corpus(str(corpus)), rows)
 
 
+@pytest.mark.parametrize("name", ["onmt_xl.positions", "onmt_xl.core.positions"])
+def test_files_of_either_format_name_read(tmp_path, corpus, name):
+    """The header's format is ``onmt_xl.positions``; the files written while it named the module's new path
+    (``onmt_xl.core.positions``) are the same format and read too."""
+    path = write(tmp_path / "p.xlpos", corpus)
+    text = path.read_text()
+    assert text.startswith('{"format": "onmt_xl.positions", ')
+    path.write_text(text.replace('"onmt_xl.positions"', f'"{name}"', 1))
+    assert read_positions(str(path))[1] == rows_of(SRC)
+
+
 @pytest.mark.parametrize("edit, line, problem", [
     (lambda t: "not json\n" + t.split("\n", 1)[1], 1, "not a positions file"),
-    (lambda t: t.replace('"onmt_xl.core.positions"', '"other"', 1), 1, "not a positions file"),
+    (lambda t: t.replace('"onmt_xl.positions"', '"other"', 1), 1, "not a positions file"),
     (lambda t: t.replace('"version": 1', '"version": 9', 1), 1, "format version 9"),
     (lambda t: t.replace('"lines"', '"n"', 1), 1, "does not name its corpus"),
     (lambda t: t.replace("\n2 1 0\n", "\n2 x 0\n", 1), 2, "not space-separated integers"),

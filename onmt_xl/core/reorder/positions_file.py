@@ -2,7 +2,7 @@
 
 Line 1 is a JSON header::
 
-    {"format": "onmt_xl.core.positions", "version": 1,
+    {"format": "onmt_xl.positions", "version": 1,
      "corpus": {"name": "train.ja", "lines": 50000, "sha256": "..."},
      "made": {"method": "crossfit", "folds": 5, "fold_rule": "...", "options": {...}}}
 
@@ -21,7 +21,11 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from onmt_xl.core.errors import NOT_UTF8_HINT, XLInputError, XLUsageError
 
-FORMAT = "onmt_xl.core.positions"
+#: the header's ``format``: a name of the file format, not of a module (it stays when the code moves)
+FORMAT = "onmt_xl.positions"
+#: every ``format`` a header may name: also the one the files written between the move of the code into
+#: ``onmt_xl/core/`` and this fix name (the module's new path), which are the same format
+FORMATS = (FORMAT, "onmt_xl.core.positions")
 VERSION = 1
 READABLE_VERSIONS = (1,)
 RERUN = "rerun onmt-xl positions"
@@ -102,7 +106,7 @@ def _header(path: str, text: str) -> PositionsHeader:
         head = json.loads(text)
     except ValueError:
         raise XLInputError(path, 1, bad) from None
-    if not isinstance(head, dict) or head.get("format") != FORMAT:
+    if not isinstance(head, dict) or head.get("format") not in FORMATS:
         raise XLInputError(path, 1, bad)
     version = head.get("version")
     if version not in READABLE_VERSIONS:
