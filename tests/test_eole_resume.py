@@ -85,3 +85,29 @@ def test_a_resumed_run_trains_the_same_weights_and_stock_stays_stock(tmp_path):
     assert same(weights(tmp_path / "stock" / "step_4"), weights(tmp_path / "split" / "step_4"))  # the same 4 steps
     train("stock", 8, False, train_from=tmp_path / "stock" / "step_4")
     assert not same(weights(tmp_path / "whole" / "step_8"), weights(tmp_path / "stock" / "step_8"))
+
+
+def test_a_run_with_the_cpu_options_resumes_exactly_too(tmp_path):
+    """The pipeline's options together (onmt_xl.experiments.eole_demo.EOLE_RUN_OPTIONS): the fast dropout masks draw
+    from torch's CPU generator, whose state the checkpoint restores, and the fused Adam's state is Adam's."""
+    from onmt_xl.experiments.eole_demo import EOLE_RUN_OPTIONS
+
+    e2e_files(tmp_path, CONFIG.replace("{steps}", "6").replace("{extra}", ""))
+    eole = [sys.executable, "-m", "onmt_xl.eole"]
+    run_eole(eole, "build_vocab", "-config", tmp_path / "vocab.yaml", cwd=tmp_path)
+    options = "".join(f"  {k}: {str(v).lower()}\n" for k, v in EOLE_RUN_OPTIONS.items())
+
+    def train(name, steps, train_from=None):
+        extra = options + (f"  train_from: {train_from}\n" if train_from else "")
+        cfg = CONFIG.replace("{steps}", str(steps)).replace("{extra}", extra).replace("{wd}/model", "{wd}/" + name)
+        path = tmp_path / f"{name}_{steps}.yaml"
+        path.write_text(cfg.format(wd=tmp_path, pre=tmp_path / "pre.xlp", n_sample=0))
+        proc = run_eole(eole, "train", "-config", path, cwd=tmp_path)
+        return proc.stdout + proc.stderr
+
+    assert "training.xl_cpu_kernels fast: fast dropout masks" in train("whole", 8)
+    train("split", 4)
+    out = train("split", 8, train_from=tmp_path / "split" / "step_4")
+    assert "xl_exact_resume: skipping the batches of steps 1-4" in out
+    for step in (6, 8):
+        assert same(weights(tmp_path / "whole" / f"step_{step}"), weights(tmp_path / "split" / f"step_{step}")), step
