@@ -59,6 +59,9 @@ def test_drift_check_reads_both_archives_and_applies_the_limit(tmp_path):
     assert d["status"] == "done" and d["archived"][1] == pytest.approx(100.0)
     assert d["delta"] < -xr.DRIFT_LIMIT and d["exceeded"]
     assert d["delta"] == pytest.approx((d["current"][1] + d["current"][2]) / 2 - 100.0)
+    assert d["identical"] == [1]  # seed 1's translations are the archived ones word for word, seed 2's are not
+    text = "\n".join(xr.extras_markdown({"drift": d}))
+    assert "word for word (seed 1's)" in text
 
 
 def test_an_unfinished_job_is_not_read(tmp_path):

@@ -104,7 +104,8 @@ def drift_check(control: Path, drift: Path, refs: Sequence[str], seeds: Sequence
     bleu_then = {s: corpus_bleu(then[s], refs) for s in seeds}
     delta = statistics.mean(bleu_now.values()) - statistics.mean(bleu_then.values())
     return {"status": "done", "seeds": list(seeds), "current": bleu_now, "archived": bleu_then, "delta": delta,
-            "limit": limit, "exceeded": abs(delta) > limit}
+            "limit": limit, "exceeded": abs(delta) > limit,
+            "identical": [s for s in seeds if list(now[s]) == list(then[s])]}
 
 
 def assemble(workdir: Path, data: Path, control: Path, design: Path, seeds: Sequence[int] = SEEDS,
@@ -187,6 +188,15 @@ def _interval(c: Dict[str, Any]) -> str:
     return f"{c['delta']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}]"
 
 
+def _identical_words(d: Dict[str, Any]) -> str:
+    same = d.get("identical") or []
+    if not same:
+        return ""
+    which = "both seeds'" if len(same) == len(d["seeds"]) == 2 else (
+        "every seed's" if len(same) == len(d["seeds"]) else "seed " + ", ".join(map(str, same)) + "'s")
+    return f" The retrained runs' test translations are the archived ones word for word ({which})."
+
+
 def extras_markdown(result: Dict[str, Any]) -> List[str]:
     """The sections that open the report: drift, the primary and its verdict, the looks, the descriptive rows."""
     out = []
@@ -198,7 +208,8 @@ def extras_markdown(result: Dict[str, Any]) -> List[str]:
         runs = "; ".join(f"seed {s}: {d['current'][s]:.2f} now, {d['archived'][s]:.2f} archived" for s in d["seeds"])
         out += [f"Δ_drift = {d['delta']:+.2f} BLEU ({runs}); the preregistered limit is ±{d['limit']:.1f}: "
                 + ("**exceeded**, so the primary uses the baseline retrained on the current code."
-                   if d["exceeded"] else "within it, so the primary uses the 8 archived baseline runs."), ""]
+                   if d["exceeded"] else "within it, so the primary uses the 8 archived baseline runs.")
+                + _identical_words(d), ""]
     p = result.get("primary")
     out += ["## The primary: Combination (cross-fitted positions, chosen source) against the baseline", ""]
     if p is None:
