@@ -54,6 +54,12 @@ def test_a_source_that_is_no_archive_is_one_line_and_a_new_destination_is_made(t
     proc = subprocess.run(tool + ["--from", str(tmp_path / "a"), "--to", str(tmp_path / "new")], capture_output=True,
                           text=True)
     assert proc.returncode == 0 and (tmp_path / "new" / "jobs" / "baseline_s1" / "done.json").exists()
+    inputs_only = tmp_path / "inputs_only"  # a stage archived its inputs and manifest, no job yet
+    inputs_only.mkdir()
+    (inputs_only / "manifest.json").write_text("{}")
+    proc = subprocess.run(tool + ["--from", str(tmp_path / "a"), "--to", str(inputs_only)], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0 and (inputs_only / "jobs" / "baseline_s1" / "done.json").exists()
 
 
 def test_the_archive_inputs_are_copied_where_missing_and_replaced_only_when_named(tmp_path):

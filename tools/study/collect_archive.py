@@ -90,8 +90,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = p.parse_args(argv)
     if not (args.source / "jobs").is_dir():
         raise XLUsageError(str(args.source), None, "is not an archive: it has no jobs/ directory")
-    if args.dest.exists() and not (args.dest / "jobs").is_dir():
-        raise XLUsageError(str(args.dest), None, "is not an archive: it has no jobs/ directory")
+    if args.dest.exists() and not ((args.dest / "jobs").is_dir() or (args.dest / "manifest.json").is_file()):
+        # an archive whose stage archived only its inputs so far (a manifest, no job yet) takes its first jobs
+        raise XLUsageError(str(args.dest), None, "is not an archive: it has no jobs/ directory nor manifest.json")
     if args.source.resolve() == args.dest.resolve():
         raise XLUsageError(str(args.source), None, "--from and --to are the same archive")
     replace = [name for names in args.replace for name in names.split(",") if name]
