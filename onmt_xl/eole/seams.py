@@ -571,7 +571,8 @@ def loss() -> None:
             cpu_training.use_fast_dropout(model)
             _fused_loss.add(compute)
             fused_adam = " and fused Adam" if training.optim in ("adam", "adamw") else ""
-            _log_once(f"training.{CPU_KERNELS} fast: fast dropout masks, fused loss{fused_adam} (onmt_xl's CPU kernels)")
+            _log_once(f"training.{CPU_KERNELS} fast: fast dropout masks, fused loss{fused_adam} "
+                      "(onmt_xl's CPU kernels)")
         return compute
 
     @functools.wraps(stock_ce)

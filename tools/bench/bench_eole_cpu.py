@@ -2,7 +2,8 @@
 """Eole's training speed on this CPU with and without onmt_xl's CPU options, beside OpenNMT-py's, end to end.
 
     python tools/bench/bench_eole_cpu.py [--data-dir DIR] [--systems baseline,combination] [--preset enja]
-                                         [--warm 10] [--steps 30] [--reps 3] [--threads 1] [--workdir runs/bench_eole_cpu]
+                                         [--warm 10] [--steps 30] [--reps 3] [--threads 1]
+                                         [--workdir runs/bench_eole_cpu]
 
 For each system, the same model (``onmt_xl.experiments.configs`` and its Eole translation, ``eole_configs``: same
 size, data, batches and seed) trains through the stock commands in these variants:
