@@ -418,7 +418,7 @@ def test_eole_pipeline_takes_the_time_budget(tmp_path):
     assert args.schedule is not None and args.schedule.cap == 6 and args.train_steps is None
 
 
-def test_eole_refuses_another_model_in_the_same_work_directory(tmp_path):
+def test_eole_refuses_another_model_in_the_same_work_directory(tmp_path, capsys):
     """As OpenNMT-py's jobs (:meth:`onmt_xl.experiments.jobs.JobStages.config_problem`): a trained system whose
     configuration is another model than ``eole/SYSTEM.yaml`` is refused, naming the file, what differs and what to do;
     what only concerns the run (steps, validation and checkpoint steps, the resumption, the device, the same files
@@ -458,3 +458,7 @@ def test_eole_refuses_another_model_in_the_same_work_directory(tmp_path):
         demo(preset="enja").check_configs()
     with pytest.raises(XLUsageError, match="needs now in seed"):
         demo(seed=2).train("combination")  # trains nothing
+    # fewer steps than a finished system was trained to: that model, said in one line (nothing trained)
+    (d.model_dir("combination") / "done.json").write_text(json.dumps({"train_steps": 4}))
+    assert demo(train_steps=2).train("combination") == {"train_steps": 4}
+    assert "combination: trained to 4 steps already, more than the 2 asked: that model goes on" in capsys.readouterr().out

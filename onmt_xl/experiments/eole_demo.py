@@ -212,6 +212,9 @@ class EoleDemo:
         done = model / "done.json"
         info = json.loads(done.read_text()) if done.exists() else None
         if info is not None and info.get("train_steps", steps) >= steps:  # without train_steps: an older finished run
+            if info.get("train_steps", steps) > steps:
+                say(f"  {system}: trained to {info['train_steps']:,} steps already, more than the {steps:,} asked: "
+                    f"that model goes on (delete {model} to train {steps:,} steps)")
             return info
         ckpts = self.whole_step_dirs(system)
         last = max(ckpts, default=0)
