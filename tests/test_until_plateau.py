@@ -461,4 +461,5 @@ def test_eole_refuses_another_model_in_the_same_work_directory(tmp_path, capsys)
     # fewer steps than a finished system was trained to: that model, said in one line (nothing trained)
     (d.model_dir("combination") / "done.json").write_text(json.dumps({"train_steps": 4}))
     assert demo(train_steps=2).train("combination") == {"train_steps": 4}
-    assert "combination: trained to 4 steps already, more than the 2 asked: that model goes on" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "combination: trained to 4 steps already, more than the 2 asked: that model goes on" in said
