@@ -425,8 +425,9 @@ _exact: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def training_config() -> None:
-    """:data:`TRAINING_OPTIONS` in Eole's ``TrainingConfig`` (in place: ``eole train -h``, the config's schema and its
-    validation know them), and the configs already built around it rebuilt."""
+    """:data:`TRAINING_OPTIONS` in Eole's ``TrainingConfig`` (in place: the config's JSON schema and its validation
+    know them; ``eole train -h`` lists only the top-level sections, ``--training`` among them), and the configs already
+    built around it rebuilt."""
     import sys
 
     from eole.config.training import TrainingConfig
