@@ -101,6 +101,44 @@ def test_a_job_may_grow_its_steps_but_not_change_otherwise(tmp_path, capsys):
         runner._checked_config(job)
 
 
+def test_a_moved_work_directory_is_the_same_run(tmp_path):
+    """A work directory moved or copied elsewhere (another machine, another folder) goes on: its jobs' recorded
+    paths under the former directory are judged as the same files here; a changed model is still refused, named
+    in this directory's paths, and a path outside the work directory is compared as it is."""
+    job = curve_jobs(seed=1, max_steps=40, every=10)[0]
+    runner = Runner(Corpus("a", "b", "c", "d"), str(tmp_path), [job], preset="demo", train_steps=40, gpu=False)
+    jd = tmp_path / "jobs" / job.name
+    jd.mkdir(parents=True)
+    cfg = runner.job_config(job)
+    elsewhere = "/old/machine/run"
+    text = yaml.safe_dump(cfg).replace(str(tmp_path), elsewhere)
+    assert elsewhere + "/jobs/" in text and str(tmp_path) not in text
+    (jd / "config.yaml").write_text(text)
+    assert runner.config_problem(job) is None
+    (jd / "config.yaml").write_text(yaml.safe_dump({**yaml.safe_load(text), "heads": 1}))
+    with pytest.raises(XLInputError, match=rf"needs now in heads \(1 there, 8 now\): use another"):
+        runner._checked_config(job)
+    moved = yaml.safe_load(text)
+    moved["src_vocab"] = "/somewhere/else/vocab.src"  # not under the former directory: another file
+    (jd / "config.yaml").write_text(yaml.safe_dump(moved))
+    with pytest.raises(XLInputError, match=r"needs now in src_vocab \(/somewhere/else/vocab.src there, "):
+        runner._checked_config(job)
+
+
+def test_in_this_workdir_reads_the_former_directory_off_the_paths():
+    from onmt_xl.experiments.jobs import in_this_workdir
+
+    now = {"a": "/new/wd/data/train.src", "b": {"c": ["/new/wd/vocab.src", 3]}, "d": "/corpus/raw.txt", "e": "x"}
+    old = {"a": "/old/wd/data/train.src", "b": {"c": ["/old/wd/vocab.src", 3]}, "d": "/corpus/raw.txt", "e": "x",
+           "f": "/old/wd"}
+    assert in_this_workdir(old, now, "/new/wd/") == {**now, "f": "/new/wd"}
+    assert in_this_workdir(now, now, "/new/wd") == now  # not moved: unchanged
+    # one path that only shares its end with this directory's does not outvote the work directory's
+    old["g"], now["g"] = "/x/data/valid.src", "/new/wd/data/valid.src"
+    old["h"], now["h"] = "/old/wd/data/test.src", "/new/wd/data/test.src"
+    assert in_this_workdir(old, now, "/new/wd")["g"] == "/x/data/valid.src"
+
+
 def test_parameters_count_what_trains_and_list_buffers_apart():
     from onmt_xl.experiments.analysis import build_model
     from onmt_xl.experiments.stock import count_parameters

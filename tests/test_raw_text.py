@@ -199,6 +199,22 @@ def test_bpe_tokenization_matches_onmt_tokenize_segmentation(tmp_path):
     assert tok.tokenizer().detokenize(pieces.split()) == line
 
 
+def test_the_tokenization_record_names_the_bpe_model_beside_it(tmp_path):
+    """``tok/tokenization.json`` names its BPE model by file name, and a record written elsewhere (a work directory
+    moved or copied from another machine, an absolute path in it) reads as the model beside it."""
+    from onmt_xl.experiments.tokenization import Tokenization, read_record, write_record
+
+    record = tmp_path / "tok" / "tokenization.json"
+    record.parent.mkdir()
+    write_record(record, Tokenization("bpe", 100, str(tmp_path / "tok" / "bpe.model")))
+    assert json.loads(record.read_text(encoding="utf-8"))["model"] == "bpe.model"
+    assert read_record(record) == Tokenization("bpe", 100, str(tmp_path / "tok" / "bpe.model"))
+    record.write_text(json.dumps({"kind": "bpe", "merges": 100, "model": "/old/machine/run/tok/bpe.model"}))
+    assert read_record(record).model == str(tmp_path / "tok" / "bpe.model")
+    write_record(record, Tokenization("words"))
+    assert read_record(record) == Tokenization("words") and read_record(tmp_path / "none.json") is None
+
+
 def test_looks_tokenized():
     from onmt_xl.experiments.tokenization import looks_tokenized
 

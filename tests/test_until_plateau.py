@@ -450,6 +450,11 @@ def test_eole_refuses_another_model_in_the_same_work_directory(tmp_path, capsys)
                 demo(gpu_ranks=[0], world_size=1)):
         assert run.config_problem("combination") is None
         run.check_configs()
+    # the work directory moved here from elsewhere: the same run
+    d.config_path("combination").write_text(text.replace(str(tmp_path / "link"), "/old/machine/run"))
+    assert demo().config_problem("combination") is None
+    assert "needs now in model.hidden_size (" in str(changed.config_problem("combination"))
+    d.config_path("combination").write_text(text, encoding="utf-8")
     problem = changed.config_problem("combination")
     assert isinstance(problem, XLUsageError) and str(problem).startswith(str(d.config_path("combination")) + ": ")
     assert "differs from what combination needs now in model.hidden_size (" in str(problem)

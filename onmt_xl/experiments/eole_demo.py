@@ -33,7 +33,7 @@ import yaml
 
 from onmt_xl.core.errors import XLUsageError
 from onmt_xl.experiments.eole_configs import EOLE_SYSTEMS, eole_config
-from onmt_xl.experiments.jobs import DEVICE_OPTIONS, RUN_OPTIONS, SCHEDULE_OPTIONS, _differences
+from onmt_xl.experiments.jobs import DEVICE_OPTIONS, RUN_OPTIONS, SCHEDULE_OPTIONS, _differences, in_this_workdir
 from onmt_xl.experiments.stages import Corpus, vocab_line
 from onmt_xl.experiments.stock import read_lines, say
 from onmt_xl.core.progress import ticking
@@ -153,8 +153,10 @@ class EoleDemo:
         path, model = self.config_path(system), self.model_dir(system)
         if not path.exists() or not (self.step_dirs(system) or (model / "done.json").exists()):
             return None
-        was = eole_identity(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
-        now = eole_identity(self.config(system))
+        cfg = self.config(system)
+        was = eole_identity(in_this_workdir(yaml.safe_load(path.read_text(encoding="utf-8")) or {}, cfg,
+                                            str(self.runner.workdir)))
+        now = eole_identity(cfg)
         if was == now:
             return None
         return XLUsageError(str(path), None, f"differs from what {system} needs now in {_differences(was, now)}: "

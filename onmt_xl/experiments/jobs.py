@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import statistics
+from collections import Counter
 import time
 import zipfile
 from pathlib import Path
@@ -85,6 +86,49 @@ def _identity(cfg: Dict[str, Any]) -> Dict[str, Any]:
         cfg["xl_inxl_init"] = LEGACY_INXL_INIT
     return {k: v for k, v in cfg.items()
             if k not in DEVICE_OPTIONS + tuple(RUN_OPTIONS) + SCHEDULE_OPTIONS + ("train_steps",)}
+
+
+def _leaves(cfg: Any, place: tuple = ()):
+    """The ``(place, string)`` of every string in a configuration, through its mappings and lists."""
+    if isinstance(cfg, dict):
+        for key, value in cfg.items():
+            yield from _leaves(value, place + (key,))
+    elif isinstance(cfg, list):
+        for i, value in enumerate(cfg):
+            yield from _leaves(value, place + (i,))
+    elif isinstance(cfg, str):
+        yield place, cfg
+
+
+def _moved(cfg: Any, old: str, new: str) -> Any:
+    """``cfg`` with every path under directory ``old`` (or ``old`` itself) moved under ``new``."""
+    if isinstance(cfg, dict):
+        return {key: _moved(value, old, new) for key, value in cfg.items()}
+    if isinstance(cfg, list):
+        return [_moved(value, old, new) for value in cfg]
+    if isinstance(cfg, str) and (cfg == old or cfg.startswith(old + "/")):
+        return new + cfg[len(old):]
+    return cfg
+
+
+def in_this_workdir(old: Dict[str, Any], now: Dict[str, Any], workdir: str) -> Dict[str, Any]:
+    """``old`` (a configuration written in a work directory since moved or copied to ``workdir``) with its paths
+    under that former directory moved to ``workdir``, so that a moved work directory is judged the same run. The
+    former directory is read from the paths themselves: where ``now`` has ``workdir/REST`` and ``old`` ends in
+    ``/REST`` at the same place, ``old`` minus ``/REST`` (the most frequent such prefix). Paths elsewhere (a
+    corpus outside the work directory) are compared as they are."""
+    root = workdir.rstrip("/")
+    ours = dict(_leaves(now))
+    votes: Counter = Counter()
+    for place, value in _leaves(old):
+        mine = ours.get(place)
+        if isinstance(mine, str) and mine.startswith(root + "/"):
+            rest = mine[len(root):]
+            if value.endswith(rest) and value != rest and value != mine:
+                votes[value[:-len(rest)]] += 1
+    if not votes:
+        return old
+    return _moved(old, votes.most_common(1)[0][0], root)
 
 
 def _differences(old: Dict[str, Any], new: Dict[str, Any], shown: int = 3) -> str:
@@ -252,7 +296,7 @@ class JobStages:
         if not cfg_path.exists():
             return None
         cfg = self.job_config(job)
-        old = yaml.safe_load(cfg_path.read_text(encoding="utf-8"))
+        old = in_this_workdir(yaml.safe_load(cfg_path.read_text(encoding="utf-8")), cfg, str(self.workdir))
         was, now = _identity(old), _identity(cfg)
         if was == now and cfg["train_steps"] >= old["train_steps"]:
             return None

@@ -291,7 +291,7 @@ class DataStages:
             if counts.absent(marker("joiner")):
                 raise XLInputError(str(self.path("data", "train.src")), None, "pyonmttok split nothing off any word "
                                    f"({counts.summary()}): the text looks tokenized already; pass --tokenize none")
-        record.write_text(json.dumps(chosen.to_dict(), indent=2) + "\n", encoding="utf-8")
+        tk.write_record(record, chosen)
         self._manifest_update(tokenization=chosen.to_dict())
         say(f"tokenization: {chosen.describe()}" + (f" -> {out}" if chosen.active else ""))
         self._use_tokenization(chosen)

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path, PurePath
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from onmt_xl.core.segmentation import SegmentationScheme, tokenizer_segmentation
@@ -162,4 +162,20 @@ def looks_tokenized(lines: Iterable[str], limit: int = 2000) -> Optional[str]:
 
 
 def read_record(path: Path) -> Optional[Tokenization]:
-    return Tokenization.from_dict(json.loads(path.read_text(encoding="utf-8"))) if path.exists() else None
+    """The tokenization recorded in ``path`` (``tok/tokenization.json``), or None where there is none. Its BPE model
+    is the file of that name beside the record, wherever the work directory was written (a record names it by its
+    file name; older ones by the absolute path they were written at)."""
+    if not path.exists():
+        return None
+    found = Tokenization.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    if found.model:
+        found = replace(found, model=str(path.parent / PurePath(found.model).name))
+    return found
+
+
+def write_record(path: Path, tokenization: Tokenization) -> None:
+    """Record ``tokenization`` in ``path`` for :func:`read_record`, its BPE model by file name."""
+    record = tokenization.to_dict()
+    if tokenization.model:
+        record["model"] = PurePath(tokenization.model).name
+    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
