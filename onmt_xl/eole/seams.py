@@ -517,13 +517,13 @@ def _log_once(line) -> None:
         logger.info(line)
 
 
-def _cpu_dtype(training, model):
-    """The autocast dtype ``training.xl_cpu_precision`` resolves to for ``model`` (None: fp32), logged once."""
+def _cpu_dtype(training, param):
+    """The autocast dtype ``training.xl_cpu_precision`` resolves to for a model whose first parameter is ``param``
+    (None: fp32), logged once."""
     import torch
 
     from onmt_xl.core import precision
 
-    param = next(model.parameters(), None)
     if param is None or param.dtype != torch.float32:
         return None  # a half or quantised model: Eole's own precision rules
     dtype, line = precision.resolve(getattr(training, CPU_PRECISION, "fp32"), param.device.type,
@@ -563,10 +563,10 @@ def loss() -> None:
     def from_config(cls, config, model, vocabs, train=True):
         compute = stock_from_config(cls, config, model, vocabs, train=train)
         training = config.training
-        dtype = _cpu_dtype(training, model)
+        param = next(model.parameters(), None)
+        dtype = _cpu_dtype(training, param)
         precision.autocast_forward(model, dtype)
         precision.autocast_forward(compute, dtype)
-        param = next(model.parameters(), None)
         if train and getattr(training, CPU_KERNELS, "stock") == "fast" and param is not None \
                 and param.device.type == "cpu":
             cpu_training.use_fast_dropout(model)
