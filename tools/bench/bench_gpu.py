@@ -1,9 +1,9 @@
 #!/usr/bin/env python
-"""Issue 39's GPU measurements in one call: training speed of each system beside the baseline, mixed precision,
-translation with the transform, several processes, the data path.
+"""Issues 39 and 80: the GPU measurements in one call: training speed of each system beside the baseline, mixed
+precision, translation with the transform, several processes, the data path, a profile, the first epoch, Eole.
 
     python tools/bench/bench_gpu.py --out DIR [--workdir runs/decisive_jaen]
-        [--sections data,speed,precision,translate,ranks] [--reps 3] [--smoke]
+        [--sections data,speed,precision,translate,ranks,profile,first_epoch,eole] [--reps 3] [--smoke]
 
 ``--smoke``: tiny models, a synthetic corpus and preorderer made in ``DIR/work``, a few steps, on the CPU when there
 is no GPU: the script's own check, its figures mean nothing. Otherwise ``--workdir`` holds the study's data
@@ -35,6 +35,16 @@ Sections (each prints what it ran, on which device):
   preorderer), the same baseline checkpoint with ``-transforms xl_position`` beside without (the transform's cost on
   the same decoding work), and Combination's checkpoint with the transform beside the baseline's (its model's cost
   too, output lengths printed), interleaved, median (min-max).
+* ``profile`` (issue 80): per system at ``--profile-size`` (Transformer-base by default), one cold start profiled
+  by torch.profiler over ``--profile-steps``: wall and GPU kernel time per step, the GPU's idle share, kernels and
+  ATen operators per step; each system's top operators in ``DIR/profile_SYSTEM.txt``.
+* ``first_epoch`` (issue 80): a window of a cold start that crosses the first epoch's bucket refills
+  (``--first-epoch-steps``, 11-300 by default) at ``--first-epoch-sizes``, rows ``--first-epoch-rows``
+  (``SYSTEM[+pre][+w2]``: precomputed positions, ``data/train.src.xlpos``, made here where missing; two data
+  workers), interleaved, each to the baseline of its repetition.
+* ``eole`` (issue 80): ``eole train`` of ``--eole-systems`` at the study's size, whole processes, steps/s from the
+  log lines' timestamps, interleaved; then ``eole serve`` of the XL model answering one request (4 lines and an
+  empty one) on this device.
 * ``ranks``: with two GPUs, ``onmt_train -world_size 2 -gpu_ranks 0 1`` of Combination; with one (OpenNMT-py 3.5.1
   puts rank i on ``cuda:i``, so two ranks need two devices) or none, the ranks as ``onmt/bin/train.py`` spawns them,
   ``gloo`` backend, one CPU training step each (``tests/multiprocess_probe.py``).
@@ -47,6 +57,7 @@ import gc
 import json
 import os
 import platform
+import re
 import shutil
 import socket
 import statistics
@@ -59,6 +70,7 @@ from pathlib import Path
 warnings.simplefilter("ignore")
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tools" / "bench"))
 
 import torch  # noqa: E402
 import yaml  # noqa: E402
@@ -69,7 +81,7 @@ import onmt_xl  # noqa: E402
 onmt_xl.register()  # idempotent; where the hook is not installed
 from onmt_xl.experiments.configs import config, source_transform  # noqa: E402
 
-SECTIONS = ("data", "speed", "precision", "translate", "ranks")
+SECTIONS = ("data", "speed", "precision", "translate", "ranks", "profile", "first_epoch", "eole")
 SPEED_PARTS = ("speed_study", "speed_base", "speed_big", "speed_workers")  # "speed" runs all four, in this order
 STUDY_SYSTEMS = "baseline,inxl,headxl,combination,relative_pe,disan,enc_re,refsr"
 BASE = dict(enc_layers=6, dec_layers=6, heads=8, hidden_size=512, word_vec_size=512, transformer_ff=2048,
@@ -138,6 +150,16 @@ def smoke_workdir(root: Path) -> Path:
 
 _STAMPS: list = []
 _TOTAL: list = []
+#: the steps ``train_run`` profiles: ``start`` (steps done before), ``steps``; ``done``: the finished profiler
+_PROFILE: dict = {}
+
+
+def profiler():
+    """torch.profiler over the host and, where there is one, the GPU."""
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    return torch.profiler.profile(activities=activities)
 
 
 def _instrument() -> None:
@@ -149,10 +171,16 @@ def _instrument() -> None:
     accumulate, train = Trainer._gradient_accumulation, Trainer.train
 
     def _gradient_accumulation(self, *args, **kwargs):
+        if _PROFILE.get("start") == len(_STAMPS):
+            _PROFILE["prof"] = profiler()
+            _PROFILE["prof"].__enter__()
         out = accumulate(self, *args, **kwargs)
         if torch.cuda.is_available():
             torch.cuda.synchronize()
         _STAMPS.append(time.perf_counter())
+        if "prof" in _PROFILE and len(_STAMPS) == _PROFILE["start"] + _PROFILE["steps"]:
+            _PROFILE["prof"].__exit__(None, None, None)
+            _PROFILE["done"] = _PROFILE.pop("prof")
         return out
 
     def _train(self, *args, **kwargs):
@@ -188,8 +216,10 @@ def write_cfg(args, system: str, size: dict, name: str, **extra) -> Path:
     return path
 
 
-def train_run(args, system: str, size: dict, name: str, warm: int, timed: int, keep=False, **extra) -> dict:
-    """One run of OpenNMT's training; steps/s over the ``timed`` steps after ``warm``, the run's loss."""
+def train_run(args, system: str, size: dict, name: str, warm: int, timed: int, keep=False, profile=False,
+              **extra) -> dict:
+    """One run of OpenNMT's training; steps/s over the ``timed`` steps after ``warm``, the run's loss; ``profile``:
+    and the torch.profiler of those steps (``profile``)."""
     from onmt.train_single import main as single_main
 
     _instrument()
@@ -197,6 +227,9 @@ def train_run(args, system: str, size: dict, name: str, warm: int, timed: int, k
     opt = parse_train_opt(cfg)
     _STAMPS.clear()
     _TOTAL.clear()
+    _PROFILE.clear()
+    if profile:
+        _PROFILE.update(start=warm, steps=timed)
     try:
         single_main(opt, 0 if args.gpu else -1)
     finally:
@@ -209,7 +242,8 @@ def train_run(args, system: str, size: dict, name: str, warm: int, timed: int, k
     stamps = _STAMPS[warm - 1:] if warm else _STAMPS
     stats = _TOTAL[-1] if _TOTAL else None
     return dict(steps_per_s=(len(stamps) - 1) / (stamps[-1] - stamps[0]), xent=stats.xent() if stats else None,
-                checkpoint=str(args.out / "models" / f"{name}_step_{warm + timed}.pt"))
+                checkpoint=str(args.out / "models" / f"{name}_step_{warm + timed}.pt"),
+                profile=_PROFILE.pop("done", None), seconds=stamps[-1] - stamps[0])
 
 
 def fits(args, size: dict) -> bool:
@@ -268,9 +302,13 @@ def _speed_table(args, log: Log, label: str, size: dict, systems: str, steps, re
     rows = {s: [] for s in systems}
     log(f"\n## speed, {label}: steps/s of one job alone, steps {warm + 1}-{warm + timed} of a cold start, "
         f"{reps} interleaved repetitions (fp32 unless the row says fp16)")
-    if args.gpu:  # fp16's first run pays one-off costs (kernel selection, loss scaler); keep them out of the table
+    if args.gpu:  # a dtype's first run of these batches pays one-off costs (a 5-step warm-up did not absorb them:
+        # the first timed baseline fp16 run ran at 0.4x, reports/GPU.md): each dtype first trains the table's very
+        # steps (the same batches, so the same shapes) untimed
         for dtype in ("fp32", "fp16"):
-            train_run(args, "baseline", size, "speed_warmup", 2, 3, model_dtype=dtype)
+            t0 = time.perf_counter()
+            rate = train_run(args, "baseline", size, "speed_warmup", warm, timed, model_dtype=dtype)["steps_per_s"]
+            log(f"  (untimed warm-up: baseline {dtype} {rate:.2f} steps/s, run {time.perf_counter() - t0:.0f} s)")
     for rep in range(reps):
         order = systems if rep % 2 == 0 else systems[::-1]
         for row in order:
@@ -338,6 +376,212 @@ def section_speed(args, log: Log) -> None:
     """All of the speed subsections: study, base, BIG, then the study's size with two data workers."""
     for part in (section_speed_study, section_speed_base, section_speed_big, section_speed_workers):
         part(args, log)
+
+
+def _device_events(prof) -> list:
+    """The profiler's device events (kernels, copies, sets): those that ran on the GPU."""
+    from torch.autograd import DeviceType
+
+    return [e for e in prof.events() if e.device_type == DeviceType.CUDA]
+
+
+def section_profile(args, log: Log) -> None:
+    """Issue 80 (1): where a training step's time goes, per system (``--profile-systems``) at ``--profile-size``:
+    one cold start each, ``--profile-steps`` WARM+N, torch.profiler over the N steps. Per step: the wall time, the
+    GPU's kernel time (the sum of its kernels' durations) and so its idle share (host gaps: the step waits for
+    Python, the data or launches), the number of device kernels and of ATen operators the host dispatched. Each
+    system's top operators by GPU time and by host time go to ``profile_SYSTEM.txt``."""
+    warm, n = args.profile_steps
+    size = {"study": args.study, "base": SMOKE if args.smoke else BASE}[args.profile_size]
+    log(f"\n## profile, {args.profile_size} size: per training step over steps {warm + 1}-{warm + n} of a cold start "
+        f"(torch.profiler; {'GPU' if args.gpu else 'CPU: no device kernels'}; the device synchronised after each step)")
+    log(f"{'system':14s} {'wall ms':>8s} {'kernel ms':>10s} {'GPU idle':>9s} {'kernels':>8s} {'aten ops':>9s}")
+    res = {}
+    for system in args.profile_systems.split(","):
+        run = train_run(args, system, size, f"profile_{system}", warm, n, profile=True)
+        prof = run["profile"]
+        kernels = _device_events(prof)
+        kernel_ms = sum(e.time_range.elapsed_us() for e in kernels) / 1000 / n
+        wall_ms = run["seconds"] / (n - 1) * 1000 if n > 1 else float("nan")
+        aten = sum(1 for e in prof.events() if e.name.startswith("aten::")) / n
+        idle = 1 - kernel_ms / wall_ms if args.gpu else float("nan")
+        res[system] = dict(wall_ms=wall_ms, kernel_ms=kernel_ms, idle=idle, kernels=len(kernels) / n, aten=aten)
+        log(f"{system:14s} {wall_ms:8.2f} {kernel_ms:10.2f} {idle:9.1%} {len(kernels) / n:8.0f} {aten:9.0f}")
+        table = prof.key_averages()
+        with open(args.out / f"profile_{system}.txt", "w") as out:
+            # the GPU's time is "device" in torch >= 2.4, "cuda" before
+            for keys in ((("self_device_time_total", "self_cuda_time_total") if args.gpu else ()),
+                         ("self_cpu_time_total",)):
+                for key in keys:
+                    try:
+                        text = table.table(sort_by=key, row_limit=25, max_name_column_width=60)
+                    except (AttributeError, KeyError, TypeError):
+                        continue
+                    out.write(f"# {system}, {args.profile_size} size, {n} steps, sorted by {key}\n{text}\n")
+                    break
+    log(f"(top operators by GPU and host time: profile_SYSTEM.txt in {args.out.name})")
+    log.data["profile"] = {args.profile_size: res}
+
+
+def first_epoch_rows(text: str) -> list:
+    """``--first-epoch-rows``: ``SYSTEM[+pre][+w2]`` -> (label, system, options): ``+pre`` reads the training
+    positions from ``data/train.src.xlpos`` (``-xl_positions_suffix .xlpos``, no parse on the training thread),
+    ``+w2`` runs the data in two workers (``-num_workers 2``)."""
+    rows = []
+    for label in text.split(","):
+        system, *flags = label.split("+")
+        bad = [f for f in flags if f not in ("pre", "w2")]
+        if bad or (("pre" in flags) and source_transform(system) is None):
+            raise SystemExit(f"bench_gpu: --first-epoch-rows: {label!r}: SYSTEM[+pre][+w2], +pre for an XL system")
+        extra = {}
+        if "pre" in flags:
+            extra["xl_positions_suffix"] = ".xlpos"
+        if "w2" in flags:
+            extra["num_workers"] = 2
+        rows.append((label, system, extra))
+    return rows
+
+
+def ensure_positions(args, log: Log) -> None:
+    """``data/train.src.xlpos``: the preorderer's positions of every training sentence (``onmt-xl positions``),
+    made here where missing (untimed; every bucket's parse in one call, as the transform makes them)."""
+    out = args.workdir / "data" / "train.src.xlpos"
+    if out.exists():
+        return
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", "positions", "--src",
+                           str(args.workdir / "data" / "train.src"), "--preorderer",
+                           str(args.workdir / "preorderer.xlp"), "--out", str(out), "--quiet"],
+                          capture_output=True, text=True, env=child_env())
+    if proc.returncode:
+        raise RuntimeError(f"onmt-xl positions failed:\n{proc.stderr[-2000:]}")
+    log(f"  (untimed: data/train.src.xlpos written by onmt-xl positions in {time.perf_counter() - t0:.0f} s)")
+
+
+def section_first_epoch(args, log: Log) -> None:
+    """Issue 80 (2), the first epoch: steps ``--first-epoch-steps`` of a cold start, a window that crosses the
+    bucket refills (every sentence new to the preorderer), at each size of ``--first-epoch-sizes``, the rows of
+    ``--first-epoch-rows`` in turn, ``--reps`` repetitions, each row's ratio to the baseline of its repetition
+    (``+w2`` rows to ``baseline+w2`` where that row runs)."""
+    warm, timed = args.first_epoch_steps
+    rows = first_epoch_rows(args.first_epoch_rows)
+    if any("xl_positions_suffix" in extra for _, _, extra in rows):
+        ensure_positions(args, log)
+    for size_name in args.first_epoch_sizes.split(","):
+        size = {"study": args.study, "base": SMOKE if args.smoke else BASE}[size_name]
+        rates = {label: [] for label, _, _ in rows}
+        log(f"\n## first epoch, {size_name} size: steps/s over steps {warm + 1}-{warm + timed} of a cold start "
+            f"(every bucket's sentences new), {args.reps} interleaved repetitions")
+        for rep in range(args.reps):
+            for label, system, extra in (rows if rep % 2 == 0 else rows[::-1]):
+                t0 = time.perf_counter()
+                rates[label].append(train_run(args, system, size, f"epoch_{system}", warm, timed,
+                                              **extra)["steps_per_s"])
+                log(f"  (repetition {rep + 1}: {label} {rates[label][-1]:.2f} steps/s, run "
+                    f"{time.perf_counter() - t0:.0f} s)")
+        log(f"{'row':28s} {'steps/s median (range)':>24s}  {'/ baseline, median (range)':>28s}")
+        for label, _, extra in rows:
+            ref = "baseline+w2" if "num_workers" in extra and "baseline+w2" in rates else "baseline"
+            ratio = spread([a / b for a, b in zip(rates[label], rates[ref])]) if ref in rates else "-"
+            log(f"{label:28s} {spread(rates[label]):>24s}  {ratio:>28s}" + (f"  (vs {ref})" if ref != "baseline" else ""))
+        log.data.setdefault("first_epoch", {})[size_name] = rates
+
+
+def section_eole(args, log: Log) -> None:
+    """Issue 80 (4): ``eole train`` of ``--eole-systems`` (Eole's own Transformer for ``baseline``) at the study's
+    size, each a whole ``eole train`` process (the checkout's seams), steps/s between its log lines of steps
+    ``--eole-steps`` WARM and WARM+N (their timestamps: start-up not timed), ``--reps`` interleaved repetitions;
+    then ``eole serve`` of the last XL system's model answering one request on this device."""
+    import urllib.request
+
+    from bench_eole_cpu import timing
+    from onmt_xl.experiments.eole_configs import eole_config, eole_paths
+    from onmt_xl.experiments.eole_demo import write_serve_config
+
+    warm, timed = args.eole_steps
+    every = 5 if warm % 10 or timed % 10 else 10
+    eole = [sys.executable, "-m", "onmt_xl.eole"]
+    env = dict(child_env(), HF_HUB_OFFLINE="1")
+    systems = args.eole_systems.split(",")
+    over = dict(args.study, train_steps=warm + timed, valid_steps=10 ** 6, save_checkpoint_steps=warm + timed,
+                report_every=every, seed=1234, **(dict(gpu_ranks=[0], world_size=1) if args.gpu else {}))
+    root = args.out / "eole"
+    paths = {}
+    for system in systems:
+        cfg = eole_config(system, str(args.workdir), over, "enja")
+        cfg["training"]["model_path"] = str(root / "models" / system)
+        cfg["save_data"] = str(root / "samples" / system)
+        paths[system] = root / f"{system}.yaml"
+        paths[system].parent.mkdir(parents=True, exist_ok=True)
+        paths[system].write_text(yaml.safe_dump(cfg, sort_keys=False))
+    if not Path(eole_paths(systems[0], str(args.workdir))["src_vocab"]).exists():
+        t0 = time.perf_counter()
+        subprocess.run([*eole, "build_vocab", "-config", str(paths[systems[0]]), "-n_sample", "-1"], check=True,
+                       capture_output=True, env=env)
+        log(f"  (untimed: eole build_vocab in {time.perf_counter() - t0:.0f} s)")
+    log(f"\n## eole train at the study's size: steps/s between the log lines of steps {warm} and {warm + timed}, "
+        f"{args.reps} interleaved repetitions, {'GPU' if args.gpu else 'CPU'}")
+    rates = {s: [] for s in systems}
+    for rep in range(args.reps):
+        for system in (systems if rep % 2 == 0 else systems[::-1]):
+            logfile = root / f"{system}_{rep}.log"
+            t0 = time.perf_counter()
+            with open(logfile, "w") as out:
+                proc = subprocess.run([*eole, "train", "-config", str(paths[system])], stdout=out,
+                                      stderr=subprocess.STDOUT, env=env)
+            text = logfile.read_text(errors="replace")
+            if proc.returncode:
+                raise RuntimeError(f"eole train {system} failed:\n{text[-2000:]}")
+            rates[system].append(1 / timing(text, warm, warm + timed, every)["s_per_step"])
+            log(f"  (repetition {rep + 1}: {system} {rates[system][-1]:.2f} steps/s, process "
+                f"{time.perf_counter() - t0:.0f} s)")
+    log(f"{'system':14s} {'steps/s median (range)':>24s}  {'/ baseline, median (range)':>28s}")
+    for system in systems:
+        ratio = spread([a / b for a, b in zip(rates[system], rates["baseline"])]) if "baseline" in rates else "-"
+        log(f"{system:14s} {spread(rates[system]):>24s}  {ratio:>28s}")
+    data = {"train": rates}
+    served = [s for s in systems if s != "baseline"][-1:] or systems[-1:]
+    model = root / "models" / served[0] / f"step_{warm + timed}"
+    conf = write_serve_config(root / "serve.yaml", {served[0]: model}, beam_size=5)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    serve_log = root / "serve.log"
+    sentences = (args.workdir / "data" / "test.src").read_text().splitlines()[:4] + [""]
+    with open(serve_log, "w") as out:
+        server = subprocess.Popen([*eole, "serve", "-c", str(conf), "--host", "127.0.0.1", "--port", str(port)],
+                                  stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        t0, answer, error = time.perf_counter(), None, None
+        while time.perf_counter() - t0 < 300 and server.poll() is None:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5).read()
+                break
+            except OSError:
+                time.sleep(1)
+        up = time.perf_counter() - t0
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/infer", headers={"Content-Type": "application/json"},
+            data=json.dumps({"model": served[0], "inputs": sentences, "beam_size": 5}).encode())
+        t1 = time.perf_counter()
+        try:
+            answer = json.loads(urllib.request.urlopen(request, timeout=300).read())
+        except OSError as exc:
+            error = str(exc)
+        took = time.perf_counter() - t1
+    finally:
+        server.terminate()
+        server.wait(30)
+    text = serve_log.read_text(errors="replace")
+    device = re.search(r"device=(\w+)", text)
+    outputs = [p[0] for p in answer["predictions"]] if answer else []
+    log(f"\n## eole serve: the {served[0]} model ({warm + timed} steps) on {device.group(1) if device else '?'}, "
+        f"ready in {up:.0f} s; one request of {len(sentences)} lines (the last empty): "
+        + (f"answered in {took:.2f} s, {sum(1 for o in outputs if o)} non-empty outputs, empty line -> "
+           f"{outputs[-1]!r}" if answer else f"FAILED: {error}; the log's end:\n{text[-1500:]}"))
+    data["serve"] = dict(device=device.group(1) if device else None, ready_s=up, request_s=took, outputs=outputs,
+                         error=error)
+    log.data["eole"] = data
 
 
 def translate(args, model: str, lines: Path, out: Path, system: str, dtype_note="", in_process=False) -> tuple:
@@ -500,6 +744,15 @@ def main() -> int:
     p.add_argument("--data-batches", type=int, default=40)
     p.add_argument("--translate-lines", type=int, default=300)
     p.add_argument("--no-big", dest="big", action="store_false")
+    p.add_argument("--profile-systems", default="baseline,inxl,headxl,combination")
+    p.add_argument("--profile-size", choices=("study", "base"), default="base")
+    p.add_argument("--profile-steps", type=steps_pair, default=(10, 10), help="WARM+PROFILED steps")
+    p.add_argument("--first-epoch-sizes", default="study", help="study and/or base")
+    p.add_argument("--first-epoch-rows", default="baseline,combination,combination+pre",
+                   help="SYSTEM[+pre][+w2]: +pre precomputed positions (data/train.src.xlpos), +w2 -num_workers 2")
+    p.add_argument("--first-epoch-steps", type=steps_pair, default=(10, 290), help="WARM+TIMED steps")
+    p.add_argument("--eole-systems", default="baseline,combination")
+    p.add_argument("--eole-steps", type=steps_pair, default=(10, 40), help="WARM+TIMED steps of eole train")
     p.add_argument("--smoke", action="store_true", help="tiny sizes and steps, synthetic data (checks the script)")
     args = p.parse_args()
     for name in args.sections.split(","):
@@ -513,6 +766,7 @@ def main() -> int:
         args.study = SMOKE
         args.steps, args.base_steps, args.precision_steps = (2, 3), (2, 3), (2, 2)
         args.data_batches, args.translate_lines, args.reps = 3, 8, min(args.reps, 2)
+        args.profile_steps, args.first_epoch_steps, args.eole_steps = (2, 3), (2, 6), (5, 5)
         args.systems = "baseline,inxl,headxl,combination,refsr"
     args.workdir = args.workdir.resolve()
     missing = [f for f in ("data/train.src", "data/train.tgt", "data/test.src", "preorderer.xlp", "vocab.src",
