@@ -343,13 +343,13 @@ def section_speed_base(args, log: Log) -> None:
 
 
 def section_speed_big(args, log: Log) -> None:
-    """Transformer-BIG size, baseline and Combination, where a probe step fits the device's memory."""
+    """Transformer-BIG size, ``--big-systems``, where a probe step fits the device's memory."""
     if args.smoke or not args.big:
         return
     if not (args.gpu and fits(args, BIG)):
         log("\nBIG: does not fit this device's memory (or no GPU): not timed")
         return
-    _speed_table(args, log, "BIG (d 1024, 16 heads, 6+6, 4,096 tok)", BIG, "baseline,combination", args.base_steps,
+    _speed_table(args, log, "BIG (d 1024, 16 heads, 6+6, 4,096 tok)", BIG, args.big_systems, args.base_steps,
                  max(2, args.reps - 1))
 
 
@@ -744,6 +744,7 @@ def main() -> int:
     p.add_argument("--data-batches", type=int, default=40)
     p.add_argument("--translate-lines", type=int, default=300)
     p.add_argument("--no-big", dest="big", action="store_false")
+    p.add_argument("--big-systems", default="baseline,combination")
     p.add_argument("--profile-systems", default="baseline,inxl,headxl,combination")
     p.add_argument("--profile-size", choices=("study", "base"), default="base")
     p.add_argument("--profile-steps", type=steps_pair, default=(10, 10), help="WARM+PROFILED steps")
@@ -781,13 +782,23 @@ def main() -> int:
     log(f"{device}, torch {torch.__version__}, OpenNMT-py {onmt.__version__}, {os.cpu_count()} CPUs, "
         f"work directory {args.workdir.name}{' (SMOKE: figures meaningless)' if args.smoke else ''}")
     t_all = time.perf_counter()
-    for name in args.sections.split(","):
+    failed = []
+    for name in args.sections.split(","):  # one call on a lent GPU: a section that fails does not stop the others
         t0 = time.perf_counter()
-        globals()[f"section_{name}"](args, log)
+        try:
+            globals()[f"section_{name}"](args, log)
+        except Exception:  # noqa: BLE001 - reported with its traceback, then the next section
+            import traceback
+
+            failed.append(name)
+            log(f"\n## {name}: FAILED\n{traceback.format_exc()[-3000:]}")
+            gc.collect()
+            if args.gpu:
+                torch.cuda.empty_cache()
         log(f"({name}: {time.perf_counter() - t0:.0f} s)")
-    log(f"\n(all: {time.perf_counter() - t_all:.0f} s)")
-    (args.out / "bench_gpu.json").write_text(json.dumps(log.data, indent=1, default=str))
-    return 0
+        (args.out / "bench_gpu.json").write_text(json.dumps(log.data, indent=1, default=str))  # kept if cut short
+    log(f"\n(all: {time.perf_counter() - t_all:.0f} s{'; failed: ' + ', '.join(failed) if failed else ''})")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
