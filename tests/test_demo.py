@@ -1,10 +1,18 @@
 """The demo end to end at smoke-test size: generate → align → preorderer → the runner's jobs (stock CLIs) → sacrebleu."""
 
 import json
+import shutil
 import subprocess
 import sys
 
 from tests.conftest import run_env
+
+
+def moved_run(cmd, workdir, steps):
+    """``cmd`` (a demo command) in ``workdir`` with ``--train-steps steps``."""
+    out = list(cmd)
+    out[out.index("--workdir") + 1], out[out.index("--train-steps") + 1] = str(workdir), str(steps)
+    return out
 
 
 def test_demo_runs_and_resumes(tmp_path):
@@ -27,6 +35,14 @@ def test_demo_runs_and_resumes(tmp_path):
     again = subprocess.run(cmd, capture_output=True, text=True, env=run_env())
     assert again.returncode == 0 and "onmt_train" not in again.stdout and "aligning" not in again.stdout
     assert "Step" not in again.stdout and "onmt_translate" not in again.stdout
+    # moved to another folder (its old path gone), asked for more steps: the same run goes on from step 6 there
+    moved = tmp_path / "moved"
+    shutil.move(wd, moved)
+    more = subprocess.run(moved_run(cmd, moved, 8), capture_output=True, text=True, env=run_env())
+    assert more.returncode == 0, more.stdout[-3000:] + more.stderr[-3000:]
+    assert "aligning" not in more.stdout and (moved / "jobs" / "combination" / "model_step_8.pt").exists()
+    log = (moved / "jobs" / "combination" / "train.log").read_text()
+    assert f"Loading checkpoint from {moved}/jobs/combination/model_step_6.pt" in log
 
 
 def test_demo_through_eole_runs_and_resumes(tmp_path):
@@ -57,6 +73,13 @@ def test_demo_through_eole_runs_and_resumes(tmp_path):
     again = subprocess.run(cmd, capture_output=True, text=True, env=run_env())
     assert again.returncode == 0 and "eole train" not in again.stdout and "eole predict" not in again.stdout
     assert "aligning" not in again.stdout and "BLEU" in again.stdout
+    # moved to another folder (its old path gone), asked for more steps: each system goes on from its step 6 there
+    moved = tmp_path / "moved"
+    shutil.move(wd, moved)
+    more = subprocess.run(moved_run(cmd, moved, 8), capture_output=True, text=True, env=run_env())
+    assert more.returncode == 0, more.stdout[-3000:] + more.stderr[-3000:]
+    assert "aligning" not in more.stdout and "eole train" in more.stdout
+    assert (moved / "eole" / "models" / "combination" / "step_8").is_dir()
 
 
 def test_demo_through_eole_refuses_before_any_work(tmp_path, monkeypatch, capsys):
