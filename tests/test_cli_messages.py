@@ -83,7 +83,10 @@ def test_pipeline_checks_its_inputs_before_the_work(files):
     assert_message(rc, err, 2, files / "missing.ref", "not found")
     rc, err = onmt_xl("pipeline", *corpus, "--test-ref", files / "lat.txt", cwd=files)
     assert_message(rc, err, 1, f"{files / 'lat.txt'}, line 2", "not UTF-8")
-    assert not (files / "run" / "jobs").exists()
+    (files / "one.txt").write_text("x y\n")
+    rc, err = onmt_xl("pipeline", *corpus, "--test-ref", files / "one.txt", cwd=files)
+    assert_message(rc, err, 1, files / "one.txt", f"has 1 lines but {files / 's.txt'} has 2")
+    assert not (files / "run").exists()  # nothing written, not even the manifest
 
 
 def test_reorder_commands(files):

@@ -144,7 +144,8 @@ def run_pipeline(args) -> int:
     _check_training_options(args)
     corpus = Corpus(args.train_src, args.train_tgt, args.test_src, args.test_ref, valid_src=args.valid_src,
                     valid_tgt=args.valid_tgt, test_align=args.test_align)
-    check_text_files(corpus.inputs())  # every input there and UTF-8 before hours of work
+    check_text_files(corpus.inputs())  # every input there, UTF-8 and line-parallel before hours of work
+    corpus.check_parallel()
     _note_tokenized(corpus, args.tokenize)
     _choose_preset(args)
     if args.framework == "eole":

@@ -19,6 +19,7 @@ def corpus_from_args(args):
     if bool(args.gold_text) != bool(args.gold_align):
         raise XLUsageError(args.gold_text or args.gold_align, None, "--gold-text and --gold-align go together")
     check_text_files(corpus.inputs(), hint="see --data, --src, --tgt, --train, --test")
+    corpus.check_parallel()
     return corpus
 
 

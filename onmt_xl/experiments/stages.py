@@ -66,6 +66,14 @@ class Corpus:
         return [p for p in (self.train_src, self.train_tgt, self.test_src, self.test_tgt, self.valid_src,
                             self.valid_tgt, self.test_align) if p]
 
+    def check_parallel(self) -> None:
+        """Before any work: each pair of files (train, valid, test) has as many lines on both sides
+        (:func:`read_parallel`'s error otherwise)."""
+        for src, tgt in ((self.train_src, self.train_tgt), (self.valid_src, self.valid_tgt),
+                         (self.test_src, self.test_tgt)):
+            if src and tgt:
+                read_parallel(src, tgt)
+
 
 #: the salt of the carve rule's hash (:func:`carve_test_pairs`); fixed in advance (reports/PREREG_decisive.md)
 CARVE_SALT = "onmt-xl decisive test carve v1"
