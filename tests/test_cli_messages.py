@@ -87,6 +87,10 @@ def test_pipeline_checks_its_inputs_before_the_work(files):
     rc, err = onmt_xl("pipeline", *corpus, "--test-ref", files / "one.txt", cwd=files)
     assert_message(rc, err, 1, files / "one.txt", f"has 1 lines but {files / 's.txt'} has 2")
     assert not (files / "run").exists()  # nothing written, not even the manifest
+    for workdir, what in ((files / "s.txt", "exists and is not a folder"),
+                          (files / "s.txt" / "run", f"{files / 's.txt'} is a file, not a folder")):
+        rc, err = onmt_xl("pipeline", *corpus[:-2], "--workdir", workdir, "--test-ref", files / "t.txt", cwd=files)
+        assert_message(rc, err, 2, "--workdir", what)
 
 
 def test_reorder_commands(files):

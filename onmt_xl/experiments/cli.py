@@ -11,7 +11,7 @@ from typing import List, Optional
 from onmt_xl.cli import main as plugin_main
 from onmt_xl.core.errors import XLUsageError
 from onmt_xl.experiments.configs import PRESETS, config
-from onmt_xl.experiments.inputs import add_corpus_arguments, corpus_from_args, shared_data
+from onmt_xl.experiments.inputs import add_corpus_arguments, corpus_from_args, shared_data, workdir_path
 from onmt_xl.experiments.plan import EXPERIMENTS, Job, plan
 from onmt_xl.experiments.stock import say
 from onmt_xl.experiments.systems import SYSTEMS
@@ -92,7 +92,8 @@ def add_experiments(sub) -> None:
     p = sub.add_parser("experiments", help="the papers' experiments on a tokenized corpus: resumable runner + report",
                        description=EXPERIMENTS_HELP)
     add_corpus_arguments(p, shared_data())
-    p.add_argument("--workdir", default="runs/experiments", help="where everything is written (resumable)")
+    p.add_argument("--workdir", type=workdir_path, default="runs/experiments",
+                   help="where everything is written (resumable)")
     p.add_argument("--experiments", default=",".join(EXPERIMENTS), help=f"comma-separated from {','.join(EXPERIMENTS)}")
     p.add_argument("--only", help="comma-separated job names (see --list) to restrict the plan to")
     p.add_argument("--seeds", default="1234,5678", help="the first seeds every system; the others the baseline and "

@@ -30,6 +30,7 @@ from typing import Any, Dict, List
 
 from onmt_xl.core.errors import check_text_files
 from onmt_xl.experiments.configs import DEMO_WORKDIR, TRAINING, write_configs
+from onmt_xl.experiments.inputs import workdir_path
 from onmt_xl.experiments.plan import Job
 from onmt_xl.experiments.stages import Corpus
 from onmt_xl.experiments.systems import SYSTEMS
@@ -246,7 +247,8 @@ def _positive(text: str) -> int:
 
 
 def _common(p: argparse.ArgumentParser, steps_default: str = "the preset's, 400") -> None:
-    p.add_argument("--workdir", default=DEMO_WORKDIR, help="where everything is written (resumable)")
+    p.add_argument("--workdir", default=DEMO_WORKDIR, type=workdir_path,
+                   help="where everything is written (resumable)")
     p.add_argument("--systems", type=_systems, default=["baseline", "combination"],
                    help=f"comma-separated, from: {', '.join(SYSTEMS)}; 'baseline' gives the p-values")
     p.add_argument("--train-steps", type=_positive, metavar="N", help=f"training steps of every system (default: "

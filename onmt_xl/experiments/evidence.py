@@ -518,7 +518,7 @@ def report_stage(args) -> int:
 
 
 def add_evidence(sub) -> None:
-    from onmt_xl.experiments.inputs import add_corpus_arguments, shared_data
+    from onmt_xl.experiments.inputs import add_corpus_arguments, shared_data, workdir_path
     from onmt_xl.experiments.configs import PRESETS
 
     p = sub.add_parser("evidence", help="the convergence study: learning curves (then seeds, directions)",
@@ -530,7 +530,8 @@ def add_evidence(sub) -> None:
                         "fixed in advance (onmt_xl.experiments.stages.carve_test_pairs: the N eligible pairs of "
                         "lowest salted SHA-256; every other training pair with a test source removed); every stage "
                         "of the work directory must give the same N (default 0: none)")
-    p.add_argument("--workdir", default="runs/evidence_jaen", help="where everything is written (resumable)")
+    p.add_argument("--workdir", type=workdir_path, default="runs/evidence_jaen",
+                   help="where everything is written (resumable)")
     p.add_argument("--stage", choices=("prepare", "curve", "curve-score", "main", "status", "aer", "payoff",
                                        "plateau", "plateau-status", "report"),
                    default="curve",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from onmt_xl.core.errors import XLUsageError, check_text_files
@@ -21,6 +22,19 @@ def corpus_from_args(args):
     check_text_files(corpus.inputs(), hint="see --data, --src, --tgt, --train, --test")
     corpus.check_parallel()
     return corpus
+
+
+def workdir_path(text: str) -> str:
+    """``--workdir``: a folder, or a path where one can be made; an existing file there (or above it) is refused
+    while the arguments are read, before any work."""
+    path = Path(text)
+    for part in (path, *path.parents):
+        if part.exists():
+            if not part.is_dir():
+                where = "exists and is not a folder" if part == path else f"{part} is a file, not a folder"
+                raise argparse.ArgumentTypeError(f"{text!r}: {where}; choose another path")
+            break
+    return text
 
 
 def shared_data() -> Path:
