@@ -19,9 +19,9 @@ from __future__ import annotations
 import json
 import re
 import statistics
-from collections import Counter
 import time
 import zipfile
+from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
