@@ -464,7 +464,7 @@ def test_what_is_missing_says_nothing_is_only_when_no_row_waits_and_no_job_is_le
     assert "Rows marked *not run yet* wait" in missing(rep) and "Every row has its verdict" not in missing(rep)
     done = {**rep, "claims": [c for c in rep["claims"] if c["verdict"] != NOT_RUN]}
     assert missing(done).startswith("\n\nEvery row has its verdict from finished runs")
-    assert "Planned, not queued yet (no result exists" in missing(done)  # the runs issue 78 asks for, named only
+    assert "Queued on the CPU after the third look's jobs" in missing(done)  # the runs issue 78 asks for, named only
     finished = {"archive": "a", "tier": "c", "seeds": [1, 2], "finished": 18, "jobs": 18, "left": []}
     assert "Every row has its verdict" in missing({**done, "progress": [finished]})
     assert "| `a` | c | 1, 2 | 18 of 18 | – |" in missing({**done, "progress": [finished]})

@@ -99,12 +99,18 @@ ROW_NOTES: Dict[str, Tuple[Optional[frozenset], str]] = {
                  "InXL's `identity` start, rejected by tuning"),
     "decisive_tuned": (None, "control on older code"),
 }
-#: runs planned but not queued yet (issue 78); the report names them under *What is missing*, without a result
-PLANNED = (
-    "InXL with the default (tuned) start, 8 seeds, on the decisive split: the design's InXL rows test the `identity` "
-    "start the tuning split rejected",
-    "more seeds for the rows with 2 seeds per system (here their intervals carry the pooled seed variance instead)",
-    "2 baseline seeds on current code, beside the addendum's control that ran on older code")
+#: runs queued for issue 78 (``tools/study/xlpos_queue.sh``, stages ``inxl`` and ``fewseed``, after the third look's
+#: jobs); the report names them under *What is missing*, without a result
+QUEUED = (
+    "InXL with the default (tuned) start, 8 seeds, on the decisive split (`reports/decisive_jaen_inxl`): the "
+    "design's InXL rows test the `identity` start the tuning split rejected",
+    "ExGRE and ReFSR seeds 3-8 beside the design's 1-2 (`reports/decisive_jaen`, tier c): the rows whose verdict the "
+    "seed variance decides (until then their intervals carry the pooled seed variance)")
+#: what issue 78 asked for that has run: the control's drift check (``reports/PREREG_xlpos.md``, ``reports/XLPOS.md``)
+DONE_FOR_78 = (
+    "2 baseline seeds retrained on the current code (the third look's drift check, `reports/XLPOS.md`) translate the "
+    "5,500 test pairs word for word as the design's archived control runs, which the addendum compares with: the "
+    "older code changed nothing there",)
 
 
 @dataclass(frozen=True)
@@ -704,8 +710,8 @@ def markdown(report: Dict[str, Any]) -> str:
                "convergence.", ""]
     else:
         md += ["Every row has its verdict from finished runs, and no tier has a job left.", ""]
-    md += ["Planned, not queued yet (no result exists; the rows above do not use them): "
-           + "; ".join(PLANNED) + ".", ""]
+    md += ["Queued on the CPU after the third look's jobs (`tools/study/xlpos_queue.sh`; no result yet, the rows "
+           "above do not use them): " + "; ".join(QUEUED) + ". Done: " + "; ".join(DONE_FOR_78) + ".", ""]
     if any(c["verdict"] == NOT_RUN and c["tier"] == PLATEAU_STAGE for c in report["claims"]):
         md += ["The LSTM trained on to its own plateau (`onmt-xl evidence --stage plateau`, "
                "`onmt_xl/experiments/plateau.py`) trains last, after tiers f, g and a (`tools/study/study_queue.sh`); "
@@ -730,7 +736,10 @@ def _primaries_markdown(found: Dict[str, Dict[str, Any]]) -> List[str]:
             f"{cell('decisive')}. A second look, also preregistered but set up after that result was known "
             f"(`decisive_tuned`: {ADDENDUM_HISTORY}), asked it again with InXL's tuned start: "
             f"{cell('decisive_tuned')}. Each keeps its own preregistered rule; the second look does not replace the "
-            "first. In the table below the design's row comes first, the addendum's beside it."]
+            "first. In the table below the design's row comes first, the addendum's beside it. A third look, "
+            "preregistered before its first job (`reports/PREREG_xlpos.md`: Combination trained on cross-fitted "
+            "positions of a chosen source, its p Holm-corrected over the three looks), is running on the CPU queue "
+            "(`reports/XLPOS.md`); it has no result here yet."]
 
 
 def _pooled_text(report: Dict[str, Any]) -> str:
