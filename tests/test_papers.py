@@ -417,6 +417,21 @@ def test_the_preregistered_primary_leads_and_the_addendum_is_a_second_look_besid
     assert "**decisive_tuned**: the decisive design's addendum, `reports/PREREG_decisive_tuned.md`, a second look" in md
 
 
+def test_inxl_with_its_default_start_follows_the_designs_identity_start_rows():
+    """Issue 78: InXL with its default start on the design's split (``decisive_inxl``) is measured beside the design's
+    InXL rows (the `identity` start), after them; each row says its start, the design's row keeps the verdict."""
+    decisive = _study(comparisons={"inxl": _cmp(-0.40, -0.80, 0.00, 0.05, "secondary")})
+    inxl = _study(comparisons={"inxl": _cmp(0.20, -0.15, 0.55, 0.3, "primary")})
+    rep = papers.build({"decisive": decisive, "decisive_inxl": inxl}, heads=4)
+    row = _claim(rep, "InXL PE improves")
+    assert [m["study"] for m in row["measured"]] == ["decisive", "decisive_inxl"]
+    assert [m["notes"] for m in row["measured"]] == [["InXL's `identity` start, rejected by tuning"],
+                                                    ["InXL's default start"]]
+    assert row["verdict"] == row["measured"][0]["verdict"]
+    assert papers.DEFAULT_STUDIES["decisive_inxl"] == "reports/DECISIVE_jaen_inxl.json"
+    assert "**decisive_inxl**: InXL with its default (tuned) start" in papers.markdown(rep)
+
+
 def test_the_decisive_split_on_a_gpu_answers_after_the_cpu_design_and_before_the_small_study():
     """The decisive split's runs on a lent GPU (tools/study/gpu_evidence.sh waves 4-6) come after the CPU design and before
     the 500-pair study, for the claims (decisive_gpu) and the sweeps (decisive_gpu_d)."""

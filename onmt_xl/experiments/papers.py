@@ -4,7 +4,8 @@ Input: the JSON reports of ``onmt-xl evidence --stage report`` (each regenerated
 study: ``jaen`` (tier a, and tier c's first runs: 48,000 training pairs, 500 test pairs), ``enja`` (tier b),
 ``decisive`` (tier e, the preregistered design: 43,000 training pairs, 5,500 test pairs; on the same split tiers c, i,
 d and h, reports/PREREG_decisive_baselines.md), ``decisive_tuned`` (its addendum with InXL's tuned start,
-reports/PREREG_decisive_tuned.md), ``jaen_gpu``/``jaen_gpu_d`` (tiers c, h and d trained on a lent GPU, each work
+reports/PREREG_decisive_tuned.md), ``decisive_inxl`` (InXL with its default start on the design's split against its
+baseline runs, issue 78), ``jaen_gpu``/``jaen_gpu_d`` (tiers c, h and d trained on a lent GPU, each work
 directory with its own baseline runs) and ``decisive_gpu``/``decisive_gpu_d`` (the same on the decisive split).
 Output: Markdown and its JSON.
 
@@ -67,7 +68,7 @@ ALPHA, POWER = 0.05, 0.8
 #: then its addendum with InXL's tuned start (a second look, set up after the design's result was known), then the
 #: same split's runs on a lent GPU, then the CPU study, then the GPU route's work directories of tiers c/h and d
 #: (reports/EVIDENCE.md, tools/study/gpu_evidence.sh)
-STUDY_ORDER = ("decisive", "decisive_tuned", "decisive_gpu", "jaen", "jaen_gpu", "jaen_gpu_d")
+STUDY_ORDER = ("decisive", "decisive_tuned", "decisive_inxl", "decisive_gpu", "jaen", "jaen_gpu", "jaen_gpu_d")
 #: what each study is, for the report's list of studies
 STUDY_TEXT = {
     "decisive_tuned": "the decisive design's addendum, `reports/PREREG_decisive_tuned.md`, a second look set up after "
@@ -75,6 +76,9 @@ STUDY_TEXT = {
                       "against the design's baseline runs, which trained on older code (before later option renames "
                       "and the numba thread-pool fix of `b72fcc0`; one tuned seed retrained on another machine); rows "
                       "say *control on older code*",
+    "decisive_inxl": "InXL with its default (tuned) start, `absolute`, 8 seeds on the decisive design's split against "
+                     "the design's 8 baseline runs (issue 78, `tools/study/xlpos_queue.sh` stage `inxl`): the design's "
+                     "InXL rows test the `identity` start the tuning split rejected",
     "decisive": "the preregistered decisive design, `reports/PREREG_decisive.md`: Combination, HeadXL and InXL with "
                 "InXL's `identity` start, which the tuning split then rejected (`reports/TUNING.md`; rows with "
                 "InXL say so); on its split, the other papers' systems "
@@ -98,6 +102,7 @@ ROW_NOTES: Dict[str, Tuple[Optional[frozenset], str]] = {
     "decisive": (frozenset({"inxl", "combination"}),
                  "InXL's `identity` start, rejected by tuning"),
     "decisive_tuned": (None, "control on older code"),
+    "decisive_inxl": (frozenset({"inxl"}), "InXL's default start"),
 }
 #: runs queued for issue 78 (``tools/study/xlpos_queue.sh``, stages ``inxl`` and ``fewseed``, after the third look's
 #: jobs); the report names them under *What is missing*, without a result
@@ -768,12 +773,13 @@ def add_papers(sub) -> None:
     p.add_argument("--study", action="append", default=[], metavar="NAME=JSON",
                    help="an evidence report's JSON by study name: jaen (tier a and tier c's first runs, on the "
                         "CPU), enja (tier b), decisive (tier e, and tiers c, i, d, h on its split), decisive_tuned "
-                        "(its addendum with InXL's tuned start), jaen_gpu and jaen_gpu_d (tiers c, h and d through "
-                        "tools/study/gpu_evidence.sh), decisive_gpu and decisive_gpu_d (the decisive split's tiers c, "
-                        "i, h and d on a GPU, waves 4-6); default: "
-                        "reports/EVIDENCE_jaen.json, EVIDENCE_enja.json, DECISIVE_jaen.json, DECISIVE_jaen_tuned.json, "
-                        "EVIDENCE_jaen_gpu.json, EVIDENCE_jaen_gpu_d.json, DECISIVE_jaen_gpu.json and "
-                        "DECISIVE_jaen_gpu_d.json (a missing file is left out)")
+                        "(its addendum with InXL's tuned start), decisive_inxl (InXL with its default start on that "
+                        "split), jaen_gpu and jaen_gpu_d (tiers c, h and d through tools/study/gpu_evidence.sh), "
+                        "decisive_gpu and decisive_gpu_d (the decisive split's tiers c, i, h and d on a GPU, waves "
+                        "4-6); default: reports/EVIDENCE_jaen.json, EVIDENCE_enja.json, DECISIVE_jaen.json, "
+                        "DECISIVE_jaen_tuned.json, DECISIVE_jaen_inxl.json, EVIDENCE_jaen_gpu.json, "
+                        "EVIDENCE_jaen_gpu_d.json, DECISIVE_jaen_gpu.json and DECISIVE_jaen_gpu_d.json (a missing "
+                        "file is left out)")
     p.add_argument("--progress", action="append", default=[], metavar="ARCHIVE:TIERS[:SEEDS]",
                    help="list, under 'What is missing', each tier's main-stage jobs that ARCHIVE does not hold "
                         "finished yet (TIERS comma-separated, e.g. reports/decisive_jaen:c,i,d,h; SEEDS: the "
@@ -786,6 +792,7 @@ def add_papers(sub) -> None:
 
 DEFAULT_STUDIES = {"jaen": "reports/EVIDENCE_jaen.json", "enja": "reports/EVIDENCE_enja.json",
                    "decisive": "reports/DECISIVE_jaen.json", "decisive_tuned": "reports/DECISIVE_jaen_tuned.json",
+                   "decisive_inxl": "reports/DECISIVE_jaen_inxl.json",
                    "jaen_gpu": "reports/EVIDENCE_jaen_gpu.json",
                    "jaen_gpu_d": "reports/EVIDENCE_jaen_gpu_d.json", "decisive_gpu": "reports/DECISIVE_jaen_gpu.json",
                    "decisive_gpu_d": "reports/DECISIVE_jaen_gpu_d.json"}

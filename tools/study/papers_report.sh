@@ -87,6 +87,23 @@ else
     --report reports/MOVED_inxl_start_decisive.md > /dev/null
   echo "[papers_report] wrote reports/MOVED_inxl_start_decisive.md" >&2
 fi
+# issue 78: InXL with its default start on the design's split (tools/study/xlpos_queue.sh stage inxl), analysed once
+# its 8 runs are archived, against the design's 8 baseline runs, copied into its archive as the addendum's were
+ninxl=0
+for s in 1 2 3 4 5 6 7 8; do
+  [ -f "reports/decisive_jaen_inxl/jobs/inxl_s$s/hyp.test.gz" ] && ninxl=$((ninxl + 1))
+done
+if [ "$ninxl" -lt 8 ]; then
+  [ -d reports/decisive_jaen_inxl ] && echo "[papers_report] InXL's default start: $ninxl of 8 runs archived; not analysed before its end" >&2
+else
+  for s in 1 2 3 4 5 6 7 8; do
+    [ -d "reports/decisive_jaen_inxl/jobs/baseline_s$s" ] || cp -a "reports/decisive_jaen/jobs/baseline_s$s" reports/decisive_jaen_inxl/jobs/
+  done
+  onmt_xl_cli evidence --workdir "$WORK/decisive_jaen_inxl" --archive reports/decisive_jaen_inxl --test-from-train 5000 \
+    --stage report --systems baseline,inxl --seeds 1,2,3,4,5,6,7,8 --families "primary=inxl" \
+    --samples 10000 --bootstrap-seed 12345 --report reports/DECISIVE_jaen_inxl.md > /dev/null
+  studies+=(--study decisive_inxl=reports/DECISIVE_jaen_inxl.json)
+fi
 # the third look (reports/PREREG_xlpos.md): Combination on cross-fitted positions of the chosen source, analysed
 # once its 8 runs are archived, against the design's baseline runs after the drift check of the control
 xfit=0
@@ -131,5 +148,6 @@ fi
 # what is missing: each remaining tier's unfinished jobs, from the archives (reports/EVIDENCE.md, Compute plan)
 progress=(--progress reports/decisive_jaen:c,i,d,h --progress "reports/decisive_jaen:f,g:$DECISIVE_SEEDS")
 [ -d reports/decisive_jaen_tuned ] && progress=(--progress reports/decisive_jaen_tuned:e:1,2,3,4,5,6,7,8 "${progress[@]}")
+[ -d reports/decisive_jaen_inxl ] && progress+=(--progress reports/decisive_jaen_inxl:g:1,2,3,4,5,6,7,8)
 onmt_xl_cli papers "${studies[@]}" "${progress[@]}" --report reports/PAPERS.md > /dev/null
 echo "[papers_report] wrote reports/PAPERS.md (and .json)" >&2
