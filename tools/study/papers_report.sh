@@ -21,6 +21,11 @@ finished_runs() {  # $1: seeds joined by commas, then systems; prints how many o
   echo "$n"
 }
 primary_runs() { finished_runs "$1" baseline combination; }
+archived_runs() {  # $1: an archive, $2: a system; prints how many of its seeds 1-8 have their test translation there
+  local n=0 s
+  for s in 1 2 3 4 5 6 7 8; do [ -f "$1/jobs/$2_s$s/hyp.test.gz" ] && n=$((n + 1)); done
+  echo "$n"
+}
 # k = 8 once the precision rule's extension is archived whole, else the preregistered k = 5
 [ "$(primary_runs 1,2,3,4,5,6,7,8)" -eq 16 ] && DEFAULT_SEEDS=1,2,3,4,5,6,7,8 || DEFAULT_SEEDS=1,2,3,4,5
 DECISIVE_SEEDS=${DECISIVE_SEEDS:-$DEFAULT_SEEDS}
@@ -68,10 +73,7 @@ else
 fi
 # the addendum with InXL's tuned start (reports/PREREG_decisive_tuned.md): k = 8 fixed, analysed once its 8
 # Combination runs are archived
-tuned=0
-for s in 1 2 3 4 5 6 7 8; do
-  [ -f "reports/decisive_jaen_tuned/jobs/combination_s$s/hyp.test.gz" ] && tuned=$((tuned + 1))
-done
+tuned=$(archived_runs reports/decisive_jaen_tuned combination)
 if [ "$tuned" -lt 8 ]; then
   [ -d reports/decisive_jaen_tuned ] && echo "[papers_report] decisive addendum: $tuned of 8 Combination runs archived; not analysed before its end" >&2
 else
@@ -89,10 +91,7 @@ else
 fi
 # issue 78: InXL with its default start on the design's split (tools/study/xlpos_queue.sh stage inxl), analysed once
 # its 8 runs are archived, against the design's 8 baseline runs, copied into its archive as the addendum's were
-ninxl=0
-for s in 1 2 3 4 5 6 7 8; do
-  [ -f "reports/decisive_jaen_inxl/jobs/inxl_s$s/hyp.test.gz" ] && ninxl=$((ninxl + 1))
-done
+ninxl=$(archived_runs reports/decisive_jaen_inxl inxl)
 if [ "$ninxl" -lt 8 ]; then
   [ -d reports/decisive_jaen_inxl ] && echo "[papers_report] InXL's default start: $ninxl of 8 runs archived; not analysed before its end" >&2
 else
@@ -106,10 +105,7 @@ else
 fi
 # the third look (reports/PREREG_xlpos.md): Combination on cross-fitted positions of the chosen source, analysed
 # once its 8 runs are archived, against the design's baseline runs after the drift check of the control
-xfit=0
-for s in 1 2 3 4 5 6 7 8; do
-  [ -f "reports/decisive_jaen_xlpos_src/jobs/combination_xfit_s$s/hyp.test.gz" ] && xfit=$((xfit + 1))
-done
+xfit=$(archived_runs reports/decisive_jaen_xlpos_src combination_xfit)
 if [ "$xfit" -lt 8 ]; then
   [ -d reports/decisive_jaen_xlpos_src ] && echo "[papers_report] third look: $xfit of 8 runs archived; not analysed before its end" >&2
 else
