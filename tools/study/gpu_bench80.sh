@@ -12,26 +12,18 @@
 set -u
 die() { echo "gpu_bench80: $*" >&2; exit 2; }
 exclude() { grep -qxF "$1" .git/info/exclude 2>/dev/null || echo "$1" >> .git/info/exclude; }
-# OpenNMT-py and what it imports (tools/study/gpu_evidence.sh's set), then Eole 0.6.4 and the packages its
-# train/predict/serve import that the image lacks, at the versions installed here (pydantic and pydantic-core
-# must match each other)
-WHEELS="OpenNMT-py==3.5.1 ConfigArgParse pyonmttok rapidfuzz pyahocorasick fasttext-wheel eole==0.6.4"
+# Eole 0.6.4 and the packages its train/predict/serve import that the image lacks, beside OpenNMT-py's
+# (gpu_site.sh), at the versions installed here (pydantic and pydantic-core must match each other)
 PINNED="pydantic pydantic-core typing-inspection annotated-types fastapi starlette uvicorn opentelemetry-api"
 case ${1:-} in
 wheels)
-  exclude "/.whl/"
   pins=""
   for pkg in $PINNED; do
     v=$(python3 -m pip show "$pkg" 2>/dev/null | sed -n 's/^Version: //p')
     [ -n "$v" ] || die "wheels: $pkg is not installed here (bash tools/install.sh eole first)"
     pins="$pins $pkg==$v"
   done
-  for pkg in $WHEELS $pins; do
-    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-      --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
-      --platform manylinux2014_x86_64 -d .whl "$pkg" || die "wheels: pip found no wheel of $pkg"
-  done
-  du -sh .whl
+  . tools/study/gpu_site.sh && gpu_wheels $GPU_ONMT_WHEELS eole==0.6.4 $pins || die "wheels: see above"
   ;;
 stage)
   FROM=${FROM:-runs/decisive_jaen}

@@ -77,13 +77,7 @@ seed() {  # FROM DEST: what a work directory's jobs read (splits, links, vocabul
 case ${1:-} in
 list) echo "$WAVES" ;;  # W FROM TIER JOBS EVIDENCE per line
 wheels)  # here: what the device's image lacks, as Python 3.12 wheels for x86-64, into .whl/ (ignored by git)
-  grep -qxF "/.whl/" .git/info/exclude 2>/dev/null || echo "/.whl/" >> .git/info/exclude
-  for pkg in OpenNMT-py==3.5.1 ConfigArgParse pyonmttok rapidfuzz pyahocorasick fasttext-wheel; do
-    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-      --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
-      --platform manylinux2014_x86_64 -d .whl "$pkg" || die "wheels: pip found no wheel of $pkg"
-  done
-  du -sh .whl
+  . tools/study/gpu_site.sh && gpu_wheels $GPU_ONMT_WHEELS || die "wheels: see above"
   ;;
 stage)
   ls .whl/OpenNMT_py-3.5.1-*.whl > /dev/null 2>&1 || die ".whl/ lacks the wheels: bash tools/study/gpu_evidence.sh wheels"

@@ -2,7 +2,19 @@
 # .whl/ holds): `gpu_site DIR` installs the carried wheels into DIR once per machine (with a stub for spaCy, which
 # only OpenNMT-py's terminology transform imports), starts CUDA MPS so that concurrent jobs share the GPU truly,
 # puts DIR's scripts on PATH and the registration hook (where the checkout is on PYTHONPATH) into the
-# interpreter's site-packages.
+# interpreter's site-packages. `gpu_wheels PKG...` (here, where PyPI is reachable) downloads what the image lacks.
+#: OpenNMT-py and what it imports that the device image lacks
+GPU_ONMT_WHEELS="OpenNMT-py==3.5.1 ConfigArgParse pyonmttok rapidfuzz pyahocorasick fasttext-wheel"
+gpu_wheels() {  # PKG...: Python 3.12 wheels for x86-64 into .whl/ (ignored by git); returns 1 naming a missing one
+  grep -qxF "/.whl/" .git/info/exclude 2>/dev/null || echo "/.whl/" >> .git/info/exclude
+  local pkg
+  for pkg in "$@"; do
+    python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+      --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+      --platform manylinux2014_x86_64 -d .whl "$pkg" || { echo "gpu_wheels: pip found no wheel of $pkg" >&2; return 1; }
+  done
+  du -sh .whl
+}
 gpu_site() {
   local dir=$1
   if [ ! -f "$dir/.ok" ]; then
