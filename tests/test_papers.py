@@ -417,6 +417,41 @@ def test_the_preregistered_primary_leads_and_the_addendum_is_a_second_look_besid
     assert "**decisive_tuned**: the decisive design's addendum, `reports/PREREG_decisive_tuned.md`, a second look" in md
 
 
+def test_the_third_look_joins_the_opening_paragraph_with_holm_over_three_looks(tmp_path):
+    """``reports/PREREG_xlpos.md``: once the third look's report exists, the opening paragraph gives its primary
+    beside the two others, every p Holm-corrected over the three looks (as that report computed them); before,
+    it says the third look is running."""
+    decisive = _study(comparisons={"combination": {**_cmp(-0.47, -0.88, -0.07, 0.024, "primary"), "p": 0.024}})
+    tuned = _study(comparisons={"combination": {**_cmp(-0.16, -0.52, 0.20, 0.372, "primary"), "p": 0.372}})
+    looks = [{"look": "1: DECISIVE_jaen", "delta": -0.47, "low": -0.88, "high": -0.07, "p": 0.024, "p_holm": 0.072,
+              "verdict": "hurts"},
+             {"look": "2: DECISIVE_jaen_tuned", "delta": -0.16, "low": -0.52, "high": 0.20, "p": 0.372,
+              "p_holm": 0.744, "verdict": "excluded"},
+             {"look": "3: this design", "delta": 0.12, "low": -0.20, "high": 0.44, "p": 0.45, "p_holm": 0.744,
+              "verdict": "an effect of the paper's size (+0.63 BLEU) is excluded at this data size"}]
+    before = papers.markdown(papers.build({"decisive": decisive, "decisive_tuned": tuned}, heads=4))
+    assert "it has no result here yet" in before and "Holm over the two primaries 0.048" in before
+    assert papers.third_look({"looks": looks[:2]}) is None  # not before the third look has its primary
+    rep = papers.build({"decisive": decisive, "decisive_tuned": tuned}, heads=4, third={"looks": looks})
+    opening = papers.markdown(rep).split("**How to read it.**")[0]
+    assert "Holm over the two primaries" not in opening and "no result here yet" not in opening
+    assert opening.index("-0.47 [-0.88, -0.07], p 0.024 (Holm over the three looks 0.072)") < opening.index(
+        "-0.16 [-0.52, +0.20], p 0.372 (Holm over the three looks 0.744)") < opening.index(
+        "+0.12 [-0.20, +0.44], p 0.450 (Holm over the three looks 0.744): \"an effect of the paper's size")
+    assert "none replaces another" in opening
+    # the command reads it from --third-look where the file exists
+    (tmp_path / "d.json").write_text(json.dumps(decisive))
+    (tmp_path / "t.json").write_text(json.dumps(tuned))
+    (tmp_path / "x.json").write_text(json.dumps({"looks": looks}))
+    out = tmp_path / "P.md"
+    papers.write({"decisive": tmp_path / "d.json", "decisive_tuned": tmp_path / "t.json"}, out, 4,
+                 third=tmp_path / "x.json")
+    assert "(Holm over the three looks 0.744): \"an effect" in out.read_text()
+    papers.write({"decisive": tmp_path / "d.json", "decisive_tuned": tmp_path / "t.json"}, out, 4,
+                 third=tmp_path / "missing.json")
+    assert "no result here yet" in out.read_text()
+
+
 def test_inxl_with_its_default_start_follows_the_designs_identity_start_rows():
     """Issue 78: InXL with its default start on the design's split (``decisive_inxl``) is measured beside the design's
     InXL rows (the `identity` start), after them; each row says its start, the design's row keeps the verdict."""

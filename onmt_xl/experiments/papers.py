@@ -519,9 +519,18 @@ def primaries(studies: Dict[str, Dict[str, Any]]) -> Optional[Dict[str, Dict[str
                 "decision": decisions[s] or [c.get("verdict", "")]} for s, c in found.items()}
 
 
+def third_look(result: Optional[Dict[str, Any]]) -> Optional[List[Dict[str, Any]]]:
+    """The three looks at the decisive question from the third look's report (``reports/DECISIVE_jaen_xlpos.json``,
+    :mod:`onmt_xl.experiments.xlpos_report`: the design, its addendum, then the third look, each with its p
+    Holm-corrected over the three, as ``reports/PREREG_xlpos.md`` states); None until it has its primary."""
+    looks = (result or {}).get("looks")
+    return list(looks) if looks and len(looks) == len(PRIMARY_STUDIES) + 1 else None
+
+
 def build(studies: Dict[str, Dict[str, Any]], heads: int,
-          progress: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
-    """Everything ``PAPERS.md`` says, as JSON-able data (``progress``: :func:`tier_progress`'s rows)."""
+          progress: Sequence[Dict[str, Any]] = (), third: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """Everything ``PAPERS.md`` says, as JSON-able data (``progress``: :func:`tier_progress`'s rows; ``third``: the
+    third look's report, :func:`third_look`)."""
     claims = rows(studies, heads, jobs_left(progress))
     tally: Dict[str, int] = {}
     for c in claims:
@@ -532,7 +541,7 @@ def build(studies: Dict[str, Dict[str, Any]], heads: int,
     return {"studies": {k: _study_facts(v) for k, v in studies.items()}, "claims": claims, "tally": tally,
             "claims_counted": sum(tally.values()), "far_from_trained": untrained,
             "heads": heads, "alpha": ALPHA, "power": POWER, "primaries": primaries(studies),
-            "corrections": corrections(studies, heads), "progress": list(progress)}
+            "third_look": third_look(third), "corrections": corrections(studies, heads), "progress": list(progress)}
 
 
 def tier_progress(spec: str) -> List[Dict[str, Any]]:
@@ -665,7 +674,7 @@ def markdown(report: Dict[str, Any]) -> str:
           "row's systems, or of another system of its Holm family, are not finished yet (*What is missing*), so its "
           "figure, *m*, Holm p and verdict can still move.", ""]
     if report.get("primaries"):  # the decisive question's answer leads, before how to read the rows
-        md[4:4] = _primaries_markdown(report["primaries"]) + [""]
+        md[4:4] = _primaries_markdown(report["primaries"], report.get("third_look")) + [""]
     md += ["Studies:"]
     for name, f in facts.items():
         md.append(f"- **{name}**: " + (f"{STUDY_TEXT[name]}; " if name in STUDY_TEXT else "")
@@ -731,20 +740,32 @@ def markdown(report: Dict[str, Any]) -> str:
     return "\n".join(md)
 
 
-def _primaries_markdown(found: Dict[str, Dict[str, Any]]) -> List[str]:
+def _primaries_markdown(found: Dict[str, Dict[str, Any]], looks: Optional[List[Dict[str, Any]]] = None
+                        ) -> List[str]:
+    """The opening paragraph: the design's answer, the addendum's second look, the third look (``looks``,
+    :func:`third_look`: then every p is Holm-corrected over the three looks, else over the two primaries)."""
+    holm_over = "the three looks" if looks else "the two primaries"
+    adjusted = {s: (looks[i]["p_holm"] if looks else found[s]["p_holm"]) for i, s in enumerate(PRIMARY_STUDIES)}
+
     def cell(s: str) -> str:
         c = found[s]
-        return (f"{c['delta']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}], p {c['p']:.3f} (Holm over the two "
-                f"primaries {c['p_holm']:.3f}): \"{'; '.join(c['decision'])}\"")
+        return (f"{c['delta']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}], p {c['p']:.3f} (Holm over {holm_over} "
+                f"{adjusted[s]:.3f}): \"{'; '.join(c['decision'])}\"")
+    third = looks[-1] if looks else None
+    last = (f" A third look, preregistered before its first job (`reports/PREREG_xlpos.md`, "
+            "`reports/DECISIVE_jaen_xlpos.md`: Combination trained on cross-fitted positions of a chosen source, "
+            f"with InXL's tuned start): {third['delta']:+.2f} [{third['low']:+.2f}, {third['high']:+.2f}], p "
+            f"{third['p']:.3f} (Holm over {holm_over} {third['p_holm']:.3f}): \"{third['verdict']}\". The three "
+            "verdicts stand side by side; none replaces another." if third else
+            " A third look, preregistered before its first job (`reports/PREREG_xlpos.md`: Combination trained on "
+            "cross-fitted positions of a chosen source, its p Holm-corrected over the three looks), is running on "
+            "the CPU queue (`reports/XLPOS.md`); it has no result here yet.")
     return ["**The decisive question.** The preregistered answer is the design's (`decisive`, "
             "`reports/PREREG_decisive.md`): Combination with InXL's `identity` start against the baseline, "
             f"{cell('decisive')}. A second look, also preregistered but set up after that result was known "
             f"(`decisive_tuned`: {ADDENDUM_HISTORY}), asked it again with InXL's tuned start: "
             f"{cell('decisive_tuned')}. Each keeps its own preregistered rule; the second look does not replace the "
-            "first. In the table below the design's row comes first, the addendum's beside it. A third look, "
-            "preregistered before its first job (`reports/PREREG_xlpos.md`: Combination trained on cross-fitted "
-            "positions of a chosen source, its p Holm-corrected over the three looks), is running on the CPU queue "
-            "(`reports/XLPOS.md`); it has no result here yet."]
+            "first. In the table below the design's row comes first, the addendum's beside it." + last]
 
 
 def _pooled_text(report: Dict[str, Any]) -> str:
@@ -759,9 +780,12 @@ def load_studies(paths: Dict[str, Path]) -> Dict[str, Dict[str, Any]]:
     return {name: json.loads(Path(p).read_text(encoding="utf-8")) for name, p in paths.items() if Path(p).exists()}
 
 
-def write(paths: Dict[str, Path], out: Path, heads: int, progress: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
-    """Write ``out`` (Markdown) and its ``.json``; return the report (``progress``: :func:`tier_progress`'s rows)."""
-    report = build(load_studies(paths), heads, progress)
+def write(paths: Dict[str, Path], out: Path, heads: int, progress: Sequence[Dict[str, Any]] = (),
+          third: Optional[Path] = None) -> Dict[str, Any]:
+    """Write ``out`` (Markdown) and its ``.json``; return the report (``progress``: :func:`tier_progress`'s rows;
+    ``third``: the third look's JSON, where it exists)."""
+    found = json.loads(third.read_text(encoding="utf-8")) if third is not None and third.exists() else None
+    report = build(load_studies(paths), heads, progress, found)
     out.write_text(markdown(report), encoding="utf-8")
     out.with_suffix(".json").write_text(json.dumps(report, indent=1, ensure_ascii=False), encoding="utf-8")
     return report
@@ -784,12 +808,18 @@ def add_papers(sub) -> None:
                    help="list, under 'What is missing', each tier's main-stage jobs that ARCHIVE does not hold "
                         "finished yet (TIERS comma-separated, e.g. reports/decisive_jaen:c,i,d,h; SEEDS: the "
                         "tiers' own seeds unless given, e.g. reports/decisive_jaen_tuned:e:1,2,3,4,5,6,7,8)")
+    p.add_argument("--third-look", default=THIRD_LOOK, metavar="JSON",
+                   help="the third look's report (python3 -m onmt_xl.experiments.xlpos_report; default "
+                        f"{THIRD_LOOK}, left out while missing): its primary and every look's p Holm-corrected over "
+                        "the three looks open the report")
     p.add_argument("--report", default="reports/PAPERS.md", help="Markdown to write, its .json beside it")
     p.add_argument("--heads", type=int, default=4, help="attention heads of the study's models (H of the τ sweep; "
                    "the enja preset's 4)")
     p.set_defaults(func=run_papers)
 
 
+#: the third look's report (reports/PREREG_xlpos.md), read for the opening paragraph where it exists
+THIRD_LOOK = "reports/DECISIVE_jaen_xlpos.json"
 DEFAULT_STUDIES = {"jaen": "reports/EVIDENCE_jaen.json", "enja": "reports/EVIDENCE_enja.json",
                    "decisive": "reports/DECISIVE_jaen.json", "decisive_tuned": "reports/DECISIVE_jaen_tuned.json",
                    "decisive_inxl": "reports/DECISIVE_jaen_inxl.json",
@@ -818,6 +848,6 @@ def run_papers(args) -> int:
     if not any(p.exists() for p in paths.values()):
         raise XLUsageError(None, None, "no evidence report found: " + ", ".join(map(str, paths.values())))
     progress = [row for spec in args.progress for row in tier_progress(spec)]  # refused before anything is written
-    write(paths, Path(args.report), args.heads, progress)
+    write(paths, Path(args.report), args.heads, progress, Path(args.third_look))
     print(Path(args.report).read_text(encoding="utf-8"))
     return 0
