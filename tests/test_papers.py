@@ -439,6 +439,15 @@ def test_the_third_look_joins_the_opening_paragraph_with_holm_over_three_looks(t
         "-0.16 [-0.52, +0.20], p 0.372 (Holm over the three looks 0.744)") < opening.index(
         "+0.12 [-0.20, +0.44], p 0.450 (Holm over the three looks 0.744): \"an effect of the paper's size")
     assert "none replaces another" in opening
+    # with its evidence report, the third look's Combination row follows the two others
+    xlpos = _study(comparisons={"combination": {**_cmp(0.12, -0.20, 0.44, 0.45, "primary"), "p": 0.45}})
+    rep = papers.build({"decisive": decisive, "decisive_tuned": tuned}, heads=4,
+                       third={"looks": looks, "evidence": xlpos})
+    comb = _claim(rep, "Combination improves")
+    assert [m["study"] for m in comb["measured"]] == ["decisive", "decisive_tuned", "decisive_xlpos"]
+    assert comb["measured"][2]["notes"] == ["cross-fitted training positions"]
+    assert comb["verdict"] == comb["measured"][0]["verdict"]
+    assert "**decisive_xlpos**: the third look" in papers.markdown(rep)
     # the command reads it from --third-look where the file exists
     (tmp_path / "d.json").write_text(json.dumps(decisive))
     (tmp_path / "t.json").write_text(json.dumps(tuned))

@@ -4,8 +4,9 @@ Input: the JSON reports of ``onmt-xl evidence --stage report`` (each regenerated
 study: ``jaen`` (tier a, and tier c's first runs: 48,000 training pairs, 500 test pairs), ``enja`` (tier b),
 ``decisive`` (tier e, the preregistered design: 43,000 training pairs, 5,500 test pairs; on the same split tiers c, i,
 d and h, reports/PREREG_decisive_baselines.md), ``decisive_tuned`` (its addendum with InXL's tuned start,
-reports/PREREG_decisive_tuned.md), ``decisive_inxl`` (InXL with its default start on the design's split against its
-baseline runs, issue 78), ``jaen_gpu``/``jaen_gpu_d`` (tiers c, h and d trained on a lent GPU, each work
+reports/PREREG_decisive_tuned.md), ``decisive_xlpos`` (the third look, reports/PREREG_xlpos.md: read from the
+evidence report inside reports/DECISIVE_jaen_xlpos.json), ``decisive_inxl`` (InXL with its default start on the
+design's split against its baseline runs, issue 78), ``jaen_gpu``/``jaen_gpu_d`` (tiers c, h and d trained on a lent GPU, each work
 directory with its own baseline runs) and ``decisive_gpu``/``decisive_gpu_d`` (the same on the decisive split).
 Output: Markdown and its JSON.
 
@@ -68,7 +69,8 @@ ALPHA, POWER = 0.05, 0.8
 #: then its addendum with InXL's tuned start (a second look, set up after the design's result was known), then the
 #: same split's runs on a lent GPU, then the CPU study, then the GPU route's work directories of tiers c/h and d
 #: (reports/EVIDENCE.md, tools/study/gpu_evidence.sh)
-STUDY_ORDER = ("decisive", "decisive_tuned", "decisive_inxl", "decisive_gpu", "jaen", "jaen_gpu", "jaen_gpu_d")
+STUDY_ORDER = ("decisive", "decisive_tuned", "decisive_xlpos", "decisive_inxl", "decisive_gpu", "jaen", "jaen_gpu",
+               "jaen_gpu_d")
 #: what each study is, for the report's list of studies
 STUDY_TEXT = {
     "decisive_tuned": "the decisive design's addendum, `reports/PREREG_decisive_tuned.md`, a second look set up after "
@@ -76,6 +78,9 @@ STUDY_TEXT = {
                       "against the design's baseline runs, which trained on older code (before later option renames "
                       "and the numba thread-pool fix of `b72fcc0`; one tuned seed retrained on another machine); rows "
                       "say *control on older code*",
+    "decisive_xlpos": "the third look, `reports/PREREG_xlpos.md` (preregistered before its first job): Combination "
+                      "with InXL's tuned start trained on cross-fitted positions of a source chosen on the tuning "
+                      "split, against the design's 8 baseline runs (`reports/DECISIVE_jaen_xlpos.md`)",
     "decisive_inxl": "InXL with its default (tuned) start, `absolute`, 8 seeds on the decisive design's split against "
                      "the design's 8 baseline runs (issue 78, `tools/study/xlpos_queue.sh` stage `inxl`): the design's "
                      "InXL rows test the `identity` start the tuning split rejected",
@@ -102,6 +107,7 @@ ROW_NOTES: Dict[str, Tuple[Optional[frozenset], str]] = {
     "decisive": (frozenset({"inxl", "combination"}),
                  "InXL's `identity` start, rejected by tuning"),
     "decisive_tuned": (None, "control on older code"),
+    "decisive_xlpos": (None, "cross-fitted training positions"),
     "decisive_inxl": (frozenset({"inxl"}), "InXL's default start"),
 }
 #: runs queued for issue 78 (``tools/study/xlpos_queue.sh``, stages ``inxl`` and ``fewseed``, after the third look's
@@ -530,7 +536,9 @@ def third_look(result: Optional[Dict[str, Any]]) -> Optional[List[Dict[str, Any]
 def build(studies: Dict[str, Dict[str, Any]], heads: int,
           progress: Sequence[Dict[str, Any]] = (), third: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """Everything ``PAPERS.md`` says, as JSON-able data (``progress``: :func:`tier_progress`'s rows; ``third``: the
-    third look's report, :func:`third_look`)."""
+    third look's report, :func:`third_look`, whose evidence report, where it holds one, is study ``decisive_xlpos``)."""
+    if (third or {}).get("evidence"):
+        studies = {**studies, "decisive_xlpos": third["evidence"]}
     claims = rows(studies, heads, jobs_left(progress))
     tally: Dict[str, int] = {}
     for c in claims:

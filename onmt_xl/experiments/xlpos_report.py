@@ -299,6 +299,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         evidence = json.loads(inner.with_suffix(".json").read_text(encoding="utf-8"))
         result["primary"] = evidence["comparisons"]["combination"]
+        result["evidence"] = evidence  # the whole evidence report: reports/PAPERS.md's rows of this study
         body = inner.read_text(encoding="utf-8").splitlines()
         looks = []
         for i, path in enumerate([s for s in args.looks.split(",") if s], 1):
