@@ -19,6 +19,10 @@ gain: with ``--if-monotone stop`` (the default) the run ends there, exit status 
 training (a rerun with ``--if-monotone train`` resumes from there); ``train`` trains the systems all the same. Runs
 of ``--systems`` none of which uses the preorderer (``baseline`` alone) never stop. The figures go to
 ``monotone_check.json``, the manifest and the summary.
+
+With ``--training-positions crossfit`` the systems using the preorderer train on cross-fitted positions
+(:meth:`onmt_xl.experiments.stages.DataStages.crossfit`, after the monotone check;
+:meth:`~onmt_xl.experiments.stages.DataStages.crossfit_training`); validation and translation keep the preorderer.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from typing import Any, Dict, List
 from onmt_xl.core.errors import check_text_files
 from onmt_xl.experiments.configs import DEMO_WORKDIR, TRAINING, write_configs
 from onmt_xl.experiments.inputs import workdir_path
-from onmt_xl.experiments.plan import Job
+from onmt_xl.experiments.plan import TRAINING_POSITIONS, Job
 from onmt_xl.experiments.stages import Corpus
 from onmt_xl.experiments.systems import SYSTEMS
 from onmt_xl.experiments.tokenization import CHOICES, WORD_LEVEL_BELOW
@@ -55,9 +59,12 @@ def make_demo_data(workdir: Path, seed: int = 1) -> Corpus:
                   test_align=str(out / "test.align"))
 
 
-def system_jobs(systems: List[str], command: str) -> List[Job]:
-    """One job per system, named after it, with the shared training seed, translated on the test set."""
-    return [Job(s, s, TRAINING["seed"], variants=["test"], experiments=[command]) for s in systems]
+def system_jobs(systems: List[str], command: str, training_positions: str = "preorderer") -> List[Job]:
+    """One job per system, named after it, with the shared training seed, translated on the test set;
+    ``training_positions`` (``--training-positions``) is where the training positions of the systems using the
+    preorderer come from (:class:`~onmt_xl.experiments.plan.Job`'s ``xl_train``)."""
+    return [Job(s, s, TRAINING["seed"], variants=["test"], experiments=[command],
+                xl_train=training_positions if SYSTEMS[s].uses_preorderer else "preorderer") for s in systems]
 
 
 def summary(res: Dict[str, Any]) -> str:
@@ -98,7 +105,9 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
 
     quiet_onmt_warnings()  # only OpenNMT-py 3.5.1's torch.cuda.amp deprecations
     schedule = getattr(args, "schedule", None)  # pipeline without --train-steps: to the plateau (until_plateau.py)
-    runner = Runner(corpus, args.workdir, system_jobs(args.systems, command), preset=getattr(args, "preset", "demo"),
+    positions = getattr(args, "training_positions", "preorderer")
+    runner = Runner(corpus, args.workdir, system_jobs(args.systems, command, positions),
+                    preset=getattr(args, "preset", "demo"),
                     train_steps=args.train_steps or (schedule.cap if schedule else None), beam_size=args.beam_size,
                     gpu={"auto": None, "yes": True, "no": False}[args.gpu],
                     parallel=args.parallel, preorder_iterations=args.preorder_iterations,
@@ -264,6 +273,12 @@ def _common(p: argparse.ArgumentParser, steps_default: str = "the preset's, 400"
     p.add_argument("--if-monotone", choices=("stop", "train"), default="stop",
                    help="when the preorderer does not clearly beat the monotone order on the validation pairs (XL PE "
                    "has little to gain): stop before any training, exit status 0, or train all the same (default stop)")
+    p.add_argument("--training-positions", choices=TRAINING_POSITIONS, default="preorderer",
+                   help="where the XL systems (and prereorder) take their training sentences' positions from: "
+                   "preorderer = the preorderer, which trained on those very sentences (so they are more accurate "
+                   "than any it predicts for new text); crossfit = from one of 5 preorderers trained on the other "
+                   "folds, as good as on new text (5 more preorderer trainings; reports/XLPOS.md). Translation always "
+                   "uses the preorderer trained on everything (default preorderer)")
 
 
 def add_subcommands(sub) -> None:

@@ -33,8 +33,11 @@ import yaml
 
 from onmt_xl.core.errors import XLUsageError
 from onmt_xl.experiments.eole_configs import EOLE_SYSTEMS, eole_config
-from onmt_xl.experiments.jobs import DEVICE_OPTIONS, RUN_OPTIONS, SCHEDULE_OPTIONS, _differences, in_this_workdir
+from onmt_xl.experiments.jobs import (DEVICE_OPTIONS, RUN_OPTIONS, SCHEDULE_OPTIONS, _differences, in_this_workdir,
+                                     positions_change)
+from onmt_xl.experiments.plan import XLPOS_SUFFIX
 from onmt_xl.experiments.stages import Corpus, vocab_line
+from onmt_xl.experiments.systems import SYSTEMS
 from onmt_xl.experiments.stock import read_lines, say
 from onmt_xl.core.progress import ticking
 
@@ -67,6 +70,12 @@ def eole_identity(cfg: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
         else:
             out[prefix + key] = os.path.realpath(value) if isinstance(value, str) and value.startswith("/") else value
     return out
+
+
+def _suffix(cfg: Dict[str, Any], system: str) -> Optional[str]:
+    """The ``xl_positions_suffix`` of ``system``'s transform in an Eole configuration, or None."""
+    transform = SYSTEMS[system].transform if system in SYSTEMS else None
+    return ((cfg.get("transforms_configs") or {}).get(transform) or {}).get("xl_positions_suffix")
 
 
 def _whole(step_dir: Path) -> bool:
@@ -138,7 +147,16 @@ class EoleDemo:
         self.chosen: Dict[str, Path] = {}
 
     def config(self, system: str) -> Dict[str, Any]:
-        return eole_config(system, str(self.runner.workdir), self.runner.overrides, self.runner.preset)
+        """``system``'s Eole configuration (:func:`eole_config`); with ``--training-positions crossfit`` a system
+        using the preorderer trains on the cross-fitted positions (:meth:`DataStages.crossfit_training`)."""
+        cfg = eole_config(system, str(self.runner.workdir), self.runner.overrides, self.runner.preset)
+        if self.crossfit(system):
+            cfg["data"]["train"] = self.runner.crossfit_training(cfg["data"]["train"])
+            cfg["transforms_configs"][SYSTEMS[system].transform]["xl_positions_suffix"] = XLPOS_SUFFIX
+        return cfg
+
+    def crossfit(self, system: str) -> bool:
+        return self.runner.training_positions == "crossfit" and SYSTEMS[system].uses_preorderer
 
     def _eole(self, args: List[Any], log: Path, echo: str = "", tag: str = "") -> float:
         return self.runner._run(eole_command() + list(args), log, self.root / "commands.sh", echo=echo, tag=tag)
@@ -154,12 +172,12 @@ class EoleDemo:
         if not path.exists() or not (self.step_dirs(system) or (model / "done.json").exists()):
             return None
         cfg = self.config(system)
-        was = eole_identity(in_this_workdir(yaml.safe_load(path.read_text(encoding="utf-8")) or {}, cfg,
-                                            str(self.runner.workdir)))
-        now = eole_identity(cfg)
+        old = in_this_workdir(yaml.safe_load(path.read_text(encoding="utf-8")) or {}, cfg, str(self.runner.workdir))
+        was, now = eole_identity(old), eole_identity(cfg)
         if was == now:
             return None
-        return XLUsageError(str(path), None, f"differs from what {system} needs now in {_differences(was, now)}: "
+        what = positions_change(*(_suffix(c, system) for c in (old, cfg))) or _differences(was, now)
+        return XLUsageError(str(path), None, f"differs from what {system} needs now in {what}: "
                             f"use another --workdir, or delete {model} to retrain it")
 
     def check_configs(self) -> None:
@@ -436,6 +454,7 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
                     gpu={"auto": None, "yes": True, "no": False}[args.gpu], parallel=args.parallel,
                     preorder_iterations=args.preorder_iterations, tokenize=getattr(args, "tokenize", None),
                     subword_size=getattr(args, "subword_size", None))
+    runner.training_positions = getattr(args, "training_positions", "preorderer")
     runner.workdir.mkdir(parents=True, exist_ok=True)
     lock = runner._lock_workdir()  # noqa: F841 - held for the process's lifetime
     if runner.tokenize_as is not None and runner.path("tok", "tokenization.json").exists():
@@ -447,6 +466,8 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
     runner.preorder()
     if runner.monotone_gate(args.systems, args.if_monotone):
         return 0
+    if any(EoleDemo(runner, args.systems).crossfit(s) for s in args.systems):
+        runner.crossfit()
     from onmt_xl.experiments.usage import next_steps
 
     if schedule is not None:

@@ -139,6 +139,18 @@ def _differences(old: Dict[str, Any], new: Dict[str, Any], shown: int = 3) -> st
     return text + (f" and {len(keys) - shown} more" if len(keys) > shown else "")
 
 
+def positions_change(was: Optional[str], now: Optional[str]) -> Optional[str]:
+    """How a trained job's training positions differ from what a run asks (the ``xl_positions_suffix`` of each:
+    :data:`XLPOS_SUFFIX` for cross-fitted ones), in the words of ``--training-positions``; None when they agree."""
+    def named(suffix: Optional[str]) -> str:
+        return "crossfit" if suffix == XLPOS_SUFFIX else "preorderer"
+
+    if named(was) == named(now):
+        return None
+    return (f"its training positions (it trained with --training-positions {named(was)}, this run asks for "
+            f"{named(now)}: pass --training-positions {named(was)} to go on with it)")
+
+
 def _per_attempt(log_text: str, options, pick) -> str:
     """What ``pick`` (the attempt's last line naming one of ``options``, a string or a tuple of them, or None) says
     of each attempt of a training log, in order, repeats merged ("bf16, then fp32"). An attempt runs from one
@@ -214,7 +226,8 @@ def train_throughput(log_text: str) -> Optional[float]:
 class JobStages:
     """Train and translate jobs; mixed into :class:`onmt_xl.experiments.runner.Runner` (which provides
     ``path``, ``workdir``, ``overrides``, ``inxl_init``, ``preset``, ``train_steps``, ``beam_size``, ``gpu``,
-    ``parallel``, ``threads``, ``out_of_time``, ``preorderer_path``, ``_run`` and ``translate_configs``)."""
+    ``parallel``, ``threads``, ``out_of_time``, ``preorderer_path``, ``crossfit_training``, ``_run`` and
+    ``translate_configs``)."""
 
     def job_config(self, job: Job) -> Dict[str, Any]:
         steps = {"train_steps": job.train_steps} if job.train_steps else {}
@@ -231,6 +244,7 @@ class JobStages:
             if not SYSTEMS[job.system].uses_preorderer:
                 raise ValueError(f"job {job.name}: xl_train=crossfit needs an XL or pre-reordering system")
             cfg["xl_positions_suffix"] = XLPOS_SUFFIX
+            cfg["data"]["train"] = self.crossfit_training(cfg["data"]["train"])
         if job.xl_train == "align":
             if not SYSTEMS[job.system].uses_preorderer:
                 raise ValueError(f"job {job.name}: xl_train=align needs an XL or pre-reordering system")
@@ -300,8 +314,9 @@ class JobStages:
         was, now = _identity(old), _identity(cfg)
         if was == now and cfg["train_steps"] >= old["train_steps"]:
             return None
-        what = (_differences(was, now)
-                or f"train_steps ({old['train_steps']} there, {cfg['train_steps']} now: fewer steps)")
+        moved = positions_change(old.get("xl_positions_suffix"), cfg.get("xl_positions_suffix"))
+        what = moved or (_differences(was, now)
+                         or f"train_steps ({old['train_steps']} there, {cfg['train_steps']} now: fewer steps)")
         return XLUsageError(str(cfg_path), None, f"differs from what job {job.name} needs now in {what}: use another "
                             "--workdir, or delete that job directory to retrain it")
 

@@ -29,9 +29,13 @@ SIM_SYSTEMS = ("exgre", "refsr", "exgre_literal")  # the last: Eq. 9 as written,
 # --- the plan --------------------------------------------------------------------------------------
 
 
-#: a job trained on cross-fitted positions reads those of ``data/train.src`` from ``data/train.src`` + this
-#: (``-xl_positions_suffix``; :meth:`onmt_xl.experiments.stages.DataStages.crossfit` writes them)
+#: a job trained on cross-fitted positions reads those of its training source (``data/train.src``; with a
+#: tokenization ``tok/train.src``) from that file + this (``-xl_positions_suffix``;
+#: :meth:`onmt_xl.experiments.stages.DataStages.crossfit` writes them)
 XLPOS_SUFFIX = ".xlpos"
+
+#: ``--training-positions`` of ``onmt-xl demo``/``pipeline``: a :class:`Job`'s ``xl_train`` a user may choose
+TRAINING_POSITIONS = ("preorderer", "crossfit")
 
 
 @dataclass

@@ -64,6 +64,9 @@ class Runner(DataStages, JobStages):
         self.tokenize_as, self.subword_size = tokenize, subword_size
         self.extra_preorder_pairs: Sequence[int] = ()  # preorderers on the first N pairs beyond the jobs' own
         self.want_crossfit = False  # the cross-fitted training positions even where no job trains on them
+        #: ``--training-positions`` of the Eole pipeline, which has no jobs
+        #: (:class:`~onmt_xl.experiments.eole_demo.EoleDemo`)
+        self.training_positions = "preorderer"
         self.time_budget_s = None if time_budget_min is None else 60.0 * time_budget_min
         steps = train_steps or config("baseline", str(self.workdir), None, preset)["train_steps"]
         self.train_steps = steps
@@ -251,8 +254,8 @@ class Runner(DataStages, JobStages):
             say(f"restored {len(restored)} finished job(s) from {self.archive}: {', '.join(restored)}")
 
     def prepare(self) -> Optional[str]:
-        """The stages before training: data, alignment, preorderer, vocabularies; stops before the vocabularies
-        and returns the reason when :attr:`before_training` gives one."""
+        """The stages before training: data, alignment, preorderer, cross-fitted training positions (where wanted),
+        vocabularies; stops after the preorderer and returns the reason when :attr:`before_training` gives one."""
         self.stage_data()
         self.tokenize(self.tokenize_as, self.subword_size)
         self.align()
@@ -262,11 +265,11 @@ class Runner(DataStages, JobStages):
         pair_counts = {job.preorder_pairs for job in self.jobs if job.preorder_pairs} | set(self.extra_preorder_pairs)
         for pairs in sorted(pair_counts):
             self.preorder(pairs)
-        if self.want_crossfit or any(job.xl_train == "crossfit" for job in self.jobs):
+        stop = self.before_training() if self.before_training is not None else None
+        if not stop and (self.want_crossfit or any(job.xl_train == "crossfit" for job in self.jobs)):
             self.crossfit()
         if self.archive is not None:  # the preorderers' scores, before any job has finished
             save_run(self.workdir, self.archive, data=self.corpus_dir())
-        stop = self.before_training() if self.before_training is not None else None
         if stop:
             return stop
         self.vocab()

@@ -23,7 +23,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
@@ -397,8 +397,23 @@ class DataStages:
         return result
 
     def crossfit_path(self) -> Path:
-        """The training split's cross-fitted positions (``-xl_positions_suffix`` :data:`XLPOS_SUFFIX` reads them)."""
-        return self.path("data", "train.src" + XLPOS_SUFFIX)
+        """The training split's cross-fitted positions (``-xl_positions_suffix`` :data:`XLPOS_SUFFIX` reads them),
+        beside the tokens they index (:meth:`text_path`: ``tok/train.src`` with a tokenization)."""
+        src = self.text_path("train", "src")
+        return src.with_name(src.name + XLPOS_SUFFIX)
+
+    def crossfit_training(self, train: Dict[str, Any]) -> Dict[str, Any]:
+        """The training corpus ``train`` (``path_src``, ``path_tgt``, ``transforms``, as both frameworks' ``data``
+        entries have them) made to read :meth:`crossfit_path`: with a tokenization, the tokenized files of
+        ``tok/``, which ``onmt_tokenize`` would make of the raw ones, without that transform, so that
+        ``xl_position`` sees the tokens the positions index (the validation corpus and translation keep it). The
+        framework's ``xl_positions_suffix`` must be :data:`XLPOS_SUFFIX`."""
+        train = dict(train)
+        if self.tokenization.active:
+            train["path_src"] = str(self.text_path("train", "src"))
+            train["path_tgt"] = str(self.text_path("train", "tgt"))
+            train["transforms"] = [t for t in train.get("transforms", []) if t != "onmt_tokenize"]
+        return train
 
     def crossfit(self) -> None:
         """Cross-fitted training positions (``reports/PREREG_xlpos.md``, stage 1): every training sentence's
@@ -422,15 +437,16 @@ class DataStages:
                                    f"asks for {json.dumps(options)}: delete it and {figures_path.name} to make it "
                                    "again")
             return
-        src = [l.split() for l in read_lines(self.path("data", "train.src"))]
-        tgt = [l.split() for l in read_lines(self.path("data", "train.tgt"))]
+        src_path = self.text_path("train", "src")
+        src = [l.split() for l in read_lines(src_path)]
+        tgt = [l.split() for l in read_lines(self.text_path("train", "tgt"))]
         links = read_pharaoh(str(self.path("align", "train.gdfa")), [len(s) for s in src], [len(t) for t in tgt])
         say(f"cross-fitting the training positions: {CROSSFIT_FOLDS} preorderers on {len(src)} pairs")
         t0 = time.perf_counter()
         positions, figures = crossfit_positions(src, tgt, links, CROSSFIT_FOLDS, options,
                                                 threads=self.threads or 0)
         seconds = time.perf_counter() - t0
-        scan = scan_corpus(str(self.path("data", "train.src")))
+        scan = scan_corpus(str(src_path))
         made = {"method": "crossfit", "folds": CROSSFIT_FOLDS, "fold_rule": FOLD_RULE, "options": options}
         partial = out.with_name(out.name + ".partial")
         write_positions(str(partial), PositionsHeader("train.src", scan.lines, scan.sha256, made), positions)
