@@ -6,6 +6,7 @@ asking for the other positions is refused in words of the option."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +54,9 @@ def test_pipeline_trains_on_crossfitted_positions_opennmt(tmp_path):
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "cross-fitting the training positions: 5 preorderers on 600 pairs" in out.stdout
     assert "cross-fitted positions: Kendall tau" in out.stdout
+    summary = out.stdout.split("results: ", 1)[1]
+    assert re.search(r"\ntraining positions: cross-fitted, 5 folds: Kendall tau 0\.\d{4} on the 600 training pairs; "
+                     r"on the first 600 the preorderer, which trained on them, scores 0\.\d{4} \(", summary)
     check_positions_file(wd)
     for system, transform in (("combination", "xl_position"), ("prereorder", "xl_prereorder")):
         cfg = yaml.safe_load((wd / "jobs" / system / "config.yaml").read_text())
@@ -87,6 +91,7 @@ def test_pipeline_trains_on_crossfitted_positions_eole(tmp_path):
                    "--training-positions", "crossfit")
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     check_positions_file(wd)
+    assert "\ntraining positions: cross-fitted, 5 folds: Kendall tau" in out.stdout.split("results: ", 1)[1]
     cfg = yaml.safe_load((wd / "eole" / "combination.yaml").read_text())
     assert cfg["transforms_configs"]["xl_position"]["xl_positions_suffix"] == ".xlpos"
     assert cfg["data"]["train"] == {"path_src": str(wd / "tok" / "train.src"),

@@ -79,6 +79,8 @@ def summary(res: Dict[str, Any]) -> str:
         from onmt_xl.core.reorder.monotone_check import MonotoneCheck
 
         lines.append(MonotoneCheck.from_dict(res["monotone_check"]).format())
+    if res.get("training_positions"):
+        lines.append(res["training_positions"])
     for name, e in res["jobs"].items():
         t = e["variants"].get("test", {})
         signed = signed or (t if "bleu_signature" in t else None)
@@ -125,6 +127,8 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
         from onmt_xl.experiments.until_plateau import translated_with
 
         res["translated_with"] = translated_with(runner.workdir)
+    if any(job.xl_train == "crossfit" for job in runner.jobs):
+        res["training_positions"] = runner.crossfit_line()
     if runner.tokenization.active:  # what this version writes, for the model just scored, where no translation wrote it
         for job in runner.jobs:
             runner.translate_config(job)

@@ -487,6 +487,8 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
                 runner.overrides.update(save_checkpoint_steps=args.eole_every)
         demo = EoleDemo(runner, args.systems, average)
         res = demo.run()
+    if any(demo.crossfit(s) for s in args.systems):
+        res["training_positions"] = runner.crossfit_line()
     models = {s: demo.final_model(s) for s in args.systems}
     serve = write_serve_config(runner.path("eole", SERVE_CONFIG), models, runner.beam_size)
     say(f"results: {runner.path('eole', 'results.json')}\n" + summary(res)

@@ -457,7 +457,7 @@ class DataStages:
         unseen = score(positions, src, links, sample)
         result = {"folds": CROSSFIT_FOLDS, "fold_rule": FOLD_RULE, "options": options, "seconds": seconds,
                   "crossfit": figures.to_dict(),
-                  "sample": {"sentences": len(sample), "what": f"the first {SEEN_SAMPLE} training pairs",
+                  "sample": {"sentences": len(sample), "what": f"the first {min(SEEN_SAMPLE, len(src))} training pairs",
                              "full_preorderer": {"tau": seen.tau, "exact_match": seen.exact_match},
                              "crossfit": {"tau": unseen.tau, "exact_match": unseen.exact_match},
                              "monotone_tau": seen.monotone_tau, "oracle_tau": seen.oracle_tau}}
@@ -465,6 +465,17 @@ class DataStages:
             f"{len(sample)}: the full preorderer (seen) {seen.tau:.4f}, cross-fitted (unseen) {unseen.tau:.4f}")
         figures_path.write_text(json.dumps(result, indent=2))
         partial.replace(out)
+
+    def crossfit_line(self) -> Optional[str]:
+        """One line of the summary on the cross-fitted training positions (``crossfit.json``), or None without them."""
+        path = self.path("crossfit.json")
+        if not path.exists():
+            return None
+        figures = json.loads(path.read_text())
+        every, sample = figures["crossfit"], figures["sample"]
+        return (f"training positions: cross-fitted, {figures['folds']} folds: Kendall tau {every['tau']:.4f} on the "
+                f"{every['sentences']} training pairs; on the first {sample['sentences']} the preorderer, which "
+                f"trained on them, scores {sample['full_preorderer']['tau']:.4f} ({path})")
 
     def monotone_check(self):
         """The preorderer (``preorderer.xlp``) against the monotone order on the validation pairs with both sides
