@@ -131,3 +131,36 @@ def test_a_pending_design_still_writes_the_drift_and_tau_sections(tmp_path, caps
     assert "Pending: not every run has finished." in text
     assert "| chosen | tagger unidic | 0.9000 | 0.8530 | 0.8500 | 0.8600 | 0.8607 |" in text
     assert json.loads((tmp_path / "r.json").read_text())["primary"] is None
+
+
+def _valid(jd, hyps):
+    with gzip.open(jd / "hyp.valid.gz", "wt", encoding="utf-8") as f:
+        f.write("\n".join(hyps) + "\n")
+
+
+@pytest.mark.parametrize("better", ["design", "tuned"])
+def test_the_pipeline_default_is_decided_on_the_validation_split(tmp_path, better):
+    """reports/XLPOS.md: crossfit becomes the default only when the validation Δ's lower bound is above 0; pending
+    until all 8 runs of both sides have a validation translation; the test translations play no part."""
+    data, design, tuned = tmp_path / "w", tmp_path / "design", tmp_path / "tuned"
+    refs = [f"sentence number {i} is here with words {i % 7} and {i % 5}" for i in range(40)]
+    worse = [f"sentence {i} words" for i in range(40)]
+    (data / "data").mkdir(parents=True)
+    (data / "data" / "valid.tgt").write_text("\n".join(refs) + "\n", encoding="utf-8")
+    for s in xr.SEEDS:
+        good_design = better == "design"
+        _valid(_job(design, f"combination_xfit_s{s}", worse if good_design else refs), refs if good_design else worse)
+        if s < 8:
+            _valid(_job(tuned, f"combination_s{s}", refs), worse if good_design else refs)
+    pending = xr.pipeline_default(data, design, tuned, samples=200)
+    assert pending == {"status": "pending", "missing": ["combination_s8"]}
+    assert "Pending: combination_s8 without a validation translation." in "\n".join(
+        xr.extras_markdown({"drift": {"status": "pending", "missing": []}, "pipeline_default": pending}))
+    _valid(_job(tuned, "combination_s8", refs), worse if better == "design" else refs)
+    d = xr.pipeline_default(data, design, tuned, samples=200)
+    assert d["status"] == "done" and d["valid_pairs"] == 40
+    assert d["default"] == ("crossfit" if better == "design" else "preorderer")
+    sign = 1 if better == "design" else -1  # the better side scores 100 BLEU (its hypotheses are the references)
+    assert (d["low"] > 0) == (better == "design") and d["delta"] * sign > 90
+    text = "\n".join(xr.extras_markdown({"drift": {"status": "pending", "missing": []}, "pipeline_default": d}))
+    assert ("becomes **crossfit**." if better == "design" else "stays **preorderer**.") in text

@@ -21,6 +21,8 @@ In the preregistered order:
 4. **Descriptive**: against the second look's Combination (``--tuned``, not paired by seed); τ of the training and
    test positions for each source (seen, cross-fitted, unseen; the archives' ``crossfit.json`` and
    ``preorderer.json``); the payoff curve (``--payoff``, the JSON of ``onmt-xl evidence --stage payoff``).
+5. **The pipeline's default** (``reports/XLPOS.md``, not preregistered): the same comparison with ``--tuned`` on the
+   validation split, which decides ``onmt-xl pipeline --training-positions``'s default (:func:`pipeline_default`).
 
 The Markdown (``--report``) opens with these and goes on with the evidence report of step 2; its JSON sits beside it.
 Nothing here is chosen on the test split: every figure is read once from finished runs.
@@ -149,6 +151,22 @@ def assemble(workdir: Path, data: Path, control: Path, design: Path, seeds: Sequ
     return found
 
 
+def pipeline_default(data: Path, design: Path, tuned: Path, job: str = "combination_xfit", samples: int = 10000,
+                     seed: int = 12345) -> Dict[str, Any]:
+    """The rule of ``reports/XLPOS.md`` for ``onmt-xl pipeline --training-positions``'s default: Δ valid BLEU of the
+    design's 8 runs against the second look's 8 Combination runs (``tuned``), seed-pooled paired bootstrap; the
+    default becomes ``crossfit`` when its 95 % lower bound is above 0. ``{"status": "pending", "missing": [...]}``
+    until every run has its ``hyp.valid``."""
+    xfit, base = seed_hyps(design, job, SEEDS, "valid"), seed_hyps(tuned, "combination", SEEDS, "valid")
+    missing = [f"{name}_s{s}" for name, runs in ((job, xfit), ("combination", base)) for s in SEEDS if s not in runs]
+    if missing:
+        return {"status": "pending", "missing": missing}
+    refs = read_lines(data / "data" / "valid.tgt")
+    c = seed_pooled_bootstrap([xfit[s] for s in SEEDS], [base[s] for s in SEEDS], refs, samples, seed)
+    return {"status": "done", "delta": c.delta, "low": c.low, "high": c.high, "p": c.p_value,
+            "valid_pairs": len(refs), "default": "crossfit" if c.low > 0 else "preorderer"}
+
+
 def looks_holm(looks: Sequence[Tuple[str, Dict[str, Any]]]) -> List[Dict[str, Any]]:
     """Each look ``(name, its primary comparison {delta, low, high, p})`` with its Holm-corrected p over the looks
     and its verdict by the preregistered rule."""
@@ -231,6 +249,16 @@ def extras_markdown(result: Dict[str, Any]) -> List[str]:
         out += ["## Descriptive", "",
                 f"- Against the second look's Combination (tuned start, predicted positions from the full "
                 f"preorderer in training; not paired by seed): {_interval(t)}, p = {t['p']:.3f}.", ""]
+    d = result.get("pipeline_default")
+    if d:
+        out += ["## The pipeline's default training positions (validation split; the rule of `reports/XLPOS.md`)", ""]
+        if d["status"] != "done":
+            out += [f"Pending: {', '.join(d['missing'])} without a validation translation.", ""]
+        else:
+            out += [f"Δ valid BLEU, the {len(SEEDS)} `combination_xfit` runs against the second look's "
+                    f"{len(SEEDS)} Combination runs ({d['valid_pairs']:,} validation pairs): {_interval(d)}, "
+                    f"p = {d['p']:.3f}. By the rule (lower bound above 0) the default of `--training-positions` "
+                    + ("becomes **crossfit**." if d["default"] == "crossfit" else "stays **preorderer**."), ""]
     if result.get("taus"):
         out += ["Kendall τ of the positions against the BTG oracle of the eflomal links (the first 5,000 training "
                 "sentences for *seen* and *cross-fitted*):", "",
@@ -317,6 +345,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             c = seed_pooled_bootstrap(list(xfit.values()), list(tuned.values()), refs, args.samples,
                                       args.bootstrap_seed)
             result["tuned"] = {"delta": c.delta, "low": c.low, "high": c.high, "p": c.p_value}
+        result["pipeline_default"] = pipeline_default(data, design, Path(args.tuned), args.design_job,
+                                                      args.samples, args.bootstrap_seed)
     sources = ([("S0 (current preorderer)", Path(args.old_source))] if args.old_source else []) + [("chosen", design)]
     result["taus"] = tau_rows(sources)
     if args.payoff and Path(args.payoff).exists():
