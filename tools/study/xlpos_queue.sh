@@ -23,7 +23,8 @@
 #             the design's 1-2, in runs/decisive_jaen (archive reports/decisive_jaen), the design's options
 #
 # Run it from a snapshot of the code and bring finished jobs back:
-#   git worktree add --detach runs/queue_code HEAD
+#   bash tools/study/queue_restart.sh       # (re)starts it in runs/queue_code on main, keeping what it wrote
+#   or by hand: git worktree add --detach runs/queue_code HEAD
 #   (cd runs/queue_code && nohup setsid bash tools/study/xlpos_queue.sh >> ../xlpos_queue.log 2>&1 &)
 #   (cd runs/queue_code && bash tools/study/xlpos_queue.sh status)
 #   python3 tools/study/collect_archive.py --from runs/queue_code/reports/decisive_jaen_xlpos --to reports/decisive_jaen_xlpos
