@@ -49,6 +49,7 @@ else
     || { echo "queue_restart: checkout failed; the queue's files are kept in $carry" >&2; exit 1; }
   rm -f "$carry"
 fi
-(cd "$Q" && nohup setsid bash tools/study/xlpos_queue.sh >> ../xlpos_queue.log 2>&1 &)
+# a simple command in the background (not an and-list, whose subshell would wait for the queue)
+(cd "$Q" || exit 1; nohup setsid bash tools/study/xlpos_queue.sh >> ../xlpos_queue.log 2>&1 < /dev/null &)
 echo "queue restarted on $(git -C "$Q" log --oneline -1 | cut -c1-80)"
 echo "status: (cd $Q && bash tools/study/xlpos_queue.sh status)"
