@@ -474,7 +474,7 @@ class DataStages:
         figures = json.loads(path.read_text())
         every, sample = figures["crossfit"], figures["sample"]
         return (f"training positions: cross-fitted, {figures['folds']} folds: Kendall tau {every['tau']:.4f} on the "
-                f"{every['sentences']} training pairs; on the first {sample['sentences']} the preorderer, which "
+                f"{every['sentences']:,} training pairs; on the first {sample['sentences']:,} the preorderer, which "
                 f"trained on them, scores {sample['full_preorderer']['tau']:.4f} ({path})")
 
     def monotone_check(self):
