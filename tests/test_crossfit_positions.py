@@ -66,9 +66,12 @@ def test_every_line_is_predicted_by_a_model_that_never_saw_it():
 def test_the_fold_rule_is_the_documented_hash_and_duplicates_share_a_fold():
     import hashlib
 
-    toks = "kare wa hon o yonda".split()
-    digest = hashlib.sha256("kare wa hon o yonda".encode()).digest()
-    assert fold_of(toks, 5) == int.from_bytes(digest[:8], "big") % 5
+    # several lines (one could match another rule by chance) and fold counts: modulo 5 (or 3) the byte order of the
+    # 8 bytes cannot matter (256 is 1 modulo 5), modulo 4 or 7 it does
+    for i in range(50):
+        line = f"kare wa hon o yonda {i}"
+        value = int.from_bytes(hashlib.sha256(line.encode()).digest()[:8], "big")
+        assert [fold_of(line.split(), k) for k in (4, 5, 7)] == [value % 4, value % 5, value % 7]
     folds = fold_assignment([s.split() for s in SRC], 4)
     assert folds[0] == folds[2]  # the same source
     assert len(set(fold_assignment([[f"w{i}", "x"] for i in range(200)], 4))) == 4

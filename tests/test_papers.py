@@ -21,6 +21,8 @@ from onmt_xl.experiments.papers import (LARGER, NOT_MEASURABLE, NOT_REPRODUCED, 
     (-2.0, 0.1, -1.40, -1, NOT_MEASURABLE),
     (-0.4, 1.2, -1.40, -1, NOT_REPRODUCED),  # low −0.4 > −1.40: the paper's drop is excluded
     (-0.5, 0.7, None, 1, NOT_MEASURABLE),    # no figure to exclude
+    (0.0, 1.5, 0.63, 1, NOT_MEASURABLE),     # an interval that reaches 0 holds it: not significant
+    (-1.5, 0.0, -0.63, -1, NOT_MEASURABLE),
 ])
 def test_verdict_rule_reads_one_interval(low, high, effect, direction, expected):
     assert verdict(low, high, effect, direction) == expected

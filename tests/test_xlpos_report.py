@@ -164,3 +164,19 @@ def test_the_pipeline_default_is_decided_on_the_validation_split(tmp_path, bette
     assert (d["low"] > 0) == (better == "design") and d["delta"] * sign > 90
     text = "\n".join(xr.extras_markdown({"drift": {"status": "pending", "missing": []}, "pipeline_default": d}))
     assert ("becomes **crossfit**." if better == "design" else "stays **preorderer**.") in text
+
+
+@pytest.mark.parametrize("delta,low,default", [(0.3, -0.1, "preorderer"), (0.3, 0.01, "crossfit"),
+                                               (-0.2, -0.5, "preorderer")])
+def test_the_pipeline_default_reads_the_lower_bound_not_the_estimate(tmp_path, monkeypatch, delta, low, default):
+    from onmt_xl.experiments.stats import Comparison
+
+    data, design, tuned = tmp_path / "w", tmp_path / "design", tmp_path / "tuned"
+    (data / "data").mkdir(parents=True)
+    (data / "data" / "valid.tgt").write_text("\n".join(REFS) + "\n", encoding="utf-8")
+    for s in xr.SEEDS:
+        _valid(_job(design, f"combination_xfit_s{s}", REFS), REFS)
+        _valid(_job(tuned, f"combination_s{s}", REFS), REFS)
+    monkeypatch.setattr(xr, "seed_pooled_bootstrap", lambda *a, **k: Comparison(delta, low, delta + 0.4, 0.2, 8, 8,
+                                                                                 3, 10, 1))
+    assert xr.pipeline_default(data, design, tuned)["default"] == default

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Hand-listed mutation testing of the modules that implement the papers' equations.
+"""Hand-listed mutation testing of the modules that implement the papers' equations, and of the statistics and rules
+that decide the reports' verdicts (block ``decisions``).
 
 Each entry of :data:`MUTATIONS` is a deliberate bug: ``(id, file, old snippet, new snippet, description,
 test selection)``. The tool applies one bug at a time to a *copy* of the repository (``onmt_xl/``,
@@ -51,6 +52,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 REPO = Path(__file__).resolve().parents[2]
 # pytest's options are in pyproject.toml; a revision from before it (``--rev``) has them in setup.cfg.
 COPIED = ("onmt_xl", "tests", "tools", "pyproject.toml", "setup.cfg")
+#: the module the isolation check breaks in a copy (``tests/test_positions.py`` must then fail)
+CANARY = Path("onmt_xl", "core", "positions.py")
 
 
 @dataclass(frozen=True)
@@ -438,6 +441,69 @@ MUTATIONS += [
       "decoder REs: the reordering embedding dropped from the query (Eq. 8: C = H~)", T_DEC_RE, "rewritten"),
 ]
 
+# --- the decisions: the statistics and rules that turn runs into the reports' verdicts --------------------------
+
+T_STATS = "tests/test_stats.py"
+T_XLPOS = "tests/test_xlpos_report.py"
+T_CLAIMS = "tests/test_papers.py -k 'verdict or interval or seed'"
+T_CROSSFIT = "tests/test_crossfit_positions.py -k 'never_saw or fold_rule or two_folds'"
+
+MUTATIONS += [
+    M("V1", "onmt_xl/experiments/stats.py",
+      'running = max(running, min(1.0, (m - i) * p_values[name]))',
+      'running = max(running, min(1.0, m * p_values[name]))',
+      "Holm: Bonferroni's m for every p (no step-down)", T_STATS, "decisions"),
+    M("V2", "onmt_xl/experiments/stats.py",
+      'running = max(running, min(1.0, (m - i) * p_values[name]))',
+      'running = min(1.0, (m - i) * p_values[name])',
+      'Holm: adjusted p-values not kept monotone', T_STATS, "decisions"),
+    M("V3", "onmt_xl/experiments/stats.py",
+      'p = min(1.0, (extreme + 1) / (n_samples + 1))',
+      'p = min(1.0, extreme / n_samples)',
+      'bootstrap p: the observed replicate not counted (p can be 0)', T_STATS, "decisions"),
+    M("V4", "onmt_xl/experiments/stats.py",
+      'base_runs = rng.integers(0, len(baseline), len(baseline))',
+      'base_runs = np.arange(len(baseline))',
+      "seed-pooled bootstrap: the baseline's seed runs never resampled", T_STATS, "decisions"),
+    M("V5", "onmt_xl/experiments/stats.py",
+      'sum(max(0.0, pooled - v) / k for k, v in sides if 0 < k < full)',
+      'sum(max(0.0, pooled - v) for k, v in sides if 0 < k < full)',
+      "few-seed rows: the pooled seed variance not divided by the side's runs", T_STATS, "decisions"),
+    M("V6", "onmt_xl/experiments/stats.py",
+      'return SeedCarried(new_low, new_high, max(p, p_normal), added)',
+      'return SeedCarried(new_low, new_high, p_normal, added)',
+      "few-seed rows: p may fall below the bootstrap's", T_STATS, "decisions"),
+    M("V7", "onmt_xl/experiments/stats.py",
+      'level = alpha * p / p_holm',
+      'level = alpha',
+      'Holm interval: at the unadjusted level', T_STATS, "decisions"),
+    M("V8", "onmt_xl/experiments/papers.py",
+      '    if near > 0:\n        return REPRODUCED',
+      '    if near >= 0:\n        return REPRODUCED',
+      "claims' verdict: an interval touching 0 reads 'reproduced'", T_CLAIMS, "decisions"),
+    M("V9", "onmt_xl/experiments/papers.py",
+      'return SMALLER if size > far else LARGER if size < near else None',
+      'return SMALLER if size > near else LARGER if size < far else None',
+      "claims' verdict: the paper's size judged against the wrong end", T_CLAIMS, "decisions"),
+    M("V10", "onmt_xl/experiments/xlpos_report.py",
+      '    if high < paper_gain:',
+      '    if high <= paper_gain:',
+      "third look's rule: an upper end at the paper's gain reads 'excluded'", T_XLPOS, "decisions"),
+    M("V11", "onmt_xl/experiments/xlpos_report.py",
+      '"default": "crossfit" if c.low > 0 else "preorderer"',
+      '"default": "crossfit" if c.delta > 0 else "preorderer"',
+      'pipeline default: the point estimate instead of the lower bound', T_XLPOS, "decisions"),
+    M("V12", "onmt_xl/core/reorder/crossfit.py",
+      'train_lines = [k for k in usable if fold[k] != f]',
+      'train_lines = list(usable)',
+      "cross-fitting: each fold's preorderer trained on every line (its own fold seen)", T_CROSSFIT, "decisions"),
+    M("V13", "onmt_xl/core/reorder/crossfit.py",
+      'return int.from_bytes(digest[:8], "big") % folds',
+      'return int.from_bytes(digest[:8], "little") % folds',
+      "cross-fitting: the fold rule reads its 8 bytes little-endian (the same fold modulo 5, not modulo 4 or 7)",
+      T_CROSSFIT, "decisions"),
+]
+
 
 # --- running ---------------------------------------------------------------------------------------------------
 
@@ -516,7 +582,7 @@ def check_isolation(base: Path, nice: int) -> List[str]:
         problems.append(f"the copy is not what gets imported: {probe.stdout.strip()} {probe.stderr[-500:]}")
     canary = base.parent / "canary"
     shutil.copytree(base, canary)
-    pos = canary / "onmt_xl" / "positions.py"
+    pos = canary / CANARY
     pos.write_text(pos.read_text(encoding="utf-8") + '\nraise RuntimeError("mutation_check canary")\n',
                    encoding="utf-8")
     rc, _, out = _pytest(canary, "tests/test_positions.py", 600, nice)
@@ -605,9 +671,10 @@ BLOCKS = (
     ("main", "Stable equation modules"),
     ("rewritten", "Modules rewritten during issue 17, and the decoder's reordering embeddings (separate block: "
                   "re-sync when they change)"),
+    ("decisions", "The decisions: the statistics and rules that turn runs into the reports' verdicts"),
 )
 
-REPORT_HEAD = """# Mutation testing of the equation modules (hand-listed bugs)
+REPORT_HEAD = """# Mutation testing of the equation modules and the decision rules (hand-listed bugs)
 
 Generated by `tools/ci/mutation_check.py --report`; do not edit by hand, rerun the command below.
 Each entry is a deliberate bug (an exact snippet of the source replaced by a wrong one) applied alone to a copy of
@@ -680,9 +747,9 @@ def report(results: Sequence[Result], without: Dict[str, Dict[str, Optional[Resu
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="+", metavar="ID", help="run only these entries")
-    ap.add_argument("--block", choices=("main", "rewritten", "all"), default="all",
+    ap.add_argument("--block", choices=("main", "rewritten", "decisions", "all"), default="all",
                     help="main: the stable equation modules; rewritten: disan, inxl, explicit_reordering, "
-                         "reordering_embedding (encoder and decoder)")
+                         "reordering_embedding (encoder and decoder); decisions: the statistics and verdict rules")
     ap.add_argument("--jobs", type=int, default=1, help="mutations run in parallel (default 1)")
     ap.add_argument("--nice", type=int, default=10, help="niceness of the pytest processes (default 10; 0 = none)")
     ap.add_argument("--rev", default=None, help="copy this git revision instead of the working tree")
