@@ -918,7 +918,8 @@ def test_every_hand_listed_bug_applies_and_names_existing_tests():
     import shlex
 
     mc = _mutation_check()
-    assert (mc.REPO / mc.CANARY).is_file()  # the isolation check's canary (it named onmt_xl/positions.py after the move)
+    # the isolation check's canary (it named onmt_xl/positions.py after the move into onmt_xl/core/)
+    assert (mc.REPO / mc.CANARY).is_file()
     assert len({m.id for m in mc.MUTATIONS}) == len(mc.MUTATIONS)
     stale = {m.id: why for m in mc.MUTATIONS if (why := mc.stale_reason(m))}
     assert stale == {}, f"tools/ci/mutation_check.py: snippets no longer in the source: {stale}"

@@ -72,6 +72,12 @@ def eole_identity(cfg: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
     return out
 
 
+def trains_on_crossfit(runner, system: str) -> bool:
+    """Whether ``system`` trains on cross-fitted positions in ``runner``'s run (``--training-positions crossfit`` and
+    a system that uses the preorderer)."""
+    return runner.training_positions == "crossfit" and SYSTEMS[system].uses_preorderer
+
+
 def _suffix(cfg: Dict[str, Any], system: str) -> Optional[str]:
     """The ``xl_positions_suffix`` of ``system``'s transform in an Eole configuration, or None."""
     transform = SYSTEMS[system].transform if system in SYSTEMS else None
@@ -150,13 +156,10 @@ class EoleDemo:
         """``system``'s Eole configuration (:func:`eole_config`); with ``--training-positions crossfit`` a system
         using the preorderer trains on the cross-fitted positions (:meth:`DataStages.crossfit_training`)."""
         cfg = eole_config(system, str(self.runner.workdir), self.runner.overrides, self.runner.preset)
-        if self.crossfit(system):
+        if trains_on_crossfit(self.runner, system):
             cfg["data"]["train"] = self.runner.crossfit_training(cfg["data"]["train"])
             cfg["transforms_configs"][SYSTEMS[system].transform]["xl_positions_suffix"] = XLPOS_SUFFIX
         return cfg
-
-    def crossfit(self, system: str) -> bool:
-        return self.runner.training_positions == "crossfit" and SYSTEMS[system].uses_preorderer
 
     def _eole(self, args: List[Any], log: Path, echo: str = "", tag: str = "") -> float:
         return self.runner._run(eole_command() + list(args), log, self.root / "commands.sh", echo=echo, tag=tag)
@@ -466,7 +469,8 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
     runner.preorder()
     if runner.monotone_gate(args.systems, args.if_monotone):
         return 0
-    if any(EoleDemo(runner, args.systems).crossfit(s) for s in args.systems):
+    crossfit = any(trains_on_crossfit(runner, s) for s in args.systems)
+    if crossfit:
         runner.crossfit()
     from onmt_xl.experiments.usage import next_steps
 
@@ -487,7 +491,7 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
                 runner.overrides.update(save_checkpoint_steps=args.eole_every)
         demo = EoleDemo(runner, args.systems, average)
         res = demo.run()
-    if any(demo.crossfit(s) for s in args.systems):
+    if crossfit:
         res["training_positions"] = runner.crossfit_line()
     models = {s: demo.final_model(s) for s in args.systems}
     serve = write_serve_config(runner.path("eole", SERVE_CONFIG), models, runner.beam_size)

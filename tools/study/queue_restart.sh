@@ -42,7 +42,7 @@ fi
 if [ ! -d "$Q" ]; then
   git worktree add --detach "$Q" "$COMMIT" || exit 1
 else
-  carry=$(mktemp /tmp/queue_carry.XXXXXX.tar) || exit 1
+  carry=$(mktemp -t queue_carry.XXXXXX.tar) || exit 1
   (cd "$Q" && { git ls-files --others --exclude-standard -z reports; git diff --name-only -z -- reports; } \
     | sort -zu | tar -cf "$carry" --null -T -) || { echo "queue_restart: could not save $Q/reports" >&2; exit 1; }
   (cd "$Q" && git checkout -q -f --detach "$COMMIT" && tar -xf "$carry") \
