@@ -7,15 +7,28 @@
 #
 #   bash tools/study/queue_restart.sh [COMMIT]      # stop, move to COMMIT (main), start
 #   bash tools/study/queue_restart.sh --dry-run     # say what it would stop and carry; change nothing
+#   bash tools/study/queue_restart.sh --collect     # leave the queue running; bring every archive's finished jobs
+#                                                   # into the repository's reports/ (then commit them)
 #
+# runs/ does not survive a change of machine: collect and commit finished jobs at least once a session, or a new
+# machine trains them again.
 # The worktree is made on first use (git worktree add --detach runs/queue_code COMMIT).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 Q=runs/queue_code DRY=0 COMMIT=main
 case ${1:-} in
   --dry-run) DRY=1 ;;
+  --collect)
+    [ -d "$Q/reports" ] || { echo "queue_restart: no queue worktree $Q" >&2; exit 1; }
+    for a in "$Q"/reports/*/; do
+      a=${a%/}
+      [ -d "$a/jobs" ] || [ -f "$a/manifest.json" ] || continue
+      [ -d "$a/jobs" ] || mkdir -p "$a/jobs"  # an archive with inputs only so far (its stage has no finished job yet)
+      python3 tools/study/collect_archive.py --from "$a" --to "reports/${a##*/}" || exit 1
+    done
+    exit 0 ;;
   "") ;;
-  -*) echo "queue_restart: unknown option '$1' (--dry-run, or a commit)" >&2; exit 2 ;;
+  -*) echo "queue_restart: unknown option '$1' (--dry-run, --collect, or a commit)" >&2; exit 2 ;;
   *) COMMIT=$1 ;;
 esac
 git rev-parse --verify -q "$COMMIT^{commit}" > /dev/null || { echo "queue_restart: no commit '$COMMIT'" >&2; exit 2; }

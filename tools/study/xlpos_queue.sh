@@ -24,6 +24,7 @@
 #
 # Run it from a snapshot of the code and bring finished jobs back:
 #   bash tools/study/queue_restart.sh       # (re)starts it in runs/queue_code on main, keeping what it wrote
+#   bash tools/study/queue_restart.sh --collect   # finished jobs into reports/, to commit (runs/ is lost with the machine)
 #   or by hand: git worktree add --detach runs/queue_code HEAD
 #   (cd runs/queue_code && nohup setsid bash tools/study/xlpos_queue.sh >> ../xlpos_queue.log 2>&1 &)
 #   (cd runs/queue_code && bash tools/study/xlpos_queue.sh status)
