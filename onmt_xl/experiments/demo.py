@@ -114,7 +114,6 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
                     gpu={"auto": None, "yes": True, "no": False}[args.gpu],
                     parallel=args.parallel, preorder_iterations=args.preorder_iterations,
                     tokenize=getattr(args, "tokenize", None), subword_size=getattr(args, "subword_size", None))
-    runner.training_positions = positions
     runner.before_training = lambda: runner.monotone_gate(args.systems, args.if_monotone)
     if schedule is not None:
         from onmt_xl.experiments.until_plateau import PlateauTraining

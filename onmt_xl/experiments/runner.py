@@ -64,8 +64,8 @@ class Runner(DataStages, JobStages):
         self.tokenize_as, self.subword_size = tokenize, subword_size
         self.extra_preorder_pairs: Sequence[int] = ()  # preorderers on the first N pairs beyond the jobs' own
         self.want_crossfit = False  # the cross-fitted training positions even where no job trains on them
-        #: ``--training-positions`` of ``demo``/``pipeline`` (the jobs carry it as ``xl_train``; the Eole pipeline,
-        #: which has none, reads it here: :class:`~onmt_xl.experiments.eole_demo.EoleDemo`)
+        #: the Eole pipeline's ``--training-positions`` (it has no jobs; OpenNMT-py's jobs carry theirs as ``xl_train``):
+        #: :func:`~onmt_xl.experiments.eole_demo.trains_on_crossfit`
         self.training_positions = "preorderer"
         self.time_budget_s = None if time_budget_min is None else 60.0 * time_budget_min
         steps = train_steps or config("baseline", str(self.workdir), None, preset)["train_steps"]
