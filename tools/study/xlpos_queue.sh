@@ -13,10 +13,11 @@
 #             cross-fitted training positions with crossfit.json
 #   drift     baseline seeds 1 and 2 retrained on the current code (the control's drift check), tier e's options
 #   x         stage 3: combination_xfit seeds 1-8 (tier x) on the chosen source's cross-fitted positions
-#   payoff    stage 3's payoff curve (descriptive): each finished tier-x model translates the test pairs with positions
-#             part way from the preorderer's to the BTG oracle's (alpha 0, .25, .5, .75, 1; one thread), BLEU against
-#             Kendall tau in runs/decisive_jaen_xlpos_src/payoff.{json,md,png} (and the archive), the control's archived
-#             baseline runs (reports/decisive_jaen) as the plot's line
+#   payoff    stage 3's payoff curve (descriptive; stage x runs it too, each time a job has finished, while the model is
+#             here): each finished tier-x model translates the test pairs with positions part way from the
+#             preorderer's to the BTG oracle's (alpha 0, .25, .5, .75, 1; one thread), BLEU against Kendall tau in
+#             runs/decisive_jaen_xlpos_src/payoff.{json,md,png} (and the archive), the control's archived baseline
+#             runs (reports/decisive_jaen) as the plot's line
 #   inxl      issue 78, after this design's jobs: InXL with its default start (absolute), seeds 1-8, on the decisive
 #             split (runs/decisive_jaen_inxl, archive reports/decisive_jaen_inxl; the design's tier g had identity)
 #   fewseed   issue 78: the few-seed rows whose verdict the seed variance decides (ExGRE and ReFSR), seeds 3-8 beside
@@ -24,7 +25,7 @@
 #
 # Run it from a snapshot of the code and bring finished jobs back:
 #   bash tools/study/queue_restart.sh       # (re)starts it in runs/queue_code on main, keeping what it wrote
-#   bash tools/study/queue_restart.sh --collect   # finished jobs into reports/, to commit (runs/ is lost with the machine)
+#   bash tools/study/queue_restart.sh --collect   # finished jobs into reports/ to commit (runs/ goes with the machine)
 #   or by hand: git worktree add --detach runs/queue_code HEAD
 #   (cd runs/queue_code && nohup setsid bash tools/study/xlpos_queue.sh >> ../xlpos_queue.log 2>&1 &)
 #   (cd runs/queue_code && bash tools/study/xlpos_queue.sh status)
@@ -81,6 +82,12 @@ seed_workdir() {  # on first use: runs/decisive_jaen's inputs (prepared from its
   seed_workdir
 }
 
+finished_x() {  # how many tier-x jobs are archived (trained and translated)
+  local n=0 f
+  for f in reports/decisive_jaen_xlpos_src/jobs/*_xfit_s*/done.json; do [ -f "$f" ] && n=$((n + 1)); done
+  echo "$n"
+}
+
 run_stage() {  # $1: the stage's name; the rest: evidence's arguments
   local name=$1; shift
   if [ "$STAGE" = status ]; then
@@ -121,8 +128,21 @@ for stage in $STAGES; do
         [ -d "$SRCWORK" ] && python3 -m onmt_xl.experiments evidence --stage status --parallel "$P" --tier x "${SRC[@]}"
       else
         echo "[xlpos_queue] $(date -u '+%F %T') x"
-        nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage main --parallel "$P" --tier x "${SRC[@]}" \
-          || { echo "[xlpos_queue] x failed ($?)" >&2; exit 1; }
+        nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage main --parallel "$P" --tier x "${SRC[@]}" &
+        main=$!
+        # each finished model's payoff levels while its checkpoint is here (a new machine has only the archive,
+        # which keeps the translations, not the model): the payoff stage again whenever another job has finished
+        seen=$(finished_x)
+        while kill -0 "$main" 2> /dev/null; do
+          sleep 120
+          now=$(finished_x)
+          [ "$now" -gt "$seen" ] || continue
+          seen=$now
+          echo "[xlpos_queue] $(date -u '+%F %T') payoff of the $now finished x job(s)"
+          nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage payoff --parallel 1 --tier x "${SRC[@]}" \
+            --baseline-from reports/decisive_jaen || echo "[xlpos_queue] payoff failed ($?); stage payoff retries" >&2
+        done
+        wait "$main" || { echo "[xlpos_queue] x failed ($?)" >&2; exit 1; }
       fi ;;
     payoff)
       if [ "$STAGE" = status ]; then
