@@ -24,7 +24,10 @@ case ${1:-} in
       a=${a%/}
       [ -d "$a/jobs" ] || [ -f "$a/manifest.json" ] || continue
       [ -d "$a/jobs" ] || mkdir -p "$a/jobs"  # an archive with inputs only so far (its stage has no finished job yet)
-      python3 tools/study/collect_archive.py --from "$a" --to "reports/${a##*/}" || exit 1
+      # the payoff curve is made again from every finished job each time: the queue's is the newer
+      replace=$(cd "$a" && ls payoff.json payoff.md payoff.png 2> /dev/null | paste -sd, -)
+      python3 tools/study/collect_archive.py --from "$a" --to "reports/${a##*/}" ${replace:+--replace "$replace"} \
+        || exit 1
     done
     exit 0 ;;
   "") ;;
