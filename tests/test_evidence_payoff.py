@@ -294,7 +294,7 @@ def test_the_queue_runs_the_payoff_stage_after_tier_x_and_before_inxl(tmp_path):
     (shim / "python3").write_text(f'#!/bin/sh\nif [ "$1" = -c ]; then echo "{{}}"; exit 0; fi\n'
                                   f'printf "%s\\0" "$@" >> {calls}\nprintf "\\n" >> {calls}\n')
     (shim / "python3").chmod(0o755)
-    env = dict(os.environ, PATH=f"{shim}{os.pathsep}{os.environ['PATH']}", STAGES="x payoff inxl")
+    env = dict(os.environ, PATH=f"{shim}{os.pathsep}{os.environ['PATH']}", STAGES="x payoff inxl", PAYOFF_EVERY="0.1")
     parser = argparse.ArgumentParser()
     add_evidence(parser.add_subparsers(dest="command"))
     text = (REPO / "tools" / "study" / "xlpos_queue.sh").read_text()
@@ -312,3 +312,38 @@ def test_the_queue_runs_the_payoff_stage_after_tier_x_and_before_inxl(tmp_path):
     x, payoff = runs[0], runs[1]
     assert (payoff.workdir, payoff.archive, payoff.steps) == (x.workdir, x.archive, x.steps)
     assert payoff.baseline_from == "reports/decisive_jaen" and payoff.preorder_options == x.preorder_options
+
+
+def test_the_queue_runs_the_payoff_stage_as_tier_x_jobs_finish(tmp_path):
+    """tools/study/xlpos_queue.sh, stage x: while the training runs, each newly archived tier-x job triggers the payoff
+    stage (its model is on this machine only until the session ends), with tier x's options; none before one is."""
+    import os
+
+    from tests.conftest import REPO
+
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    calls = tmp_path / "calls"
+    done = "reports/decisive_jaen_xlpos_src/jobs/combination_xfit_s1"
+    # the stage-x training: records its call, archives one finished job after a moment, runs on a while longer
+    (shim / "python3").write_text(
+        '#!/bin/bash\nif [ "$1" = -c ]; then echo "{}"; exit 0; fi\n'
+        f'echo "$*" >> {calls}\n'
+        f'if [[ "$*" == *"--stage main"*"--tier x"* ]]; then sleep 0.5; mkdir -p {done}; touch {done}/done.json; '
+        'sleep 1.5; fi\n')
+    (shim / "python3").chmod(0o755)
+    env = dict(os.environ, PATH=f"{shim}{os.pathsep}{os.environ['PATH']}", STAGES="x", PAYOFF_EVERY="0.2")
+    work = tmp_path / "work"
+    (work / "tools" / "study").mkdir(parents=True)
+    (work / "tools" / "study" / "xlpos_queue.sh").write_text((REPO / "tools" / "study" / "xlpos_queue.sh").read_text())
+    for d in ("runs/decisive_jaen_xlpos", "runs/decisive_jaen_xlpos_src", "runs/decisive_jaen_inxl"):
+        (work / d).mkdir(parents=True)
+    proc = subprocess.run(["bash", "tools/study/xlpos_queue.sh"], capture_output=True, text=True, env=env, cwd=work,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    lines = calls.read_text().splitlines()
+    stages = [(line.split("--stage ")[1].split()[0], line.split("--tier ")[1].split()[0]) for line in lines]
+    assert stages == [("main", "x"), ("payoff", "x")]  # once: one job finished, looked at about 8 times
+    assert "--parallel 1" in lines[1] and "--baseline-from reports/decisive_jaen" in lines[1]
+    assert lines[0].split("--tier x ")[1] in lines[1]  # the same work directory, archive, steps and source options
+    assert "payoff of the 1 finished x job(s)" in proc.stdout

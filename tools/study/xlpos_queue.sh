@@ -31,11 +31,13 @@
 #   (cd runs/queue_code && bash tools/study/xlpos_queue.sh status)
 #   python3 tools/study/collect_archive.py --from runs/queue_code/reports/decisive_jaen_xlpos --to reports/decisive_jaen_xlpos
 #
-# Env: P jobs at once (2), NICE (10), STAGES ("crossfit source drift x payoff inxl fewseed", in that order).
+# Env: P jobs at once (2), NICE (10), STAGES ("crossfit source drift x payoff inxl fewseed", in that order),
+# PAYOFF_EVERY (120): seconds between stage x's looks for newly finished jobs.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 P=${P:-2} NICE=${NICE:-10} STAGES=${STAGES:-crossfit source drift x payoff inxl fewseed}
+PAYOFF_EVERY=${PAYOFF_EVERY:-120}
 FROM=runs/decisive_jaen WORK=runs/decisive_jaen_xlpos
 DESIGN=(--test-from-train 5000 --max-steps 10000 --steps 8000)
 XLPOS=(--workdir "$WORK" --archive reports/decisive_jaen_xlpos "${DESIGN[@]}")
@@ -134,7 +136,7 @@ for stage in $STAGES; do
         # which keeps the translations, not the model): the payoff stage again whenever another job has finished
         seen=$(finished_x)
         while kill -0 "$main" 2> /dev/null; do
-          sleep 120
+          sleep "$PAYOFF_EVERY"
           now=$(finished_x)
           [ "$now" -gt "$seen" ] || continue
           seen=$now
