@@ -109,3 +109,16 @@ def test_replace_may_be_repeated_and_comma_separated(tmp_path):
     assert "Traceback" not in proc.stderr and not (tmp_path / "fresh").exists()
     proc = subprocess.run(tool + ["--replace", "a_s1,a_s4"], capture_output=True, text=True)
     assert proc.returncode == 2 and (dst / "jobs" / "a_s1" / "hyp.test").read_text() == "new\n"
+
+
+def test_a_source_with_inputs_only_gives_them(tmp_path):
+    """A queue stage that archived its inputs and manifest but no job yet (no jobs/): its inputs are collected."""
+    src, dst = tmp_path / "queue", tmp_path / "repo"
+    src.mkdir()
+    (src / "manifest.json").write_text('{"runs": 1}')
+    (src / "crossfit.json").write_text('{"tau": 0.85}')
+    tool = [sys.executable, str(REPO / "tools" / "study" / "collect_archive.py")]
+    proc = subprocess.run(tool + ["--from", str(src), "--to", str(dst)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (dst / "crossfit.json").read_text() == '{"tau": 0.85}' and (dst / "manifest.json").is_file()
+    assert not (src / "jobs").exists()  # the queue's archive is left as it was

@@ -11,7 +11,8 @@ from the same links; one that differs is kept (the jobs trained on the links the
 (a stage's state, e.g. ``plateau_lstm.json``, once its jobs are replaced). ``--replace`` takes names separated by
 commas and may be repeated. The archive's
 ``manifest.json`` (its run history) follows the source's. Prints what it did, one line per job or input;
-``--dry-run`` only prints. A ``--to`` that does not exist yet is made.
+``--dry-run`` only prints. A ``--to`` that does not exist yet is made; a ``--from`` whose stage has archived
+only its inputs so far (a manifest, no ``jobs/`` yet) gives those.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def collect(source: Path, dest: Path, replace: Sequence[str] = (), dry_run: bool
     """Copy ``source``'s inputs and finished jobs into ``dest``; the lines that say what happened to each."""
     out = []
     inputs = sorted(p for p in source.iterdir() if p.name not in ("jobs", "manifest.json"))
-    jobs = sorted(p for p in (source / "jobs").iterdir() if (p / "done.json").is_file())
+    jobs = sorted(p for p in (source / "jobs").glob("*") if (p / "done.json").is_file())  # none yet: no jobs/
     for entry, target, why in ([(p, dest / p.name, "the archive's jobs trained on its own; ") for p in inputs]
                                + [(p, dest / "jobs" / p.name, "") for p in jobs]):
         if target.exists() and _same(entry, target):
@@ -88,8 +89,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                    help="jobs or archive entries (comma-separated, repeatable) whose source copy replaces another")
     p.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
     args = p.parse_args(argv)
-    if not (args.source / "jobs").is_dir():
-        raise XLUsageError(str(args.source), None, "is not an archive: it has no jobs/ directory")
+    if not ((args.source / "jobs").is_dir() or (args.source / "manifest.json").is_file()):
+        raise XLUsageError(str(args.source), None, "is not an archive: it has no jobs/ directory nor manifest.json")
     if args.dest.exists() and not ((args.dest / "jobs").is_dir() or (args.dest / "manifest.json").is_file()):
         # an archive whose stage archived only its inputs so far (a manifest, no job yet) takes its first jobs
         raise XLUsageError(str(args.dest), None, "is not an archive: it has no jobs/ directory nor manifest.json")

@@ -23,7 +23,6 @@ case ${1:-} in
     for a in "$Q"/reports/*/; do
       a=${a%/}
       [ -d "$a/jobs" ] || [ -f "$a/manifest.json" ] || continue
-      [ -d "$a/jobs" ] || mkdir -p "$a/jobs"  # an archive with inputs only so far (its stage has no finished job yet)
       # the payoff curve is made again from every finished job each time: the queue's is the newer
       replace=$(cd "$a" && ls payoff.json payoff.md payoff.png 2> /dev/null | paste -sd, -)
       python3 tools/study/collect_archive.py --from "$a" --to "reports/${a##*/}" ${replace:+--replace "$replace"} \

@@ -90,6 +90,11 @@ finished_x() {  # how many tier-x jobs are archived (trained and translated)
   echo "$n"
 }
 
+payoff() {  # the payoff stage on tier x's finished jobs; $@: more of evidence's arguments
+  nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage payoff "$@" --tier x "${SRC[@]}" \
+    --baseline-from reports/decisive_jaen
+}
+
 run_stage() {  # $1: the stage's name; the rest: evidence's arguments
   local name=$1; shift
   if [ "$STAGE" = status ]; then
@@ -141,8 +146,7 @@ for stage in $STAGES; do
           [ "$now" -gt "$seen" ] || continue
           seen=$now
           echo "[xlpos_queue] $(date -u '+%F %T') payoff of the $now finished x job(s)"
-          nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage payoff --parallel 1 --tier x "${SRC[@]}" \
-            --baseline-from reports/decisive_jaen || echo "[xlpos_queue] payoff failed ($?); stage payoff retries" >&2
+          payoff --parallel 1 || echo "[xlpos_queue] payoff failed ($?); stage payoff retries" >&2
         done
         wait "$main" || { echo "[xlpos_queue] x failed ($?)" >&2; exit 1; }
       fi ;;
@@ -152,8 +156,7 @@ for stage in $STAGES; do
           || echo "[payoff] not done"
       else
         echo "[xlpos_queue] $(date -u '+%F %T') payoff"
-        nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage payoff --tier x "${SRC[@]}" \
-          --baseline-from reports/decisive_jaen || { echo "[xlpos_queue] payoff failed ($?)" >&2; exit 1; }
+        payoff || { echo "[xlpos_queue] payoff failed ($?)" >&2; exit 1; }
       fi ;;
     inxl|fewseed)
       if [ "$stage" = inxl ]; then args=("${INXL[@]}"); else args=("${FEW[@]}"); fi
