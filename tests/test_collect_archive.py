@@ -122,3 +122,21 @@ def test_a_source_with_inputs_only_gives_them(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (dst / "crossfit.json").read_text() == '{"tau": 0.85}' and (dst / "manifest.json").is_file()
     assert not (src / "jobs").exists()  # the queue's archive is left as it was
+
+
+def test_an_input_recomputed_elsewhere_that_differs_only_in_its_timings_is_the_same(tmp_path):
+    src, dst = tmp_path / "queue", tmp_path / "repo"
+    for root, seconds in ((src, 88.6), (dst, 263.9)):
+        root.mkdir()
+        (root / "crossfit.json").write_text('{"folds": [{"tau": 0.85, "seconds": %s}], "seconds": %s}' % (seconds,
+                                                                                                        seconds))
+    (src / "preorderer.json").write_text('{"tau": 0.86, "seconds": 1}')
+    (dst / "preorderer.json").write_text('{"tau": 0.85, "seconds": 1}')
+    (src / "broken.json").write_text('{"tau": ')
+    (dst / "broken.json").write_text('{"tau": 0}')
+    assert collect_archive.collect(src, dst) == [
+        f"kept {dst / 'broken.json'}: it differs from {src / 'broken.json'} (the archive's jobs trained on its own; "
+        "--replace broken.json to take the source's)",
+        f"kept {dst / 'preorderer.json'}: it differs from {src / 'preorderer.json'} (the archive's jobs trained on its "
+        "own; --replace preorderer.json to take the source's)"]
+    assert '"seconds": 263.9' in (dst / "crossfit.json").read_text()

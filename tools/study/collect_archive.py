@@ -4,21 +4,22 @@ code, whose ``reports/`` is its own).
     python tools/study/collect_archive.py --from runs/queue_code_v5/reports/decisive_jaen --to reports/decisive_jaen
 
 A job directory counts once it holds ``done.json``. A finished job missing from ``--to`` is copied; one present there
-with other files is left alone and named, unless ``--replace`` names it (a job retrained on purpose, e.g. with
-another option). The archive's inputs (its eflomal links ``align/``, the preorderer's scores: everything beside
-``jobs/`` and ``manifest.json``) are copied where ``--to`` lacks them, so a fresh work directory regenerates the report
-from the same links; one that differs is kept (the jobs trained on the links they name) unless ``--replace`` names it
-(a stage's state, e.g. ``plateau_lstm.json``, once its jobs are replaced). ``--replace`` takes names separated by
-commas and may be repeated. The archive's
-``manifest.json`` (its run history) follows the source's. Prints what it did, one line per job or input;
-``--dry-run`` only prints. A ``--to`` that does not exist yet is made; a ``--from`` whose stage has archived
-only its inputs so far (a manifest, no ``jobs/`` yet) gives those.
+with other files is left alone and named, unless ``--replace`` names it (a job retrained on purpose, e.g. with another
+option). The archive's inputs (its eflomal links ``align/``, the preorderer's scores: everything beside ``jobs/`` and
+``manifest.json``) are copied where ``--to`` lacks them, so a fresh work directory regenerates the report from the
+same links (a JSON file that differs only in its timings, ``seconds``, counts as the same); one that differs is kept
+(the jobs trained on the links they name) unless ``--replace`` names it (a stage's state, e.g. ``plateau_lstm.json``,
+once its jobs are replaced). ``--replace`` takes names separated by commas and may be repeated. The archive's
+``manifest.json`` (its run history) follows the source's. Prints what it did, one line per job or input; ``--dry-run``
+only prints. A ``--to`` that does not exist yet is made; a ``--from`` whose stage has archived only its inputs so far
+(a manifest, no ``jobs/`` yet) gives those.
 """
 
 from __future__ import annotations
 
 import argparse
 import filecmp
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -28,10 +29,34 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 
+#: keys of an archive's JSON files that time a stage rather than say what it computed
+TIMING_KEYS = frozenset({"seconds"})
+
+
+def _untimed(value):
+    """``value`` (parsed JSON) without its :data:`TIMING_KEYS`, at any depth."""
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if k not in TIMING_KEYS}
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    return value
+
+
+def _same_json(a: Path, b: Path) -> bool:
+    """Two JSON files that say the same but for their :data:`TIMING_KEYS` (a stage recomputed on another machine)."""
+    try:
+        return _untimed(json.loads(a.read_text(encoding="utf-8"))) == _untimed(
+            json.loads(b.read_text(encoding="utf-8")))
+    except (UnicodeDecodeError, ValueError):
+        return False
+
+
 def _same(a: Path, b: Path) -> bool:
-    """Both paths hold the same files with the same bytes (directories compared recursively)."""
+    """Both paths hold the same files: the same bytes, or JSON equal but for its timings (directories compared
+    recursively)."""
     if a.is_file() or b.is_file():
-        return a.is_file() and b.is_file() and filecmp.cmp(a, b, shallow=False)
+        return a.is_file() and b.is_file() and (filecmp.cmp(a, b, shallow=False)
+                                                or a.suffix == b.suffix == ".json" and _same_json(a, b))
     names = sorted(p.name for p in a.iterdir())
     if names != sorted(p.name for p in b.iterdir()):
         return False
