@@ -47,7 +47,7 @@ def _same_json(a: Path, b: Path) -> bool:
     try:
         return _untimed(json.loads(a.read_text(encoding="utf-8"))) == _untimed(
             json.loads(b.read_text(encoding="utf-8")))
-    except (UnicodeDecodeError, ValueError):
+    except ValueError:  # not UTF-8 or not JSON (UnicodeDecodeError is a ValueError)
         return False
 
 
