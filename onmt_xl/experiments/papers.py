@@ -724,15 +724,17 @@ def markdown(report: Dict[str, Any]) -> str:
     unfinished = [c for c in report["claims"] if c["verdict"] == NOT_RUN
                   or any(m["verdict"] == NOT_RUN or PARTIAL in m["verdict"] for m in c["measured"])]
     left = [r for r in report.get("progress") or [] if r["left"]]
-    if unfinished or left:
+    if unfinished:
         md += ["Rows marked *not run yet* wait for the CPU queue or a lent GPU (tiers in "
                "`onmt_xl/experiments/evidence.py`, `TIERS`; tiers c, d, h and i train on the decisive split, "
                "`reports/PREREG_decisive_baselines.md`; the order and the hours left: `reports/EVIDENCE.md`, Compute "
                "plan). Their only figures are the 1,500-step runs of `reports/RESULTS.md`, which answer nothing about "
                "convergence.", ""]
+    elif left:
+        md += ["Every row has its verdict from finished runs; the jobs left in the table below feed no row yet.", ""]
     else:
         md += ["Every row has its verdict from finished runs, and no tier has a job left.", ""]
-    md += ["Queued on the CPU after the third look's jobs (`tools/study/xlpos_queue.sh`; no result yet, the rows "
+    md += ["Queued on the CPU (`tools/study/xlpos_queue.sh`; no result yet, the rows "
            "above do not use them): " + "; ".join(QUEUED) + ". Done: " + "; ".join(DONE_FOR_78) + ".", ""]
     if any(c["verdict"] == NOT_RUN and c["tier"] == PLATEAU_STAGE for c in report["claims"]):
         md += ["The LSTM trained on to its own plateau (`onmt-xl evidence --stage plateau`, "
