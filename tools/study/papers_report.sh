@@ -3,6 +3,7 @@
 # work directory from its archive under reports/ (the commands of reports/EVIDENCE.md and
 # reports/PREREG_decisive.md), then `onmt-xl papers` reads their JSON and writes reports/PAPERS.md.
 #   bash tools/study/papers_report.sh              # every study whose archive exists
+#   PAPERS_ONLY=1 bash tools/study/papers_report.sh   # reports/PAPERS.md alone, from the committed JSON (seconds)
 #   DECISIVE_SEEDS=1,2,3,4,5 bash tools/study/papers_report.sh   # the decisive design at k = 5 (the default once the
 #                                                          # precision rule's 8 seeds are all archived is k = 8)
 set -euo pipefail
@@ -31,6 +32,25 @@ archived_runs() {  # $1: an archive, $2: a system; prints how many of its seeds 
 DECISIVE_SEEDS=${DECISIVE_SEEDS:-$DEFAULT_SEEDS}
 DECISIVE_OTHERS=relative_pe,encoder_free,disan,enc_re,both_re,exgre,refsr,prereorder
 DECISIVE_TAB4=encoder_free_none,encoder_free_relative,encoder_free_inxl,lstm
+papers_md() {  # reports/PAPERS.md from the studies in "${studies[@]}" and every tier's progress in the archives
+  local progress=(--progress reports/decisive_jaen:c,i,d,h --progress "reports/decisive_jaen:f,g:$DECISIVE_SEEDS")
+  [ -d reports/decisive_jaen_tuned ] && progress=(--progress reports/decisive_jaen_tuned:e:1,2,3,4,5,6,7,8 "${progress[@]}")
+  [ -d reports/decisive_jaen_inxl ] && progress+=(--progress reports/decisive_jaen_inxl:g:1,2,3,4,5,6,7,8)
+  onmt_xl_cli papers "${studies[@]}" "${progress[@]}" --report reports/PAPERS.md > /dev/null
+  echo "[papers_report] wrote reports/PAPERS.md (and .json)" >&2
+}
+# PAPERS_ONLY=1: only PAPERS.md again, from the evidence reports' committed JSON (seconds; after collecting jobs,
+# whose archives its progress table reads)
+if [ "${PAPERS_ONLY:-0}" = 1 ]; then
+  studies=()
+  for pair in jaen=EVIDENCE_jaen enja=EVIDENCE_enja jaen_gpu=EVIDENCE_jaen_gpu jaen_gpu_d=EVIDENCE_jaen_gpu_d \
+      decisive=DECISIVE_jaen decisive_tuned=DECISIVE_jaen_tuned decisive_inxl=DECISIVE_jaen_inxl \
+      decisive_gpu=DECISIVE_jaen_gpu decisive_gpu_d=DECISIVE_jaen_gpu_d; do
+    [ -f "reports/${pair#*=}.json" ] && studies+=(--study "${pair%%=*}=reports/${pair#*=}.json")
+  done
+  papers_md
+  exit 0
+fi
 echo "[papers_report] fresh work directories under $WORK" >&2
 
 onmt_xl_cli evidence --workdir "$WORK/evidence_jaen" --stage report --archive reports/evidence_jaen \
@@ -142,8 +162,4 @@ if [ -d reports/evidence_jaen_inxl_identity ]; then
   echo "[papers_report] wrote reports/MOVED_inxl_start.md" >&2
 fi
 # what is missing: each remaining tier's unfinished jobs, from the archives (reports/EVIDENCE.md, Compute plan)
-progress=(--progress reports/decisive_jaen:c,i,d,h --progress "reports/decisive_jaen:f,g:$DECISIVE_SEEDS")
-[ -d reports/decisive_jaen_tuned ] && progress=(--progress reports/decisive_jaen_tuned:e:1,2,3,4,5,6,7,8 "${progress[@]}")
-[ -d reports/decisive_jaen_inxl ] && progress+=(--progress reports/decisive_jaen_inxl:g:1,2,3,4,5,6,7,8)
-onmt_xl_cli papers "${studies[@]}" "${progress[@]}" --report reports/PAPERS.md > /dev/null
-echo "[papers_report] wrote reports/PAPERS.md (and .json)" >&2
+papers_md

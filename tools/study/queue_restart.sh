@@ -8,7 +8,8 @@
 #   bash tools/study/queue_restart.sh [COMMIT]      # stop, move to COMMIT (main), start
 #   bash tools/study/queue_restart.sh --dry-run     # say what it would stop and carry; change nothing
 #   bash tools/study/queue_restart.sh --collect     # leave the queue running; bring every archive's finished jobs
-#                                                   # into the repository's reports/ (then commit them)
+#                                                   # into the repository's reports/ and write reports/PAPERS.md's
+#                                                   # progress table again (then commit them)
 #
 # runs/ does not survive a change of machine: collect and commit finished jobs at least once a session, or a new
 # machine trains them again.
@@ -28,6 +29,8 @@ case ${1:-} in
       python3 tools/study/collect_archive.py --from "$a" --to "reports/${a##*/}" ${replace:+--replace "$replace"} \
         || exit 1
     done
+    # PAPERS.md's progress table reads the archives just collected (tests/test_papers_regenerate.py checks it)
+    PAPERS_ONLY=1 bash tools/study/papers_report.sh || exit 1
     exit 0 ;;
   "") ;;
   -*) echo "queue_restart: unknown option '$1' (--dry-run, --collect, or a commit)" >&2; exit 2 ;;
