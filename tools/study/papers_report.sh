@@ -40,14 +40,9 @@ papers_md() {  # reports/PAPERS.md from the studies in "${studies[@]}" and every
   echo "[papers_report] wrote reports/PAPERS.md (and .json)" >&2
 }
 # PAPERS_ONLY=1: only PAPERS.md again, from the evidence reports' committed JSON (seconds; after collecting jobs,
-# whose archives its progress table reads)
+# whose archives its progress table reads): with no --study, `onmt-xl papers` reads every default study that exists
 if [ "${PAPERS_ONLY:-0}" = 1 ]; then
   studies=()
-  for pair in jaen=EVIDENCE_jaen enja=EVIDENCE_enja jaen_gpu=EVIDENCE_jaen_gpu jaen_gpu_d=EVIDENCE_jaen_gpu_d \
-      decisive=DECISIVE_jaen decisive_tuned=DECISIVE_jaen_tuned decisive_inxl=DECISIVE_jaen_inxl \
-      decisive_gpu=DECISIVE_jaen_gpu decisive_gpu_d=DECISIVE_jaen_gpu_d; do
-    [ -f "reports/${pair#*=}.json" ] && studies+=(--study "${pair%%=*}=reports/${pair#*=}.json")
-  done
   papers_md
   exit 0
 fi
