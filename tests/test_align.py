@@ -252,7 +252,7 @@ def test_mismatched_line_counts(tmp_path, capsys):
 
     sp = _write(tmp_path / "a.src", [["x"], ["y"]])
     tp = _write(tmp_path / "a.tgt", [["X"]])
-    with pytest.raises(XLInputError, match=r"a\.tgt: has 1 lines but .*a\.src has 2"):
+    with pytest.raises(XLInputError, match=r"a\.tgt: has 1 line but .*a\.src has 2"):
         align_files(sp, tp, str(tmp_path / "o"))
     assert main(["align", "--src", sp, "--tgt", tp, "--out-prefix", str(tmp_path / "o")]) == 1  # a data error (the line counts differ)
     assert "a.tgt" in capsys.readouterr().err

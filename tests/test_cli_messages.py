@@ -51,7 +51,7 @@ def test_align_non_utf8(files):
 def test_align_line_counts_differ_is_a_data_error(files):
     (files / "one.txt").write_text("x\n")
     rc, err = onmt_xl("align", "--src", files / "s.txt", "--tgt", files / "one.txt", "--out-prefix", files / "o")
-    assert_message(rc, err, 1, files / "one.txt", "has 1 lines")
+    assert_message(rc, err, 1, files / "one.txt", "has 1 line but")
 
 
 def test_align_makes_the_output_folder_first(files):
@@ -85,7 +85,7 @@ def test_pipeline_checks_its_inputs_before_the_work(files):
     assert_message(rc, err, 1, f"{files / 'lat.txt'}, line 2", "not UTF-8")
     (files / "one.txt").write_text("x y\n")
     rc, err = onmt_xl("pipeline", *corpus, "--test-ref", files / "one.txt", cwd=files)
-    assert_message(rc, err, 1, files / "one.txt", f"has 1 lines but {files / 's.txt'} has 2")
+    assert_message(rc, err, 1, files / "one.txt", f"has 1 line but {files / 's.txt'} has 2")
     assert not (files / "run").exists()  # nothing written, not even the manifest
     for workdir, what in ((files / "s.txt", "exists and is not a folder"),
                           (files / "s.txt" / "run", f"{files / 's.txt'} is a file, not a folder")):
@@ -253,3 +253,10 @@ def test_preorder_apply_long_and_empty_lines(files, preorderer):
     pos = [[int(t) for t in line.split()] for line in (files / "long.pos").read_text().split("\n")[:-1]]
     assert [len(p) for p in pos] == [len(line.split()) for line in lines]
     assert all(sorted(p) == list(range(len(p))) for p in pos)
+
+
+def test_counts_in_messages_take_their_number():
+    from onmt_xl.core.errors import count
+
+    assert [count(n, "line") for n in (0, 1, 2, 1234)] == ["0 lines", "1 line", "2 lines", "1,234 lines"]
+    assert count(1, "sentence pair") == "1 sentence pair" and count(3, "child", "children") == "3 children"

@@ -447,7 +447,7 @@ class TestAlign:
         with pytest.raises(XLInputError, match=r", line 1: .*found 0$"):
             read_joint_text(str(joint))
         src, tgt = [["a", "b"], ["c"]], [["x"], ["y", "z"]]
-        with pytest.raises(XLInputError, match=r"^h\.gdfa: has 1 lines but the text has 2 sentence pairs$"):
+        with pytest.raises(XLInputError, match=r"^h\.gdfa: has 1 line but the text has 2 sentence pairs$"):
             check_links_in_range([[]], src, tgt, "h.gdfa")
         with pytest.raises(XLInputError, match=r"^h\.gdfa, line 2: link 0-2 \(0-based\) is outside the 1-token source / "
                                                r"2-token target sentence \(wrong indexing, or alignments at another token "

@@ -251,7 +251,7 @@ def test_the_baseline_line_comes_from_its_runs(study):
     assert base["mean"] == pytest.approx((100.0 + base["bleu"]["baseline_s2"]) / 2) and base["sd"] > 0
     assert "Baseline (Transformer, no XL positions): " in (wd / "payoff.md").read_text()
     (unfinished / "done.json").write_text("{}")
-    with pytest.raises(XLInputError, match=r"baseline_s3/hyp.test: 1 lines, but this work directory's test split "
+    with pytest.raises(XLInputError, match=r"baseline_s3/hyp.test: 1 line, but this work directory's test split "
                                            "has 30"):
         payoff_stage(runner, jobs, [str(archive)])
     with pytest.raises(XLUsageError, match="--baseline-from: no such directory"):

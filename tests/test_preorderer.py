@@ -300,7 +300,7 @@ def test_cli_input_errors(tmp_path, capsys):
     (tmp_path / "short").write_text("x y\n")
     assert _cli("oracle", "--src", tmp_path / "s", "--tgt", tmp_path / "short", "--align", tmp_path / "a",
                 "--out-order", tmp_path / "o") == 1
-    assert "has 1 lines" in capsys.readouterr().err
+    assert "has 1 line but" in capsys.readouterr().err
     assert _cli("preorder-apply", "--model", tmp_path / "missing.npz", "--src", tmp_path / "s",
                 "--out-pos", tmp_path / "x") == 2
     assert "missing.npz" in capsys.readouterr().err

@@ -15,6 +15,11 @@ USAGE_EXIT = 2  # as argparse's
 DATA_EXIT = 1
 
 
+def count(n: int, noun: str, plural: Optional[str] = None) -> str:
+    """``n`` and ``noun`` in the number it takes: ``count(1, "line")`` is "1 line", ``count(2, "line")`` "2 lines"."""
+    return f"{n:,} {noun if n == 1 else (plural or noun + 's')}"
+
+
 class XLInputError(ValueError):
     """Bad input data or file. The message names the file, the line (1-based) and the problem."""
 

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from onmt_xl.core.errors import XLInputError, XLUsageError
+from onmt_xl.core.errors import XLInputError, XLUsageError, count
 from onmt_xl.experiments.plan import Job
 from onmt_xl.experiments.stock import read_lines, say
 from onmt_xl.experiments.systems import SYSTEMS
@@ -84,7 +84,7 @@ def path_ends(runner) -> Tuple[List[List[str]], List[List[int]], List[List[int]]
     src = [line.split() for line in read_lines(src_path)]
     align = read_lines(align_path)
     if len(align) != len(src):
-        raise XLInputError(str(align_path), None, f"{len(align)} lines for the {len(src)} of {src_path}")
+        raise XLInputError(str(align_path), None, f"{count(len(align), 'line')} for the {len(src):,} of {src_path}")
     links = [parse_pharaoh_line(a, len(s), None, path=str(align_path), lineno=k + 1)
              for k, (a, s) in enumerate(zip(align, src))]
     oracle = [list(btg_oracle(len(s), l).pos_xl) for s, l in zip(src, links)]
@@ -172,8 +172,8 @@ def baseline_runs(dirs: Sequence[Path], refs: List[str], tokenization) -> Tuple[
                 continue
             lines = read_lines(hyp)
             if len(lines) != len(refs):
-                raise XLInputError(str(hyp), None, f"{len(lines)} lines, but this work directory's test split has "
-                                   f"{len(refs)}: --baseline-from must name runs of the same test split")
+                raise XLInputError(str(hyp), None, f"{count(len(lines), 'line')}, but this work directory's test "
+                                   f"split has {len(refs):,}: --baseline-from must name runs of the same test split")
             found[jd.name] = text_scores(lines, refs, tokenization)["bleu"]
         if found:
             return Path(d), found
@@ -246,8 +246,8 @@ def payoff_stage(runner, jobs: List[Job], baseline_from: Sequence[str] = ()) -> 
             hyp = runner.variant_output(job, variant)
             lines = read_lines(hyp)
             if len(lines) != len(refs):
-                raise XLInputError(str(hyp), None, f"{len(lines)} lines for {len(refs)} references: delete it to "
-                                   "translate it again")
+                raise XLInputError(str(hyp), None, f"{count(len(lines), 'line')} for "
+                                   f"{count(len(refs), 'reference')}: delete it to translate it again")
             scores = text_scores(lines, refs, tokenization)
             bleu[alpha][job.name], signature = scores["bleu"], scores["bleu_signature"]
             say(f"  {job.name} [{variant}]: BLEU {scores['bleu']:.2f} ("

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
-from onmt_xl.core.errors import XLInputError, XLUsageError
+from onmt_xl.core.errors import XLInputError, XLUsageError, count
 from onmt_xl.core.progress import ticking
 from onmt_xl.experiments.configs import config
 from onmt_xl.experiments.plan import SWAP_RATIOS, XLPOS_SUFFIX, swap_words
@@ -142,7 +142,7 @@ def carve_test_pairs(train_src: List[str], train_tgt: List[str], held_src: List[
 def read_parallel(src: str, tgt: str) -> Tuple[List[str], List[str]]:
     s, t = read_lines(Path(src)), read_lines(Path(tgt))
     if len(s) != len(t):
-        raise XLInputError(tgt, None, f"has {len(t)} lines but {src} has {len(s)}")
+        raise XLInputError(tgt, None, f"has {count(len(t), 'line')} but {src} has {len(s):,}")
     return s, t
 
 
@@ -241,8 +241,8 @@ class DataStages:
         gsrc, gtgt = read_joint_text(self.corpus.gold_text)
         sure, _ = read_gold(self.corpus.gold_align)
         if len(sure) != len(gsrc):
-            raise XLInputError(self.corpus.gold_align, None, f"has {len(sure)} lines but {self.corpus.gold_text} has "
-                               f"{len(gsrc)}")
+            raise XLInputError(self.corpus.gold_align, None, f"has {count(len(sure), 'line')} but "
+                               f"{self.corpus.gold_text} has {len(gsrc):,}")
         keep = [k for k in range(len(gsrc)) if gsrc[k] and gtgt[k]]
         write_lines(data / "gold.src", (" ".join(gsrc[k]) for k in keep))
         write_lines(data / "gold.tgt", (" ".join(gtgt[k]) for k in keep))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Iterable, List, Optional, Sequence, Set, Tuple
 
 from onmt_xl.core.align.eflomal_aligner import split_tokens
-from onmt_xl.core.errors import XLInputError
+from onmt_xl.core.errors import XLInputError, count
 
 Link = Tuple[int, int]
 
@@ -141,7 +141,8 @@ def check_links_in_range(
 ) -> None:
     """Raise :class:`XLInputError` (naming ``path``) if a link points past the end of its sentence."""
     if len(links) != len(src_sents):
-        raise XLInputError(path, None, f"has {len(links)} lines but the text has {len(src_sents)} sentence pairs")
+        raise XLInputError(path, None, f"has {count(len(links), 'line')} but the text has "
+                           f"{count(len(src_sents), 'sentence pair')}")
     for n, (ls, s, t) in enumerate(zip(links, src_sents, tgt_sents), start=1):
         for i, j in ls:
             if i >= len(s) or j >= len(t):

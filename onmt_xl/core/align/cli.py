@@ -16,7 +16,7 @@ from onmt_xl.core import segmentation
 from onmt_xl.core.align.aer import check_links_in_range, read_gold, read_joint_text, score_alignments
 from onmt_xl.core.align.pharaoh import read_pharaoh
 from onmt_xl.core.align.record import side_record, write_record
-from onmt_xl.core.errors import XLInputError, XLUsageError, check_text_files
+from onmt_xl.core.errors import XLInputError, XLUsageError, check_text_files, count
 
 
 def _usage_error(message: str) -> None:
@@ -70,7 +70,8 @@ def run_aer(args: argparse.Namespace) -> int:
     sure, possible = read_gold(args.gold, one_indexed=args.one_indexed)
     hyp = read_pharaoh(args.hyp)
     if len(hyp) != len(sure):
-        raise XLInputError(args.hyp, None, f"has {len(hyp)} lines but the gold file {args.gold} has {len(sure)}")
+        raise XLInputError(args.hyp, None,
+                           f"has {count(len(hyp), 'line')} but the gold file {args.gold} has {len(sure):,}")
     if args.text is not None:
         src, tgt = read_joint_text(args.text)
         check_links_in_range(possible, src, tgt, args.gold)

@@ -22,7 +22,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 from onmt_xl.core.align.pharaoh import Links, read_pharaoh, write_pharaoh
 from onmt_xl.core.align.symmetrize import grow_diag_final_and
-from onmt_xl.core.errors import XLInputError
+from onmt_xl.core.errors import XLInputError, count
 
 logger = logging.getLogger(__name__)
 
@@ -231,8 +231,8 @@ def read_parallel(src_path: str, tgt_path: str) -> Tuple[List[List[str]], List[L
     """Read two line-parallel tokenized files; :class:`XLInputError` naming both if their line counts differ."""
     src, tgt = read_tokenized(src_path), read_tokenized(tgt_path)
     if len(src) != len(tgt):
-        raise XLInputError(tgt_path, None, f"has {len(tgt)} lines but {src_path} has {len(src)}; the files must be "
-                           "parallel")
+        raise XLInputError(tgt_path, None, f"has {count(len(tgt), 'line')} but {src_path} has {len(src):,}; "
+                           "the files must be parallel")
     return src, tgt
 
 

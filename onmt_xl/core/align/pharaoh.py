@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from onmt_xl.core.errors import XLInputError
+from onmt_xl.core.errors import XLInputError, count
 
 Links = List[Tuple[int, int]]
 
@@ -71,7 +71,8 @@ def iter_pharaoh(
             tl = tgt_lens[n] if tgt_lens is not None and n < len(tgt_lens) else None
             yield parse_pharaoh_line(line, sl, tl, path, n + 1)
     if src_lens is not None and n + 1 != len(src_lens):
-        raise XLInputError(path, None, f"has {n + 1} lines but the corpus has {len(src_lens)} sentences")
+        raise XLInputError(path, None, f"has {count(n + 1, 'line')} but the corpus has "
+                           f"{count(len(src_lens), 'sentence')}")
 
 
 def write_pharaoh(path: str, alignments: Iterable[Iterable[Tuple[int, int]]]) -> None:

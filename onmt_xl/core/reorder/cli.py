@@ -25,7 +25,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 from onmt_xl.core import segmentation
 from onmt_xl.core.align.pharaoh import read_pharaoh
 from onmt_xl.core.align.record import AlignmentRecord, check_corpus
-from onmt_xl.core.errors import NOT_UTF8_HINT, XLInputError, XLUsageError, first_undecodable
+from onmt_xl.core.errors import NOT_UTF8_HINT, XLInputError, XLUsageError, count, first_undecodable
 
 # = the defaults of onmt_xl.core.reorder.preorderer (not imported here: numba loads lazily; a test checks)
 DEFAULT_CLUSTERS = 256
@@ -68,7 +68,7 @@ def read_parallel(src_path: str, tgt_path: str, align_path: str) -> ParallelData
     """Read and validate a source/target/alignment triple (links checked against lengths)."""
     src, tgt = read_tokens(src_path), read_tokens(tgt_path)
     if len(src) != len(tgt):
-        raise XLInputError(tgt_path, None, f"has {len(tgt)} lines but the source {src_path} has {len(src)}")
+        raise XLInputError(tgt_path, None, f"has {count(len(tgt), 'line')} but the source {src_path} has {len(src):,}")
     if not src:
         raise XLInputError(src_path, None, "is empty")
     try:
@@ -76,7 +76,8 @@ def read_parallel(src_path: str, tgt_path: str, align_path: str) -> ParallelData
     except FileNotFoundError:
         raise XLUsageError(align_path, None, "file not found; check the path") from None
     if len(links) != len(src):  # read_pharaoh cannot tell an empty file from one empty line
-        raise XLInputError(align_path, None, f"has {len(links)} lines but the corpus has {len(src)} sentences")
+        raise XLInputError(align_path, None, f"has {count(len(links), 'line')} but the corpus has "
+                           f"{count(len(src), 'sentence')}")
     keep = [k for k, (s, t) in enumerate(zip(src, tgt)) if s and t]
     record, warnings = check_corpus(align_path, src_path, tgt_path, src, tgt, links)
     return ParallelData(src, tgt, links, keep, record, tuple(warnings))

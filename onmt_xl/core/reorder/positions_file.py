@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from onmt_xl.core.errors import NOT_UTF8_HINT, XLInputError, XLUsageError
+from onmt_xl.core.errors import NOT_UTF8_HINT, XLInputError, XLUsageError, count
 
 #: the header's ``format``: a name of the file format, not of a module (it stays when the code moves)
 FORMAT = "onmt_xl.positions"
@@ -145,7 +145,7 @@ def read_positions(path: str) -> Tuple[PositionsHeader, List[List[int]]]:
     except UnicodeDecodeError as exc:
         raise XLInputError(path, None, f"not UTF-8 text ({exc.reason}); not a positions file") from None
     if len(rows) != header.lines:
-        raise XLInputError(path, None, f"has {len(rows)} position lines but its header says {header.lines}: "
+        raise XLInputError(path, None, f"has {count(len(rows), 'position line')} but its header says {header.lines:,}: "
                                        f"the file is truncated; {RERUN}")
     return header, rows
 
