@@ -518,6 +518,49 @@ def test_what_is_missing_lists_each_tiers_unfinished_jobs_from_the_archive(tmp_p
         assert res.returncode != 0 and said in res.stderr and "Traceback" not in res.stderr and not out.exists()
 
 
+def test_progress_can_follow_some_systems_of_a_tier_and_their_jobs_make_their_rows_partial(tmp_path):
+    """Issue 78's extra seeds of ExGRE and ReFSR: ``ARCHIVE:TIERS:SEEDS:SYSTEMS`` follows only those systems' jobs,
+    the table names them, and their rows (and their Holm family's) read *(partial)* until the jobs are archived."""
+    archive = tmp_path / "decisive_jaen"
+    (archive / "jobs" / "exgre_s3").mkdir(parents=True)
+    (archive / "jobs" / "exgre_s3" / "done.json").write_text("{}")
+    row, = papers.tier_progress(f"{archive}:c:3,4:exgre,refsr")
+    assert (row["jobs"], row["finished"], row["left"]) == (4, 1, ["refsr_s3", "exgre_s4", "refsr_s4"])
+    assert row["systems"] == ["exgre", "refsr"]
+    family = "the other baselines"
+    decisive = _study(workdir="decisive_jaen", family_members={family: ["relative_pe", "exgre"]}, comparisons={
+        "exgre": _cmp(-0.74, -1.32, -0.16, 0.052, family), "relative_pe": _cmp(-0.05, -0.65, 0.56, 1.0, family),
+        "combination": _cmp(-0.47, -0.88, -0.07, 0.024, "primary")})
+    rep = papers.build({"decisive": decisive}, heads=4, progress=[row])
+    assert papers.PARTIAL in _claim(rep, "ExGRE improves")["verdict"]
+    assert papers.PARTIAL in _claim(rep, "Relative PE improves")["verdict"]  # the same Holm family
+    assert papers.PARTIAL not in _claim(rep, "Combination improves")["verdict"]
+    md = papers.markdown(rep)
+    assert f"| `{archive}` | c (exgre, refsr) | 3, 4 | 1 of 4 | refsr_s3, exgre_s4, refsr_s4 |" in md
+    assert "Rows marked *(partial)* (2 claims) read finished runs" in md and "Every row has its verdict" not in md
+    cli = [sys.executable, "-m", "onmt_xl.experiments", "papers", "--report", str(tmp_path / "P.md")]
+    res = subprocess.run(cli + ["--progress", f"{archive}:c:3:exgre,lstm"], capture_output=True, text=True)
+    assert res.returncode != 0 and "no system 'lstm' in tier c" in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "P.md").exists()
+
+
+def test_issue_78s_runs_are_queued_until_their_study_reads_them_with_8_seeds():
+    """What is missing names each run issue 78 added as queued until its study holds its systems with 8 seeds, then
+    as done, with the study that reads it."""
+    missing = lambda r: papers.markdown(r).split("## What is missing")[1]  # noqa: E731
+    seeds = lambda n: {"seeds": list(range(1, n + 1))}  # noqa: E731
+    queued = missing(papers.build({"decisive_inxl": _study(systems={"inxl": seeds(7)})}, heads=4))
+    assert "Queued on the CPU (`tools/study/xlpos_queue.sh`): InXL with the default (tuned) start" in queued
+    done = missing(papers.build({"decisive_inxl": _study(systems={"inxl": seeds(8)}),
+                                 "decisive": _study(systems={"exgre": seeds(8), "refsr": seeds(2)})}, heads=4))
+    assert "Done: InXL with the default (tuned) start, 8 seeds, on the decisive split" in done
+    assert "read by study **decisive_inxl**'s row" in done and "Queued on the CPU (`tools/study/xlpos_queue.sh`): " \
+        "ExGRE and ReFSR seeds 3-8" in done
+    both = missing(papers.build({"decisive_inxl": _study(systems={"inxl": seeds(8)}),
+                                 "decisive": _study(systems={"exgre": seeds(8), "refsr": seeds(8)})}, heads=4))
+    assert "Queued on the CPU" not in both and "read by their rows of study **decisive**, 8 seeds each" in both
+
+
 def test_what_is_missing_says_nothing_is_only_when_no_row_waits_and_no_job_is_left():
     jaen = _study(comparisons={"combination": _cmp(-0.31, -2.07, 1.46, 1.0)})
     rep = papers.build({"jaen": jaen}, heads=4)

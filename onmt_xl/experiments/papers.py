@@ -48,6 +48,7 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from onmt_xl.core.errors import count
 from onmt_xl.experiments import row_intervals
 from onmt_xl.experiments.evidence_report import ORDERINGS, pair_name
 from onmt_xl.experiments.paper_figures import (C19, C20, CHEN19_TAB3_JAEN, CHEN20_FIG2_JAEN, CHEN20_TAB1_JAEN, D,
@@ -110,13 +111,17 @@ ROW_NOTES: Dict[str, Tuple[Optional[frozenset], str]] = {
     "decisive_xlpos": (None, "cross-fitted training positions"),
     "decisive_inxl": (frozenset({"inxl"}), "InXL's default start"),
 }
-#: runs queued for issue 78 (``tools/study/xlpos_queue.sh``, stages ``inxl`` and ``fewseed``, after the third look's
-#: jobs); the report names them under *What is missing*, without a result
-QUEUED = (
-    "InXL with the default (tuned) start, 8 seeds, on the decisive split (`reports/decisive_jaen_inxl`): the "
-    "design's InXL rows test the `identity` start the tuning split rejected",
-    "ExGRE and ReFSR seeds 3-8 beside the design's 1-2 (`reports/decisive_jaen`, tier c): the rows whose verdict the "
-    "seed variance decides (until then their intervals carry the pooled seed variance)")
+#: runs issue 78 added (``tools/study/xlpos_queue.sh``, stages ``inxl`` and ``fewseed``, after the third look's
+#: jobs): what each is, what it answers, and what reads it once ``study`` holds each of ``systems`` with 8 seeds
+ISSUE_78_RUNS = (
+    {"run": "InXL with the default (tuned) start, 8 seeds, on the decisive split (`reports/decisive_jaen_inxl`)",
+     "why": "the design's InXL rows test the `identity` start the tuning split rejected",
+     "read": "study **decisive_inxl**'s row", "study": "decisive_inxl", "systems": ("inxl",)},
+    {"run": "ExGRE and ReFSR seeds 3-8 beside the design's 1-2 (`reports/decisive_jaen`, tier c)",
+     "why": "the rows whose verdict the seed variance decides (until then their intervals carry the pooled seed "
+            "variance)",
+     "read": "their rows of study **decisive**, 8 seeds each", "study": "decisive", "systems": ("exgre", "refsr")},
+)
 #: what issue 78 asked for that has run: the control's drift check (``reports/PREREG_xlpos.md``, ``reports/XLPOS.md``)
 DONE_FOR_78 = (
     "2 baseline seeds retrained on the current code (the third look's drift check, `reports/XLPOS.md`) translate the "
@@ -549,35 +554,57 @@ def build(studies: Dict[str, Dict[str, Any]], heads: int,
     return {"studies": {k: _study_facts(v) for k, v in studies.items()}, "claims": claims, "tally": tally,
             "claims_counted": sum(tally.values()), "far_from_trained": untrained,
             "heads": heads, "alpha": ALPHA, "power": POWER, "primaries": primaries(studies),
-            "third_look": third_look(third), "corrections": corrections(studies, heads), "progress": list(progress)}
+            "third_look": third_look(third), "corrections": corrections(studies, heads), "progress": list(progress),
+            "issue_78_runs": issue_78_runs(studies)}
+
+
+def issue_78_runs(studies: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """:data:`ISSUE_78_RUNS` with ``done``: their study holds each of their systems with 8 seeds (the report reads
+    them); until then they are queued and no row uses them."""
+    out = []
+    for run in ISSUE_78_RUNS:
+        systems = (studies.get(run["study"]) or {}).get("systems") or {}
+        done = all(len((systems.get(name) or {}).get("seeds") or ()) >= 8 for name in run["systems"])
+        out.append({"run": run["run"], "why": run["why"], "read": run["read"], "done": done})
+    return out
 
 
 def tier_progress(spec: str) -> List[Dict[str, Any]]:
-    """``--progress ARCHIVE:TIERS[:SEEDS]``: for each tier of ``TIERS`` (comma-separated), its main-stage jobs (the
-    tier's seeds of :data:`onmt_xl.experiments.evidence.TIERS`, or ``SEEDS``; the oracle rows with tier c, the
-    sweeps with tier d) and which of them ``ARCHIVE`` holds finished (``jobs/NAME/done.json``), one row a tier."""
+    """``--progress ARCHIVE:TIERS[:SEEDS[:SYSTEMS]]``: for each tier of ``TIERS`` (comma-separated), its main-stage
+    jobs (the tier's seeds of :data:`onmt_xl.experiments.evidence.TIERS`, or ``SEEDS``; the oracle rows with tier c,
+    the sweeps with tier d; only those of ``SYSTEMS`` where given) and which of them ``ARCHIVE`` holds finished
+    (``jobs/NAME/done.json``), one row a tier."""
     from onmt_xl.core.errors import XLUsageError
     from onmt_xl.experiments.evidence import TIERS, tier_main_jobs
 
     parts = spec.split(":")
-    if len(parts) not in (2, 3) or not all(parts):
-        raise XLUsageError(None, None, f"--progress {spec!r}: expected ARCHIVE:TIERS or ARCHIVE:TIERS:SEEDS")
+    if len(parts) not in (2, 3, 4) or not all(parts):
+        raise XLUsageError(None, None, f"--progress {spec!r}: expected ARCHIVE:TIERS, ARCHIVE:TIERS:SEEDS or "
+                                       "ARCHIVE:TIERS:SEEDS:SYSTEMS")
     archive, tiers = Path(parts[0]), parts[1].split(",")
     unknown = [tier for tier in tiers if tier not in TIERS]
     if unknown:
         raise XLUsageError(None, None, f"--progress {spec!r}: unknown tier {unknown[0]!r} ({', '.join(sorted(TIERS))})")
     try:
-        given = [int(s) for s in parts[2].split(",")] if len(parts) == 3 else None
+        given = [int(s) for s in parts[2].split(",")] if len(parts) >= 3 else None
     except ValueError:
         raise XLUsageError(None, None, f"--progress {spec!r}: SEEDS must be comma-separated whole numbers") from None
+    jobs = {tier: [job.name for job in tier_main_jobs(tier, TIERS[tier][0], tuple(given or TIERS[tier][1]),
+                                                      1, 1, 1, 0, 1)] for tier in tiers}
+    wanted = parts[3].split(",") if len(parts) == 4 else None
+    known = {name.rsplit("_s", 1)[0] for names in jobs.values() for name in names}
+    stray = [name for name in wanted or () if name not in known]
+    if stray:
+        raise XLUsageError(None, None, f"--progress {spec!r}: no system {stray[0]!r} in "
+                                       f"{'tier' if len(tiers) == 1 else 'tiers'} {parts[1]} "
+                                       f"({', '.join(sorted(known))})")
     out = []
-    for tier in tiers:
-        systems, seeds = TIERS[tier]
-        seeds = tuple(given or seeds)
-        names = [job.name for job in tier_main_jobs(tier, systems, seeds, 1, 1, 1, 0, 1)]
+    for tier, names in jobs.items():
+        if wanted:
+            names = [name for name in names if name.rsplit("_s", 1)[0] in wanted]
         left = [n for n in names if not (archive / "jobs" / n / "done.json").is_file()]
-        out.append({"archive": parts[0], "tier": tier, "seeds": list(seeds), "jobs": len(names),
-                    "finished": len(names) - len(left), "left": left})
+        out.append({"archive": parts[0], "tier": tier, "seeds": list(given or TIERS[tier][1]), "jobs": len(names),
+                    "finished": len(names) - len(left), "left": left, **({"systems": wanted} if wanted else {})})
     return out
 
 
@@ -721,21 +748,28 @@ def markdown(report: Dict[str, Any]) -> str:
         md.append("")
     md += ["## Corrections after the independent audit", ""] + [f"- {c}" for c in report["corrections"]] + [""]
     md += ["## What is missing", ""]
-    unfinished = [c for c in report["claims"] if c["verdict"] == NOT_RUN
-                  or any(m["verdict"] == NOT_RUN or PARTIAL in m["verdict"] for m in c["measured"])]
+    not_run = [c for c in report["claims"] if c["verdict"] == NOT_RUN
+               or any(m["verdict"] == NOT_RUN for m in c["measured"])]
+    partial = [c for c in report["claims"] if any(PARTIAL in m["verdict"] for m in c["measured"])]
     left = [r for r in report.get("progress") or [] if r["left"]]
-    if unfinished:
+    if not_run:
         md += ["Rows marked *not run yet* wait for the CPU queue or a lent GPU (tiers in "
                "`onmt_xl/experiments/evidence.py`, `TIERS`; tiers c, d, h and i train on the decisive split, "
                "`reports/PREREG_decisive_baselines.md`; the order and the hours left: `reports/EVIDENCE.md`, Compute "
                "plan). Their only figures are the 1,500-step runs of `reports/RESULTS.md`, which answer nothing about "
                "convergence.", ""]
-    elif left:
-        md += ["Every row has its verdict from finished runs; the jobs left in the table below feed no row yet.", ""]
-    else:
-        md += ["Every row has its verdict from finished runs, and no tier has a job left.", ""]
-    md += ["Queued on the CPU (`tools/study/xlpos_queue.sh`; no result yet, the rows "
-           "above do not use them): " + "; ".join(QUEUED) + ". Done: " + "; ".join(DONE_FOR_78) + ".", ""]
+    if partial:
+        md += [f"Rows marked *(partial)* ({count(len(partial), 'claim')}) read finished runs while jobs of their "
+               "systems, or of another system of their Holm family, still train (the table below): their figures "
+               "and verdicts may change when those finish.", ""]
+    if not (not_run or partial):
+        md += ["Every row has its verdict from finished runs" + ("; the jobs left in the table below feed no row yet."
+               if left else ", and no tier has a job left."), ""]
+    runs = report.get("issue_78_runs") or issue_78_runs({})
+    queued = [f"{r['run']}: {r['why']}" for r in runs if not r["done"]]
+    read = [f"{r['run']}, read by {r['read']}" for r in runs if r["done"]]
+    md += [(f"Queued on the CPU (`tools/study/xlpos_queue.sh`): {'; '.join(queued)}. "
+            if queued else "") + "Done: " + "; ".join(read + list(DONE_FOR_78)) + ".", ""]
     if any(c["verdict"] == NOT_RUN and c["tier"] == PLATEAU_STAGE for c in report["claims"]):
         md += ["The LSTM trained on to its own plateau (`onmt-xl evidence --stage plateau`, "
                "`onmt_xl/experiments/plateau.py`) trains last, after tiers f, g and a (`tools/study/study_queue.sh`); "
@@ -745,7 +779,8 @@ def markdown(report: Dict[str, Any]) -> str:
         md += [("Each remaining" if left else "Each") + " tier's jobs, as the archives held them when this report "
                "was generated (a job counts once it is archived finished):", "",
                "| archive | tier | seeds | finished | jobs left |", "| --- | --- | --- | ---: | --- |"]
-        md += [f"| `{r['archive']}` | {r['tier']} | {', '.join(map(str, r['seeds']))} | {r['finished']} of {r['jobs']} "
+        md += [f"| `{r['archive']}` | {r['tier']}" + (f" ({', '.join(r['systems'])})" if r.get("systems") else "")
+               + f" | {', '.join(map(str, r['seeds']))} | {r['finished']} of {r['jobs']} "
                f"| {', '.join(r['left']) or '–'} |" for r in report["progress"]] + [""]
     return "\n".join(md)
 
@@ -814,10 +849,12 @@ def add_papers(sub) -> None:
                         "DECISIVE_jaen_tuned.json, DECISIVE_jaen_inxl.json, EVIDENCE_jaen_gpu.json, "
                         "EVIDENCE_jaen_gpu_d.json, DECISIVE_jaen_gpu.json and DECISIVE_jaen_gpu_d.json (a missing "
                         "file is left out)")
-    p.add_argument("--progress", action="append", default=[], metavar="ARCHIVE:TIERS[:SEEDS]",
+    p.add_argument("--progress", action="append", default=[], metavar="ARCHIVE:TIERS[:SEEDS[:SYSTEMS]]",
                    help="list, under 'What is missing', each tier's main-stage jobs that ARCHIVE does not hold "
                         "finished yet (TIERS comma-separated, e.g. reports/decisive_jaen:c,i,d,h; SEEDS: the "
-                        "tiers' own seeds unless given, e.g. reports/decisive_jaen_tuned:e:1,2,3,4,5,6,7,8)")
+                        "tiers' own seeds unless given, e.g. reports/decisive_jaen_tuned:e:1,2,3,4,5,6,7,8; "
+                        "SYSTEMS: only these of the tiers' systems, e.g. reports/decisive_jaen:c:3,4:exgre,refsr); "
+                        "their rows read (partial) while any of these jobs is left")
     p.add_argument("--third-look", default=THIRD_LOOK, metavar="JSON",
                    help="the third look's report (python3 -m onmt_xl.experiments.xlpos_report; default "
                         f"{THIRD_LOOK}, left out while missing): its primary and every look's p Holm-corrected over "

@@ -36,6 +36,9 @@ papers_md() {  # reports/PAPERS.md from the studies in "${studies[@]}" and every
   local progress=(--progress reports/decisive_jaen:c,i,d,h --progress "reports/decisive_jaen:f,g:$DECISIVE_SEEDS")
   [ -d reports/decisive_jaen_tuned ] && progress=(--progress reports/decisive_jaen_tuned:e:1,2,3,4,5,6,7,8 "${progress[@]}")
   [ -d reports/decisive_jaen_inxl ] && progress+=(--progress reports/decisive_jaen_inxl:g:1,2,3,4,5,6,7,8)
+  # issue 78's seeds 3-8 of ExGRE and ReFSR (tools/study/xlpos_queue.sh stage fewseed): their rows, and their Holm
+  # family's, read (partial) until all 12 are archived
+  progress+=(--progress reports/decisive_jaen:c:3,4,5,6,7,8:exgre,refsr)
   onmt_xl_cli papers "${studies[@]}" "${progress[@]}" --report reports/PAPERS.md > /dev/null
   echo "[papers_report] wrote reports/PAPERS.md (and .json)" >&2
 }
