@@ -561,6 +561,28 @@ def test_issue_78s_runs_are_queued_until_their_study_reads_them_with_8_seeds():
     assert "Queued on the CPU" not in both and "read by their rows of study **decisive**, 8 seeds each" in both
 
 
+def test_a_verdict_that_exgre_and_refsrs_extra_seeds_changed_says_what_it_read_before():
+    """Issue 78: once ExGRE's and ReFSR's seeds 3-8 are in, the design's reading without them (``decisive_2seeds``)
+    adds no row; a **decisive** row whose verdict differs from it names the earlier verdict and why, the others
+    stay as they are."""
+    family = "the other baselines"
+    members = {family: ["exgre", "disan"]}
+    before = _study(family_members=members, comparisons={"exgre": _cmp(-0.74, -1.40, 0.05, 0.07, family),
+                                                         "disan": _cmp(0.96, 0.36, 1.55, 0.007, family)})
+    after = _study(family_members=members, comparisons={"exgre": _cmp(-0.70, -1.10, -0.30, 0.004, family),
+                                                        "disan": _cmp(0.96, 0.36, 1.55, 0.007, family)})
+    rep = papers.build({"decisive": after, papers.BEFORE_FEWSEED: before}, heads=4)
+    exgre, disan = _claim(rep, "ExGRE improves"), _claim(rep, "DiSAN improves")
+    assert [m["study"] for m in exgre["measured"]] == ["decisive"]
+    assert exgre["verdict"] == "reversed"
+    assert exgre["measured"][0]["notes"] == ["*not reproduced*, Holm p 0.070 with ExGRE's and ReFSR's seeds 1-2 and "
+                                             "the pooled seed variance, before their seeds 3-8 (issue 78)"]
+    assert disan["measured"][0]["notes"] == []
+    assert "*not reproduced*, Holm p 0.070 with ExGRE's" in papers.markdown(rep)
+    alone = papers.build({"decisive": after}, heads=4)
+    assert _claim(alone, "ExGRE improves")["measured"][0]["notes"] == []
+
+
 def test_what_is_missing_says_nothing_is_only_when_no_row_waits_and_no_job_is_left():
     jaen = _study(comparisons={"combination": _cmp(-0.31, -2.07, 1.46, 1.0)})
     rep = papers.build({"jaen": jaen}, heads=4)

@@ -6,8 +6,10 @@ study: ``jaen`` (tier a, and tier c's first runs: 48,000 training pairs, 500 tes
 d and h, reports/PREREG_decisive_baselines.md), ``decisive_tuned`` (its addendum with InXL's tuned start,
 reports/PREREG_decisive_tuned.md), ``decisive_xlpos`` (the third look, reports/PREREG_xlpos.md: read from the
 evidence report inside reports/DECISIVE_jaen_xlpos.json), ``decisive_inxl`` (InXL with its default start on the
-design's split against its baseline runs, issue 78), ``jaen_gpu``/``jaen_gpu_d`` (tiers c, h and d trained on a lent GPU, each work
-directory with its own baseline runs) and ``decisive_gpu``/``decisive_gpu_d`` (the same on the decisive split).
+design's split against its baseline runs, issue 78), ``decisive_2seeds`` (the design before ExGRE's and ReFSR's seeds
+3-8, issue 78: only notes the verdicts those seeds changed), ``jaen_gpu``/``jaen_gpu_d`` (tiers c, h and d trained on
+a lent GPU, each work directory with its own baseline runs) and ``decisive_gpu``/``decisive_gpu_d`` (the same on the
+decisive split).
 Output: Markdown and its JSON.
 
 Each claim is a difference the paper reports (its figure on its own data, ``effect``, in BLEU or AER points; the
@@ -72,6 +74,10 @@ ALPHA, POWER = 0.05, 0.8
 #: (reports/EVIDENCE.md, tools/study/gpu_evidence.sh)
 STUDY_ORDER = ("decisive", "decisive_tuned", "decisive_xlpos", "decisive_inxl", "decisive_gpu", "jaen", "jaen_gpu",
                "jaen_gpu_d")
+#: the decisive design's reading with ExGRE and ReFSR at their 2 seeds (the pooled seed variance), regenerated without
+#: their seeds 3-8 (issue 78) once those are archived: no row of its own; a verdict of ``decisive`` it differs from
+#: says so in a note
+BEFORE_FEWSEED = "decisive_2seeds"
 #: what each study is, for the report's list of studies
 STUDY_TEXT = {
     "decisive_tuned": "the decisive design's addendum, `reports/PREREG_decisive_tuned.md`, a second look set up after "
@@ -89,6 +95,9 @@ STUDY_TEXT = {
                 "InXL's `identity` start, which the tuning split then rejected (`reports/TUNING.md`; rows with "
                 "InXL say so); on its split, the other papers' systems "
                 "(`reports/PREREG_decisive_baselines.md`: `identity` in tiers c and d, the default start in tier h)",
+    BEFORE_FEWSEED: "the decisive design as it read before ExGRE's and ReFSR's seeds 3-8 (issue 78): their seeds 1-2 "
+                    "with the pooled seed variance, every other run the same; no row of its own, a **decisive** row "
+                    "whose verdict differs from it says so",
     "jaen": "the ja→en study: tier a, and tier c's first runs",
     "enja": "the en→ja study, tier b, with InXL's `identity` start",
     "jaen_gpu": "tiers c and h trained on a lent GPU", "jaen_gpu_d": "tier d trained on a lent GPU",
@@ -545,6 +554,8 @@ def build(studies: Dict[str, Dict[str, Any]], heads: int,
     if (third or {}).get("evidence"):
         studies = {**studies, "decisive_xlpos": third["evidence"]}
     claims = rows(studies, heads, jobs_left(progress))
+    if BEFORE_FEWSEED in studies and "decisive" in studies:
+        note_fewseed_changes(claims, rows({"decisive": studies[BEFORE_FEWSEED]}, heads))
     tally: Dict[str, int] = {}
     for c in claims:
         if not c["repeat"]:  # one verdict per claim: a claim measured again counts once, by its first row
@@ -556,6 +567,23 @@ def build(studies: Dict[str, Dict[str, Any]], heads: int,
             "heads": heads, "alpha": ALPHA, "power": POWER, "primaries": primaries(studies),
             "third_look": third_look(third), "corrections": corrections(studies, heads), "progress": list(progress),
             "issue_78_runs": issue_78_runs(studies)}
+
+
+def note_fewseed_changes(claims: List[Dict[str, Any]], before: List[Dict[str, Any]]) -> None:
+    """Note on each **decisive** row of ``claims`` whose verdict differs from ``before`` (:func:`rows` of
+    :data:`BEFORE_FEWSEED` read as study ``decisive``, claim for claim) what it read before ExGRE's and ReFSR's seeds
+    3-8: their own rows, and their Holm families' (whose correction those seeds change)."""
+    def base(verdict: str) -> str:
+        return verdict.replace(INTERIM, "").replace(PARTIAL, "")
+
+    for claim, old in zip(claims, before):
+        now = next((m for m in claim["measured"] if m["study"] == "decisive"), None)
+        was = next((m for m in old["measured"] if m["study"] == "decisive"), None)
+        if now is None or was is None or base(now["verdict"]) == base(was["verdict"]):
+            continue
+        holm = f", Holm p {was['p_holm']:.3f}" if was.get("p_holm") is not None else ""
+        now["notes"].append(f"*{base(was['verdict'])}*{holm} with ExGRE's and ReFSR's seeds 1-2 and the pooled seed "
+                            "variance, before their seeds 3-8 (issue 78)")
 
 
 def issue_78_runs(studies: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -843,12 +871,13 @@ def add_papers(sub) -> None:
                    help="an evidence report's JSON by study name: jaen (tier a and tier c's first runs, on the "
                         "CPU), enja (tier b), decisive (tier e, and tiers c, i, d, h on its split), decisive_tuned "
                         "(its addendum with InXL's tuned start), decisive_inxl (InXL with its default start on that "
-                        "split), jaen_gpu and jaen_gpu_d (tiers c, h and d through tools/study/gpu_evidence.sh), "
-                        "decisive_gpu and decisive_gpu_d (the decisive split's tiers c, i, h and d on a GPU, waves "
-                        "4-6); default: reports/EVIDENCE_jaen.json, EVIDENCE_enja.json, DECISIVE_jaen.json, "
-                        "DECISIVE_jaen_tuned.json, DECISIVE_jaen_inxl.json, EVIDENCE_jaen_gpu.json, "
-                        "EVIDENCE_jaen_gpu_d.json, DECISIVE_jaen_gpu.json and DECISIVE_jaen_gpu_d.json (a missing "
-                        "file is left out)")
+                        "split), decisive_2seeds (the decisive design before ExGRE's and ReFSR's seeds 3-8: it only "
+                        "notes the verdicts they changed), jaen_gpu and jaen_gpu_d (tiers c, h and d through "
+                        "tools/study/gpu_evidence.sh), decisive_gpu and decisive_gpu_d (the decisive split's tiers c, "
+                        "i, h and d on a GPU, waves 4-6); default: reports/EVIDENCE_jaen.json, EVIDENCE_enja.json, "
+                        "DECISIVE_jaen.json, DECISIVE_jaen_tuned.json, DECISIVE_jaen_inxl.json, "
+                        "DECISIVE_jaen_2seeds.json, EVIDENCE_jaen_gpu.json, EVIDENCE_jaen_gpu_d.json, "
+                        "DECISIVE_jaen_gpu.json and DECISIVE_jaen_gpu_d.json (a missing file is left out)")
     p.add_argument("--progress", action="append", default=[], metavar="ARCHIVE:TIERS[:SEEDS[:SYSTEMS]]",
                    help="list, under 'What is missing', each tier's main-stage jobs that ARCHIVE does not hold "
                         "finished yet (TIERS comma-separated, e.g. reports/decisive_jaen:c,i,d,h; SEEDS: the "
@@ -870,6 +899,7 @@ THIRD_LOOK = "reports/DECISIVE_jaen_xlpos.json"
 DEFAULT_STUDIES = {"jaen": "reports/EVIDENCE_jaen.json", "enja": "reports/EVIDENCE_enja.json",
                    "decisive": "reports/DECISIVE_jaen.json", "decisive_tuned": "reports/DECISIVE_jaen_tuned.json",
                    "decisive_inxl": "reports/DECISIVE_jaen_inxl.json",
+                   BEFORE_FEWSEED: "reports/DECISIVE_jaen_2seeds.json",
                    "jaen_gpu": "reports/EVIDENCE_jaen_gpu.json",
                    "jaen_gpu_d": "reports/EVIDENCE_jaen_gpu_d.json", "decisive_gpu": "reports/DECISIVE_jaen_gpu.json",
                    "decisive_gpu_d": "reports/DECISIVE_jaen_gpu_d.json"}

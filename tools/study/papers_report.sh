@@ -88,6 +88,22 @@ else
     --families "$families;the other baselines=$DECISIVE_OTHERS;Tab. 4=$DECISIVE_TAB4" \
     --samples 10000 --bootstrap-seed 12345 --report reports/DECISIVE_jaen.md > /dev/null
   studies+=(--study decisive=reports/DECISIVE_jaen.json)
+  # once ExGRE's and ReFSR's seeds 3-8 (issue 78, stage fewseed) are archived, the design as it read before them:
+  # the same report from a view of its archive without those jobs, so that PAPERS.md notes each verdict they changed
+  if [ "$(archived_runs reports/decisive_jaen exgre)" -eq 8 ] && [ "$(archived_runs reports/decisive_jaen refsr)" -eq 8 ]; then
+    view="$WORK/decisive_jaen_2seeds_archive"
+    mkdir -p "$view/jobs"
+    for f in reports/decisive_jaen/*; do [ "${f##*/}" = jobs ] || ln -s "$PWD/$f" "$view/"; done
+    for j in reports/decisive_jaen/jobs/*; do
+      case "${j##*/}" in exgre_s[3-8] | refsr_s[3-8]) ;; *) ln -s "$PWD/$j" "$view/jobs/" ;; esac
+    done
+    onmt_xl_cli evidence --workdir "$WORK/decisive_jaen_2seeds" --archive "$view" --test-from-train 5000 \
+      --stage report --systems "baseline,combination,${secondary_systems:+$secondary_systems,}$DECISIVE_OTHERS,$DECISIVE_TAB4" \
+      --seeds "$DECISIVE_SEEDS" \
+      --families "$families;the other baselines=$DECISIVE_OTHERS;Tab. 4=$DECISIVE_TAB4" \
+      --samples 10000 --bootstrap-seed 12345 --report reports/DECISIVE_jaen_2seeds.md > /dev/null
+    studies+=(--study decisive_2seeds=reports/DECISIVE_jaen_2seeds.json)
+  fi
 fi
 # the addendum with InXL's tuned start (reports/PREREG_decisive_tuned.md): k = 8 fixed, analysed once its 8
 # Combination runs are archived
