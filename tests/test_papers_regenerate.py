@@ -16,9 +16,11 @@ STUDIES = {"jaen": "EVIDENCE_jaen.json", "enja": "EVIDENCE_enja.json", "decisive
            "decisive_tuned": "DECISIVE_jaen_tuned.json"}
 PROGRESS = ("reports/decisive_jaen_tuned:e:1,2,3,4,5,6,7,8", "reports/decisive_jaen:c,i,d,h",
             "reports/decisive_jaen:f,g:1,2,3,4,5,6,7,8")
-#: the same once issue 78's runs are there: InXL's default start (its study once its 8 runs are analysed), then the
-#: seeds 3-8 of ExGRE and ReFSR (always named)
-INXL_STUDY = ("decisive_inxl", "DECISIVE_jaen_inxl.json")
+#: studies the script adds once their runs are analysed (InXL's default start; the design before ExGRE's and ReFSR's
+#: seeds 3-8, once those are archived)
+LATER_STUDIES = {"decisive_inxl": "DECISIVE_jaen_inxl.json", papers.BEFORE_FEWSEED: "DECISIVE_jaen_2seeds.json"}
+#: the progress rows of issue 78's runs: InXL's default start (once its archive exists), the seeds 3-8 of ExGRE and
+#: ReFSR (always named)
 INXL_PROGRESS = "reports/decisive_jaen_inxl:g:1,2,3,4,5,6,7,8"
 FEWSEED_PROGRESS = "reports/decisive_jaen:c:3,4,5,6,7,8:exgre,refsr"
 
@@ -32,7 +34,7 @@ def test_papers_md_regenerates_from_the_committed_json(monkeypatch):
     progress = [row for spec in PROGRESS + inxl + (FEWSEED_PROGRESS,) for row in papers.tier_progress(spec)]
     third_path = REPO / papers.THIRD_LOOK  # read by the CLI where it exists, as here
     third = json.loads(third_path.read_text(encoding="utf-8")) if third_path.exists() else None
-    studies = {**STUDIES, **(dict([INXL_STUDY]) if (REPORTS / INXL_STUDY[1]).exists() else {})}
+    studies = {**STUDIES, **{k: v for k, v in LATER_STUDIES.items() if (REPORTS / v).exists()}}
     report = papers.build(papers.load_studies({k: REPORTS / v for k, v in studies.items()}), 4, progress, third)
     assert papers.markdown(report) == (REPORTS / "PAPERS.md").read_text(encoding="utf-8")
     # what issue 78 changed, read from the regenerated report rather than written here: the preregistered primary
