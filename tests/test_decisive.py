@@ -415,3 +415,50 @@ def test_the_report_analyses_a_secondary_only_once_all_its_runs_are_finished(tmp
     assert "--families primary=combination;secondary=headxl,inxl;the other baselines=" in decisive
     papers = next(c for c in calls if c.startswith("-m onmt_xl.experiments papers"))
     assert "--progress reports/decisive_jaen:f,g:1,2,3,4,5,6,7,8" in papers
+
+
+def test_once_exgre_and_refsr_have_8_seeds_the_report_also_reads_the_design_without_seeds_3_to_8(tmp_path):
+    """tools/study/papers_report.sh (issue 78): while ExGRE's and ReFSR's seeds 3-8 train, their progress row is named
+    and the design is read once; with all 12 archived it is read again from a view of its archive without them
+    (``decisive_2seeds``), which ``onmt-xl papers`` gets beside it."""
+    import shutil
+
+    def run(exgre_refsr_seeds):
+        root = tmp_path / f"repo{len(exgre_refsr_seeds)}"
+        (root / "tools" / "study").mkdir(parents=True)
+        shutil.copy(REPO / "tools" / "study" / "papers_report.sh", root / "tools" / "study")
+        finished = {"baseline": range(1, 9), "combination": range(1, 9), "exgre": exgre_refsr_seeds,
+                    "refsr": exgre_refsr_seeds, "disan": range(1, 3)}
+        for system, seeds in finished.items():
+            for seed in seeds:
+                job = root / "reports" / "decisive_jaen" / "jobs" / f"{system}_s{seed}"
+                job.mkdir(parents=True)
+                (job / "done.json").write_text("{}")
+                (job / "hyp.test.gz").write_bytes(b"")
+        (root / "reports" / "decisive_jaen" / "manifest.json").write_text("{}")
+        bin_dir, log, work = root / "bin", root / "calls.log", root / "work"
+        bin_dir.mkdir()
+        (bin_dir / "python3").write_text(f'#!/bin/bash\nprintf "%s\\n" "$*" >> {log}\n')
+        (bin_dir / "python3").chmod(0o755)
+        env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "WORK": str(work)}
+        proc = subprocess.run(["bash", str(root / "tools" / "study" / "papers_report.sh")], capture_output=True,
+                              text=True, env=env)
+        assert proc.returncode == 0, proc.stderr
+        return log.read_text().splitlines(), work
+
+    calls, _ = run(range(1, 6))
+    papers = next(c for c in calls if c.startswith("-m onmt_xl.experiments papers"))
+    assert "--progress reports/decisive_jaen:c:3,4,5,6,7,8:exgre,refsr" in papers
+    assert not any("DECISIVE_jaen_2seeds" in c for c in calls) and "decisive_2seeds" not in papers
+    calls, work = run(range(1, 9))
+    before = next(c for c in calls if "--report reports/DECISIVE_jaen_2seeds.md" in c)
+    assert f"--archive {work}/decisive_jaen_2seeds_archive " in before
+    now = next(c for c in calls if "--report reports/DECISIVE_jaen.md" in c)
+    assert before.split("--archive")[0].replace("decisive_jaen_2seeds", "decisive_jaen") == now.split("--archive")[0]
+    view = work / "decisive_jaen_2seeds_archive"
+    assert sorted(p.name for p in (view / "jobs").iterdir()) == sorted(
+        [f"baseline_s{s}" for s in range(1, 9)] + [f"combination_s{s}" for s in range(1, 9)]
+        + ["disan_s1", "disan_s2", "exgre_s1", "exgre_s2", "refsr_s1", "refsr_s2"])
+    assert (view / "manifest.json").is_symlink()
+    papers = next(c for c in calls if c.startswith("-m onmt_xl.experiments papers"))
+    assert "--study decisive_2seeds=reports/DECISIVE_jaen_2seeds.json" in papers

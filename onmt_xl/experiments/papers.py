@@ -588,7 +588,7 @@ def note_fewseed_changes(claims: List[Dict[str, Any]], before: List[Dict[str, An
 
 def issue_78_runs(studies: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
     """:data:`ISSUE_78_RUNS` with ``done``: their study holds each of their systems with 8 seeds (the report reads
-    them); until then they are queued and no row uses them."""
+    them all); until then the report names them as queued."""
     out = []
     for run in ISSUE_78_RUNS:
         systems = (studies.get(run["study"]) or {}).get("systems") or {}

@@ -82,11 +82,14 @@ else
   families="primary=combination;secondary=headxl,inxl"
   # the preregistered families, then the other papers' systems on the same split (reports/PREREG_decisive_baselines.md;
   # seeds 1-2, read from the seeds given)
-  onmt_xl_cli evidence --workdir "$WORK/decisive_jaen" --archive reports/decisive_jaen --test-from-train 5000 \
-    --stage report --systems "baseline,combination,${secondary_systems:+$secondary_systems,}$DECISIVE_OTHERS,$DECISIVE_TAB4" \
-    --seeds "$DECISIVE_SEEDS" \
-    --families "$families;the other baselines=$DECISIVE_OTHERS;Tab. 4=$DECISIVE_TAB4" \
-    --samples 10000 --bootstrap-seed 12345 --report reports/DECISIVE_jaen.md > /dev/null
+  decisive_report() {  # $1: work directory name, $2: archive, $3: report
+    onmt_xl_cli evidence --workdir "$WORK/$1" --archive "$2" --test-from-train 5000 \
+      --stage report --systems "baseline,combination,${secondary_systems:+$secondary_systems,}$DECISIVE_OTHERS,$DECISIVE_TAB4" \
+      --seeds "$DECISIVE_SEEDS" \
+      --families "$families;the other baselines=$DECISIVE_OTHERS;Tab. 4=$DECISIVE_TAB4" \
+      --samples 10000 --bootstrap-seed 12345 --report "$3" > /dev/null
+  }
+  decisive_report decisive_jaen reports/decisive_jaen reports/DECISIVE_jaen.md
   studies+=(--study decisive=reports/DECISIVE_jaen.json)
   # once ExGRE's and ReFSR's seeds 3-8 (issue 78, stage fewseed) are archived, the design as it read before them:
   # the same report from a view of its archive without those jobs, so that PAPERS.md notes each verdict they changed
@@ -97,11 +100,7 @@ else
     for j in reports/decisive_jaen/jobs/*; do
       case "${j##*/}" in exgre_s[3-8] | refsr_s[3-8]) ;; *) ln -s "$PWD/$j" "$view/jobs/" ;; esac
     done
-    onmt_xl_cli evidence --workdir "$WORK/decisive_jaen_2seeds" --archive "$view" --test-from-train 5000 \
-      --stage report --systems "baseline,combination,${secondary_systems:+$secondary_systems,}$DECISIVE_OTHERS,$DECISIVE_TAB4" \
-      --seeds "$DECISIVE_SEEDS" \
-      --families "$families;the other baselines=$DECISIVE_OTHERS;Tab. 4=$DECISIVE_TAB4" \
-      --samples 10000 --bootstrap-seed 12345 --report reports/DECISIVE_jaen_2seeds.md > /dev/null
+    decisive_report decisive_jaen_2seeds "$view" reports/DECISIVE_jaen_2seeds.md
     studies+=(--study decisive_2seeds=reports/DECISIVE_jaen_2seeds.json)
   fi
 fi
