@@ -8,6 +8,8 @@ import os
 import random
 import subprocess
 import sys
+from pathlib import Path
+from typing import Dict, List
 
 import pytest
 
@@ -384,30 +386,36 @@ def test_the_study_queue_runs_the_remaining_tiers_in_the_plans_order(tmp_path):
     assert bad.returncode == 2 and "unknown argument 'stat'" in bad.stderr
 
 
-def test_the_report_analyses_a_secondary_only_once_all_its_runs_are_finished(tmp_path):
-    """tools/study/papers_report.sh (reports/PREREG_decisive.md): HeadXL and InXL join the decisive report's systems only
-    with every seed of the primary's analysis archived; until then only their tiers' progress rows name them, with
-    those seeds. The secondary family is declared whole all along."""
+def _papers_report_calls(root: Path, finished: Dict[str, range]) -> List[str]:
+    """Run a copy of tools/study/papers_report.sh in ``root`` over an archive ``reports/decisive_jaen`` holding the
+    ``finished`` jobs (system -> seeds), ``python3`` replaced by a logger; its calls, one line each (its work
+    directory: ``root/work``)."""
     import shutil
 
-    root = tmp_path / "repo"
     (root / "tools" / "study").mkdir(parents=True)
     shutil.copy(REPO / "tools" / "study" / "papers_report.sh", root / "tools" / "study")
-    finished = {"baseline": range(1, 9), "combination": range(1, 9), "headxl": range(1, 9), "inxl": range(1, 6)}
     for system, seeds in finished.items():
         for seed in seeds:
             job = root / "reports" / "decisive_jaen" / "jobs" / f"{system}_s{seed}"
             job.mkdir(parents=True)
             (job / "done.json").write_text("{}")
             (job / "hyp.test.gz").write_bytes(b"")
-    bin_dir, log = tmp_path / "bin", tmp_path / "calls.log"
+    bin_dir, log = root / "bin", root / "calls.log"
     bin_dir.mkdir()
     (bin_dir / "python3").write_text(f'#!/bin/bash\nprintf "%s\\n" "$*" >> {log}\n')
     (bin_dir / "python3").chmod(0o755)
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "WORK": str(tmp_path / "work")}
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "WORK": str(root / "work")}
     proc = subprocess.run(["bash", str(root / "tools" / "study" / "papers_report.sh")], capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
-    calls = log.read_text().splitlines()
+    return log.read_text().splitlines()
+
+
+def test_the_report_analyses_a_secondary_only_once_all_its_runs_are_finished(tmp_path):
+    """tools/study/papers_report.sh (reports/PREREG_decisive.md): HeadXL and InXL join the decisive report's systems only
+    with every seed of the primary's analysis archived; until then only their tiers' progress rows name them, with
+    those seeds. The secondary family is declared whole all along."""
+    calls = _papers_report_calls(tmp_path / "repo", {"baseline": range(1, 9), "combination": range(1, 9),
+                                                     "headxl": range(1, 9), "inxl": range(1, 6)})
     decisive = next(c for c in calls if "--report reports/DECISIVE_jaen.md" in c)
     assert "--systems baseline,combination,headxl,relative_pe," in decisive
     assert "inxl," not in decisive.split("--systems ")[1].split()[0].replace("encoder_free_inxl", "")
@@ -421,36 +429,18 @@ def test_once_exgre_and_refsr_have_8_seeds_the_report_also_reads_the_design_with
     """tools/study/papers_report.sh (issue 78): while ExGRE's and ReFSR's seeds 3-8 train, their progress row is named
     and the design is read once; with all 12 archived it is read again from a view of its archive without them
     (``decisive_2seeds``), which ``onmt-xl papers`` gets beside it."""
-    import shutil
+    def finished(seeds):
+        return {"baseline": range(1, 9), "combination": range(1, 9), "exgre": seeds, "refsr": seeds,
+                "disan": range(1, 3)}
 
-    def run(exgre_refsr_seeds):
-        root = tmp_path / f"repo{len(exgre_refsr_seeds)}"
-        (root / "tools" / "study").mkdir(parents=True)
-        shutil.copy(REPO / "tools" / "study" / "papers_report.sh", root / "tools" / "study")
-        finished = {"baseline": range(1, 9), "combination": range(1, 9), "exgre": exgre_refsr_seeds,
-                    "refsr": exgre_refsr_seeds, "disan": range(1, 3)}
-        for system, seeds in finished.items():
-            for seed in seeds:
-                job = root / "reports" / "decisive_jaen" / "jobs" / f"{system}_s{seed}"
-                job.mkdir(parents=True)
-                (job / "done.json").write_text("{}")
-                (job / "hyp.test.gz").write_bytes(b"")
-        (root / "reports" / "decisive_jaen" / "manifest.json").write_text("{}")
-        bin_dir, log, work = root / "bin", root / "calls.log", root / "work"
-        bin_dir.mkdir()
-        (bin_dir / "python3").write_text(f'#!/bin/bash\nprintf "%s\\n" "$*" >> {log}\n')
-        (bin_dir / "python3").chmod(0o755)
-        env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "WORK": str(work)}
-        proc = subprocess.run(["bash", str(root / "tools" / "study" / "papers_report.sh")], capture_output=True,
-                              text=True, env=env)
-        assert proc.returncode == 0, proc.stderr
-        return log.read_text().splitlines(), work
-
-    calls, _ = run(range(1, 6))
+    calls = _papers_report_calls(tmp_path / "training", finished(range(1, 6)))
     papers = next(c for c in calls if c.startswith("-m onmt_xl.experiments papers"))
     assert "--progress reports/decisive_jaen:c:3,4,5,6,7,8:exgre,refsr" in papers
     assert not any("DECISIVE_jaen_2seeds" in c for c in calls) and "decisive_2seeds" not in papers
-    calls, work = run(range(1, 9))
+    root = tmp_path / "done"
+    (root / "reports" / "decisive_jaen").mkdir(parents=True)
+    (root / "reports" / "decisive_jaen" / "manifest.json").write_text("{}")
+    calls, work = _papers_report_calls(root, finished(range(1, 9))), root / "work"
     before = next(c for c in calls if "--report reports/DECISIVE_jaen_2seeds.md" in c)
     assert f"--archive {work}/decisive_jaen_2seeds_archive " in before
     now = next(c for c in calls if "--report reports/DECISIVE_jaen.md" in c)
