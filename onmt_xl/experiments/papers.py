@@ -370,13 +370,18 @@ def _left_in(left: Optional[Dict[str, Dict[str, Any]]], report: Optional[Dict[st
     return ((left or {}).get((report or {}).get("workdir") or "") or {}).get(key, set())
 
 
+def job_system(job: str) -> str:
+    """The system of a main-stage job name, ``NAME_sSEED`` -> ``NAME``."""
+    return job.rsplit("_s", 1)[0]
+
+
 def jobs_left(progress: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
     """:func:`tier_progress`'s rows by archive directory name (a study's ``workdir``): the systems with jobs not
     finished (``NAME_sSEED`` -> ``NAME``), the tiers that have any, and each such job's tier (``job_tiers``)."""
     out: Dict[str, Dict[str, Any]] = {}
     for row in progress:
         entry = out.setdefault(Path(row["archive"]).name, {"systems": set(), "tiers": set(), "job_tiers": {}})
-        entry["systems"].update(name.rsplit("_s", 1)[0] for name in row["left"])
+        entry["systems"].update(job_system(name) for name in row["left"])
         entry["job_tiers"].update({name: row["tier"] for name in row["left"]})
         if row["left"]:
             entry["tiers"].add(row["tier"])
@@ -453,7 +458,7 @@ def _tiers_left(claim: PaperClaim, left: Optional[Dict[str, Dict[str, Any]]]) ->
     them without that record, or when none has (finished, the report not regenerated yet)."""
     tiers = [t.strip() for t in claim.tier.split(",")]
     pending = {tier for entry in (left or {}).values() for name, tier in entry.get("job_tiers", {}).items()
-               if name.rsplit("_s", 1)[0] in (claim.a, claim.b)}
+               if job_system(name) in (claim.a, claim.b)}
     return [t for t in tiers if t in pending] or tiers
 
 
@@ -620,7 +625,7 @@ def tier_progress(spec: str) -> List[Dict[str, Any]]:
     jobs = {tier: [job.name for job in tier_main_jobs(tier, TIERS[tier][0], tuple(given or TIERS[tier][1]),
                                                       1, 1, 1, 0, 1)] for tier in tiers}
     wanted = parts[3].split(",") if len(parts) == 4 else None
-    known = {name.rsplit("_s", 1)[0] for names in jobs.values() for name in names}
+    known = {job_system(name) for names in jobs.values() for name in names}
     stray = [name for name in wanted or () if name not in known]
     if stray:
         raise XLUsageError(None, None, f"--progress {spec!r}: no system {stray[0]!r} in "
@@ -629,7 +634,7 @@ def tier_progress(spec: str) -> List[Dict[str, Any]]:
     out = []
     for tier, names in jobs.items():
         if wanted:
-            names = [name for name in names if name.rsplit("_s", 1)[0] in wanted]
+            names = [name for name in names if job_system(name) in wanted]
         left = [n for n in names if not (archive / "jobs" / n / "done.json").is_file()]
         out.append({"archive": parts[0], "tier": tier, "seeds": list(given or TIERS[tier][1]), "jobs": len(names),
                     "finished": len(names) - len(left), "left": left, **({"systems": wanted} if wanted else {})})
