@@ -1,4 +1,4 @@
-"""``onmt-xl``: word alignment, BTG oracle, preorderer and synthetic data, as subcommands.
+"""``onmt-xl``: word alignment, the BTG oracle and preorderer, pos_XL files and synthetic data, as subcommands.
 
 Each subcommand is a thin layer over the package's Python API. The installed ``onmt-xl`` command adds the
 research workbench's subcommands (:mod:`onmt_xl.experiments.cli`); ``python -m onmt_xl.cli`` has the
@@ -95,11 +95,13 @@ EXAMPLES = {
 }
 
 
-def build_parser(extra: Iterable[AddSubcommands] = (),
-                 examples: Optional[Dict[str, str]] = None) -> argparse.ArgumentParser:
+def build_parser(extra: Iterable[AddSubcommands] = (), examples: Optional[Dict[str, str]] = None,
+                 description: Optional[str] = None) -> argparse.ArgumentParser:
+    """The ``onmt-xl`` parser: the plug-in's subcommands, then ``extra``'s; ``description`` replaces the
+    plug-in's one-line summary (the first line of this module's docstring) at the top of ``onmt-xl -h``."""
     from onmt_xl import __version__
 
-    parser = argparse.ArgumentParser(prog="onmt-xl", description=__doc__.splitlines()[0],
+    parser = argparse.ArgumentParser(prog="onmt-xl", description=description or __doc__.splitlines()[0],
                                      formatter_class=HelpFormatter,
                                      epilog="'onmt-xl COMMAND -h' describes a command's options, with an example.")
     parser.add_argument("--version", action="version", version=f"onmt-xl {__version__}")
@@ -145,10 +147,10 @@ def _undecodable_input(args: argparse.Namespace) -> Optional[str]:
 
 
 def main(argv: Optional[List[str]] = None, extra: Iterable[AddSubcommands] = (),
-         examples: Optional[Dict[str, str]] = None) -> int:
+         examples: Optional[Dict[str, str]] = None, description: Optional[str] = None) -> int:
     from onmt_xl.core.errors import USAGE_EXIT, DATA_EXIT, XLInputError, exit_code, message
 
-    args = build_parser(extra, examples).parse_args(argv)
+    args = build_parser(extra, examples, description).parse_args(argv)
     prog = f"onmt-xl {args.command}"
     try:
         make_output_folders(args)

@@ -128,6 +128,8 @@ def test_every_subcommand_help():
     proc = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", "-h"], capture_output=True, text=True,
                           env=run_env())
     assert proc.returncode == 0 and "``" not in proc.stdout
+    summary = proc.stdout.split("positional arguments")[0]
+    assert "pipeline" in summary and "experiments" in summary  # the workbench's summary, not the plug-in's
     for name in sub.choices:
         proc = subprocess.run([sys.executable, "-m", "onmt_xl.experiments", name, "-h"], capture_output=True,
                               text=True, env=run_env())

@@ -151,8 +151,14 @@ EXAMPLES = {
 }
 
 
+#: the top of ``onmt-xl -h`` (``python -m onmt_xl.cli -h``, the plug-in alone, keeps its own)
+DESCRIPTION = ("'onmt-xl': cross-lingual position representations (XL PE) for OpenNMT-py and Eole as subcommands: "
+               "word alignment, the BTG oracle and preorderer, pos_XL files and synthetic data; the demo, the "
+               "pipeline from your raw text to scored translations, and the papers' experiments and reports.")
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    return plugin_main(argv, extra=workbench_subcommands(), examples=EXAMPLES)
+    return plugin_main(argv, extra=workbench_subcommands(), examples=EXAMPLES, description=DESCRIPTION)
 
 
 if __name__ == "__main__":
