@@ -140,6 +140,11 @@ def test_every_subcommand_help():
         assert "example:\n  onmt-xl " + name in out, (name, out)
         for markup in ("``", ":mod:", ":func:", ":class:", "::\n"):
             assert markup not in out, (name, markup)
+        if name not in ("experiments", "evidence", "papers"):  # the study's commands run in a checkout
+            # a user's commands point to nothing the installed wheel lacks
+            assert "reports/" not in out, (name, out)
+        if "--framework" in out:
+            assert "pip install eole==0.6.4" in " ".join(out.split()), (name, out)
 
 
 def test_stock_commands_show_our_message_alone(tmp_path):

@@ -281,8 +281,9 @@ def _common(p: argparse.ArgumentParser, steps_default: str = "the preset's, 400"
                    help="where the XL systems (and prereorder) take their training sentences' positions from: "
                    "preorderer = the preorderer, which trained on those very sentences (so they are more accurate "
                    "than any it predicts for new text); crossfit = from one of 5 preorderers trained on the other "
-                   "folds, as good as on new text (5 more preorderer trainings; reports/XLPOS.md). Translation always "
-                   "uses the preorderer trained on everything (default preorderer)")
+                   "folds, as good as on new text (5 more preorderer trainings; the summary gives the Kendall tau of both on "
+                   "the same sentences). Translation always uses the preorderer trained on everything (default "
+                   "preorderer)")
 
 
 def add_subcommands(sub) -> None:
@@ -296,8 +297,8 @@ def add_subcommands(sub) -> None:
                        "the systems the Eole adapter has.")
     _common(p)
     p.add_argument("--framework", choices=("opennmt", "eole"), default="opennmt",
-                   help="train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (`bash tools/install.sh "
-                   "eole`)")
+                   help="train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (`pip install eole==0.6.4 "
+                   "aiohttp`; in a checkout of onmt_xl, `bash tools/install.sh eole`)")
     p.set_defaults(func=run_demo)
 
     p = sub.add_parser("pipeline", help="tokenize, align, preorder, train and score the systems on your raw text",
@@ -338,8 +339,8 @@ def add_subcommands(sub) -> None:
         f"{k} {v.every:,}" for k, v in SCHEDULES.items()) + " steps) averaged into the model translated and served, "
                    "onmt_average_models (Eole: onmt_xl's average of the step directories) (default 5, the study's)")
     p.add_argument("--framework", choices=("opennmt", "eole"), default="opennmt",
-                   help="train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (`bash tools/install.sh "
-                   "eole`)")
+                   help="train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (`pip install eole==0.6.4 "
+                   "aiohttp`; in a checkout of onmt_xl, `bash tools/install.sh eole`)")
     p.set_defaults(func=run_pipeline)
 
     p = sub.add_parser("write-configs", help="write the YAML configurations for a work directory",

@@ -102,7 +102,8 @@ def eole_command() -> List[str]:
 def check_eole(systems: List[str]) -> None:
     """A usage error, before any work, when Eole is missing or a system is not ported to it."""
     if importlib.util.find_spec("eole") is None:
-        raise XLUsageError(None, None, "--framework eole needs Eole 0.6.4 in this Python: `bash tools/install.sh eole`")
+        raise XLUsageError(None, None, "--framework eole needs Eole 0.6.4 in this Python: `pip install eole==0.6.4 "
+                           "aiohttp` (in a checkout of onmt_xl, `bash tools/install.sh eole`)")
     missing = [s for s in systems if s not in EOLE_SYSTEMS]
     if missing:
         raise XLUsageError(None, None, f"--systems {','.join(missing)}: not ported to Eole yet; --framework eole has "
