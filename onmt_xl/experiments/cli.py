@@ -134,7 +134,7 @@ def workbench_subcommands():
 #: one example per workbench subcommand (shown by ``onmt-xl COMMAND -h``)
 EXAMPLES = {
     "demo": "onmt-xl demo --workdir runs/demo --systems baseline,combination\n"
-            "onmt-xl demo --framework eole --workdir runs/demo   # through Eole 0.6.4 (pip install eole==0.6.4 aiohttp)",
+            "onmt-xl demo --framework eole --workdir runs/demo   # through Eole 0.6.4: pip install eole==0.6.4 aiohttp",
     "pipeline": "onmt-xl pipeline --train-src data/train.ja --train-tgt data/train.en --valid-src data/dev.ja \\\n"
                 "    --valid-tgt data/dev.en --test-src data/test.ja --test-ref data/test.en --workdir runs/mine",
     "write-configs": "onmt-xl write-configs --out yaml_configs --workdir runs/demo",

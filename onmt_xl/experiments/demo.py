@@ -35,7 +35,7 @@ from typing import Any, Dict, List
 from onmt_xl.core.errors import check_text_files
 from onmt_xl.experiments.configs import DEMO_WORKDIR, TRAINING, write_configs
 from onmt_xl.experiments.inputs import workdir_path
-from onmt_xl.experiments.plan import TRAINING_POSITIONS, Job
+from onmt_xl.experiments.plan import EOLE_INSTALL, TRAINING_POSITIONS, Job
 from onmt_xl.experiments.stages import Corpus
 from onmt_xl.experiments.systems import SYSTEMS
 from onmt_xl.experiments.tokenization import CHOICES, WORD_LEVEL_BELOW
@@ -281,9 +281,9 @@ def _common(p: argparse.ArgumentParser, steps_default: str = "the preset's, 400"
                    help="where the XL systems (and prereorder) take their training sentences' positions from: "
                    "preorderer = the preorderer, which trained on those very sentences (so they are more accurate "
                    "than any it predicts for new text); crossfit = from one of 5 preorderers trained on the other "
-                   "folds, as good as on new text (5 more preorderer trainings; the summary gives the Kendall tau of both on "
-                   "the same sentences). Translation always uses the preorderer trained on everything (default "
-                   "preorderer)")
+                   "folds, as good as on new text (5 more preorderer trainings; the summary gives the Kendall tau "
+                   "of both on the same sentences). Translation always uses the preorderer trained on everything "
+                   "(default preorderer)")
 
 
 def add_subcommands(sub) -> None:
@@ -297,8 +297,7 @@ def add_subcommands(sub) -> None:
                        "the systems the Eole adapter has.")
     _common(p)
     p.add_argument("--framework", choices=("opennmt", "eole"), default="opennmt",
-                   help="train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (`pip install eole==0.6.4 "
-                   "aiohttp`; in a checkout of onmt_xl, `bash tools/install.sh eole`)")
+                   help=f"train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (to install it: {EOLE_INSTALL})")
     p.set_defaults(func=run_demo)
 
     p = sub.add_parser("pipeline", help="tokenize, align, preorder, train and score the systems on your raw text",
@@ -339,8 +338,7 @@ def add_subcommands(sub) -> None:
         f"{k} {v.every:,}" for k, v in SCHEDULES.items()) + " steps) averaged into the model translated and served, "
                    "onmt_average_models (Eole: onmt_xl's average of the step directories) (default 5, the study's)")
     p.add_argument("--framework", choices=("opennmt", "eole"), default="opennmt",
-                   help="train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (`pip install eole==0.6.4 "
-                   "aiohttp`; in a checkout of onmt_xl, `bash tools/install.sh eole`)")
+                   help=f"train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (to install it: {EOLE_INSTALL})")
     p.set_defaults(func=run_pipeline)
 
     p = sub.add_parser("write-configs", help="write the YAML configurations for a work directory",

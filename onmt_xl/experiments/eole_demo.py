@@ -35,7 +35,7 @@ from onmt_xl.core.errors import XLUsageError
 from onmt_xl.experiments.eole_configs import EOLE_SYSTEMS, eole_config
 from onmt_xl.experiments.jobs import (DEVICE_OPTIONS, RUN_OPTIONS, SCHEDULE_OPTIONS, _differences, in_this_workdir,
                                      positions_change)
-from onmt_xl.experiments.plan import XLPOS_SUFFIX
+from onmt_xl.experiments.plan import EOLE_INSTALL, XLPOS_SUFFIX
 from onmt_xl.experiments.stages import Corpus, vocab_line
 from onmt_xl.experiments.systems import SYSTEMS
 from onmt_xl.experiments.stock import read_lines, say
@@ -102,8 +102,7 @@ def eole_command() -> List[str]:
 def check_eole(systems: List[str]) -> None:
     """A usage error, before any work, when Eole is missing or a system is not ported to it."""
     if importlib.util.find_spec("eole") is None:
-        raise XLUsageError(None, None, "--framework eole needs Eole 0.6.4 in this Python: `pip install eole==0.6.4 "
-                           "aiohttp` (in a checkout of onmt_xl, `bash tools/install.sh eole`)")
+        raise XLUsageError(None, None, f"--framework eole needs Eole 0.6.4 in this Python: {EOLE_INSTALL}")
     missing = [s for s in systems if s not in EOLE_SYSTEMS]
     if missing:
         raise XLUsageError(None, None, f"--systems {','.join(missing)}: not ported to Eole yet; --framework eole has "

@@ -37,6 +37,9 @@ XLPOS_SUFFIX = ".xlpos"
 #: ``--training-positions`` of ``onmt-xl demo``/``pipeline``: a :class:`Job`'s ``xl_train`` a user may choose
 TRAINING_POSITIONS = ("preorderer", "crossfit")
 
+#: how ``--framework eole`` gets Eole, said where it is missing (an installed wheel has no ``tools/install.sh``)
+EOLE_INSTALL = "`pip install eole==0.6.4 aiohttp`, or in a checkout of onmt_xl `bash tools/install.sh eole`"
+
 
 @dataclass
 class Job:
