@@ -286,6 +286,11 @@ def _common(p: argparse.ArgumentParser, steps_default: str = "the preset's, 400"
                    "(default preorderer)")
 
 
+def _framework(p) -> None:
+    p.add_argument("--framework", choices=("opennmt", "eole"), default="opennmt",
+                   help=f"train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (to install it: {EOLE_INSTALL})")
+
+
 def add_subcommands(sub) -> None:
     p = sub.add_parser("demo", help="the main systems on an embedded synthetic SVO->SOV corpus",
                        description="Make a synthetic SVO->SOV corpus (6000 training, 200 validation, 300 test "
@@ -296,8 +301,7 @@ def add_subcommands(sub) -> None:
                        "and predict, with the configurations of yaml_configs/eole/; outputs under WORKDIR/eole/) for "
                        "the systems the Eole adapter has.")
     _common(p)
-    p.add_argument("--framework", choices=("opennmt", "eole"), default="opennmt",
-                   help=f"train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (to install it: {EOLE_INSTALL})")
+    _framework(p)
     p.set_defaults(func=run_demo)
 
     p = sub.add_parser("pipeline", help="tokenize, align, preorder, train and score the systems on your raw text",
@@ -337,8 +341,7 @@ def add_subcommands(sub) -> None:
     p.add_argument("--average", type=_positive, metavar="N", help="the last N checkpoints (every " + ", ".join(
         f"{k} {v.every:,}" for k, v in SCHEDULES.items()) + " steps) averaged into the model translated and served, "
                    "onmt_average_models (Eole: onmt_xl's average of the step directories) (default 5, the study's)")
-    p.add_argument("--framework", choices=("opennmt", "eole"), default="opennmt",
-                   help=f"train and translate with OpenNMT-py 3.5.1 (default) or Eole 0.6.4 (to install it: {EOLE_INSTALL})")
+    _framework(p)
     p.set_defaults(func=run_pipeline)
 
     p = sub.add_parser("write-configs", help="write the YAML configurations for a work directory",
