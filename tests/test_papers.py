@@ -601,3 +601,12 @@ def test_what_is_missing_says_nothing_is_only_when_no_row_waits_and_no_job_is_le
     partial = [{**c, "measured": [{**m, "verdict": m["verdict"] + papers.PARTIAL} for m in c["measured"]]}
                for c in done["claims"]]
     assert "Every row has its verdict" not in missing({**done, "claims": partial})
+
+
+def test_the_report_lists_its_studies_in_one_order_whatever_order_they_are_named_in():
+    """`onmt-xl papers --study ...` (the script's order) and `onmt-xl papers` alone (the defaults) write one report."""
+    named = {"decisive_tuned": _study(), "decisive": _study(), "jaen": _study(), papers.BEFORE_FEWSEED: _study()}
+    first = papers.build(named, heads=4)
+    again = papers.build(dict(reversed(list(named.items()))), heads=4)
+    assert list(first["studies"]) == ["jaen", "decisive", papers.BEFORE_FEWSEED, "decisive_tuned"]
+    assert papers.markdown(first) == papers.markdown(again)

@@ -567,7 +567,9 @@ def build(studies: Dict[str, Dict[str, Any]], heads: int,
             tally[c["verdict"]] = tally.get(c["verdict"], 0) + 1
     untrained = sum(1 for c in claims if not c["repeat"] and c["measured"]
                     and any(n.startswith(UNTRAINED) for n in c["measured"][0].get("notes", [])))
-    return {"studies": {k: _study_facts(v) for k, v in studies.items()}, "claims": claims, "tally": tally,
+    listed = list(DEFAULT_STUDIES) + ["decisive_xlpos"]  # the report's order, not the caller's
+    ordered = sorted(studies, key=lambda k: listed.index(k) if k in listed else len(listed))
+    return {"studies": {k: _study_facts(studies[k]) for k in ordered}, "claims": claims, "tally": tally,
             "claims_counted": sum(tally.values()), "far_from_trained": untrained,
             "heads": heads, "alpha": ALPHA, "power": POWER, "primaries": primaries(studies),
             "third_look": third_look(third), "corrections": corrections(studies, heads), "progress": list(progress),
@@ -880,8 +882,8 @@ def add_papers(sub) -> None:
                         "notes the verdicts they changed), jaen_gpu and jaen_gpu_d (tiers c, h and d through "
                         "tools/study/gpu_evidence.sh), decisive_gpu and decisive_gpu_d (the decisive split's tiers c, "
                         "i, h and d on a GPU, waves 4-6); default: reports/EVIDENCE_jaen.json, EVIDENCE_enja.json, "
-                        "DECISIVE_jaen.json, DECISIVE_jaen_tuned.json, DECISIVE_jaen_inxl.json, "
-                        "DECISIVE_jaen_2seeds.json, EVIDENCE_jaen_gpu.json, EVIDENCE_jaen_gpu_d.json, "
+                        "EVIDENCE_jaen_gpu.json, EVIDENCE_jaen_gpu_d.json, DECISIVE_jaen.json, "
+                        "DECISIVE_jaen_2seeds.json, DECISIVE_jaen_tuned.json, DECISIVE_jaen_inxl.json, "
                         "DECISIVE_jaen_gpu.json and DECISIVE_jaen_gpu_d.json (a missing file is left out)")
     p.add_argument("--progress", action="append", default=[], metavar="ARCHIVE:TIERS[:SEEDS[:SYSTEMS]]",
                    help="list, under 'What is missing', each tier's main-stage jobs that ARCHIVE does not hold "
@@ -901,12 +903,13 @@ def add_papers(sub) -> None:
 
 #: the third look's report (reports/PREREG_xlpos.md), read for the opening paragraph where it exists
 THIRD_LOOK = "reports/DECISIVE_jaen_xlpos.json"
+#: in the order the report lists them (tools/study/papers_report.sh's order), whatever order --study names them in
 DEFAULT_STUDIES = {"jaen": "reports/EVIDENCE_jaen.json", "enja": "reports/EVIDENCE_enja.json",
-                   "decisive": "reports/DECISIVE_jaen.json", "decisive_tuned": "reports/DECISIVE_jaen_tuned.json",
+                   "jaen_gpu": "reports/EVIDENCE_jaen_gpu.json", "jaen_gpu_d": "reports/EVIDENCE_jaen_gpu_d.json",
+                   "decisive": "reports/DECISIVE_jaen.json", BEFORE_FEWSEED: "reports/DECISIVE_jaen_2seeds.json",
+                   "decisive_tuned": "reports/DECISIVE_jaen_tuned.json",
                    "decisive_inxl": "reports/DECISIVE_jaen_inxl.json",
-                   BEFORE_FEWSEED: "reports/DECISIVE_jaen_2seeds.json",
-                   "jaen_gpu": "reports/EVIDENCE_jaen_gpu.json",
-                   "jaen_gpu_d": "reports/EVIDENCE_jaen_gpu_d.json", "decisive_gpu": "reports/DECISIVE_jaen_gpu.json",
+                   "decisive_gpu": "reports/DECISIVE_jaen_gpu.json",
                    "decisive_gpu_d": "reports/DECISIVE_jaen_gpu_d.json"}
 
 
