@@ -64,6 +64,10 @@ def test_few_seed_rows_carry_the_pooled_seed_variance_and_holm_is_recomputed():
     assert row["p_holm"] == pytest.approx(min(1.0, 2 * expected.p)) and row["seed_variance_pooled"]
     assert row["verdict"] == NOT_REPRODUCED
     assert "2 vs 8 seeds; seed variance pooled" in papers.markdown(rep)
+    # the pooling decides this verdict: the row names what its own runs' variance alone would read
+    assert row["notes"] == ["*reversed*, Holm p 0.003 with its own runs' seed variance alone"]
+    refsr_row = _claim(rep, "ReFSR improves")["measured"][0]
+    assert refsr_row["seed_variance_pooled"] and refsr_row["notes"] == []  # not reproduced either way
     # the same row without the 8-seed systems to pool from keeps the bootstrap's interval, and its verdict
     rep = papers.build({"decisive": {**study, "systems": {"exgre": systems["exgre"]}}}, heads=4)
     assert _claim(rep, "ExGRE improves")["measured"][0]["verdict"] == REVERSED

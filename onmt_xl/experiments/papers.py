@@ -300,11 +300,11 @@ def _runs(c: Dict[str, Any]) -> str:
 
 
 def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
-            left: Optional[Dict[str, Dict[str, Any]]] = None) -> List[Measured]:
+            left: Optional[Dict[str, Dict[str, Any]]] = None, pool: bool = True) -> List[Measured]:
     """Every study's measurement of ``claim`` (``baseline``/``pair``/``aer`` kinds), best study first; ``left``
     (:func:`jobs_left`) marks a row *partial* while jobs of its systems (of any system of its Holm
     family: ``baseline``'s comparisons, every ordering the report declared for a ``pair``, Tab. 3's systems for an
-    ``aer`` row) are not finished."""
+    ``aer`` row) are not finished; ``pool``: see :func:`row_intervals.read`."""
     out = []
     for study in STUDY_ORDER:
         report = studies.get(study)
@@ -312,7 +312,7 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
             continue
         interim = interim_design(report)
         pending = _left_in(left, report, "systems")
-        read = row_intervals.read(report, ALPHA)
+        read = row_intervals.read(report, ALPHA, pool)
         notes = _row_notes(study, (claim.a, claim.b))
 
         def measured(label: str, key: Tuple[str, str], c: Dict[str, Any], m: int, scale: float = 1.0,
@@ -486,9 +486,10 @@ def _plateau_pending(claim: PaperClaim, studies: Dict[str, Dict[str, Any]]) -> L
 
 
 def rows(studies: Dict[str, Dict[str, Any]], heads: int,
-         left: Optional[Dict[str, Dict[str, Any]]] = None) -> List[Dict[str, Any]]:
+         left: Optional[Dict[str, Dict[str, Any]]] = None, pool: bool = True) -> List[Dict[str, Any]]:
     """One entry per claim: the paper, the claim, each study's figure with interval, Holm p, power and verdict;
-    ``left`` (:func:`jobs_left`): the jobs not finished yet, which make a verdict *(partial)*."""
+    ``left`` (:func:`jobs_left`): the jobs not finished yet, which make a verdict *(partial)*; ``pool``: few-seed
+    sides carry the pooled seed variance (:func:`row_intervals.read`)."""
     out = []
     for claim in CLAIMS:
         entry: Dict[str, Any] = {"paper": claim.paper, "where": claim.where, "claim": claim.text,
@@ -511,7 +512,7 @@ def rows(studies: Dict[str, Dict[str, Any]], heads: int,
             entry["verdict"], entry["tiers"] = v, tiers
         else:
             direction = -1 if (claim.effect or 0) < 0 else 1
-            for m in measure(claim, studies, left):
+            for m in measure(claim, studies, left, pool):
                 v = AT_CHANCE if m.at_chance else verdict(m.adj_low, m.adj_high, claim.effect, direction)
                 entry["measured"].append({
                     "study": m.study, "delta": m.delta, "low": m.low, "high": m.high, "p_holm": m.p_holm, "m": m.m,
@@ -561,6 +562,7 @@ def build(studies: Dict[str, Dict[str, Any]], heads: int,
     claims = rows(studies, heads, jobs_left(progress))
     if BEFORE_FEWSEED in studies and "decisive" in studies:
         note_fewseed_changes(claims, rows({"decisive": studies[BEFORE_FEWSEED]}, heads))
+    note_pooling_decides(claims, rows(studies, heads, jobs_left(progress), pool=False))
     tally: Dict[str, int] = {}
     for c in claims:
         if not c["repeat"]:  # one verdict per claim: a claim measured again counts once, by its first row
@@ -591,6 +593,18 @@ def note_fewseed_changes(claims: List[Dict[str, Any]], before: List[Dict[str, An
         holm = f", Holm p {was['p_holm']:.3f}" if was.get("p_holm") is not None else ""
         now["notes"].append(f"*{base(was['verdict'])}*{holm} with ExGRE's and ReFSR's seeds 1-2 and the pooled seed "
                             "variance, before their seeds 3-8 (issue 78)")
+
+
+def note_pooling_decides(claims: List[Dict[str, Any]], own: List[Dict[str, Any]]) -> None:
+    """Note on each row of ``claims`` that carries the pooled seed variance what it would read with its own runs'
+    variance alone (``own``: :func:`rows` with ``pool=False``, claim for claim, study for study), where that differs:
+    a verdict the pooling decides, which more seeds would settle."""
+    for claim, alone in zip(claims, own):
+        for now, was in zip(claim["measured"], alone["measured"]):
+            if not now.get("seed_variance_pooled") or now["study"] != was["study"] or now["verdict"] == was["verdict"]:
+                continue
+            holm = f", Holm p {was['p_holm']:.3f}" if was.get("p_holm") is not None else ""
+            now["notes"].append(f"*{was['verdict']}*{holm} with its own runs' seed variance alone")
 
 
 def issue_78_runs(studies: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -732,7 +746,9 @@ def markdown(report: Dict[str, Any]) -> str:
           "max(0, s²_pooled − v)/k for that side (k runs, v the plug-in variance of its own runs), the interval widens "
           "about Δ by the ratio of the standard errors (the bootstrap's Δ taken as normal), p becomes the normal p "
           "(never below the bootstrap's), and Holm is recomputed within the family. Such rows say *seed variance "
-          "pooled* beside their seeds (`onmt_xl/experiments/row_intervals.py`, `stats.with_seed_variance`).", "",
+          "pooled* beside their seeds (`onmt_xl/experiments/row_intervals.py`, `stats.with_seed_variance`), and "
+          "where their own runs' variance alone would give another verdict, they name it: the pooling decides that "
+          "verdict, and more seeds would settle it.", "",
           "**One verdict rule on one interval.** Every verdict reads the *Holm-adjusted interval*: Δ's interval at "
           "the level Holm tests the row at (α · p / Holm p: α/m for the smallest p of m, α for a family of one), so it "
           "holds 0 exactly where Holm p ≥ α. *reproduced*: it excludes 0 on the paper's side; *reversed*: on the "

@@ -110,11 +110,12 @@ def _pooled(report: Dict[str, Any], container: str) -> Optional[float]:
     return pooled_seed_variance(groups)[0]
 
 
-def read(report: Dict[str, Any], alpha: float = 0.05) -> Dict[Tuple[str, str], RowInterval]:
+def read(report: Dict[str, Any], alpha: float = 0.05, pool: bool = True) -> Dict[Tuple[str, str], RowInterval]:
     """Every comparison of ``report`` by ``(container, name)`` (see :func:`_containers`), read in the module
-    docstring's three steps. A family whose members do not all record their own p keeps the report's Holm p."""
+    docstring's three steps (``pool=False``: each side with its own runs' seed variance only, what the bootstrap
+    saw). A family whose members do not all record their own p keeps the report's Holm p."""
     rows = list(_containers(report))
-    pooled = {container: _pooled(report, container) for container, *_ in rows}
+    pooled = {container: _pooled(report, container) if pool else None for container, *_ in rows}
     carried: Dict[Tuple[str, str], Any] = {}
     families: Dict[str, Dict[Tuple[str, str], float]] = {}
     for container, name, c, family, a, b in rows:
