@@ -66,6 +66,9 @@ def test_few_seed_rows_carry_the_pooled_seed_variance_and_holm_is_recomputed():
     assert "2 vs 8 seeds; seed variance pooled" in papers.markdown(rep)
     # the pooling decides this verdict: the row names what its own runs' variance alone would read
     assert row["notes"] == ["*reversed*, Holm p 0.003 with its own runs' seed variance alone"]
+    assert row["pooling_decides"] == {"verdict": REVERSED, "systems": ["exgre"]}  # the 8-seed baseline needs none
+    assert "1 verdict rests on the pooled seed variance" in papers.markdown(rep)
+    assert "Seeds up to 8 of `exgre` would settle it." in papers.markdown(rep)
     refsr_row = _claim(rep, "ReFSR improves")["measured"][0]
     assert refsr_row["seed_variance_pooled"] and refsr_row["notes"] == []  # not reproduced either way
     # the same row without the 8-seed systems to pool from keeps the bootstrap's interval, and its verdict

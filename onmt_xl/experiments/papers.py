@@ -562,7 +562,7 @@ def build(studies: Dict[str, Dict[str, Any]], heads: int,
     claims = rows(studies, heads, jobs_left(progress))
     if BEFORE_FEWSEED in studies and "decisive" in studies:
         note_fewseed_changes(claims, rows({"decisive": studies[BEFORE_FEWSEED]}, heads))
-    note_pooling_decides(claims, rows(studies, heads, jobs_left(progress), pool=False))
+    note_pooling_decides(claims, rows(studies, heads, jobs_left(progress), pool=False), studies)
     tally: Dict[str, int] = {}
     for c in claims:
         if not c["repeat"]:  # one verdict per claim: a claim measured again counts once, by its first row
@@ -595,16 +595,22 @@ def note_fewseed_changes(claims: List[Dict[str, Any]], before: List[Dict[str, An
                             "variance, before their seeds 3-8 (issue 78)")
 
 
-def note_pooling_decides(claims: List[Dict[str, Any]], own: List[Dict[str, Any]]) -> None:
+def note_pooling_decides(claims: List[Dict[str, Any]], own: List[Dict[str, Any]],
+                         studies: Dict[str, Dict[str, Any]]) -> None:
     """Note on each row of ``claims`` that carries the pooled seed variance what it would read with its own runs'
     variance alone (``own``: :func:`rows` with ``pool=False``, claim for claim, study for study), where that differs:
-    a verdict the pooling decides, which more seeds would settle."""
-    for claim, alone in zip(claims, own):
+    a verdict the pooling decides. ``pooling_decides`` on the row names that verdict and the row's systems with fewer
+    than :data:`FULL_SEEDS` runs, whose further seeds would settle it."""
+    for spec, claim, alone in zip(CLAIMS, claims, own):
         for now, was in zip(claim["measured"], alone["measured"]):
             if not now.get("seed_variance_pooled") or now["study"] != was["study"] or now["verdict"] == was["verdict"]:
                 continue
             holm = f", Holm p {was['p_holm']:.3f}" if was.get("p_holm") is not None else ""
             now["notes"].append(f"*{was['verdict']}*{holm} with its own runs' seed variance alone")
+            report = studies.get(now["study"].split(",")[0]) or {}
+            names = [report.get("baseline", "baseline") if n == "baseline" else n for n in (spec.a, spec.b) if n]
+            few = [n for n in names if len(row_intervals.bleu_values(report, n) or ()) < FULL_SEEDS]
+            now["pooling_decides"] = {"verdict": was["verdict"], "systems": few}
 
 
 def issue_78_runs(studies: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
@@ -816,6 +822,17 @@ def markdown(report: Dict[str, Any]) -> str:
     if not (not_run or partial):
         md += ["Every row has its verdict from finished runs" + ("; the jobs left in the table below feed no row yet."
                if left else ", and no tier has a job left."), ""]
+    decided = [(c, m) for c in report["claims"] for m in c["measured"] if m.get("pooling_decides")]
+    if decided:
+        systems = sorted({n for _, m in decided for n in m["pooling_decides"]["systems"]})
+        one = len(decided) == 1
+        md += [f"{count(len(decided), 'verdict')} {'rests' if one else 'rest'} on the pooled seed variance (*Few "
+               f"seeds* above): with each side's own runs' variance alone {'it' if one else 'they'} would read "
+               "otherwise. "
+               + "; ".join(f"{c['where']}, \"{c['claim']}\": {m['verdict']} ({m['study']}), "
+                           f"{m['pooling_decides']['verdict']} on its own runs" for c, m in decided)
+               + ". Seeds up to " + str(FULL_SEEDS) + " of " + _and([f"`{n}`" for n in systems])
+               + f" would settle {'it' if one else 'them'}.", ""]
     runs = report.get("issue_78_runs") or issue_78_runs({})
     queued = [f"{r['run']}: {r['why']}" for r in runs if not r["done"]]
     read = [f"{r['run']}, read by {r['read']}" for r in runs if r["done"]]
@@ -834,6 +851,11 @@ def markdown(report: Dict[str, Any]) -> str:
                + f" | {', '.join(map(str, r['seeds']))} | {r['finished']} of {r['jobs']} "
                f"| {', '.join(r['left']) or '–'} |" for r in report["progress"]] + [""]
     return "\n".join(md)
+
+
+def _and(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def _primaries_markdown(found: Dict[str, Dict[str, Any]], looks: Optional[List[Dict[str, Any]]] = None
