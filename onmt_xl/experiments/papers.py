@@ -854,7 +854,9 @@ def markdown(report: Dict[str, Any]) -> str:
 
 
 def _and(items: Sequence[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c``."""
+    """``a``, ``a and b``, ``a, b and c`` (nothing: their few-seed systems)."""
+    if not items:
+        return "their few-seed systems"
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
