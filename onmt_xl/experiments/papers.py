@@ -559,10 +559,11 @@ def build(studies: Dict[str, Dict[str, Any]], heads: int,
     third look's report, :func:`third_look`, whose evidence report, where it holds one, is study ``decisive_xlpos``)."""
     if (third or {}).get("evidence"):
         studies = {**studies, "decisive_xlpos": third["evidence"]}
-    claims = rows(studies, heads, jobs_left(progress))
+    left = jobs_left(progress)
+    claims = rows(studies, heads, left)
     if BEFORE_FEWSEED in studies and "decisive" in studies:
         note_fewseed_changes(claims, rows({"decisive": studies[BEFORE_FEWSEED]}, heads))
-    note_pooling_decides(claims, rows(studies, heads, jobs_left(progress), pool=False), studies)
+    note_pooling_decides(claims, rows(studies, heads, left, pool=False), studies)
     tally: Dict[str, int] = {}
     for c in claims:
         if not c["repeat"]:  # one verdict per claim: a claim measured again counts once, by its first row
@@ -590,9 +591,13 @@ def note_fewseed_changes(claims: List[Dict[str, Any]], before: List[Dict[str, An
         was = next((m for m in old["measured"] if m["study"] == "decisive"), None)
         if now is None or was is None or base(now["verdict"]) == base(was["verdict"]):
             continue
-        holm = f", Holm p {was['p_holm']:.3f}" if was.get("p_holm") is not None else ""
-        now["notes"].append(f"*{base(was['verdict'])}*{holm} with ExGRE's and ReFSR's seeds 1-2 and the pooled seed "
-                            "variance, before their seeds 3-8 (issue 78)")
+        now["notes"].append(f"{_read_as(was, base(was['verdict']))} with ExGRE's and ReFSR's seeds 1-2 and the "
+                            "pooled seed variance, before their seeds 3-8 (issue 78)")
+
+
+def _read_as(row: Dict[str, Any], verdict: str) -> str:
+    """How another reading of a row went, for its note: ``*verdict*, Holm p 0.031``."""
+    return f"*{verdict}*" + (f", Holm p {row['p_holm']:.3f}" if row.get("p_holm") is not None else "")
 
 
 def note_pooling_decides(claims: List[Dict[str, Any]], own: List[Dict[str, Any]],
@@ -605,8 +610,7 @@ def note_pooling_decides(claims: List[Dict[str, Any]], own: List[Dict[str, Any]]
         for now, was in zip(claim["measured"], alone["measured"]):
             if not now.get("seed_variance_pooled") or now["study"] != was["study"] or now["verdict"] == was["verdict"]:
                 continue
-            holm = f", Holm p {was['p_holm']:.3f}" if was.get("p_holm") is not None else ""
-            now["notes"].append(f"*{was['verdict']}*{holm} with its own runs' seed variance alone")
+            now["notes"].append(f"{_read_as(was, was['verdict'])} with its own runs' seed variance alone")
             report = studies.get(now["study"].split(",")[0]) or {}
             names = [report.get("baseline", "baseline") if n == "baseline" else n for n in (spec.a, spec.b) if n]
             few = [n for n in names if len(row_intervals.bleu_values(report, n) or ()) < FULL_SEEDS]
