@@ -299,7 +299,7 @@ def test_the_queue_runs_the_payoff_stage_after_tier_x_and_before_inxl(tmp_path):
     parser = argparse.ArgumentParser()
     add_evidence(parser.add_subparsers(dest="command"))
     text = (REPO / "tools" / "study" / "xlpos_queue.sh").read_text()
-    assert "crossfit source drift x payoff inxl fewseed" in text
+    assert "crossfit source drift x payoff inxl fewseed encfree" in text
     work = tmp_path / "work"
     (work / "tools" / "study").mkdir(parents=True)
     (work / "tools" / "study" / "xlpos_queue.sh").write_text(text)

@@ -22,6 +22,10 @@
 #             split (runs/decisive_jaen_inxl, archive reports/decisive_jaen_inxl; the design's tier g had identity)
 #   fewseed   issue 78: the few-seed rows whose verdict the seed variance decides (ExGRE and ReFSR), seeds 3-8 beside
 #             the design's 1-2, in runs/decisive_jaen (archive reports/decisive_jaen), the design's options
+#   encfree   the two Tab. 4 rows whose verdict the pooled seed variance decides (reports/PREREG_encfree_seeds.md):
+#             encoder_free (tier c), encoder_free_relative and encoder_free_inxl (tier h), seeds 3-8 beside the
+#             design's 1-2, in runs/decisive_jaen (archive reports/decisive_jaen), the design's options; two seeds
+#             at a time, so that a queue stopped part way leaves each system with the same seeds
 #
 # Run it from a snapshot of the code and bring finished jobs back:
 #   bash tools/study/queue_restart.sh       # (re)starts it in runs/queue_code on main, keeping what it wrote
@@ -31,12 +35,12 @@
 #   (cd runs/queue_code && bash tools/study/xlpos_queue.sh status)
 #   python3 tools/study/collect_archive.py --from runs/queue_code/reports/decisive_jaen_xlpos --to reports/decisive_jaen_xlpos
 #
-# Env: P jobs at once (2), NICE (10), STAGES ("crossfit source drift x payoff inxl fewseed", in that order),
+# Env: P jobs at once (2), NICE (10), STAGES ("crossfit source drift x payoff inxl fewseed encfree", in that order),
 # PAYOFF_EVERY (120): seconds between stage x's looks for newly finished jobs.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-P=${P:-2} NICE=${NICE:-10} STAGES=${STAGES:-crossfit source drift x payoff inxl fewseed}
+P=${P:-2} NICE=${NICE:-10} STAGES=${STAGES:-crossfit source drift x payoff inxl fewseed encfree}
 PAYOFF_EVERY=${PAYOFF_EVERY:-120}
 FROM=runs/decisive_jaen WORK=runs/decisive_jaen_xlpos
 DESIGN=(--test-from-train 5000 --max-steps 10000 --steps 8000)
@@ -50,6 +54,9 @@ INXLWORK=runs/decisive_jaen_inxl
 INXL=(--workdir "$INXLWORK" --archive reports/decisive_jaen_inxl "${DESIGN[@]}" --tier g --seeds 1,2,3,4,5,6,7,8)
 FEW=(--workdir "$FROM" --archive reports/decisive_jaen "${DESIGN[@]}" --tier c --inxl-init identity --seeds 3,4,5,6,7,8
      --only exgre_s3,exgre_s4,exgre_s5,exgre_s6,exgre_s7,exgre_s8,refsr_s3,refsr_s4,refsr_s5,refsr_s6,refsr_s7,refsr_s8)
+# stage encfree: tier c's encoder_free with tier h's defaults for the other two (InXL's default start, as seeds 1-2)
+ENCFREE_SYSTEMS=(encoder_free encoder_free_relative encoder_free_inxl)
+ENCFREE=(--workdir "$FROM" --archive reports/decisive_jaen "${DESIGN[@]}" --tier c,h)
 case ${1:-} in
   "") STAGE=main ;;
   status) STAGE=status ;;
@@ -167,7 +174,20 @@ for stage in $STAGES; do
         nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage main --parallel "$P" "${args[@]}" \
           || { echo "[xlpos_queue] $stage failed ($?)" >&2; exit 1; }
       fi ;;
-    *) echo "xlpos_queue: unknown stage '$stage' (crossfit, source, drift, x, payoff, inxl, fewseed)" >&2; exit 2 ;;
+    encfree)
+      for pair in 3,4 5,6 7,8; do
+        only=$(for sys in "${ENCFREE_SYSTEMS[@]}"; do for s in ${pair/,/ }; do printf '%s_s%s,' "$sys" "$s"; done; done)
+        args=("${ENCFREE[@]}" --seeds "$pair" --only "${only%,}")
+        if [ "$STAGE" = status ]; then
+          python3 -m onmt_xl.experiments evidence --stage status --parallel "$P" "${args[@]}"
+        else
+          echo "[xlpos_queue] $(date -u '+%F %T') encfree, seeds $pair"
+          nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage main --parallel "$P" "${args[@]}" \
+            || { echo "[xlpos_queue] encfree failed ($?)" >&2; exit 1; }
+        fi
+      done ;;
+    *) echo "xlpos_queue: unknown stage '$stage' (crossfit, source, drift, x, payoff, inxl, fewseed, encfree)" >&2
+       exit 2 ;;
   esac
 done
 [ "$STAGE" = main ] && echo "[xlpos_queue] $(date -u '+%F %T') done"
