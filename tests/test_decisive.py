@@ -428,14 +428,18 @@ def test_the_report_analyses_a_secondary_only_once_all_its_runs_are_finished(tmp
 def test_once_exgre_and_refsr_have_8_seeds_the_report_also_reads_the_design_without_seeds_3_to_8(tmp_path):
     """tools/study/papers_report.sh (issue 78): while ExGRE's and ReFSR's seeds 3-8 train, their progress row is named
     and the design is read once; with all 12 archived it is read again from a view of its archive without them
-    (``decisive_2seeds``), which ``onmt-xl papers`` gets beside it."""
+    (``decisive_2seeds``), which ``onmt-xl papers`` gets beside it. The view also leaves out the encoder-free systems'
+    seeds 3-8 (reports/PREREG_encfree_seeds.md), archived or not, and keeps every other system's seeds."""
     def finished(seeds):
         return {"baseline": range(1, 9), "combination": range(1, 9), "exgre": seeds, "refsr": seeds,
-                "disan": range(1, 3)}
+                "disan": range(1, 3), "encoder_free": range(1, 5), "encoder_free_relative": range(1, 4),
+                "encoder_free_inxl": range(1, 4), "encoder_free_none": range(1, 3)}
 
     calls = _papers_report_calls(tmp_path / "training", finished(range(1, 6)))
     papers = next(c for c in calls if c.startswith("-m onmt_xl.experiments papers"))
     assert "--progress reports/decisive_jaen:c:3,4,5,6,7,8:exgre,refsr" in papers
+    assert "--progress reports/decisive_jaen:c:3,4,5,6,7,8:encoder_free --progress " \
+        "reports/decisive_jaen:h:3,4,5,6,7,8:encoder_free_relative,encoder_free_inxl" in papers
     assert not any("DECISIVE_jaen_2seeds" in c for c in calls) and "decisive_2seeds" not in papers
     root = tmp_path / "done"
     (root / "reports" / "decisive_jaen").mkdir(parents=True)
@@ -448,7 +452,8 @@ def test_once_exgre_and_refsr_have_8_seeds_the_report_also_reads_the_design_with
     view = work / "decisive_jaen_2seeds_archive"
     assert sorted(p.name for p in (view / "jobs").iterdir()) == sorted(
         [f"baseline_s{s}" for s in range(1, 9)] + [f"combination_s{s}" for s in range(1, 9)]
-        + ["disan_s1", "disan_s2", "exgre_s1", "exgre_s2", "refsr_s1", "refsr_s2"])
+        + ["disan_s1", "disan_s2", "exgre_s1", "exgre_s2", "refsr_s1", "refsr_s2"]
+        + [f"encoder_free{v}_s{s}" for v in ("", "_relative", "_inxl", "_none") for s in (1, 2)])
     assert (view / "manifest.json").is_symlink()
     papers = next(c for c in calls if c.startswith("-m onmt_xl.experiments papers"))
     assert "--study decisive_2seeds=reports/DECISIVE_jaen_2seeds.json" in papers

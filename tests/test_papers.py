@@ -551,9 +551,9 @@ def test_progress_can_follow_some_systems_of_a_tier_and_their_jobs_make_their_ro
     assert not (tmp_path / "P.md").exists()
 
 
-def test_issue_78s_runs_are_queued_until_their_study_reads_them_with_8_seeds():
-    """What is missing names each run issue 78 added as queued until its study holds its systems with 8 seeds, then
-    as done, with the study that reads it."""
+def test_added_runs_are_queued_until_their_study_reads_them_with_8_seeds():
+    """What is missing names each run added after the third look (issue 78's, the encoder-free seeds) as queued until
+    its study holds its systems with 8 seeds, then as done, with the study that reads it."""
     missing = lambda r: papers.markdown(r).split("## What is missing")[1]  # noqa: E731
     seeds = lambda n: {"seeds": list(range(1, n + 1))}  # noqa: E731
     queued = missing(papers.build({"decisive_inxl": _study(systems={"inxl": seeds(7)})}, heads=4))
@@ -565,7 +565,14 @@ def test_issue_78s_runs_are_queued_until_their_study_reads_them_with_8_seeds():
         "ExGRE and ReFSR seeds 3-8" in done
     both = missing(papers.build({"decisive_inxl": _study(systems={"inxl": seeds(8)}),
                                  "decisive": _study(systems={"exgre": seeds(8), "refsr": seeds(8)})}, heads=4))
-    assert "Queued on the CPU" not in both and "read by their rows of study **decisive**, 8 seeds each" in both
+    assert "read by their rows of study **decisive**, 8 seeds each" in both
+    assert "Queued on the CPU (`tools/study/xlpos_queue.sh`): the encoder-free Transformer's seeds 3-8" in both
+    assert "ExGRE and ReFSR seeds 3-8" not in both.split("Done:")[0]
+    encfree = {n: seeds(8) for n in ("encoder_free", "encoder_free_relative", "encoder_free_inxl")}
+    every = missing(papers.build({"decisive_inxl": _study(systems={"inxl": seeds(8)}),
+                                  "decisive": _study(systems={"exgre": seeds(8), "refsr": seeds(8), **encfree})},
+                                 heads=4))
+    assert "Queued on the CPU" not in every and "read by their Tab. 4 rows of study **decisive**" in every
 
 
 def test_a_verdict_that_exgre_and_refsrs_extra_seeds_changed_says_what_it_read_before():
@@ -582,10 +589,11 @@ def test_a_verdict_that_exgre_and_refsrs_extra_seeds_changed_says_what_it_read_b
     exgre, disan = _claim(rep, "ExGRE improves"), _claim(rep, "DiSAN improves")
     assert [m["study"] for m in exgre["measured"]] == ["decisive"]
     assert exgre["verdict"] == "reversed"
-    assert exgre["measured"][0]["notes"] == ["*not reproduced*, Holm p 0.070 with ExGRE's and ReFSR's seeds 1-2 and "
-                                             "the pooled seed variance, before their seeds 3-8 (issue 78)"]
+    assert exgre["measured"][0]["notes"] == ["*not reproduced*, Holm p 0.070 with the pooled seed variance and seeds "
+                                             "1-2 alone of ExGRE, ReFSR and the three encoder-free systems, before "
+                                             "their seeds 3-8"]
     assert disan["measured"][0]["notes"] == []
-    assert "*not reproduced*, Holm p 0.070 with ExGRE's" in papers.markdown(rep)
+    assert "*not reproduced*, Holm p 0.070 with the pooled seed variance" in papers.markdown(rep)
     alone = papers.build({"decisive": after}, heads=4)
     assert _claim(alone, "ExGRE improves")["measured"][0]["notes"] == []
 

@@ -16,13 +16,16 @@ STUDIES = {"jaen": "EVIDENCE_jaen.json", "enja": "EVIDENCE_enja.json", "decisive
            "decisive_tuned": "DECISIVE_jaen_tuned.json"}
 PROGRESS = ("reports/decisive_jaen_tuned:e:1,2,3,4,5,6,7,8", "reports/decisive_jaen:c,i,d,h",
             "reports/decisive_jaen:f,g:1,2,3,4,5,6,7,8")
-#: studies the script adds once their runs are analysed (InXL's default start; the design before ExGRE's and ReFSR's
-#: seeds 3-8, once those are archived)
+#: studies the script adds once their runs are analysed (InXL's default start; the design before the few-seed systems'
+#: seeds 3-8, once ExGRE's and ReFSR's are archived)
 LATER_STUDIES = {"decisive_inxl": "DECISIVE_jaen_inxl.json", papers.BEFORE_FEWSEED: "DECISIVE_jaen_2seeds.json"}
 #: the progress rows of issue 78's runs: InXL's default start (once its archive exists), the seeds 3-8 of ExGRE and
 #: ReFSR (always named)
 INXL_PROGRESS = "reports/decisive_jaen_inxl:g:1,2,3,4,5,6,7,8"
 FEWSEED_PROGRESS = "reports/decisive_jaen:c:3,4,5,6,7,8:exgre,refsr"
+#: and those of the encoder-free systems' seeds 3-8 (reports/PREREG_encfree_seeds.md; always named)
+ENCFREE_PROGRESS = ("reports/decisive_jaen:c:3,4,5,6,7,8:encoder_free",
+                    "reports/decisive_jaen:h:3,4,5,6,7,8:encoder_free_relative,encoder_free_inxl")
 
 
 def test_papers_md_regenerates_from_the_committed_json(monkeypatch):
@@ -31,7 +34,7 @@ def test_papers_md_regenerates_from_the_committed_json(monkeypatch):
     monkeypatch.chdir(REPO)  # --progress names archives relative to the repository, as the script does
     # the script adds InXL's default-start tier once its archive exists (issue 78's queue creates it)
     inxl = (INXL_PROGRESS,) if (REPORTS / "decisive_jaen_inxl").is_dir() else ()
-    progress = [row for spec in PROGRESS + inxl + (FEWSEED_PROGRESS,) for row in papers.tier_progress(spec)]
+    progress = [row for spec in PROGRESS + inxl + (FEWSEED_PROGRESS,) + ENCFREE_PROGRESS for row in papers.tier_progress(spec)]
     third_path = REPO / papers.THIRD_LOOK  # read by the CLI where it exists, as here
     third = json.loads(third_path.read_text(encoding="utf-8")) if third_path.exists() else None
     studies = {**STUDIES, **{k: v for k, v in LATER_STUDIES.items() if (REPORTS / v).exists()}}

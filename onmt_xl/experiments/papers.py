@@ -6,8 +6,8 @@ study: ``jaen`` (tier a, and tier c's first runs: 48,000 training pairs, 500 tes
 d and h, reports/PREREG_decisive_baselines.md), ``decisive_tuned`` (its addendum with InXL's tuned start,
 reports/PREREG_decisive_tuned.md), ``decisive_xlpos`` (the third look, reports/PREREG_xlpos.md: read from the
 evidence report inside reports/DECISIVE_jaen_xlpos.json), ``decisive_inxl`` (InXL with its default start on the
-design's split against its baseline runs, issue 78), ``decisive_2seeds`` (the design before ExGRE's and ReFSR's seeds
-3-8, issue 78: only notes the verdicts those seeds changed), ``jaen_gpu``/``jaen_gpu_d`` (tiers c, h and d trained on
+design's split against its baseline runs, issue 78), ``decisive_2seeds`` (the design with seeds 1-2 alone of the
+systems later given seeds 3-8, :data:`FEWSEED_SYSTEMS`: only notes the verdicts those seeds changed), ``jaen_gpu``/``jaen_gpu_d`` (tiers c, h and d trained on
 a lent GPU, each work directory with its own baseline runs) and ``decisive_gpu``/``decisive_gpu_d`` (the same on the
 decisive split).
 Output: Markdown and its JSON.
@@ -74,10 +74,15 @@ ALPHA, POWER = 0.05, 0.8
 #: (reports/EVIDENCE.md, tools/study/gpu_evidence.sh)
 STUDY_ORDER = ("decisive", "decisive_tuned", "decisive_xlpos", "decisive_inxl", "decisive_gpu", "jaen", "jaen_gpu",
                "jaen_gpu_d")
-#: the decisive design's reading with ExGRE and ReFSR at their 2 seeds (the pooled seed variance), regenerated without
-#: their seeds 3-8 (issue 78) once those are archived: no row of its own; a verdict of ``decisive`` it differs from
-#: says so in a note
+#: the decisive design's reading with :data:`FEWSEED_SYSTEMS` at their 2 seeds (the pooled seed variance), regenerated
+#: without their seeds 3-8 once ExGRE's and ReFSR's are archived: no row of its own; a verdict of ``decisive`` it
+#: differs from says so in a note
 BEFORE_FEWSEED = "decisive_2seeds"
+#: the decisive split's few-seed systems later given seeds 3-8 beside their 1-2 (``tools/study/xlpos_queue.sh``:
+#: ExGRE and ReFSR, stage ``fewseed``, issue 78; the encoder-free systems, stage ``encfree``,
+#: ``reports/PREREG_encfree_seeds.md``), as the notes name them; ``tools/study/papers_report.sh`` leaves the same
+#: jobs out of :data:`BEFORE_FEWSEED`'s archive
+FEWSEED_SYSTEMS = "ExGRE, ReFSR and the three encoder-free systems"
 #: what each study is, for the report's list of studies
 STUDY_TEXT = {
     "decisive_tuned": "the decisive design's addendum, `reports/PREREG_decisive_tuned.md`, a second look set up after "
@@ -95,7 +100,7 @@ STUDY_TEXT = {
                 "InXL's `identity` start, which the tuning split then rejected (`reports/TUNING.md`; rows with "
                 "InXL say so); on its split, the other papers' systems "
                 "(`reports/PREREG_decisive_baselines.md`: `identity` in tiers c and d, the default start in tier h)",
-    BEFORE_FEWSEED: "the decisive design as it read before ExGRE's and ReFSR's seeds 3-8 (issue 78): their seeds 1-2 "
+    BEFORE_FEWSEED: f"the decisive design as it read before the seeds 3-8 of {FEWSEED_SYSTEMS}: their seeds 1-2 "
                     "with the pooled seed variance, every other run the same; no row of its own, a **decisive** row "
                     "whose verdict differs from it says so",
     "jaen": "the ja→en study: tier a, and tier c's first runs",
@@ -120,9 +125,10 @@ ROW_NOTES: Dict[str, Tuple[Optional[frozenset], str]] = {
     "decisive_xlpos": (None, "cross-fitted training positions"),
     "decisive_inxl": (frozenset({"inxl"}), "InXL's default start"),
 }
-#: runs issue 78 added (``tools/study/xlpos_queue.sh``, stages ``inxl`` and ``fewseed``, after the third look's
-#: jobs): what each is, what it answers, and what reads it once ``study`` holds each of ``systems`` with 8 seeds
-ISSUE_78_RUNS = (
+#: runs added after the third look's jobs (``tools/study/xlpos_queue.sh``: issue 78's stages ``inxl`` and ``fewseed``,
+#: then stage ``encfree``): what each is, what it answers, and what reads it once ``study`` holds each of ``systems``
+#: with 8 seeds
+ADDED_RUNS = (
     {"run": "InXL with the default (tuned) start, 8 seeds, on the decisive split (`reports/decisive_jaen_inxl`)",
      "why": "the design's InXL rows test the `identity` start the tuning split rejected",
      "read": "study **decisive_inxl**'s row", "study": "decisive_inxl", "systems": ("inxl",)},
@@ -130,6 +136,11 @@ ISSUE_78_RUNS = (
      "why": "the rows whose verdict the seed variance decides (until then their intervals carry the pooled seed "
             "variance)",
      "read": "their rows of study **decisive**, 8 seeds each", "study": "decisive", "systems": ("exgre", "refsr")},
+    {"run": "the encoder-free Transformer's seeds 3-8 with absolute, relative and InXL PE beside the design's 1-2 "
+            "(`reports/decisive_jaen`, tiers c and h; `reports/PREREG_encfree_seeds.md`)",
+     "why": "the two Tab. 4 rows whose verdict the pooled seed variance decides",
+     "read": "their Tab. 4 rows of study **decisive**, 8 seeds each", "study": "decisive",
+     "systems": ("encoder_free", "encoder_free_relative", "encoder_free_inxl")},
 )
 #: what issue 78 asked for that has run: the control's drift check (``reports/PREREG_xlpos.md``, ``reports/XLPOS.md``)
 DONE_FOR_78 = (
@@ -576,13 +587,13 @@ def build(studies: Dict[str, Dict[str, Any]], heads: int,
             "claims_counted": sum(tally.values()), "far_from_trained": untrained,
             "heads": heads, "alpha": ALPHA, "power": POWER, "primaries": primaries(studies),
             "third_look": third_look(third), "corrections": corrections(studies, heads), "progress": list(progress),
-            "issue_78_runs": issue_78_runs(studies)}
+            "added_runs": added_runs(studies)}
 
 
 def note_fewseed_changes(claims: List[Dict[str, Any]], before: List[Dict[str, Any]]) -> None:
     """Note on each **decisive** row of ``claims`` whose verdict differs from ``before`` (:func:`rows` of
-    :data:`BEFORE_FEWSEED` read as study ``decisive``, claim for claim) what it read before ExGRE's and ReFSR's seeds
-    3-8: their own rows, and their Holm families' (whose correction those seeds change)."""
+    :data:`BEFORE_FEWSEED` read as study ``decisive``, claim for claim) what it read before the seeds 3-8 of
+    :data:`FEWSEED_SYSTEMS`: their own rows, and their Holm families' (whose correction those seeds change)."""
     def base(verdict: str) -> str:
         return verdict.replace(INTERIM, "").replace(PARTIAL, "")
 
@@ -591,8 +602,8 @@ def note_fewseed_changes(claims: List[Dict[str, Any]], before: List[Dict[str, An
         was = next((m for m in old["measured"] if m["study"] == "decisive"), None)
         if now is None or was is None or base(now["verdict"]) == base(was["verdict"]):
             continue
-        now["notes"].append(f"{_read_as(was, base(was['verdict']))} with ExGRE's and ReFSR's seeds 1-2 and the "
-                            "pooled seed variance, before their seeds 3-8 (issue 78)")
+        now["notes"].append(f"{_read_as(was, base(was['verdict']))} with the pooled seed variance and seeds 1-2 "
+                            f"alone of {FEWSEED_SYSTEMS}, before their seeds 3-8")
 
 
 def _read_as(row: Dict[str, Any], verdict: str) -> str:
@@ -617,11 +628,11 @@ def note_pooling_decides(claims: List[Dict[str, Any]], own: List[Dict[str, Any]]
             now["pooling_decides"] = {"verdict": was["verdict"], "systems": few}
 
 
-def issue_78_runs(studies: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
-    """:data:`ISSUE_78_RUNS` with ``done``: their study holds each of their systems with 8 seeds (the report reads
+def added_runs(studies: Dict[str, Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """:data:`ADDED_RUNS` with ``done``: their study holds each of their systems with 8 seeds (the report reads
     them all); until then the report names them as queued."""
     out = []
-    for run in ISSUE_78_RUNS:
+    for run in ADDED_RUNS:
         systems = (studies.get(run["study"]) or {}).get("systems") or {}
         done = all(len((systems.get(name) or {}).get("seeds") or ()) >= 8 for name in run["systems"])
         out.append({"run": run["run"], "why": run["why"], "read": run["read"], "done": done})
@@ -837,7 +848,7 @@ def markdown(report: Dict[str, Any]) -> str:
                            f"{m['pooling_decides']['verdict']} on its own runs" for c, m in decided)
                + ". Seeds up to " + str(FULL_SEEDS) + " of " + _and([f"`{n}`" for n in systems])
                + f" would settle {'it' if one else 'them'}.", ""]
-    runs = report.get("issue_78_runs") or issue_78_runs({})
+    runs = report.get("added_runs") or added_runs({})
     queued = [f"{r['run']}: {r['why']}" for r in runs if not r["done"]]
     read = [f"{r['run']}, read by {r['read']}" for r in runs if r["done"]]
     md += [(f"Queued on the CPU (`tools/study/xlpos_queue.sh`): {'; '.join(queued)}. "
@@ -922,8 +933,8 @@ def add_papers(sub) -> None:
                    help="an evidence report's JSON by study name: jaen (tier a and tier c's first runs, on the "
                         "CPU), enja (tier b), decisive (tier e, and tiers c, i, d, h on its split), decisive_tuned "
                         "(its addendum with InXL's tuned start), decisive_inxl (InXL with its default start on that "
-                        "split), decisive_2seeds (the decisive design before ExGRE's and ReFSR's seeds 3-8: it only "
-                        "notes the verdicts they changed), jaen_gpu and jaen_gpu_d (tiers c, h and d through "
+                        "split), decisive_2seeds (the decisive design before the seeds 3-8 of ExGRE, ReFSR and the "
+                        "encoder-free systems: it only notes the verdicts they changed), jaen_gpu and jaen_gpu_d (tiers c, h and d through "
                         "tools/study/gpu_evidence.sh), decisive_gpu and decisive_gpu_d (the decisive split's tiers c, "
                         "i, h and d on a GPU, waves 4-6); default: reports/EVIDENCE_jaen.json, EVIDENCE_enja.json, "
                         "EVIDENCE_jaen_gpu.json, EVIDENCE_jaen_gpu_d.json, DECISIVE_jaen.json, "

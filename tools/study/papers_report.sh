@@ -39,6 +39,9 @@ papers_md() {  # reports/PAPERS.md from the studies in "${studies[@]}" and every
   # issue 78's seeds 3-8 of ExGRE and ReFSR (tools/study/xlpos_queue.sh stage fewseed): their rows, and their Holm
   # family's, read (partial) until all 12 are archived
   progress+=(--progress reports/decisive_jaen:c:3,4,5,6,7,8:exgre,refsr)
+  # the encoder-free systems' seeds 3-8 (stage encfree, reports/PREREG_encfree_seeds.md): tier c's and tier h's
+  progress+=(--progress reports/decisive_jaen:c:3,4,5,6,7,8:encoder_free
+             --progress reports/decisive_jaen:h:3,4,5,6,7,8:encoder_free_relative,encoder_free_inxl)
   onmt_xl_cli papers "${studies[@]}" "${progress[@]}" --report reports/PAPERS.md > /dev/null
   echo "[papers_report] wrote reports/PAPERS.md (and .json)" >&2
 }
@@ -91,14 +94,18 @@ else
   }
   decisive_report decisive_jaen reports/decisive_jaen reports/DECISIVE_jaen.md
   studies+=(--study decisive=reports/DECISIVE_jaen.json)
-  # once ExGRE's and ReFSR's seeds 3-8 (issue 78, stage fewseed) are archived, the design as it read before them:
-  # the same report from a view of its archive without those jobs, so that PAPERS.md notes each verdict they changed
+  # once ExGRE's and ReFSR's seeds 3-8 (issue 78, stage fewseed) are archived, the design as it read before them
+  # and before the encoder-free systems' seeds 3-8 (stage encfree; papers.FEWSEED_SYSTEMS): the same report from a
+  # view of its archive without those jobs, so that PAPERS.md notes each verdict they changed
   if [ "$(archived_runs reports/decisive_jaen exgre)" -eq 8 ] && [ "$(archived_runs reports/decisive_jaen refsr)" -eq 8 ]; then
     view="$WORK/decisive_jaen_2seeds_archive"
     mkdir -p "$view/jobs"
     for f in reports/decisive_jaen/*; do [ "${f##*/}" = jobs ] || ln -s "$PWD/$f" "$view/"; done
     for j in reports/decisive_jaen/jobs/*; do
-      case "${j##*/}" in exgre_s[3-8] | refsr_s[3-8]) ;; *) ln -s "$PWD/$j" "$view/jobs/" ;; esac
+      case "${j##*/}" in
+        exgre_s[3-8] | refsr_s[3-8] | encoder_free_s[3-8] | encoder_free_relative_s[3-8] | encoder_free_inxl_s[3-8]) ;;
+        *) ln -s "$PWD/$j" "$view/jobs/" ;;
+      esac
     done
     decisive_report decisive_jaen_2seeds "$view" reports/DECISIVE_jaen_2seeds.md
     studies+=(--study decisive_2seeds=reports/DECISIVE_jaen_2seeds.json)
