@@ -34,7 +34,8 @@ def test_papers_md_regenerates_from_the_committed_json(monkeypatch):
     monkeypatch.chdir(REPO)  # --progress names archives relative to the repository, as the script does
     # the script adds InXL's default-start tier once its archive exists (issue 78's queue creates it)
     inxl = (INXL_PROGRESS,) if (REPORTS / "decisive_jaen_inxl").is_dir() else ()
-    progress = [row for spec in PROGRESS + inxl + (FEWSEED_PROGRESS,) + ENCFREE_PROGRESS for row in papers.tier_progress(spec)]
+    specs = PROGRESS + inxl + (FEWSEED_PROGRESS,) + ENCFREE_PROGRESS
+    progress = [row for spec in specs for row in papers.tier_progress(spec)]
     third_path = REPO / papers.THIRD_LOOK  # read by the CLI where it exists, as here
     third = json.loads(third_path.read_text(encoding="utf-8")) if third_path.exists() else None
     studies = {**STUDIES, **{k: v for k, v in LATER_STUDIES.items() if (REPORTS / v).exists()}}

@@ -7,9 +7,9 @@ d and h, reports/PREREG_decisive_baselines.md), ``decisive_tuned`` (its addendum
 reports/PREREG_decisive_tuned.md), ``decisive_xlpos`` (the third look, reports/PREREG_xlpos.md: read from the
 evidence report inside reports/DECISIVE_jaen_xlpos.json), ``decisive_inxl`` (InXL with its default start on the
 design's split against its baseline runs, issue 78), ``decisive_2seeds`` (the design with seeds 1-2 alone of the
-systems later given seeds 3-8, :data:`FEWSEED_SYSTEMS`: only notes the verdicts those seeds changed), ``jaen_gpu``/``jaen_gpu_d`` (tiers c, h and d trained on
-a lent GPU, each work directory with its own baseline runs) and ``decisive_gpu``/``decisive_gpu_d`` (the same on the
-decisive split).
+systems later given seeds 3-8, :data:`FEWSEED_SYSTEMS`: only notes the verdicts those seeds changed),
+``jaen_gpu``/``jaen_gpu_d`` (tiers c, h and d trained on a lent GPU, each work directory with its own baseline runs)
+and ``decisive_gpu``/``decisive_gpu_d`` (the same on the decisive split).
 Output: Markdown and its JSON.
 
 Each claim is a difference the paper reports (its figure on its own data, ``effect``, in BLEU or AER points; the
@@ -934,8 +934,8 @@ def add_papers(sub) -> None:
                         "CPU), enja (tier b), decisive (tier e, and tiers c, i, d, h on its split), decisive_tuned "
                         "(its addendum with InXL's tuned start), decisive_inxl (InXL with its default start on that "
                         "split), decisive_2seeds (the decisive design before the seeds 3-8 of ExGRE, ReFSR and the "
-                        "encoder-free systems: it only notes the verdicts they changed), jaen_gpu and jaen_gpu_d (tiers c, h and d through "
-                        "tools/study/gpu_evidence.sh), decisive_gpu and decisive_gpu_d (the decisive split's tiers c, "
+                        "encoder-free systems: it only notes the verdicts they changed), jaen_gpu and jaen_gpu_d "
+                        "(tiers c, h and d through tools/study/gpu_evidence.sh), decisive_gpu and decisive_gpu_d (the decisive split's tiers c, "
                         "i, h and d on a GPU, waves 4-6); default: reports/EVIDENCE_jaen.json, EVIDENCE_enja.json, "
                         "EVIDENCE_jaen_gpu.json, EVIDENCE_jaen_gpu_d.json, DECISIVE_jaen.json, "
                         "DECISIVE_jaen_2seeds.json, DECISIVE_jaen_tuned.json, DECISIVE_jaen_inxl.json, "
