@@ -391,7 +391,11 @@ def test_aer_at_chance_is_not_measurable_and_the_eflomal_row_follows():
             "comparisons": {"combination": {"delta": -0.022, "low": -0.03, "high": -0.015, "p_holm": 0.001}}}
     rep = papers.build({"decisive": _study(attention_aer=gold, attention_aer_test=test)}, heads=4)
     claim = _claim(rep, "Combination's attention")
-    assert [m["study"] for m in claim["measured"]] == ["decisive, gold links", "decisive, eflomal test links"]
+    # the row names its study, and the links it is measured against beside it
+    assert [(m["study"], m["reference"]) for m in claim["measured"]] == [("decisive", "gold links"),
+                                                                         ("decisive", "eflomal test links")]
+    text = papers.markdown(rep)
+    assert "| decisive, gold links (" in text and "| decisive, eflomal test links (" in text
     assert claim["verdict"] == papers.AT_CHANCE and claim["measured"][1]["verdict"] == REPRODUCED
 
 

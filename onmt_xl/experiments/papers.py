@@ -246,7 +246,7 @@ CLAIMS: Tuple[PaperClaim, ...] = (
 class Measured:
     """A claim's measurement in one study: Δ (in the claim's unit) with its interval, Holm p and family size."""
 
-    study: str
+    study: str  # the study's name, a key of ``studies``
     delta: float
     low: float
     high: float
@@ -260,6 +260,7 @@ class Measured:
     adj_high: float = 0.0
     carried: bool = False  # the interval and p carry the pooled seed variance (a side with few seeds)
     notes: Tuple[str, ...] = ()  # what the row needs said beside it: ROW_NOTES, a system far from trained
+    reference: str = ""  # an attention-AER row's reference links (AER_REFERENCES), shown after the study
 
 
 def smallest_detectable(low: float, high: float, m: int, alpha: float = ALPHA, power: float = POWER) -> float:
@@ -326,10 +327,9 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
         read = row_intervals.read(report, ALPHA, pool)
         notes = _row_notes(study, (claim.a, claim.b))
 
-        def measured(label: str, key: Tuple[str, str], c: Dict[str, Any], m: int, scale: float = 1.0,
-                     **kw: Any) -> Measured:
+        def measured(key: Tuple[str, str], c: Dict[str, Any], m: int, scale: float = 1.0, **kw: Any) -> Measured:
             r = read[key]
-            return Measured(label, scale * r.delta, scale * r.low, scale * r.high, r.p_holm, m, _runs(c),
+            return Measured(study, scale * r.delta, scale * r.low, scale * r.high, r.p_holm, m, _runs(c),
                             adj_low=scale * r.adj_low, adj_high=scale * r.adj_high, carried=r.carried, **kw)
 
         if claim.kind == "baseline":
@@ -338,7 +338,7 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
                 # the family as declared (a member left out of the report until its runs finish), else as reported
                 family = ((report.get("families_declared") or {}).get(c.get("family"))
                           or (report.get("family_members") or {}).get(c.get("family")) or [claim.a])
-                out.append(measured(study, ("comparisons", claim.a), c, _family_size(report, c.get("family")),
+                out.append(measured(("comparisons", claim.a), c, _family_size(report, c.get("family")),
                                     interim=interim, partial=bool(pending & {claim.a, *family}),
                                     notes=notes + _untrained(report, (claim.a,))))
         elif claim.kind == "pair":
@@ -348,7 +348,7 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
             pairs = report.get(key, {})
             c = pairs.get(pair_name(claim.a, claim.b))
             if c:
-                out.append(measured(study, (key, pair_name(claim.a, claim.b)), c, len(pairs), interim=interim,
+                out.append(measured((key, pair_name(claim.a, claim.b)), c, len(pairs), interim=interim,
                                     partial=bool(pending & {claim.a, claim.b, *ordering_sides(report)}),
                                     notes=notes + _untrained(report, (claim.a, claim.b))))
         elif claim.kind == "aer":
@@ -357,7 +357,7 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
                 c = aer.get("comparisons", {}).get(claim.a)
                 if c:
                     # Holm runs over every system of Tab. 3 the report has runs of: one still training can move p
-                    out.append(measured(f"{study}, {label}", (key, claim.a), c, len(aer["comparisons"]), 100.0,
+                    out.append(measured((key, claim.a), c, len(aer["comparisons"]), 100.0, reference=label,
                                         at_chance=_at_chance(aer, claim), interim=interim,
                                         partial=bool(pending & {claim.a, *AER_SYSTEMS}), notes=notes))
     return out
@@ -531,7 +531,7 @@ def rows(studies: Dict[str, Dict[str, Any]], heads: int,
                     "runs": m.runs, "detectable": smallest_detectable(m.low, m.high, m.m),
                     "verdict": v + (INTERIM if m.interim else "") + (PARTIAL if m.partial else ""),
                     "size": size_vs_paper(m.adj_low, m.adj_high, claim.effect, direction) if v == REPRODUCED else None,
-                    "notes": list(m.notes)})
+                    "notes": list(m.notes), **({"reference": m.reference} if m.reference else {})})
             pending = [] if entry["measured"] else _plateau_pending(claim, studies)
             entry["measured"] += pending
             entry["verdict"] = entry["measured"][0]["verdict"] if entry["measured"] else NOT_RUN
@@ -606,6 +606,11 @@ def note_fewseed_changes(claims: List[Dict[str, Any]], before: List[Dict[str, An
                             f"alone of {FEWSEED_SYSTEMS}, before their seeds 3-8")
 
 
+def _where(row: Dict[str, Any]) -> str:
+    """A measured row's study, with its reference links where it is an attention-AER row: ``decisive, gold links``."""
+    return row["study"] + (f", {row['reference']}" if row.get("reference") else "")
+
+
 def _read_as(row: Dict[str, Any], verdict: str) -> str:
     """How another reading of a row went, for its note: ``*verdict*, Holm p 0.031``."""
     return f"*{verdict}*" + (f", Holm p {row['p_holm']:.3f}" if row.get("p_holm") is not None else "")
@@ -622,7 +627,7 @@ def note_pooling_decides(claims: List[Dict[str, Any]], own: List[Dict[str, Any]]
             if not now.get("seed_variance_pooled") or now["study"] != was["study"] or now["verdict"] == was["verdict"]:
                 continue
             now["notes"].append(f"{_read_as(was, was['verdict'])} with its own runs' seed variance alone")
-            report = studies.get(now["study"].split(",")[0]) or {}
+            report = studies.get(now["study"]) or {}
             names = [report.get("baseline", "baseline") if n == "baseline" else n for n in (spec.a, spec.b) if n]
             few = [n for n in names if len(row_intervals.bleu_values(report, n) or ()) < FULL_SEEDS]
             now["pooling_decides"] = {"verdict": was["verdict"], "systems": few}
@@ -812,7 +817,7 @@ def markdown(report: Dict[str, Any]) -> str:
                               + (f" ({_tiers(m['tiers'])})" if m["verdict"] == NOT_RUN else "") + notes + " |")
                 else:
                     runs = m["runs"] + ("; seed variance pooled" if m.get("seed_variance_pooled") else "")
-                    md.append(head + f"| {m['study']} ({runs}) | {m['delta']:+.2f} [{m['low']:+.2f}, "
+                    md.append(head + f"| {_where(m)} ({runs}) | {m['delta']:+.2f} [{m['low']:+.2f}, "
                               f"{m['high']:+.2f}] | [{m['adj_low']:+.2f}, {m['adj_high']:+.2f}] | "
                               f"{m['p_holm']:.3f} ({m['m']}) | {m['detectable']:.2f} | "
                               f"{m['verdict']}" + (f"; {m['size']}" if m.get("size") else "") + notes + " |")
@@ -844,7 +849,7 @@ def markdown(report: Dict[str, Any]) -> str:
         md += [f"{count(len(decided), 'verdict')} {'rests' if one else 'rest'} on the pooled seed variance (*Few "
                f"seeds* above): with each side's own runs' variance alone {'it' if one else 'they'} would read "
                "otherwise. "
-               + "; ".join(f"{c['where']}, \"{c['claim']}\": {m['verdict']} ({m['study']}), "
+               + "; ".join(f"{c['where']}, \"{c['claim']}\": {m['verdict']} ({_where(m)}), "
                            f"{m['pooling_decides']['verdict']} on its own runs" for c, m in decided)
                + ". Seeds up to " + str(FULL_SEEDS) + " of " + _and([f"`{n}`" for n in systems])
                + f" would settle {'it' if one else 'them'}.", ""]
@@ -935,8 +940,8 @@ def add_papers(sub) -> None:
                         "(its addendum with InXL's tuned start), decisive_inxl (InXL with its default start on that "
                         "split), decisive_2seeds (the decisive design before the seeds 3-8 of ExGRE, ReFSR and the "
                         "encoder-free systems: it only notes the verdicts they changed), jaen_gpu and jaen_gpu_d "
-                        "(tiers c, h and d through tools/study/gpu_evidence.sh), decisive_gpu and decisive_gpu_d (the decisive split's tiers c, "
-                        "i, h and d on a GPU, waves 4-6); default: reports/EVIDENCE_jaen.json, EVIDENCE_enja.json, "
+                        "(tiers c, h and d through tools/study/gpu_evidence.sh), decisive_gpu and decisive_gpu_d "
+                        "(the decisive split's tiers c, i, h and d on a GPU, waves 4-6); default: reports/EVIDENCE_jaen.json, EVIDENCE_enja.json, "
                         "EVIDENCE_jaen_gpu.json, EVIDENCE_jaen_gpu_d.json, DECISIVE_jaen.json, "
                         "DECISIVE_jaen_2seeds.json, DECISIVE_jaen_tuned.json, DECISIVE_jaen_inxl.json, "
                         "DECISIVE_jaen_gpu.json and DECISIVE_jaen_gpu_d.json (a missing file is left out)")
