@@ -114,6 +114,18 @@ run_stage() {  # $1: the stage's name; the rest: evidence's arguments
     || { echo "[xlpos_queue] $name failed ($?)" >&2; exit 1; }
 }
 
+evidence_stage() {  # $1: the name it logs; the rest: evidence's arguments, --workdir DIR first (status: only if DIR is)
+  local name=$1
+  shift
+  if [ "$STAGE" = status ]; then
+    [ -d "$2" ] && python3 -m onmt_xl.experiments evidence --stage status --parallel "$P" "$@"
+    return 0
+  fi
+  echo "[xlpos_queue] $(date -u '+%F %T') $name"
+  nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage main --parallel "$P" "$@" \
+    || { echo "[xlpos_queue] $name failed ($?)" >&2; exit 1; }
+}
+
 [ "$STAGE" = main ] && seed_workdir
 for stage in $STAGES; do
   case $stage in
@@ -165,26 +177,12 @@ for stage in $STAGES; do
         echo "[xlpos_queue] $(date -u '+%F %T') payoff"
         payoff || { echo "[xlpos_queue] payoff failed ($?)" >&2; exit 1; }
       fi ;;
-    inxl|fewseed)
-      if [ "$stage" = inxl ]; then args=("${INXL[@]}"); else args=("${FEW[@]}"); fi
-      if [ "$STAGE" = status ]; then
-        [ -d "${args[1]}" ] && python3 -m onmt_xl.experiments evidence --stage status --parallel "$P" "${args[@]}"
-      else
-        echo "[xlpos_queue] $(date -u '+%F %T') $stage"
-        nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage main --parallel "$P" "${args[@]}" \
-          || { echo "[xlpos_queue] $stage failed ($?)" >&2; exit 1; }
-      fi ;;
+    inxl) evidence_stage inxl "${INXL[@]}" ;;
+    fewseed) evidence_stage fewseed "${FEW[@]}" ;;
     encfree)
       for pair in 3,4 5,6 7,8; do
         only=$(for sys in "${ENCFREE_SYSTEMS[@]}"; do for s in ${pair/,/ }; do printf '%s_s%s,' "$sys" "$s"; done; done)
-        args=("${ENCFREE[@]}" --seeds "$pair" --only "${only%,}")
-        if [ "$STAGE" = status ]; then
-          python3 -m onmt_xl.experiments evidence --stage status --parallel "$P" "${args[@]}"
-        else
-          echo "[xlpos_queue] $(date -u '+%F %T') encfree, seeds $pair"
-          nice -n "$NICE" python3 -m onmt_xl.experiments evidence --stage main --parallel "$P" "${args[@]}" \
-            || { echo "[xlpos_queue] encfree failed ($?)" >&2; exit 1; }
-        fi
+        evidence_stage "encfree, seeds $pair" "${ENCFREE[@]}" --seeds "$pair" --only "${only%,}"
       done ;;
     *) echo "xlpos_queue: unknown stage '$stage' (crossfit, source, drift, x, payoff, inxl, fewseed, encfree)" >&2
        exit 2 ;;
