@@ -255,3 +255,147 @@ def test_pipeline_notes_tokenized_input_in_one_line(tmp_path, capsys):
     _note_tokenized(corpus(tok_file), "auto")
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1 and f"note: {tok_file} looks tokenized already" in out[0] and "--tokenize none" in out[0]
+
+
+# --- text written without spaces between words (Japanese, Chinese, Thai, ...) ---------------------------------
+
+#: hiragana and katakana the synthetic words are spelt in
+KANA = [chr(c) for c in range(0x3042, 0x3094)] + [chr(c) for c in range(0x30A2, 0x30F4)]
+
+
+def kana(word: str) -> str:
+    """A synthetic word spelt in kana, the same word always the same way."""
+    return "".join(KANA[(ord(a) * 31 + ord(b)) % len(KANA)] for a, b in zip(word, word[1:] + "x"))[:max(1, len(word) // 2)]
+
+
+def write_japanese_target(files: dict) -> dict:
+    """The raw corpus of :func:`write_raw_corpus` with its targets in kana, written without spaces (``。`` ends a
+    sentence, as in Japanese)."""
+    for key in [k for k in files if k.endswith("_tgt")]:
+        lines = files[key].read_text(encoding="utf-8").splitlines()
+        files[key].write_text("\n".join("".join(kana(w.strip(".,?!").lower()) for w in line.split()) + "。"
+                                        for line in lines) + "\n", encoding="utf-8")
+    return files
+
+
+def test_unspaced_language_reads_the_script_and_the_spaces():
+    from onmt_xl.experiments.tokenization import bleu_tokenizer, unspaced_language
+
+    assert unspaced_language(["誰が一番に着くか私には分かりません。", "私はテニス部員です。"]) == "Japanese"
+    assert unspaced_language(["我昨天在北京大学学习了中文。"]) == "Chinese"
+    assert unspaced_language(["ภาษาไทยไม่มีช่องว่างระหว่างคำ"]) == "Thai"
+    assert unspaced_language(["私 は テニス 部員 です 。"]) is None  # segmented into words already
+    assert unspaced_language(["한국어는 띄어쓰기를 합니다."]) is None  # Hangul: spaced
+    assert unspaced_language(["I'm in the tennis club (テニス部)."]) is None  # mostly Latin letters
+    assert unspaced_language(["", "123 ..."]) is None  # no letters
+    mixed = ["I'm in the tennis club."] * 2000 + ["私はテニス部員です。"] * 10000
+    assert unspaced_language(mixed) is None and unspaced_language(mixed, limit=12000) == "Japanese"  # the first lines
+    assert [bleu_tokenizer(x) for x in ("Japanese", "Chinese", "Thai", None)] == ["ja-mecab", "zh", "char", "13a"]
+
+
+def test_an_unspaced_side_gets_sub_words_at_any_size_and_tokenize_none_keeps_13a():
+    from onmt_xl.experiments.tokenization import WORD_LEVEL_BELOW, Tokenization, choose
+
+    assert choose(50, unspaced=True) == Tokenization("bpe", 8000)
+    assert choose(WORD_LEVEL_BELOW - 1, "words", unspaced=True) == Tokenization("words")  # asked for: a note says why not
+    assert choose(50, unspaced=True, bleu_tokenize="ja-mecab").bleu_tokenize == "ja-mecab"
+    assert choose(50, "none", bleu_tokenize="ja-mecab") == Tokenization("none")
+
+
+def test_scores_use_the_recorded_sacrebleu_tokenizer(tmp_path):
+    """BLEU of a Japanese target on ja-mecab's tokens (on 13a's, a sentence without spaces is one token), in the
+    score, its signature, the paired bootstrap and the sign test; a record written before the tokenizer was
+    recorded reads as 13a, what its scores were computed with."""
+    from sacrebleu.metrics import BLEU
+
+    from onmt_xl.experiments.scoring import paired_bootstrap, sign_test, text_scores
+    from onmt_xl.experiments.tokenization import Tokenization, read_record, write_record
+
+    ref = ["彼は昨日東京へ行った。", "私はテニス部員です。", "この事実を心に留めておいて下さい。"]
+    hyp = ["彼は昨日東京に行った。", "私はテニス部員です。", "この事実を心に留めて下さい。"]
+    worse = ["彼は東京に行った。", "私はテニスです。", "この事実を留めて下さい。"]
+    ja = Tokenization("words", bleu_tokenize="ja-mecab")
+    scores = text_scores(hyp, ref, ja)
+    assert scores["bleu"] == pytest.approx(BLEU(tokenize="ja-mecab").corpus_score(hyp, [ref]).score)
+    assert "|tok:ja-mecab-" in scores["bleu_signature"] and scores["bleu"] > 50
+    assert text_scores(hyp, ref, Tokenization("words"))["bleu"] < 40  # 13a: whole sentences as tokens
+    assert sign_test(hyp, worse, ref, tokenize="ja-mecab").better == 3
+    assert sign_test(hyp, worse, ref).better < 3  # 13a cannot tell two of them apart
+    assert paired_bootstrap({"s": hyp}, worse, ref, n_samples=50, tokenize="ja-mecab")["s"] < 0.5
+    record = tmp_path / "tokenization.json"
+    write_record(record, ja)
+    assert read_record(record) == ja
+    record.write_text(json.dumps({"kind": "words", "merges": 0, "model": None}))
+    assert read_record(record).bleu_tokenize == "13a"
+
+
+def _runner(tmp_path: Path, files: dict, bleu: str = "auto", tokenize: str = "auto"):
+    from onmt_xl.experiments.runner import Corpus, Runner
+
+    corpus = Corpus(str(files["train_src"]), str(files["train_tgt"]), str(files["test_src"]), str(files["test_tgt"]),
+                    valid_src=str(files["valid_src"]), valid_tgt=str(files["valid_tgt"]))
+    return Runner(corpus, str(tmp_path / "wd"), [], preset="demo", train_steps=4, gpu=False, tokenize=tokenize,
+                  bleu_tokenize=bleu)
+
+
+def test_a_japanese_target_is_tokenized_into_sub_words_and_scored_on_ja_mecab_tokens(tmp_path, capfd):
+    from onmt_xl.core.errors import XLUsageError
+    from onmt_xl.experiments.tokenization import read_record
+
+    files = write_japanese_target(write_raw_corpus(tmp_path / "corpus", (("train", 300), ("valid", 20), ("test", 20))))
+    runner = _runner(tmp_path, files)
+    runner.stage_data()
+    runner.tokenize("auto")
+    out, err = capfd.readouterr()
+    assert re.search(r"  [\d,]+ merges learned: no pair of symbols is seen twice", out)  # 8,000 asked for
+    assert "no pair has frequency" not in err  # pyonmttok's own line, left out
+    assert f"{files['train_tgt']} is Japanese, written without spaces between words: sub-words (BPE) for it" in out
+    assert "scores: sacrebleu's BLEU on its ja-mecab tokens (the target is Japanese" in out
+    assert "train.src is" not in out  # the English side says nothing
+    record = read_record(tmp_path / "wd" / "tok" / "tokenization.json")
+    assert (record.kind, record.bleu_tokenize) == ("bpe", "ja-mecab")  # 300 pairs: BPE all the same
+    # the same run again reads the record; another --bleu-tokenize is refused, nothing rewritten
+    _runner(tmp_path, files).tokenize("auto")
+    with pytest.raises(XLUsageError, match="--bleu-tokenize"):
+        _runner(tmp_path, files, bleu="char").tokenize("auto")
+    assert read_record(tmp_path / "wd" / "tok" / "tokenization.json") == record
+    # words asked for: a note that the target has no words to keep
+    words = _runner(tmp_path / "w", files, tokenize="words")
+    words.stage_data()
+    words.tokenize("words")
+    assert "note: " + str(files["train_tgt"]) + " is Japanese, written without spaces between words: with " \
+        "--tokenize words each run" in capfd.readouterr().out
+    with pytest.raises(XLUsageError, match="--bleu-tokenize zh: with --tokenize none"):
+        none = _runner(tmp_path / "n", files, bleu="zh", tokenize="none")
+        none.stage_data()
+        none.tokenize("none")
+
+
+def test_pipeline_with_a_japanese_target_detokenizes_it_and_scores_it_on_ja_mecab(tmp_path):
+    from sacrebleu.metrics import BLEU
+
+    files = write_japanese_target(write_raw_corpus(tmp_path / "corpus"))
+    wd = tmp_path / "run"
+    stdout = run_pipeline(files, wd, "--max-steps", "200", "--if-monotone", "train")  # to the plateau, 2 checkpoints
+    ref = files["test_tgt"].read_text(encoding="utf-8").splitlines()
+    hyp = (wd / "jobs" / "combination" / "hyp.test").read_text(encoding="utf-8").splitlines()
+    assert len(hyp) == len(ref) and not any("\uffed" in l for l in hyp)  # detokenized
+    # the target's pieces detokenize to the raw lines, without spaces (the untrained model's output may have some)
+    from onmt_xl.experiments.tokenization import read_record
+
+    tokenizer = read_record(wd / "tok" / "tokenization.json").tokenizer()
+    raw_tgt = files["train_tgt"].read_text(encoding="utf-8").splitlines()
+    pieces = (wd / "tok" / "train.tgt").read_text(encoding="utf-8").splitlines()
+    assert [tokenizer.detokenize(line.split()) for line in pieces] == raw_tgt
+    assert sum(len(line.split()) for line in pieces) > 2 * len(pieces)  # sub-words, not one token a sentence
+    test = json.loads((wd / "results.json").read_text())["jobs"]["combination"]["variants"]["test"]
+    assert test["bleu"] == pytest.approx(BLEU(tokenize="ja-mecab").corpus_score(hyp, [ref]).score)
+    assert "|tok:ja-mecab-" in test["bleu_signature"] and f"BLEU {test['bleu_signature']}" in stdout
+    # the validation curve that decides the plateau is on the same tokens
+    valid_ref = files["valid_tgt"].read_text(encoding="utf-8").splitlines()
+    curve = [json.loads(line) for line in (wd / "jobs" / "combination" / "curve.jsonl").read_text().splitlines()]
+    assert [row["step"] for row in curve] == [100, 200] and curve[-1]["bleu"] > 0  # 13a: 0 at every step
+    for row in curve:
+        valid_hyp = (wd / "jobs" / "combination" / f"hyp.valid.step{row['step']}").read_text(encoding="utf-8")
+        assert row["bleu"] == pytest.approx(BLEU(tokenize="ja-mecab").corpus_score(valid_hyp.splitlines(),
+                                                                                   [valid_ref]).score)

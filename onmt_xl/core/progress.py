@@ -39,12 +39,13 @@ def bar(file: Optional[TextIO] = None, enabled: bool = True, **kw):
 
 
 @contextlib.contextmanager
-def ticking(desc: str) -> Iterator[None]:
-    """While the block runs, ``desc: ELAPSED`` refreshed every second (nothing where no bar shows)."""
-    if not shown():
+def ticking(desc: str, file: Optional[TextIO] = None) -> Iterator[None]:
+    """While the block runs, ``desc: ELAPSED`` refreshed every second on ``file`` (default stderr; nothing where no
+    bar shows)."""
+    if not shown(file):
         yield
         return
-    b = bar(desc=desc, total=None, bar_format="{desc}: {elapsed}", leave=False)
+    b = bar(file=file, desc=desc, total=None, bar_format="{desc}: {elapsed}", leave=False)
     stop = threading.Event()
 
     def tick() -> None:

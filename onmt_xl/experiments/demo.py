@@ -38,7 +38,7 @@ from onmt_xl.experiments.inputs import workdir_path
 from onmt_xl.experiments.plan import EOLE_INSTALL, TRAINING_POSITIONS, Job
 from onmt_xl.experiments.stages import Corpus
 from onmt_xl.experiments.systems import SYSTEMS
-from onmt_xl.experiments.tokenization import CHOICES, WORD_LEVEL_BELOW
+from onmt_xl.experiments.tokenization import BLEU_TOKENIZERS, CHOICES, WORD_LEVEL_BELOW
 from onmt_xl.experiments.until_plateau import SCHEDULES, duration
 
 DEMO_SIZES = {"train": 6000, "valid": 200, "test": 300}
@@ -113,7 +113,8 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
                     train_steps=args.train_steps or (schedule.cap if schedule else None), beam_size=args.beam_size,
                     gpu={"auto": None, "yes": True, "no": False}[args.gpu],
                     parallel=args.parallel, preorder_iterations=args.preorder_iterations,
-                    tokenize=getattr(args, "tokenize", None), subword_size=getattr(args, "subword_size", None))
+                    tokenize=getattr(args, "tokenize", None), subword_size=getattr(args, "subword_size", None),
+                    bleu_tokenize=getattr(args, "bleu_tokenize", "auto"))
     runner.before_training = lambda: runner.monotone_gate(args.systems, args.if_monotone)
     if schedule is not None:
         from onmt_xl.experiments.until_plateau import PlateauTraining
@@ -326,10 +327,16 @@ def add_subcommands(sub) -> None:
                    "(default: the test set's eflomal links; only with --tokenize none)")
     p.add_argument("--tokenize", choices=CHOICES, default="auto",
                    help=f"how the raw text is tokenized (pyonmttok through OpenNMT's onmt_tokenize transform, recorded "
-                   f"with the models): words, joint BPE, or auto = words below {WORD_LEVEL_BELOW:,} training pairs, "
-                   "BPE above (8,000 merges below 100,000 pairs, 16,000 below 1,000,000, 32,000 above); none = the "
-                   "files are tokenized already and are used, translated and scored as they are (default auto)")
+                   f"with the models): words, joint BPE, or auto = words below {WORD_LEVEL_BELOW:,} training pairs "
+                   "(BPE at any size where a side is written without spaces: Japanese, Chinese, Thai, ...), BPE above "
+                   "(8,000 merges below 100,000 pairs, 16,000 below 1,000,000, 32,000 above); none = the files are "
+                   "tokenized already and are used, translated and scored as they are (default auto)")
     p.add_argument("--subword-size", type=int, help="BPE merges (default: by the size rule of --tokenize auto)")
+    p.add_argument("--bleu-tokenize", choices=BLEU_TOKENIZERS, default="auto",
+                   help="sacrebleu's tokenizer of BLEU against the raw references (its -tok), for the validation "
+                   "curves and the test set: auto = by the script of the training target: ja-mecab for Japanese and "
+                   "zh for Chinese (what sacrebleu's command line takes for those targets), char for Thai, Lao, Khmer "
+                   "and Myanmar, 13a otherwise; recorded with the tokenization (default auto)")
     _common(p, "the systems train to the plateau of validation BLEU (--time-budget, --max-steps, --average); N: "
             "N steps, the last checkpoint translated")
     p.add_argument("--time-budget", type=duration, metavar="DURATION",

@@ -335,7 +335,8 @@ class EoleDemo:
     def scores(self, infos: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
         """``results.json``: the preorderer's scores, per system BLEU/chrF (and the p-value against the baseline),
         in the shape of :func:`onmt_xl.experiments.scoring.collect` so that the demo's summary prints it."""
-        from onmt_xl.experiments.scoring import paired_bootstrap, scores_note, text_scores, tokenization_of
+        from onmt_xl.experiments.scoring import (bleu_tokenizer_of, paired_bootstrap, scores_note, text_scores,
+                                                 tokenization_of)
 
         ref = read_lines(self.runner.path("data", "test.ref"))
         hyps = {s: read_lines(self.root / "hyp" / f"{s}.test") for s in self.systems}
@@ -354,7 +355,8 @@ class EoleDemo:
             out["jobs"][s] = dict(infos[s], variants={"test": test})
         if "baseline" in hyps:
             others = {s: h for s, h in hyps.items() if s != "baseline"}
-            for s, p in paired_bootstrap(others, hyps["baseline"], ref).items():
+            for s, p in paired_bootstrap(others, hyps["baseline"], ref,
+                                         tokenize=bleu_tokenizer_of(tokenization)).items():
                 out["jobs"][s]["variants"]["test"]["p_bootstrap"] = p
         (self.root / "results.json").write_text(json.dumps(out, indent=2))
         return out
@@ -456,7 +458,8 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
                     train_steps=args.train_steps or (schedule.cap if schedule else None), beam_size=args.beam_size,
                     gpu={"auto": None, "yes": True, "no": False}[args.gpu], parallel=args.parallel,
                     preorder_iterations=args.preorder_iterations, tokenize=getattr(args, "tokenize", None),
-                    subword_size=getattr(args, "subword_size", None))
+                    subword_size=getattr(args, "subword_size", None),
+                    bleu_tokenize=getattr(args, "bleu_tokenize", "auto"))
     runner.training_positions = getattr(args, "training_positions", "preorderer")
     runner.workdir.mkdir(parents=True, exist_ok=True)
     lock = runner._lock_workdir()  # noqa: F841 - held for the process's lifetime

@@ -52,7 +52,7 @@ class Runner(DataStages, JobStages):
                  gpu: Optional[bool] = None, parallel: Optional[int] = None, archive: Optional[str] = None,
                  preorder_iterations: Optional[int] = None, tune_size: int = 0,
                  preorder_options: Optional[Dict[str, Any]] = None, test_from_train: int = 0,
-                 tokenize: Optional[str] = None, subword_size: Optional[int] = None):
+                 tokenize: Optional[str] = None, subword_size: Optional[int] = None, bleu_tokenize: str = "auto"):
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
         self.corpus, self.jobs, self.preset = corpus, list(jobs), preset
@@ -62,6 +62,7 @@ class Runner(DataStages, JobStages):
         self.test_from_train = test_from_train  # test pairs carved from the training pairs (stages.carve_test_pairs)
         #: ``--tokenize`` and ``--subword-size`` (:meth:`DataStages.tokenize`); None: the input is tokenized
         self.tokenize_as, self.subword_size = tokenize, subword_size
+        self.bleu_tokenize = bleu_tokenize  # ``--bleu-tokenize``: sacrebleu's tokenizer of raw text's scores
         self.extra_preorder_pairs: Sequence[int] = ()  # preorderers on the first N pairs beyond the jobs' own
         self.want_crossfit = False  # the cross-fitted training positions even where no job trains on them
         #: the Eole pipeline's ``--training-positions`` (it has no jobs; OpenNMT-py's jobs carry theirs as ``xl_train``):

@@ -44,13 +44,13 @@ class SignTest:
     p_value: float
 
 
-def sign_test(system: Sequence[str], baseline: Sequence[str], refs: Sequence[str]) -> SignTest:
-    """Collins et al. (2005) sign test on corpus BLEU: sentence ``i`` counts as better (worse) when
-    replacing the baseline's translation of ``i`` by the system's raises (lowers) corpus BLEU."""
+def sign_test(system: Sequence[str], baseline: Sequence[str], refs: Sequence[str], tokenize: str = "13a") -> SignTest:
+    """Collins et al. (2005) sign test on corpus BLEU (sacrebleu's ``tokenize``): sentence ``i`` counts as better
+    (worse) when replacing the baseline's translation of ``i`` by the system's raises (lowers) corpus BLEU."""
     import numpy as np
     from sacrebleu.metrics import BLEU
 
-    bleu = BLEU(force=True)  # no warning on tokenized text (--tokenize none); the same score as without
+    bleu = BLEU(tokenize=tokenize, force=True)  # no warning on tokenized text (--tokenize none); the same score as without
     base = np.asarray(bleu._extract_corpus_statistics(list(baseline), [list(refs)]), dtype=float)
     sys_ = np.asarray(bleu._extract_corpus_statistics(list(system), [list(refs)]), dtype=float)
     total = base.sum(axis=0)
@@ -67,9 +67,10 @@ def sign_test(system: Sequence[str], baseline: Sequence[str], refs: Sequence[str
 
 
 def paired_bootstrap(systems: Dict[str, List[str]], baseline: List[str], refs: List[str], n_samples: int = 1000,
-                     seed: int = 12345) -> Dict[str, float]:
-    """sacrebleu's paired bootstrap resampling p-value of each system's BLEU against ``baseline`` (on the text given:
-    detokenized output and raw references from ``onmt-xl pipeline``, see :func:`text_scores`)."""
+                     seed: int = 12345, tokenize: str = "13a") -> Dict[str, float]:
+    """sacrebleu's paired bootstrap resampling p-value of each system's BLEU (sacrebleu's ``tokenize``) against
+    ``baseline`` (on the text given: detokenized output and raw references from ``onmt-xl pipeline``, see
+    :func:`text_scores`)."""
     if not systems:
         return {}
     from sacrebleu.metrics import BLEU
@@ -79,8 +80,8 @@ def paired_bootstrap(systems: Dict[str, List[str]], baseline: List[str], refs: L
     previous = os.environ.get("SACREBLEU_SEED")
     os.environ["SACREBLEU_SEED"] = str(seed)  # PairedTest takes its seed from here (its numpy Generator)
     try:
-        test = PairedTest(named, {"BLEU": BLEU(force=True)}, references=[refs], test_type="bs",  # force: no warning
-                          n_samples=n_samples)
+        bleu = BLEU(tokenize=tokenize, force=True)  # force: no warning on tokenized text
+        test = PairedTest(named, {"BLEU": bleu}, references=[refs], test_type="bs", n_samples=n_samples)
         _, scores = test()
     finally:
         if previous is None:
@@ -223,14 +224,20 @@ def tokenization_of(workdir: Path):
     return found if found is not None and found.active else None
 
 
+def bleu_tokenizer_of(tokenization) -> str:
+    """sacrebleu's tokenizer of the scores: the one recorded with ``tokenization`` (raw text), else ``13a``."""
+    return "13a" if tokenization is None else tokenization.bleu_tokenize
+
+
 def text_scores(hyp: List[str], ref: List[str], tokenization=None) -> Dict[str, Any]:
     """sacrebleu's corpus BLEU and chrF of ``hyp`` against ``ref``, with their signatures. With ``tokenization``
     (raw text, :mod:`onmt_xl.experiments.tokenization`) these are sacrebleu's standard scores of the detokenized
-    output against the raw references, and ``bleu_tokenized`` adds BLEU on both sides tokenized by it (an extra,
-    not comparable with published scores); without, the text is tokenized already and scored as it is."""
+    output against the raw references (BLEU with the tokenizer recorded for the target language), and
+    ``bleu_tokenized`` adds BLEU on both sides tokenized by it (an extra, not comparable with published scores);
+    without, the text is tokenized already and scored as it is."""
     from sacrebleu.metrics import BLEU, CHRF
 
-    bleu, chrf = BLEU(force=True), CHRF()  # force: no warning on tokenized text; the same score as without
+    bleu, chrf = BLEU(tokenize=bleu_tokenizer_of(tokenization), force=True), CHRF()  # force: no warning on tokenized text; the same score as without
     out: Dict[str, Any] = {"bleu": bleu.corpus_score(hyp, [ref]).score, "chrf": chrf.corpus_score(hyp, [ref]).score,
                            "bleu_signature": bleu.get_signature().format(),
                            "chrf_signature": chrf.get_signature().format()}
@@ -371,8 +378,9 @@ def _significance(workdir: Path, jobs: Sequence[Job], out: Dict[str, Any], refs:
                   and j.name in out["jobs"]}
         others = {k: v for k, v in others.items() if v is not None}
         ref = _refs(workdir, variant, refs)
-        boot = paired_bootstrap(others, base, ref)
+        tok = bleu_tokenizer_of(tokenization_of(workdir))
+        boot = paired_bootstrap(others, base, ref, tokenize=tok)
         for name, hyp in others.items():
-            st = sign_test(hyp, base, ref)
+            st = sign_test(hyp, base, ref, tokenize=tok)
             out["jobs"][name]["variants"][variant].update(p_bootstrap=boot[name], sign_better=st.better,
                                                           sign_worse=st.worse, p_sign=st.p_value)

@@ -21,7 +21,7 @@ import json
 import random
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -173,7 +173,7 @@ class DataStages:
         if self.corpus.gold_text and self.corpus.gold_align:
             self._stage_gold(data)
         (data / "ready").write_text("")
-        say(f"data: {n_train} train, {n_valid} valid, {n_tune} tuning, {len(test_src)} test pairs -> {data}")
+        say(f"data: {n_train:,} train, {n_valid:,} valid, {n_tune:,} tuning, {len(test_src):,} test pairs -> {data}")
 
     def _check_carve(self, data: Path, carve: int) -> None:
         """A staged ``data/`` serves only a run that asks for the same carve (another would test on other pairs)."""
@@ -251,6 +251,8 @@ class DataStages:
 
     #: the tokenization of the text the aligner, the preorderer and the models see (:meth:`tokenize`)
     tokenization = Tokenization("none")
+    #: ``--bleu-tokenize``: sacrebleu's tokenizer of raw text's scores; ``auto``: by the target's script
+    bleu_tokenize = "auto"
 
     def text_path(self, split: str, side: str) -> Path:
         """The tokens the aligner and the preorderer read: ``tok/`` with a tokenization, else ``data/``."""
@@ -259,7 +261,8 @@ class DataStages:
 
     def tokenize(self, requested: Optional[str], size: Optional[int] = None) -> None:
         """``requested`` (``--tokenize``; None: this stage is off, the input is tokenized): choose the
-        tokenization (:func:`onmt_xl.experiments.tokenization.choose`), learn its BPE model, write the splits
+        tokenization (:func:`onmt_xl.experiments.tokenization.choose`, sub-words for a side written without spaces)
+        and sacrebleu's tokenizer of the scores (:attr:`bleu_tokenize`), learn the BPE model, write the splits
         tokenized under ``tok/`` and add ``onmt_tokenize``'s options to every configuration. Recorded in
         ``tok/tokenization.json``; a run asking for another one is refused."""
         from onmt_xl.experiments import tokenization as tk
@@ -269,26 +272,37 @@ class DataStages:
             return
         out = self.path("tok")
         record = out / "tokenization.json"
+        train = {side: read_lines(self.path("data", f"train.{side}"))[:2000] for side in ("src", "tgt")}
+        languages = {side: tk.unspaced_language(lines) for side, lines in train.items()}
         n_train = len(read_lines(self.path("data", "train.src")))
-        chosen = tk.choose(n_train, requested, size)
+        chosen = tk.choose(n_train, requested, size, unspaced=any(languages.values()),
+                           bleu_tokenize=self._bleu_tokenizer(requested, languages["tgt"]))
         done = tk.read_record(record)
         if done is not None:
-            if (done.kind, done.merges) != (chosen.kind, chosen.merges):
-                raise XLUsageError(str(record), None, f"this work directory was tokenized as {done.describe()}, this "
-                                   f"run asks for {chosen.describe()}: pass the same --tokenize/--subword-size, or use "
-                                   "another --workdir")
+            if (done.kind, done.merges) != (chosen.kind, chosen.merges) or (
+                    self.bleu_tokenize != "auto" and done.bleu_tokenize != chosen.bleu_tokenize):
+                raise XLUsageError(str(record), None, f"this work directory was tokenized as {done.describe()}, "
+                                   f"this run asks for {chosen.describe()}: pass the same --tokenize/--subword-size/"
+                                   "--bleu-tokenize, or use another --workdir")
+            if done.active:
+                self._check_bleu_tokenizer(done.bleu_tokenize)
             self._use_tokenization(done)
             return
         if chosen.active and self.corpus.test_align:
             raise XLUsageError(self.corpus.test_align, None, "--test-align indexes the tokens of tokenized input; "
                                "give tokenized files with --tokenize none, or leave --test-align out")
+        if chosen.active:
+            self._check_bleu_tokenizer(chosen.bleu_tokenize)
+        self._note_unspaced(chosen, languages)
         out.mkdir(exist_ok=True)
         if chosen.kind == "bpe":
-            say(f"learning a joint BPE model of {chosen.merges:,} merges on the {n_train} training pairs")
+            say(f"learning a joint BPE model of {chosen.merges:,} merges on the {n_train:,} training pairs")
             model = out / "bpe.model"
-            with ticking("learning BPE"):
-                tk.learn_bpe([self.path("data", "train.src"), self.path("data", "train.tgt")], chosen.merges, model)
-            chosen = tk.Tokenization("bpe", chosen.merges, str(model))
+            learned = tk.learn_bpe([self.path("data", "train.src"), self.path("data", "train.tgt")], chosen.merges,
+                                   model)
+            if learned < chosen.merges:
+                say(f"  {learned:,} merges learned: no pair of symbols is seen twice in the training text after them")
+            chosen = replace(chosen, model=str(model))
         if chosen.active:
             tokenizer = chosen.tokenizer()
             for split in self.splits():
@@ -303,6 +317,44 @@ class DataStages:
         self._manifest_update(tokenization=chosen.to_dict())
         say(f"tokenization: {chosen.describe()}" + (f" -> {out}" if chosen.active else ""))
         self._use_tokenization(chosen)
+
+    def _bleu_tokenizer(self, requested: str, target_language: Optional[str]) -> str:
+        """sacrebleu's tokenizer of the scores: :attr:`bleu_tokenize`, or by the target's script (``auto``); scores
+        of tokenized input (``--tokenize none``) are on its own tokens, ``13a``."""
+        from onmt_xl.experiments import tokenization as tk
+
+        if requested == "none":
+            if self.bleu_tokenize != "auto":
+                raise XLUsageError(None, None, f"--bleu-tokenize {self.bleu_tokenize}: with --tokenize none the "
+                                   "scores are on the tokens as given (tok:13a); leave --bleu-tokenize out")
+            return "13a"
+        return tk.bleu_tokenizer(target_language) if self.bleu_tokenize == "auto" else self.bleu_tokenize
+
+    def _check_bleu_tokenizer(self, name: str) -> None:
+        """Refuse, before any work, a sacrebleu tokenizer that does not load (``ja-mecab`` without MeCab)."""
+        from onmt_xl.experiments.tokenization import check_bleu_tokenizer
+
+        try:
+            check_bleu_tokenizer(name)
+        except ImportError as e:
+            raise XLUsageError(None, None, str(e)) from None
+
+    def _note_unspaced(self, chosen: Tokenization, languages: Dict[str, Optional[str]]) -> None:
+        """One line for each side written without spaces between words, one for sacrebleu's tokenizer where it is
+        not the default ``13a``."""
+        if not chosen.active:
+            return
+        names = {"src": self.corpus.train_src, "tgt": self.corpus.train_tgt}
+        for side, language in languages.items():
+            if language is not None and chosen.kind == "words":
+                say(f"note: {names[side]} is {language}, written without spaces between words: with --tokenize words "
+                    "each run of it between punctuation marks is one token; --tokenize auto or bpe learns sub-words")
+            elif language is not None:
+                say(f"{names[side]} is {language}, written without spaces between words: sub-words (BPE) for it")
+        if chosen.bleu_tokenize != "13a":
+            why = f"the target is {languages['tgt']}" if self.bleu_tokenize == "auto" else "--bleu-tokenize"
+            say(f"scores: sacrebleu's BLEU on its {chosen.bleu_tokenize} tokens ({why}; --bleu-tokenize chooses "
+                "another)")
 
     def _use_tokenization(self, chosen: Tokenization) -> None:
         self.tokenization = chosen
@@ -357,7 +409,7 @@ class DataStages:
                 if pairs > len(src):
                     raise XLUsageError(None, None, f"a preorderer on {pairs} pairs: the training split has {len(src)}")
                 src, links = src[:pairs], links[:pairs]
-            say(f"training the preorderer on {len(src)} pairs")
+            say(f"training the preorderer on {len(src):,} pairs")
             t0 = time.perf_counter()
             kw = dict(self.preorder_options)
             if self.tokenization.active:  # the pieces onmt_tokenize gives xl_position (the segmentation guard)
@@ -441,7 +493,7 @@ class DataStages:
         src = [l.split() for l in read_lines(src_path)]
         tgt = [l.split() for l in read_lines(self.text_path("train", "tgt"))]
         links = read_pharaoh(str(self.path("align", "train.gdfa")), [len(s) for s in src], [len(t) for t in tgt])
-        say(f"cross-fitting the training positions: {CROSSFIT_FOLDS} preorderers on {len(src)} pairs")
+        say(f"cross-fitting the training positions: {CROSSFIT_FOLDS} preorderers on {len(src):,} pairs")
         t0 = time.perf_counter()
         positions, figures = crossfit_positions(src, tgt, links, CROSSFIT_FOLDS, options,
                                                 threads=self.threads or 0)

@@ -13,14 +13,22 @@ preorderer in agreement (:func:`onmt_xl.core.segmentation.tokenizer_segmentation
 marked, so that detokenization restores it) for every corpus; below :data:`WORD_LEVEL_BELOW` training pairs
 that is all (words: too few pairs to learn sub-words worth having); from there on, joint BPE (one model learned
 on both sides by pyonmttok's ``BPELearner``) with :func:`bpe_merges` merges: 8,000 below 100,000 pairs, 16,000
-below 1,000,000, 32,000 above. ``--tokenize none`` keeps already tokenized input as it is (the scores are then
-computed on that tokenization, not sacrebleu's standard ones).
+below 1,000,000, 32,000 above. A side written without spaces between words (Japanese, Chinese, Thai, ...:
+:func:`unspaced_language`) has no words to keep: ``auto`` learns BPE for it at any corpus size. ``--tokenize none``
+keeps already tokenized input as it is (the scores are then computed on that tokenization, not sacrebleu's standard
+ones).
+
+**Scores** of raw text are sacrebleu's on the detokenized output, with the tokenizer sacrebleu's command line takes
+for the target language (:func:`bleu_tokenizer`): ``ja-mecab`` for Japanese, ``zh`` for Chinese, ``char`` for the
+other scripts without spaces, ``13a`` otherwise; ``--bleu-tokenize`` chooses another. It is recorded with the
+tokenization, so a resumed run scores its checkpoints the same way.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path, PurePath
 from typing import Any, Dict, Iterable, List, Optional, Sequence
@@ -35,6 +43,8 @@ WORD_LEVEL_BELOW = 10_000
 BPE_SIZES = ((100_000, 8_000), (1_000_000, 16_000), (None, 32_000))
 #: pyonmttok's options for both sides (``src_onmttok_kwargs``/``tgt_onmttok_kwargs`` of ``onmt_tokenize``)
 ONMTTOK_KWARGS: Dict[str, Any] = {"mode": "aggressive", "joiner_annotate": True}
+#: ``--bleu-tokenize`` choices: ``auto`` (:func:`bleu_tokenizer`) and sacrebleu's tokenizers that need no download
+BLEU_TOKENIZERS = ("auto", "13a", "intl", "zh", "ja-mecab", "char", "none")
 #: the options of ``onmt_tokenize`` in OpenNMT-py's flat configuration (Eole: ``transforms_configs.onmt_tokenize``)
 TRANSFORM_OPTIONS = ("src_subword_type", "tgt_subword_type", "src_subword_model", "tgt_subword_model",
                      "src_onmttok_kwargs", "tgt_onmttok_kwargs")
@@ -48,16 +58,85 @@ def bpe_merges(pairs: int) -> int:
     raise AssertionError("unreachable")
 
 
-def choose(pairs: int, requested: str = "auto", size: Optional[int] = None) -> "Tokenization":
+def choose(pairs: int, requested: str = "auto", size: Optional[int] = None, unspaced: bool = False,
+           bleu_tokenize: str = "13a") -> "Tokenization":
     """The tokenization of a corpus of ``pairs`` training pairs: ``requested`` (one of :data:`CHOICES`), ``auto``
-    by the module's rule; ``size``: BPE merges instead of :func:`bpe_merges`'s."""
+    by the module's rule (sub-words at any size where a side is ``unspaced``, :func:`unspaced_language`); ``size``:
+    BPE merges instead of :func:`bpe_merges`'s; ``bleu_tokenize``: sacrebleu's tokenizer of its scores."""
     if requested not in CHOICES:
         raise ValueError(f"--tokenize {requested!r}: choose from {', '.join(CHOICES)}")
     if requested == "auto":
-        requested = "words" if pairs < WORD_LEVEL_BELOW else "bpe"
+        requested = "words" if pairs < WORD_LEVEL_BELOW and not unspaced else "bpe"
     if requested == "bpe":
-        return Tokenization("bpe", size or bpe_merges(pairs))
-    return Tokenization(requested)
+        return Tokenization("bpe", size or bpe_merges(pairs), bleu_tokenize=bleu_tokenize)
+    return Tokenization(requested, bleu_tokenize=bleu_tokenize if requested != "none" else "13a")
+
+
+# --- scripts written without spaces between words ------------------------------------------------------
+
+#: ``(language, (first, last) code points)``: scripts whose text has no spaces between words; kana marks Japanese
+#: (Han alone: Chinese)
+_UNSPACED = (("Japanese", ((0x3040, 0x30FF), (0x31F0, 0x31FF), (0xFF66, 0xFF9F))),
+             ("Chinese", ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0x20000, 0x3134F))),
+             ("Thai", ((0x0E00, 0x0E7F),)), ("Lao", ((0x0E80, 0x0EFF),)), ("Khmer", ((0x1780, 0x17FF),)),
+             ("Myanmar", ((0x1000, 0x109F),)))
+#: share of a text's letters in those scripts from which it is taken as written without spaces, and spaces per
+#: letter below which it is not segmented into words already (English has about one space in five letters)
+UNSPACED_SHARE, SEGMENTED_SPACES = 0.5, 0.1
+#: sacrebleu's tokenizer for such a target (its command line's choice for ``-l xx-ja`` and ``xx-zh``; ``char`` for
+#: the scripts it has no tokenizer for); every other target gets ``13a``
+BLEU_BY_LANGUAGE = {"Japanese": "ja-mecab", "Chinese": "zh", "Thai": "char", "Lao": "char", "Khmer": "char",
+                    "Myanmar": "char"}
+
+
+def _script(ch: str) -> Optional[str]:
+    cp = ord(ch)
+    for language, ranges in _UNSPACED:
+        if any(lo <= cp <= hi for lo, hi in ranges):
+            return language
+    return None
+
+
+def unspaced_language(lines: Iterable[str], limit: int = 2000) -> Optional[str]:
+    """The language of text written without spaces between words (``"Japanese"`` where kana make up a tenth of
+    those letters or more, else ``"Chinese"`` for Han, or ``"Thai"``, ``"Lao"``, ``"Khmer"``, ``"Myanmar"``) when
+    at least :data:`UNSPACED_SHARE` of the letters of the first ``limit`` lines are in such scripts and they have
+    fewer than :data:`SEGMENTED_SPACES` spaces per letter (not segmented into words already), else ``None``."""
+    counts: Dict[str, int] = {}
+    letters = spaces = 0
+    for k, line in enumerate(lines):
+        if k >= limit:
+            break
+        spaces += len(line.strip().split()) - 1 if line.strip() else 0
+        for ch in line:
+            if unicodedata.category(ch)[0] != "L":
+                continue
+            letters += 1
+            script = _script(ch)
+            if script is not None:
+                counts[script] = counts.get(script, 0) + 1
+    unspaced = sum(counts.values())
+    if not letters or unspaced < UNSPACED_SHARE * letters or spaces >= SEGMENTED_SPACES * letters:
+        return None
+    kana, han = counts.pop("Japanese", 0), counts.pop("Chinese", 0)
+    if kana + han >= max(counts.values(), default=0):
+        return "Japanese" if kana >= 0.1 * (kana + han) else "Chinese"
+    return max(counts, key=counts.get)
+
+
+def bleu_tokenizer(target_language: Optional[str]) -> str:
+    """sacrebleu's tokenizer for a target in ``target_language`` (:func:`unspaced_language`; ``None``: spaced)."""
+    return BLEU_BY_LANGUAGE.get(target_language, "13a")
+
+
+def check_bleu_tokenizer(name: str) -> None:
+    """Raise ``ImportError`` (with what to install) where sacrebleu cannot build tokenizer ``name`` here."""
+    from sacrebleu.metrics import BLEU
+
+    try:
+        BLEU(tokenize=name)
+    except (ImportError, RuntimeError) as e:  # ja-mecab without MeCab: sacrebleu's RuntimeError
+        raise ImportError(f"sacrebleu's {name} tokenizer does not load here: pip install 'sacrebleu[ja]'") from e
 
 
 @dataclass(frozen=True)
@@ -68,6 +147,8 @@ class Tokenization:
     kind: str
     merges: int = 0
     model: Optional[str] = None
+    #: sacrebleu's tokenizer of the scores (``13a`` in records written before it was recorded)
+    bleu_tokenize: str = "13a"
 
     @property
     def active(self) -> bool:
@@ -112,20 +193,26 @@ class Tokenization:
 
     @classmethod
     def from_dict(cls, d: Dict[str, Any]) -> "Tokenization":
-        return cls(d["kind"], d.get("merges", 0), d.get("model"))
+        return cls(d["kind"], d.get("merges", 0), d.get("model"), d.get("bleu_tokenize", "13a"))
 
 
-def learn_bpe(paths: Sequence[str], merges: int, out: Path) -> None:
+def learn_bpe(paths: Sequence[str], merges: int, out: Path) -> int:
     """Learn a joint BPE model of ``merges`` merges on ``paths`` (pyonmttok's ``BPELearner`` over the
-    :data:`ONMTTOK_KWARGS` tokens) into ``out``."""
+    :data:`ONMTTOK_KWARGS` tokens) into ``out``, showing the time it takes (:func:`~onmt_xl.core.progress.ticking`).
+    Returns the merges learned: fewer where no pair of symbols is seen twice any more (pyonmttok's line on stderr
+    saying so is left out; the caller says it)."""
     import pyonmttok
 
+    from onmt_xl.core.progress import stderr_lines, ticking
+
     learner = pyonmttok.BPELearner(tokenizer=pyonmttok.Tokenizer(**ONMTTOK_KWARGS), symbols=merges)
-    for path in paths:
-        learner.ingest_file(str(path))
     tmp = out.with_name(out.name + ".partial")
-    learner.learn(str(tmp), verbose=False)
+    with stderr_lines(lambda line: line.startswith("no pair has frequency")) as real, ticking("learning BPE", real):
+        for path in paths:
+            learner.ingest_file(str(path))
+        learner.learn(str(tmp), verbose=False)
     tmp.replace(out)
+    return sum(1 for line in out.read_text(encoding="utf-8").splitlines() if line and not line.startswith("#"))
 
 
 def tokenize_lines(tokenizer, lines: Iterable[str]) -> List[str]:
