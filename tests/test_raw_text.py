@@ -356,8 +356,10 @@ def test_a_japanese_target_is_tokenized_into_sub_words_and_scored_on_ja_mecab_to
     assert (record.kind, record.bleu_tokenize) == ("bpe", "ja-mecab")  # 300 pairs: BPE all the same
     # the same run again reads the record; another --bleu-tokenize is refused, nothing rewritten
     _runner(tmp_path, files).tokenize("auto")
-    with pytest.raises(XLUsageError, match="--bleu-tokenize"):
+    with pytest.raises(XLUsageError, match="scores BLEU on sacrebleu's ja-mecab tokens, this run asks for char: "
+                       "pass --bleu-tokenize ja-mecab"):
         _runner(tmp_path, files, bleu="char").tokenize("auto")
+    _runner(tmp_path, files, bleu="ja-mecab").tokenize("auto")  # the recorded one, named
     assert read_record(tmp_path / "wd" / "tok" / "tokenization.json") == record
     # words asked for: a note that the target has no words to keep
     words = _runner(tmp_path / "w", files, tokenize="words")

@@ -279,11 +279,14 @@ class DataStages:
                            bleu_tokenize=self._bleu_tokenizer(requested, languages["tgt"]))
         done = tk.read_record(record)
         if done is not None:
-            if (done.kind, done.merges) != (chosen.kind, chosen.merges) or (
-                    self.bleu_tokenize != "auto" and done.bleu_tokenize != chosen.bleu_tokenize):
+            if (done.kind, done.merges) != (chosen.kind, chosen.merges):
                 raise XLUsageError(str(record), None, f"this work directory was tokenized as {done.describe()}, "
-                                   f"this run asks for {chosen.describe()}: pass the same --tokenize/--subword-size/"
-                                   "--bleu-tokenize, or use another --workdir")
+                                   f"this run asks for {chosen.describe()}: pass the same --tokenize/--subword-size, "
+                                   "or use another --workdir")
+            if self.bleu_tokenize != "auto" and done.bleu_tokenize != chosen.bleu_tokenize:
+                raise XLUsageError(str(record), None, f"this work directory scores BLEU on sacrebleu's "
+                                   f"{done.bleu_tokenize} tokens, this run asks for {chosen.bleu_tokenize}: pass "
+                                   f"--bleu-tokenize {done.bleu_tokenize} (or leave it out), or use another --workdir")
             if done.active:
                 self._check_bleu_tokenizer(done.bleu_tokenize)
             self._use_tokenization(done)
