@@ -265,7 +265,8 @@ KANA = [chr(c) for c in range(0x3042, 0x3094)] + [chr(c) for c in range(0x30A2, 
 
 def kana(word: str) -> str:
     """A synthetic word spelt in kana, the same word always the same way."""
-    return "".join(KANA[(ord(a) * 31 + ord(b)) % len(KANA)] for a, b in zip(word, word[1:] + "x"))[:max(1, len(word) // 2)]
+    spelt = "".join(KANA[(ord(a) * 31 + ord(b)) % len(KANA)] for a, b in zip(word, word[1:] + "x"))
+    return spelt[:max(1, len(word) // 2)]
 
 
 def write_japanese_target(files: dict) -> dict:
@@ -297,7 +298,7 @@ def test_an_unspaced_side_gets_sub_words_at_any_size_and_tokenize_none_keeps_13a
     from onmt_xl.experiments.tokenization import WORD_LEVEL_BELOW, Tokenization, choose
 
     assert choose(50, unspaced=True) == Tokenization("bpe", 8000)
-    assert choose(WORD_LEVEL_BELOW - 1, "words", unspaced=True) == Tokenization("words")  # asked for: a note says why not
+    assert choose(WORD_LEVEL_BELOW - 1, "words", unspaced=True) == Tokenization("words")  # asked for: a note
     assert choose(50, unspaced=True, bleu_tokenize="ja-mecab").bleu_tokenize == "ja-mecab"
     assert choose(50, "none", bleu_tokenize="ja-mecab") == Tokenization("none")
 

@@ -50,7 +50,7 @@ def sign_test(system: Sequence[str], baseline: Sequence[str], refs: Sequence[str
     import numpy as np
     from sacrebleu.metrics import BLEU
 
-    bleu = BLEU(tokenize=tokenize, force=True)  # no warning on tokenized text (--tokenize none); the same score as without
+    bleu = BLEU(tokenize=tokenize, force=True)  # no warning on tokenized text (--tokenize none); the same score
     base = np.asarray(bleu._extract_corpus_statistics(list(baseline), [list(refs)]), dtype=float)
     sys_ = np.asarray(bleu._extract_corpus_statistics(list(system), [list(refs)]), dtype=float)
     total = base.sum(axis=0)
@@ -237,7 +237,8 @@ def text_scores(hyp: List[str], ref: List[str], tokenization=None) -> Dict[str, 
     without, the text is tokenized already and scored as it is."""
     from sacrebleu.metrics import BLEU, CHRF
 
-    bleu, chrf = BLEU(tokenize=bleu_tokenizer_of(tokenization), force=True), CHRF()  # force: no warning on tokenized text; the same score as without
+    bleu = BLEU(tokenize=bleu_tokenizer_of(tokenization), force=True)  # no warning on tokenized text; the same score
+    chrf = CHRF()
     out: Dict[str, Any] = {"bleu": bleu.corpus_score(hyp, [ref]).score, "chrf": chrf.corpus_score(hyp, [ref]).score,
                            "bleu_signature": bleu.get_signature().format(),
                            "chrf_signature": chrf.get_signature().format()}

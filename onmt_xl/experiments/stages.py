@@ -272,9 +272,9 @@ class DataStages:
             return
         out = self.path("tok")
         record = out / "tokenization.json"
-        train = {side: read_lines(self.path("data", f"train.{side}"))[:2000] for side in ("src", "tgt")}
-        languages = {side: tk.unspaced_language(lines) for side, lines in train.items()}
-        n_train = len(read_lines(self.path("data", "train.src")))
+        train = {side: read_lines(self.path("data", f"train.{side}")) for side in ("src", "tgt")}
+        languages = {side: tk.unspaced_language(lines) for side, lines in train.items()}  # their first lines
+        n_train = len(train["src"])
         chosen = tk.choose(n_train, requested, size, unspaced=any(languages.values()),
                            bleu_tokenize=self._bleu_tokenizer(requested, languages["tgt"]))
         done = tk.read_record(record)

@@ -18,10 +18,10 @@ below 1,000,000, 32,000 above. A side written without spaces between words (Japa
 keeps already tokenized input as it is (the scores are then computed on that tokenization, not sacrebleu's standard
 ones).
 
-**Scores** of raw text are sacrebleu's on the detokenized output, with the tokenizer sacrebleu's command line takes
-for the target language (:func:`bleu_tokenizer`): ``ja-mecab`` for Japanese, ``zh`` for Chinese, ``char`` for the
-other scripts without spaces, ``13a`` otherwise; ``--bleu-tokenize`` chooses another. It is recorded with the
-tokenization, so a resumed run scores its checkpoints the same way.
+**Scores** of raw text are sacrebleu's on the detokenized output, BLEU with a tokenizer for the target language
+(:func:`bleu_tokenizer`): ``ja-mecab`` for Japanese and ``zh`` for Chinese (sacrebleu's command line's choices),
+``char`` for the other scripts without spaces, ``13a`` otherwise; ``--bleu-tokenize`` chooses another. It is
+recorded with the tokenization, so a resumed run scores its checkpoints the same way.
 """
 
 from __future__ import annotations
