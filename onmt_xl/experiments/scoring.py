@@ -369,6 +369,7 @@ def _significance(workdir: Path, jobs: Sequence[Job], out: Dict[str, Any], refs:
     if base_job is None or _hyp(workdir, base_job, "test") is None:
         return
     variants = sorted({v for j in jobs for v in j.variants if v not in ("gold_align", "test_align", "sim")})
+    tok = bleu_tokenizer_of(tokenization_of(workdir))
     for variant in variants:
         base_variant = variant if variant in base_job.variants else "test"
         base = _hyp(workdir, base_job, base_variant)
@@ -379,7 +380,6 @@ def _significance(workdir: Path, jobs: Sequence[Job], out: Dict[str, Any], refs:
                   and j.name in out["jobs"]}
         others = {k: v for k, v in others.items() if v is not None}
         ref = _refs(workdir, variant, refs)
-        tok = bleu_tokenizer_of(tokenization_of(workdir))
         boot = paired_bootstrap(others, base, ref, tokenize=tok)
         for name, hyp in others.items():
             st = sign_test(hyp, base, ref, tokenize=tok)

@@ -272,9 +272,11 @@ class DataStages:
             return
         out = self.path("tok")
         record = out / "tokenization.json"
-        train = {side: read_lines(self.path("data", f"train.{side}")) for side in ("src", "tgt")}
-        languages = {side: tk.unspaced_language(lines) for side, lines in train.items()}  # their first lines
-        n_train = len(train["src"])
+        languages = {}
+        for side in ("src", "tgt"):
+            with open(self.path("data", f"train.{side}"), encoding="utf-8") as f:
+                languages[side] = tk.unspaced_language(f)  # its first lines
+        n_train = len(read_lines(self.path("data", "train.src")))
         chosen = tk.choose(n_train, requested, size, unspaced=any(languages.values()),
                            bleu_tokenize=self._bleu_tokenizer(requested, languages["tgt"]))
         done = tk.read_record(record)
@@ -288,14 +290,14 @@ class DataStages:
                                    f"{done.bleu_tokenize} tokens, this run asks for {chosen.bleu_tokenize}: pass "
                                    f"--bleu-tokenize {done.bleu_tokenize} (or leave it out), or use another --workdir")
             if done.active:
-                self._check_bleu_tokenizer(done.bleu_tokenize)
+                tk.check_bleu_tokenizer(done.bleu_tokenize)
             self._use_tokenization(done)
             return
         if chosen.active and self.corpus.test_align:
             raise XLUsageError(self.corpus.test_align, None, "--test-align indexes the tokens of tokenized input; "
                                "give tokenized files with --tokenize none, or leave --test-align out")
         if chosen.active:
-            self._check_bleu_tokenizer(chosen.bleu_tokenize)
+            tk.check_bleu_tokenizer(chosen.bleu_tokenize)
         self._note_unspaced(chosen, languages)
         out.mkdir(exist_ok=True)
         if chosen.kind == "bpe":
@@ -332,15 +334,6 @@ class DataStages:
                                    "scores are on the tokens as given (tok:13a); leave --bleu-tokenize out")
             return "13a"
         return tk.bleu_tokenizer(target_language) if self.bleu_tokenize == "auto" else self.bleu_tokenize
-
-    def _check_bleu_tokenizer(self, name: str) -> None:
-        """Refuse, before any work, a sacrebleu tokenizer that does not load (``ja-mecab`` without MeCab)."""
-        from onmt_xl.experiments.tokenization import check_bleu_tokenizer
-
-        try:
-            check_bleu_tokenizer(name)
-        except ImportError as e:
-            raise XLUsageError(None, None, str(e)) from None
 
     def _note_unspaced(self, chosen: Tokenization, languages: Dict[str, Optional[str]]) -> None:
         """One line for each side written without spaces between words, one for sacrebleu's tokenizer where it is

@@ -130,13 +130,17 @@ def bleu_tokenizer(target_language: Optional[str]) -> str:
 
 
 def check_bleu_tokenizer(name: str) -> None:
-    """Raise ``ImportError`` (with what to install) where sacrebleu cannot build tokenizer ``name`` here."""
+    """Refuse (:class:`~onmt_xl.core.errors.XLUsageError`, naming what to install) a sacrebleu tokenizer that does
+    not load here: ``ja-mecab`` without MeCab."""
     from sacrebleu.metrics import BLEU
+
+    from onmt_xl.core.errors import XLUsageError
 
     try:
         BLEU(tokenize=name)
-    except (ImportError, RuntimeError) as e:  # ja-mecab without MeCab: sacrebleu's RuntimeError
-        raise ImportError(f"sacrebleu's {name} tokenizer does not load here: pip install 'sacrebleu[ja]'") from e
+    except (ImportError, RuntimeError):  # ja-mecab without MeCab: sacrebleu's RuntimeError
+        raise XLUsageError(None, None, f"sacrebleu's {name} tokenizer does not load here: "
+                           "pip install 'sacrebleu[ja]'") from None
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,16 @@ on words; one Markdown row per job. ``unseen``: the share of the test source's t
 from __future__ import annotations
 
 import argparse
-import gzip
 import re
 import sys
 import tempfile
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from onmt_xl.experiments.stock import read_lines, write_lines  # noqa: E402 - the checkout's, after REPO
 
 #: a Latin letter or a digit: the spaces kept are those between two of them
 _ALNUM = re.compile(r"[A-Za-z0-9]")
@@ -39,14 +43,6 @@ def unsegment(line: str) -> str:
     return out
 
 
-def _lines(path: Path) -> List[str]:
-    return Path(path).read_text(encoding="utf-8").splitlines()
-
-
-def _write(path: Path, lines: Sequence[str]) -> None:
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-
-
 def corpus(args) -> int:
     try:
         from sacremoses import MosesDetokenizer
@@ -56,13 +52,13 @@ def corpus(args) -> int:
     english = MosesDetokenizer(lang="en")
     data, out = Path(args.data), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    train = {lang: _lines(data / f"train.{lang}") for lang in ("ja", "en")}
+    train = {lang: read_lines(data / f"train.{lang}") for lang in ("ja", "en")}
     splits = {"train": {k: v[:args.train] for k, v in train.items()},
               "valid": {k: v[args.train:args.train + 500] for k, v in train.items()},
-              "test": {lang: _lines(data / f"dev.{lang}") for lang in ("ja", "en")}}
+              "test": {lang: read_lines(data / f"dev.{lang}") for lang in ("ja", "en")}}
     for split, sides in splits.items():
-        _write(out / f"{split}.ja", [unsegment(line) for line in sides["ja"]])
-        _write(out / f"{split}.en", [english.detokenize(line.split()) for line in sides["en"]])
+        write_lines(out / f"{split}.ja", [unsegment(line) for line in sides["ja"]])
+        write_lines(out / f"{split}.en", [english.detokenize(line.split()) for line in sides["en"]])
         print(f"{out / split}.ja, .en: {len(sides['ja']):,} pairs")
     return 0
 
@@ -70,7 +66,7 @@ def corpus(args) -> int:
 def scores(args) -> int:
     from sacrebleu.metrics import BLEU, CHRF
 
-    ref = _lines(args.ref)
+    ref = read_lines(args.ref)
     raw_ref = [unsegment(line) for line in ref]
     jobs = sorted(Path(args.archive).glob("jobs/*/hyp.test.gz"))
     if not jobs:
@@ -79,8 +75,7 @@ def scores(args) -> int:
     print("| job | BLEU on words, 13a (the study's) | raw, 13a | raw, ja-mecab | chrF, raw |")
     print("|---|---:|---:|---:|---:|")
     for path in jobs:
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            hyp = f.read().splitlines()
+        hyp = read_lines(path)
         if len(hyp) != len(ref):
             print(f"{path}: {len(hyp)} lines but {len(ref)} references", file=sys.stderr)
             return 2
@@ -94,12 +89,12 @@ def scores(args) -> int:
 def unseen(args) -> int:
     from onmt_xl.experiments.tokenization import Tokenization, bpe_merges, learn_bpe, tokenize_lines
 
-    src, tgt = _lines(args.src)[:args.pairs], _lines(args.tgt)[:args.pairs]
-    test = _lines(args.test)
+    src, tgt = read_lines(args.src)[:args.pairs], read_lines(args.tgt)[:args.pairs]
+    test = read_lines(args.test)
     with tempfile.TemporaryDirectory() as tmp:
         paths = [Path(tmp) / "train.src", Path(tmp) / "train.tgt"]
-        _write(paths[0], src)
-        _write(paths[1], tgt)
+        write_lines(paths[0], src)
+        write_lines(paths[1], tgt)
         merges = bpe_merges(len(src))
         model = Path(tmp) / "bpe.model"
         learned = learn_bpe(paths, merges, model)
