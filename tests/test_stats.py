@@ -187,6 +187,22 @@ def test_paired_bootstrap_seed_is_used(monkeypatch):
     assert os.environ["SACREBLEU_SEED"] == "None"  # restored
 
 
+def test_paired_bootstrap_of_equal_bleu_is_one_and_of_a_better_system_small():
+    """sacrebleu's bootstrap returns its floor 1/(n+1) when every resample ties (identical translations; two
+    systems with no word of the references): both are p = 1 here; a clearly better system keeps sacrebleu's p."""
+    import random
+
+    from onmt_xl.experiments.scoring import paired_bootstrap
+
+    rng = random.Random(5)
+    words = [f"w{k}" for k in range(30)]
+    refs = [" ".join(rng.choice(words) for _ in range(8)) for _ in range(60)]
+    base = [" ".join(t if rng.random() < 0.4 else rng.choice(words) for t in r.split()) for r in refs]
+    p = paired_bootstrap({"same": list(base), "none": ["x y z"] * 60, "better": refs}, base, refs, n_samples=200)
+    assert p["same"] == 1.0 and p["better"] < 0.05
+    assert paired_bootstrap({"none": ["y z x"] * 60}, ["x y z"] * 60, refs, n_samples=200) == {"none": 1.0}
+
+
 def test_pooled_variance_weights_each_system_by_its_degrees_of_freedom():
     from onmt_xl.experiments.stats import pooled_variance
     # variances 1 (3 values, 2 df) and 4 (2 values, 1 df): (2·1 + 1·4) / 3 = 2

@@ -70,7 +70,7 @@ def paired_bootstrap(systems: Dict[str, List[str]], baseline: List[str], refs: L
                      seed: int = 12345, tokenize: str = "13a") -> Dict[str, float]:
     """sacrebleu's paired bootstrap resampling p-value of each system's BLEU (sacrebleu's ``tokenize``) against
     ``baseline`` (on the text given: detokenized output and raw references from ``onmt-xl pipeline``, see
-    :func:`text_scores`)."""
+    :func:`text_scores`); 1.0 for a system whose BLEU equals the baseline's."""
     if not systems:
         return {}
     from sacrebleu.metrics import BLEU
@@ -88,7 +88,12 @@ def paired_bootstrap(systems: Dict[str, List[str]], baseline: List[str], refs: L
             del os.environ["SACREBLEU_SEED"]
         else:
             os.environ["SACREBLEU_SEED"] = previous
-    return {name: res.p_value for (name, _), res in zip(named[1:], scores["BLEU"][1:])}
+    base_score = scores["BLEU"][0].score
+    # A system whose BLEU equals the baseline's gets p = 1: an observed difference of zero is no evidence of any.
+    # sacrebleu counts resampled differences strictly greater than the observed one, plus one, so where every
+    # resample ties too (identical translations, or both BLEU 0 on every resample) it returns its floor 1/(n+1).
+    return {name: 1.0 if res.score == base_score else res.p_value
+            for (name, _), res in zip(named[1:], scores["BLEU"][1:])}
 
 
 # --- collecting ------------------------------------------------------------------------------------
