@@ -294,6 +294,46 @@ def test_unspaced_language_reads_the_script_and_the_spaces():
     assert [bleu_tokenizer(x) for x in ("Japanese", "Chinese", "Thai", None)] == ["ja-mecab", "zh", "char", "13a"]
 
 
+def test_korean_is_read_from_its_hangul_spaced_or_not_and_scored_on_ko_mecab_tokens():
+    from sacrebleu.metrics import BLEU
+
+    from onmt_xl.experiments.tokenization import bleu_tokenizer, written_language
+
+    assert written_language(["한국어는 띄어쓰기를 합니다.", "저는 학생입니다."]) == "Korean"
+    assert written_language(["한국어는띄어쓰기를합니다."]) == "Korean"
+    assert written_language(["I study Korean (한국어) at school."]) is None  # mostly Latin letters
+    assert written_language(["誰が一番に着くか私には分かりません。"]) == "Japanese"
+    assert bleu_tokenizer("Korean") == "ko-mecab"
+    # ko-mecab splits particles and endings off: a sentence that differs in them only is not all wrong words
+    ref, hyp = ["저는 학생입니다."], ["저는 학생이에요."]
+    assert BLEU(tokenize="ko-mecab").corpus_score(hyp, [ref]).score > BLEU().corpus_score(hyp, [ref]).score
+
+
+def test_a_mecab_tokenizer_without_its_mecab_is_refused_naming_the_extra(monkeypatch):
+    from sacrebleu.tokenizers import tokenizer_ja_mecab, tokenizer_ko_mecab
+
+    from onmt_xl.core.errors import XLUsageError
+    from onmt_xl.experiments.tokenization import check_bleu_tokenizer
+
+    for module in (tokenizer_ja_mecab, tokenizer_ko_mecab):  # sacrebleu's state where the import failed
+        monkeypatch.setattr(module, "MeCab", None)
+    for name, extra in (("ko-mecab", "ko"), ("ja-mecab", "ja")):
+        with pytest.raises(XLUsageError, match=rf"sacrebleu's {name} tokenizer does not load here: "
+                           rf"pip install 'sacrebleu\[{extra}\]'"):
+            check_bleu_tokenizer(name)
+    check_bleu_tokenizer("13a")
+
+
+def write_korean_target(files: dict) -> dict:
+    """The raw corpus of :func:`write_raw_corpus` with its targets in Hangul syllables, with spaces between words."""
+    for key in [k for k in files if k.endswith("_tgt")]:
+        lines = files[key].read_text(encoding="utf-8").splitlines()
+        files[key].write_text("\n".join(" ".join("".join(chr(0xAC00 + (ord(c) * 37) % 11172) for c in
+                                                          w.strip(".,?!").lower()) for w in line.split()) + "."
+                                        for line in lines) + "\n", encoding="utf-8")
+    return files
+
+
 def test_an_unspaced_side_gets_sub_words_at_any_size_and_tokenize_none_keeps_13a():
     from onmt_xl.experiments.tokenization import WORD_LEVEL_BELOW, Tokenization, choose
 
@@ -372,6 +412,20 @@ def test_a_japanese_target_is_tokenized_into_sub_words_and_scored_on_ja_mecab_to
         none = _runner(tmp_path / "n", files, bleu="zh", tokenize="none")
         none.stage_data()
         none.tokenize("none")
+
+
+def test_a_korean_target_keeps_the_size_rule_and_is_scored_on_ko_mecab_tokens(tmp_path, capfd):
+    from onmt_xl.experiments.tokenization import read_record
+
+    files = write_korean_target(write_raw_corpus(tmp_path / "corpus", (("train", 300), ("valid", 20), ("test", 20))))
+    runner = _runner(tmp_path, files)
+    runner.stage_data()
+    runner.tokenize("auto")
+    out = capfd.readouterr().out
+    assert "scores: sacrebleu's BLEU on its ko-mecab tokens (the target is Korean" in out
+    assert "without spaces" not in out  # Korean is written with spaces: words below 10,000 pairs, as for English
+    record = read_record(tmp_path / "wd" / "tok" / "tokenization.json")
+    assert (record.kind, record.bleu_tokenize) == ("words", "ko-mecab")
 
 
 def test_pipeline_with_a_japanese_target_detokenizes_it_and_scores_it_on_ja_mecab(tmp_path):

@@ -334,9 +334,9 @@ def add_subcommands(sub) -> None:
     p.add_argument("--subword-size", type=int, help="BPE merges (default: by the size rule of --tokenize auto)")
     p.add_argument("--bleu-tokenize", choices=BLEU_TOKENIZERS, default="auto",
                    help="sacrebleu's tokenizer of BLEU against the raw references (its -tok), for the validation "
-                   "curves and the test set: auto = by the script of the training target: ja-mecab for Japanese and "
-                   "zh for Chinese (what sacrebleu's command line takes for those targets), char for Thai, Lao, Khmer "
-                   "and Myanmar, 13a otherwise; recorded with the tokenization (default auto)")
+                   "curves and the test set: auto = by the script of the training target: ja-mecab for Japanese, zh for "
+                   "Chinese and ko-mecab for Korean (what sacrebleu's command line takes for those targets), char for "
+                   "Thai, Lao, Khmer and Myanmar, 13a otherwise; recorded with the tokenization (default auto)")
     _common(p, "the systems train to the plateau of validation BLEU (--time-budget, --max-steps, --average); N: "
             "N steps, the last checkpoint translated")
     p.add_argument("--time-budget", type=duration, metavar="DURATION",

@@ -275,9 +275,10 @@ class DataStages:
         languages = {}
         for side in ("src", "tgt"):
             with open(self.path("data", f"train.{side}"), encoding="utf-8") as f:
-                languages[side] = tk.unspaced_language(f)  # its first lines
+                languages[side] = tk.written_language(f)  # its first lines
         n_train = len(read_lines(self.path("data", "train.src")))
-        chosen = tk.choose(n_train, requested, size, unspaced=any(languages.values()),
+        chosen = tk.choose(n_train, requested, size,
+                           unspaced=any(language in tk.UNSPACED_LANGUAGES for language in languages.values()),
                            bleu_tokenize=self._bleu_tokenizer(requested, languages["tgt"]))
         done = tk.read_record(record)
         if done is not None:
@@ -338,14 +339,18 @@ class DataStages:
     def _note_unspaced(self, chosen: Tokenization, languages: Dict[str, Optional[str]]) -> None:
         """One line for each side written without spaces between words, one for sacrebleu's tokenizer where it is
         not the default ``13a``."""
+        from onmt_xl.experiments import tokenization as tk
+
         if not chosen.active:
             return
         names = {"src": self.corpus.train_src, "tgt": self.corpus.train_tgt}
         for side, language in languages.items():
-            if language is not None and chosen.kind == "words":
+            if language not in tk.UNSPACED_LANGUAGES:
+                continue
+            if chosen.kind == "words":
                 say(f"note: {names[side]} is {language}, written without spaces between words: with --tokenize words "
                     "each run of it between punctuation marks is one token; --tokenize auto or bpe learns sub-words")
-            elif language is not None:
+            else:
                 say(f"{names[side]} is {language}, written without spaces between words: sub-words (BPE) for it")
         if chosen.bleu_tokenize != "13a":
             why = f"the target is {languages['tgt']}" if self.bleu_tokenize == "auto" else "--bleu-tokenize"

@@ -19,8 +19,8 @@ keeps already tokenized input as it is (the scores are then computed on that tok
 ones).
 
 **Scores** of raw text are sacrebleu's on the detokenized output, BLEU with a tokenizer for the target language
-(:func:`bleu_tokenizer`): ``ja-mecab`` for Japanese and ``zh`` for Chinese (sacrebleu's command line's choices),
-``char`` for the other scripts without spaces, ``13a`` otherwise; ``--bleu-tokenize`` chooses another. It is
+(:func:`bleu_tokenizer`): ``ja-mecab`` for Japanese, ``zh`` for Chinese and ``ko-mecab`` for Korean (sacrebleu's
+command line's choices), ``char`` for the other scripts without spaces, ``13a`` otherwise; ``--bleu-tokenize`` chooses another. It is
 recorded with the tokenization, so a resumed run scores its checkpoints the same way.
 """
 
@@ -44,7 +44,7 @@ BPE_SIZES = ((100_000, 8_000), (1_000_000, 16_000), (None, 32_000))
 #: pyonmttok's options for both sides (``src_onmttok_kwargs``/``tgt_onmttok_kwargs`` of ``onmt_tokenize``)
 ONMTTOK_KWARGS: Dict[str, Any] = {"mode": "aggressive", "joiner_annotate": True}
 #: ``--bleu-tokenize`` choices: ``auto`` (:func:`bleu_tokenizer`) and sacrebleu's tokenizers that need no download
-BLEU_TOKENIZERS = ("auto", "13a", "intl", "zh", "ja-mecab", "char", "none")
+BLEU_TOKENIZERS = ("auto", "13a", "intl", "zh", "ja-mecab", "ko-mecab", "char", "none")
 #: the options of ``onmt_tokenize`` in OpenNMT-py's flat configuration (Eole: ``transforms_configs.onmt_tokenize``)
 TRANSFORM_OPTIONS = ("src_subword_type", "tgt_subword_type", "src_subword_model", "tgt_subword_model",
                      "src_onmttok_kwargs", "tgt_onmttok_kwargs")
@@ -83,25 +83,38 @@ _UNSPACED = (("Japanese", ((0x3040, 0x30FF), (0x31F0, 0x31FF), (0xFF66, 0xFF9F))
 #: share of a text's letters in those scripts from which it is taken as written without spaces, and spaces per
 #: letter below which it is not segmented into words already (English has about one space in five letters)
 UNSPACED_SHARE, SEGMENTED_SPACES = 0.5, 0.1
-#: sacrebleu's tokenizer for such a target (its command line's choice for ``-l xx-ja`` and ``xx-zh``; ``char`` for
-#: the scripts it has no tokenizer for); every other target gets ``13a``
-BLEU_BY_LANGUAGE = {"Japanese": "ja-mecab", "Chinese": "zh", "Thai": "char", "Lao": "char", "Khmer": "char",
-                    "Myanmar": "char"}
+#: the languages of those scripts
+UNSPACED_LANGUAGES = tuple(language for language, _ in _UNSPACED)
+#: Hangul (syllables, jamo, compatibility jamo): Korean, written with spaces between words
+_HANGUL = ((0xAC00, 0xD7AF), (0x1100, 0x11FF), (0x3130, 0x318F))
+#: sacrebleu's tokenizer for such a target and for Korean (its command line's choice for ``-l xx-ja``, ``xx-zh`` and
+#: ``xx-ko``; ``char`` for the scripts it has no tokenizer for); every other target gets ``13a``
+BLEU_BY_LANGUAGE = {"Japanese": "ja-mecab", "Chinese": "zh", "Korean": "ko-mecab", "Thai": "char", "Lao": "char",
+                    "Khmer": "char", "Myanmar": "char"}
+#: the extra of sacrebleu that a tokenizer needs (both installed with onmt_xl)
+_SACREBLEU_EXTRA = {"ja-mecab": "ja", "ko-mecab": "ko"}
 
 
 def _script(ch: str) -> Optional[str]:
     cp = ord(ch)
-    for language, ranges in _UNSPACED:
+    for language, ranges in _UNSPACED + (("Korean", _HANGUL),):
         if any(lo <= cp <= hi for lo, hi in ranges):
             return language
     return None
 
 
 def unspaced_language(lines: Iterable[str], limit: int = 2000) -> Optional[str]:
+    """The language of text written without spaces between words (:func:`written_language`), else ``None``."""
+    language = written_language(lines, limit)
+    return None if language == "Korean" else language
+
+
+def written_language(lines: Iterable[str], limit: int = 2000) -> Optional[str]:
     """The language of text written without spaces between words (``"Japanese"`` where kana make up a tenth of
     those letters or more, else ``"Chinese"`` for Han, or ``"Thai"``, ``"Lao"``, ``"Khmer"``, ``"Myanmar"``) when
     at least :data:`UNSPACED_SHARE` of the letters of the first ``limit`` lines are in such scripts and they have
-    fewer than :data:`SEGMENTED_SPACES` spaces per letter (not segmented into words already), else ``None``."""
+    fewer than :data:`SEGMENTED_SPACES` spaces per letter (not segmented into words already); ``"Korean"`` where
+    that share of them is Hangul; else ``None``."""
     counts: Dict[str, int] = {}
     letters = spaces = 0
     for k, line in enumerate(lines):
@@ -115,6 +128,9 @@ def unspaced_language(lines: Iterable[str], limit: int = 2000) -> Optional[str]:
             script = _script(ch)
             if script is not None:
                 counts[script] = counts.get(script, 0) + 1
+    hangul = counts.pop("Korean", 0)
+    if letters and hangul >= UNSPACED_SHARE * letters:
+        return "Korean"
     unspaced = sum(counts.values())
     if not letters or unspaced < UNSPACED_SHARE * letters or spaces >= SEGMENTED_SPACES * letters:
         return None
@@ -125,22 +141,22 @@ def unspaced_language(lines: Iterable[str], limit: int = 2000) -> Optional[str]:
 
 
 def bleu_tokenizer(target_language: Optional[str]) -> str:
-    """sacrebleu's tokenizer for a target in ``target_language`` (:func:`unspaced_language`; ``None``: spaced)."""
+    """sacrebleu's tokenizer for a target in ``target_language`` (:func:`written_language`; ``None``: another)."""
     return BLEU_BY_LANGUAGE.get(target_language, "13a")
 
 
 def check_bleu_tokenizer(name: str) -> None:
     """Refuse (:class:`~onmt_xl.core.errors.XLUsageError`, naming what to install) a sacrebleu tokenizer that does
-    not load here: ``ja-mecab`` without MeCab."""
+    not load here: ``ja-mecab`` or ``ko-mecab`` without their MeCab."""
     from sacrebleu.metrics import BLEU
 
     from onmt_xl.core.errors import XLUsageError
 
     try:
         BLEU(tokenize=name)
-    except (ImportError, RuntimeError):  # ja-mecab without MeCab: sacrebleu's RuntimeError
+    except (ImportError, RuntimeError):  # ja-mecab, ko-mecab without MeCab: sacrebleu's RuntimeError
         raise XLUsageError(None, None, f"sacrebleu's {name} tokenizer does not load here: "
-                           "pip install 'sacrebleu[ja]'") from None
+                           f"pip install 'sacrebleu[{_SACREBLEU_EXTRA.get(name, 'ja,ko')}]'") from None
 
 
 @dataclass(frozen=True)
