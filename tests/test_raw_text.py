@@ -337,9 +337,9 @@ def write_korean_target(files: dict) -> dict:
 def test_an_unspaced_side_gets_sub_words_at_any_size_and_tokenize_none_keeps_13a():
     from onmt_xl.experiments.tokenization import WORD_LEVEL_BELOW, Tokenization, choose
 
-    assert choose(50, unspaced=True) == Tokenization("bpe", 8000)
-    assert choose(WORD_LEVEL_BELOW - 1, "words", unspaced=True) == Tokenization("words")  # asked for: a note
-    assert choose(50, unspaced=True, bleu_tokenize="ja-mecab").bleu_tokenize == "ja-mecab"
+    assert choose(50, sub_words=True) == Tokenization("bpe", 8000)
+    assert choose(WORD_LEVEL_BELOW - 1, "words", sub_words=True) == Tokenization("words")  # asked for: a note
+    assert choose(50, sub_words=True, bleu_tokenize="ja-mecab").bleu_tokenize == "ja-mecab"
     assert choose(50, "none", bleu_tokenize="ja-mecab") == Tokenization("none")
 
 
@@ -414,7 +414,7 @@ def test_a_japanese_target_is_tokenized_into_sub_words_and_scored_on_ja_mecab_to
         none.tokenize("none")
 
 
-def test_a_korean_target_keeps_the_size_rule_and_is_scored_on_ko_mecab_tokens(tmp_path, capfd):
+def test_a_korean_target_gets_sub_words_and_is_scored_on_ko_mecab_tokens(tmp_path, capfd):
     from onmt_xl.experiments.tokenization import read_record
 
     files = write_korean_target(write_raw_corpus(tmp_path / "corpus", (("train", 300), ("valid", 20), ("test", 20))))
@@ -422,10 +422,39 @@ def test_a_korean_target_keeps_the_size_rule_and_is_scored_on_ko_mecab_tokens(tm
     runner.stage_data()
     runner.tokenize("auto")
     out = capfd.readouterr().out
+    assert f"{files['train_tgt']} is Korean, its words carry their particles and endings: sub-words (BPE)" in out
     assert "scores: sacrebleu's BLEU on its ko-mecab tokens (the target is Korean" in out
-    assert "without spaces" not in out  # Korean is written with spaces: words below 10,000 pairs, as for English
+    assert "note:" not in out and "train.src is" not in out
     record = read_record(tmp_path / "wd" / "tok" / "tokenization.json")
-    assert (record.kind, record.bleu_tokenize) == ("words", "ko-mecab")
+    assert (record.kind, record.bleu_tokenize) == ("bpe", "ko-mecab")  # 300 pairs: BPE all the same
+    words = _runner(tmp_path / "w", files, tokenize="words")
+    words.stage_data()
+    words.tokenize("words")
+    assert f"note: {files['train_tgt']} is Korean, its words carry their particles and endings: with --tokenize " \
+        "words each such word is one token; --tokenize auto or bpe learns sub-words" in capfd.readouterr().out
+
+
+def test_kept_words_that_validation_seldom_finds_in_training_get_a_note(tmp_path, capfd):
+    """Below 10,000 pairs auto keeps words; a side of which more than a fifth of the validation words are unseen in
+    training says so in one line (here the target's: a new word in every third position), the other side nothing."""
+    from onmt_xl.experiments.tokenization import read_record, unseen_share
+
+    files = write_raw_corpus(tmp_path / "corpus", (("train", 300), ("valid", 20), ("test", 20)))
+    valid = files["valid_tgt"].read_text(encoding="utf-8").splitlines()
+    files["valid_tgt"].write_text("\n".join(" ".join(f"novel{k}x{j}" if j % 3 == 0 else w
+                                                     for j, w in enumerate(line.split()))
+                                            for k, line in enumerate(valid)) + "\n", encoding="utf-8")
+    runner = _runner(tmp_path, files)
+    runner.stage_data()
+    runner.tokenize("auto")
+    out = capfd.readouterr().out
+    share = unseen_share(read_record(tmp_path / "wd" / "tok" / "tokenization.json").tokenizer(),
+                         files["train_tgt"].read_text(encoding="utf-8").splitlines(), [l for l in valid])
+    assert share < 0.2  # as written, the target's validation words are known: the note is the new words'
+    assert re.search(rf"note: [\d.]+% of the validation target's words are not in {re.escape(str(files['train_tgt']))} "
+                     r"\(words are kept below 10,000 training pairs\); --tokenize bpe learns sub-words for them", out)
+    assert "validation source's" not in out
+    assert read_record(tmp_path / "wd" / "tok" / "tokenization.json").kind == "words"  # a note, not another rule
 
 
 def test_pipeline_with_a_japanese_target_detokenizes_it_and_scores_it_on_ja_mecab(tmp_path):

@@ -278,7 +278,7 @@ class DataStages:
                 languages[side] = tk.written_language(f)  # its first lines
         n_train = len(read_lines(self.path("data", "train.src")))
         chosen = tk.choose(n_train, requested, size,
-                           unspaced=any(language in tk.UNSPACED_LANGUAGES for language in languages.values()),
+                           sub_words=any(language in tk.SUB_WORD_LANGUAGES for language in languages.values()),
                            bleu_tokenize=self._bleu_tokenizer(requested, languages["tgt"]))
         done = tk.read_record(record)
         if done is not None:
@@ -299,7 +299,9 @@ class DataStages:
                                "give tokenized files with --tokenize none, or leave --test-align out")
         if chosen.active:
             tk.check_bleu_tokenizer(chosen.bleu_tokenize)
-        self._note_unspaced(chosen, languages)
+        self._note_languages(chosen, languages)
+        if chosen.kind == "words" and requested == "auto":
+            self._note_unseen_words(chosen)
         out.mkdir(exist_ok=True)
         if chosen.kind == "bpe":
             say(f"learning a joint BPE model of {chosen.merges:,} merges on the {n_train:,} training pairs")
@@ -336,26 +338,45 @@ class DataStages:
             return "13a"
         return tk.bleu_tokenizer(target_language) if self.bleu_tokenize == "auto" else self.bleu_tokenize
 
-    def _note_unspaced(self, chosen: Tokenization, languages: Dict[str, Optional[str]]) -> None:
-        """One line for each side written without spaces between words, one for sacrebleu's tokenizer where it is
-        not the default ``13a``."""
+    def _note_languages(self, chosen: Tokenization, languages: Dict[str, Optional[str]]) -> None:
+        """One line for each side whose words are no units to keep (written without spaces between words, or
+        Korean), one for sacrebleu's tokenizer where it is not the default ``13a``."""
         from onmt_xl.experiments import tokenization as tk
 
         if not chosen.active:
             return
         names = {"src": self.corpus.train_src, "tgt": self.corpus.train_tgt}
         for side, language in languages.items():
-            if language not in tk.UNSPACED_LANGUAGES:
+            if language not in tk.SUB_WORD_LANGUAGES:
                 continue
-            if chosen.kind == "words":
-                say(f"note: {names[side]} is {language}, written without spaces between words: with --tokenize words "
-                    "each run of it between punctuation marks is one token; --tokenize auto or bpe learns sub-words")
+            if language == "Korean":
+                what, words = "its words carry their particles and endings", "each such word is one token"
             else:
-                say(f"{names[side]} is {language}, written without spaces between words: sub-words (BPE) for it")
+                what = "written without spaces between words"
+                words = "each run of it between punctuation marks is one token"
+            if chosen.kind == "words":
+                say(f"note: {names[side]} is {language}, {what}: with --tokenize words {words}; --tokenize auto or bpe "
+                    "learns sub-words")
+            else:
+                say(f"{names[side]} is {language}, {what}: sub-words (BPE) for it")
         if chosen.bleu_tokenize != "13a":
             why = f"the target is {languages['tgt']}" if self.bleu_tokenize == "auto" else "--bleu-tokenize"
             say(f"scores: sacrebleu's BLEU on its {chosen.bleu_tokenize} tokens ({why}; --bleu-tokenize chooses "
                 "another)")
+
+    def _note_unseen_words(self, chosen: Tokenization) -> None:
+        """A note for each side of which more than :data:`~onmt_xl.experiments.tokenization.WORDS_UNSEEN_NOTE` of
+        the validation words are unseen in its training text, where ``auto`` kept words."""
+        from onmt_xl.experiments import tokenization as tk
+
+        tokenizer = chosen.tokenizer()
+        names = {"src": self.corpus.train_src, "tgt": self.corpus.train_tgt}
+        for side, which in (("src", "source"), ("tgt", "target")):
+            share = tk.unseen_share(tokenizer, read_lines(self.path("data", f"train.{side}")),
+                                    read_lines(self.path("data", f"valid.{side}")))
+            if share > tk.WORDS_UNSEEN_NOTE:
+                say(f"note: {share:.1%} of the validation {which}'s words are not in {names[side]} (words are kept "
+                    f"below {tk.WORD_LEVEL_BELOW:,} training pairs); --tokenize bpe learns sub-words for them")
 
     def _use_tokenization(self, chosen: Tokenization) -> None:
         self.tokenization = chosen

@@ -14,7 +14,9 @@ marked, so that detokenization restores it) for every corpus; below :data:`WORD_
 that is all (words: too few pairs to learn sub-words worth having); from there on, joint BPE (one model learned
 on both sides by pyonmttok's ``BPELearner``) with :func:`bpe_merges` merges: 8,000 below 100,000 pairs, 16,000
 below 1,000,000, 32,000 above. A side written without spaces between words (Japanese, Chinese, Thai, ...:
-:func:`unspaced_language`) has no words to keep: ``auto`` learns BPE for it at any corpus size. ``--tokenize none``
+:func:`unspaced_language`) has no words to keep, nor has Korean, whose words carry their particles and endings
+(:data:`SUB_WORD_LANGUAGES`): ``auto`` learns BPE for such a corpus at any size. Where ``auto`` keeps words, a side
+whose validation words are often unseen in its training text (:func:`unseen_share`) gets a note. ``--tokenize none``
 keeps already tokenized input as it is (the scores are then computed on that tokenization, not sacrebleu's standard
 ones).
 
@@ -58,15 +60,15 @@ def bpe_merges(pairs: int) -> int:
     raise AssertionError("unreachable")
 
 
-def choose(pairs: int, requested: str = "auto", size: Optional[int] = None, unspaced: bool = False,
+def choose(pairs: int, requested: str = "auto", size: Optional[int] = None, sub_words: bool = False,
            bleu_tokenize: str = "13a") -> "Tokenization":
     """The tokenization of a corpus of ``pairs`` training pairs: ``requested`` (one of :data:`CHOICES`), ``auto``
-    by the module's rule (sub-words at any size where a side is ``unspaced``, :func:`unspaced_language`); ``size``:
-    BPE merges instead of :func:`bpe_merges`'s; ``bleu_tokenize``: sacrebleu's tokenizer of its scores."""
+    by the module's rule (sub-words at any size where ``sub_words``: a side in one of :data:`SUB_WORD_LANGUAGES`);
+    ``size``: BPE merges instead of :func:`bpe_merges`'s; ``bleu_tokenize``: sacrebleu's tokenizer of its scores."""
     if requested not in CHOICES:
         raise ValueError(f"--tokenize {requested!r}: choose from {', '.join(CHOICES)}")
     if requested == "auto":
-        requested = "words" if pairs < WORD_LEVEL_BELOW and not unspaced else "bpe"
+        requested = "words" if pairs < WORD_LEVEL_BELOW and not sub_words else "bpe"
     if requested == "bpe":
         return Tokenization("bpe", size or bpe_merges(pairs), bleu_tokenize=bleu_tokenize)
     return Tokenization(requested, bleu_tokenize=bleu_tokenize if requested != "none" else "13a")
@@ -85,6 +87,11 @@ _UNSPACED = (("Japanese", ((0x3040, 0x30FF), (0x31F0, 0x31FF), (0xFF66, 0xFF9F))
 UNSPACED_SHARE, SEGMENTED_SPACES = 0.5, 0.1
 #: the languages of those scripts
 UNSPACED_LANGUAGES = tuple(language for language, _ in _UNSPACED)
+#: the languages whose words are no units to keep below :data:`WORD_LEVEL_BELOW` pairs: those written without
+#: spaces, and Korean (a word with its particles and endings is one token of pyonmttok's)
+SUB_WORD_LANGUAGES = UNSPACED_LANGUAGES + ("Korean",)
+#: the share of a side's validation words unseen in its training text above which kept words get a note
+WORDS_UNSEEN_NOTE = 0.2
 #: Hangul (syllables, jamo, compatibility jamo): Korean, written with spaces between words
 _HANGUL = ((0xAC00, 0xD7AF), (0x1100, 0x11FF), (0x3130, 0x318F))
 #: sacrebleu's tokenizer for such a target and for Korean (its command line's choice for ``-l xx-ja``, ``xx-zh`` and
@@ -237,6 +244,13 @@ def learn_bpe(paths: Sequence[str], merges: int, out: Path) -> int:
 
 def tokenize_lines(tokenizer, lines: Iterable[str]) -> List[str]:
     return [" ".join(tokenizer.tokenize(line)[0]) for line in lines]
+
+
+def unseen_share(tokenizer, train: Iterable[str], held_out: Iterable[str]) -> float:
+    """The share of ``held_out``'s tokens (``tokenizer``'s) that no line of ``train`` has; 0 without tokens."""
+    seen = {token for line in train for token in tokenizer.tokenize(line)[0]}
+    tokens = [token for line in held_out for token in tokenizer.tokenize(line)[0]]
+    return sum(token not in seen for token in tokens) / len(tokens) if tokens else 0.0
 
 
 # --- already tokenized input ---------------------------------------------------------------------------
