@@ -328,7 +328,8 @@ def add_subcommands(sub) -> None:
     p.add_argument("--tokenize", choices=CHOICES, default="auto",
                    help=f"how the raw text is tokenized (pyonmttok through OpenNMT's onmt_tokenize transform, recorded "
                    f"with the models): words, joint BPE, or auto = words below {WORD_LEVEL_BELOW:,} training pairs "
-                   "(BPE at any size where a side is written without spaces: Japanese, Chinese, Thai, ...), BPE above "
+                   "(BPE at any size where a side is written without spaces, Japanese, Chinese, Thai, ..., or is Korean), "
+                   "BPE above "
                    "(8,000 merges below 100,000 pairs, 16,000 below 1,000,000, 32,000 above); none = the files are "
                    "tokenized already and are used, translated and scored as they are (default auto)")
     p.add_argument("--subword-size", type=int, help="BPE merges (default: by the size rule of --tokenize auto)")
