@@ -396,7 +396,7 @@ class DataStages:
         parts = {name: (read_tokenized(str(self.text_path(name, "src"))),
                         read_tokenized(str(self.text_path(name, "tgt"))))
                  for name in self.splits()}
-        say(f"aligning {'+'.join(self.splits())} ({sum(len(s) for s, _ in parts.values())} pairs) with eflomal")
+        say(f"aligning {'+'.join(self.splits())} ({sum(len(s) for s, _ in parts.values()):,} pairs) with eflomal")
         res = align_corpus([s for p in parts.values() for s in p[0]], [t for p in parts.values() for t in p[1]])
         start = 0
         for name, (s, _) in parts.items():  # train last: its file marks the stage as done

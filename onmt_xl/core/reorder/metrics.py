@@ -102,7 +102,7 @@ class ReorderScores:
             ("oracle", self.oracle_tau, self.oracle_exact_match, 1.0, 1.0),
         ]
         lines = [
-            f"{self.n_sentences} sentences, {self.n_pairs} aligned pairs",
+            f"{self.n_sentences:,} sentences, {self.n_pairs:,} aligned pairs",
             f"{'':10s} {'tau':>7s} {'exact':>7s} {'FRS':>7s} {'FRS-al':>7s}",
         ]
         lines += [f"{name:10s} {t:7.4f} {x:7.4f} {f:7.4f} {fa:7.4f}" for name, t, x, f, fa in rows]
