@@ -279,18 +279,17 @@ def write_japanese_target(files: dict) -> dict:
     return files
 
 
-def test_unspaced_language_reads_the_script_and_the_spaces():
-    from onmt_xl.experiments.tokenization import bleu_tokenizer, unspaced_language
+def test_written_language_reads_the_script_and_the_spaces():
+    from onmt_xl.experiments.tokenization import bleu_tokenizer, written_language
 
-    assert unspaced_language(["誰が一番に着くか私には分かりません。", "私はテニス部員です。"]) == "Japanese"
-    assert unspaced_language(["我昨天在北京大学学习了中文。"]) == "Chinese"
-    assert unspaced_language(["ภาษาไทยไม่มีช่องว่างระหว่างคำ"]) == "Thai"
-    assert unspaced_language(["私 は テニス 部員 です 。"]) is None  # segmented into words already
-    assert unspaced_language(["한국어는 띄어쓰기를 합니다."]) is None  # Hangul: spaced
-    assert unspaced_language(["I'm in the tennis club (テニス部)."]) is None  # mostly Latin letters
-    assert unspaced_language(["", "123 ..."]) is None  # no letters
+    assert written_language(["誰が一番に着くか私には分かりません。", "私はテニス部員です。"]) == "Japanese"
+    assert written_language(["我昨天在北京大学学习了中文。"]) == "Chinese"
+    assert written_language(["ภาษาไทยไม่มีช่องว่างระหว่างคำ"]) == "Thai"
+    assert written_language(["私 は テニス 部員 です 。"]) is None  # segmented into words already
+    assert written_language(["I'm in the tennis club (テニス部)."]) is None  # mostly Latin letters
+    assert written_language(["", "123 ..."]) is None  # no letters
     mixed = ["I'm in the tennis club."] * 2000 + ["私はテニス部員です。"] * 10000
-    assert unspaced_language(mixed) is None and unspaced_language(mixed, limit=12000) == "Japanese"  # the first lines
+    assert written_language(mixed) is None and written_language(mixed, limit=12000) == "Japanese"  # the first lines
     assert [bleu_tokenizer(x) for x in ("Japanese", "Chinese", "Thai", None)] == ["ja-mecab", "zh", "char", "13a"]
 
 

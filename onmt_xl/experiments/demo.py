@@ -328,16 +328,17 @@ def add_subcommands(sub) -> None:
     p.add_argument("--tokenize", choices=CHOICES, default="auto",
                    help=f"how the raw text is tokenized (pyonmttok through OpenNMT's onmt_tokenize transform, recorded "
                    f"with the models): words, joint BPE, or auto = words below {WORD_LEVEL_BELOW:,} training pairs "
-                   "(BPE at any size where a side is written without spaces, Japanese, Chinese, Thai, ..., or is Korean), "
-                   "BPE above "
-                   "(8,000 merges below 100,000 pairs, 16,000 below 1,000,000, 32,000 above); none = the files are "
-                   "tokenized already and are used, translated and scored as they are (default auto)")
+                   "(BPE at any size where a side is written without spaces, Japanese, Chinese, Thai, ..., or is "
+                   "Korean), BPE above (8,000 merges below 100,000 pairs, 16,000 below 1,000,000, 32,000 above); "
+                   "none = the files are tokenized already and are used, translated and scored as they are "
+                   "(default auto)")
     p.add_argument("--subword-size", type=int, help="BPE merges (default: by the size rule of --tokenize auto)")
     p.add_argument("--bleu-tokenize", choices=BLEU_TOKENIZERS, default="auto",
                    help="sacrebleu's tokenizer of BLEU against the raw references (its -tok), for the validation "
-                   "curves and the test set: auto = by the script of the training target: ja-mecab for Japanese, zh for "
-                   "Chinese and ko-mecab for Korean (what sacrebleu's command line takes for those targets), char for "
-                   "Thai, Lao, Khmer and Myanmar, 13a otherwise; recorded with the tokenization (default auto)")
+                   "curves and the test set: auto = by the script of the training target: ja-mecab for Japanese, "
+                   "zh for Chinese and ko-mecab for Korean (what sacrebleu's command line takes for those targets), "
+                   "char for Thai, Lao, Khmer and Myanmar, 13a otherwise; recorded with the tokenization (default "
+                   "auto)")
     _common(p, "the systems train to the plateau of validation BLEU (--time-budget, --max-steps, --average); N: "
             "N steps, the last checkpoint translated")
     p.add_argument("--time-budget", type=duration, metavar="DURATION",

@@ -14,7 +14,7 @@ marked, so that detokenization restores it) for every corpus; below :data:`WORD_
 that is all (words: too few pairs to learn sub-words worth having); from there on, joint BPE (one model learned
 on both sides by pyonmttok's ``BPELearner``) with :func:`bpe_merges` merges: 8,000 below 100,000 pairs, 16,000
 below 1,000,000, 32,000 above. A side written without spaces between words (Japanese, Chinese, Thai, ...:
-:func:`unspaced_language`) has no words to keep, nor has Korean, whose words carry their particles and endings
+:func:`written_language`) has no words to keep, nor has Korean, whose words carry their particles and endings
 (:data:`SUB_WORD_LANGUAGES`): ``auto`` learns BPE for such a corpus at any size. Where ``auto`` keeps words, a side
 whose validation words are often unseen in its training text (:func:`unseen_share`) gets a note. ``--tokenize none``
 keeps already tokenized input as it is (the scores are then computed on that tokenization, not sacrebleu's standard
@@ -22,8 +22,8 @@ ones).
 
 **Scores** of raw text are sacrebleu's on the detokenized output, BLEU with a tokenizer for the target language
 (:func:`bleu_tokenizer`): ``ja-mecab`` for Japanese, ``zh`` for Chinese and ``ko-mecab`` for Korean (sacrebleu's
-command line's choices), ``char`` for the other scripts without spaces, ``13a`` otherwise; ``--bleu-tokenize`` chooses another. It is
-recorded with the tokenization, so a resumed run scores its checkpoints the same way.
+command line's choices), ``char`` for the other scripts without spaces, ``13a`` otherwise; ``--bleu-tokenize``
+chooses another. It is recorded with the tokenization, so a resumed run scores its checkpoints the same way.
 """
 
 from __future__ import annotations
@@ -100,20 +100,15 @@ BLEU_BY_LANGUAGE = {"Japanese": "ja-mecab", "Chinese": "zh", "Korean": "ko-mecab
                     "Khmer": "char", "Myanmar": "char"}
 #: the extra of sacrebleu that a tokenizer needs (both installed with onmt_xl)
 _SACREBLEU_EXTRA = {"ja-mecab": "ja", "ko-mecab": "ko"}
+_SCRIPTS = _UNSPACED + (("Korean", _HANGUL),)
 
 
 def _script(ch: str) -> Optional[str]:
     cp = ord(ch)
-    for language, ranges in _UNSPACED + (("Korean", _HANGUL),):
+    for language, ranges in _SCRIPTS:
         if any(lo <= cp <= hi for lo, hi in ranges):
             return language
     return None
-
-
-def unspaced_language(lines: Iterable[str], limit: int = 2000) -> Optional[str]:
-    """The language of text written without spaces between words (:func:`written_language`), else ``None``."""
-    language = written_language(lines, limit)
-    return None if language == "Korean" else language
 
 
 def written_language(lines: Iterable[str], limit: int = 2000) -> Optional[str]:

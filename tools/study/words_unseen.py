@@ -39,7 +39,8 @@ def row(label: str, train: Sequence[str], valid: Sequence[str], other: Sequence[
             t = tok.tokenizer()
             per_sentence = sum(len(t.tokenize(line)[0]) for line in valid) / len(valid)
             cells += [f"{per_sentence:.1f}", f"{tk.unseen_share(t, train, valid):.1%}"]
-    return f"| {label} | {len(train):,} | " + " | ".join(cells[:2]) + f" | {learned:,} | " + " | ".join(cells[2:]) + " |"
+    return (f"| {label} | {len(train):,} | " + " | ".join(cells[:2]) + f" | {learned:,} | " + " | ".join(cells[2:])
+            + " |")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
