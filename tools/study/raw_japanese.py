@@ -87,7 +87,7 @@ def scores(args) -> int:
 
 
 def unseen(args) -> int:
-    from onmt_xl.experiments.tokenization import Tokenization, bpe_merges, learn_bpe, tokenize_lines
+    from onmt_xl.experiments.tokenization import Tokenization, bpe_merges, learn_bpe, tokenize_lines, unseen_share
 
     src, tgt = read_lines(args.src)[:args.pairs], read_lines(args.tgt)[:args.pairs]
     test = read_lines(args.test)
@@ -103,10 +103,9 @@ def unseen(args) -> int:
                           (Tokenization("bpe", merges, str(model)), f"BPE, {learned:,} merges")):
             t = tok.tokenizer()
             vocab = {w for line in tokenize_lines(t, src) for w in line.split()}
-            tokens = [w for line in tokenize_lines(t, test) for w in line.split()]
-            gone = sum(w not in vocab for w in tokens)
-            print(f"{what}: source vocabulary {len(vocab):,}, {len(tokens) / len(test):.2f} tokens a test sentence, "
-                  f"{gone / len(tokens):.1%} of them unseen in training")
+            tokens = sum(len(line.split()) for line in tokenize_lines(t, test))
+            print(f"{what}: source vocabulary {len(vocab):,}, {tokens / len(test):.2f} tokens a test sentence, "
+                  f"{unseen_share(t, src, test):.1%} of them unseen in training")
     return 0
 
 
