@@ -68,12 +68,19 @@ class StandInRunner:
 
 
 class Scripted(PlateauTraining):
-    """Scores each checkpoint by ``bleu(system, step)``, taking ``translate_seconds`` per checkpoint."""
+    """Scores each checkpoint by ``bleu(system, step)``, taking ``translate_seconds`` per checkpoint; the average of
+    the last N checkpoints up to a step by ``averaged(system, step, N)`` (default: the checkpoint's BLEU, a tie)."""
 
     def __init__(self, runner, systems, schedule, budget_s=None, bleu: Callable[[str, int], float] = None,
-                 translate_seconds: float = 0.0):
+                 translate_seconds: float = 0.0, averaged: Callable[[str, int, int], float] = None):
         super().__init__(runner, systems, schedule, budget_s)
         self.bleu, self.translate_seconds = bleu, translate_seconds
+        self.averaged_bleu = averaged or (lambda system, step, n: bleu(system, step))
+        self.averages_scored: List[tuple] = []
+
+    def averaged_valid_bleu(self, system: str, final: int, average: int) -> float:
+        self.averages_scored.append((system, final, average))
+        return self.averaged_bleu(system, final, average)
 
     def score(self, system: str) -> None:
         jd = self.runner.path("jobs", system)
@@ -144,6 +151,48 @@ def test_the_systems_share_one_average(tmp_path):
     assert sorted(runner.finals) == [("baseline", 20, 2), ("combination", 20, 2)]
 
 
+def test_each_system_is_translated_with_its_average_or_its_checkpoint_whichever_is_better_on_validation(
+        tmp_path, capsys):
+    runner = StandInRunner(tmp_path, every=2)
+    sch = Schedule(every=2, round=4, window=4, cap=40, average=5)
+    # flat from the start: the plateau at step 2 ... 6; the combination's average is worse than its checkpoint
+    averaged = {"baseline": 6.0, "combination": 5.2}
+    Scripted(runner, SYSTEMS, sch, bleu=lambda s, step: float(min(step, 6)),
+             averaged=lambda s, step, n: averaged[s]).run()
+    out = capsys.readouterr().out
+    assert sorted(runner.finals) == [("baseline", 6, 3), ("combination", 6, 1)]
+    assert "baseline: validation BLEU 6.00 with the average, 6.00 with the checkpoint of step 6 alone: " \
+           "translating with the average" in out  # a tie keeps the average
+    assert "combination: validation BLEU 5.20 with the average, 6.00 with the checkpoint of step 6 alone: " \
+           "translating with the checkpoint" in out
+    state = json.loads((tmp_path / "plateau.json").read_text())
+    assert state["averages"] == {"baseline": 3, "combination": 1} and state["average"] == 3
+    assert state["validation"]["combination"] == {"average": 1, "bleu_averaged": 5.2, "bleu_checkpoint": 6.0}
+    from onmt_xl.experiments.until_plateau import translated_with
+
+    assert translated_with(tmp_path).startswith(
+        "translated with, each chosen on the validation pairs: baseline the average of the last 3 checkpoints up to "
+        "step 6; combination the checkpoint of step 6 (training stopped by the plateau; learning_curves.png")
+    # a rerun that chooses otherwise translates again only the system whose model changed
+    for s in SYSTEMS:
+        (tmp_path / "jobs" / s / "hyp.test").write_text("x\n")
+    runner.finals.clear()
+    averaged["combination"] = 6.5
+    Scripted(runner, SYSTEMS, sch, bleu=lambda s, step: float(min(step, 6)),
+             averaged=lambda s, step, n: averaged[s]).run()
+    assert sorted(runner.finals) == [("baseline", 6, 3), ("combination", 6, 3)]
+    assert (tmp_path / "jobs" / "baseline" / "hyp.test").exists()
+    assert not (tmp_path / "jobs" / "combination" / "hyp.test").exists()
+
+
+def test_one_checkpoint_to_translate_scores_no_average(tmp_path):
+    runner = StandInRunner(tmp_path, every=2)
+    sch = Schedule(every=2, round=6, window=4, cap=20, average=3)
+    training = Scripted(runner, SYSTEMS, sch, bleu=lambda s, step: float(step))  # rising: the last checkpoint alone
+    training.run()
+    assert training.averages_scored == [] and sorted(runner.finals) == [("baseline", 20, 1), ("combination", 20, 1)]
+
+
 def test_a_step_that_can_still_be_chosen_keeps_its_checkpoints(tmp_path):
     runner = StandInRunner(tmp_path, every=2)
     sch = Schedule(every=2, round=8, window=100, cap=8, average=2)
@@ -209,6 +258,14 @@ def real_run(files, wd: Path, cap: int):
     return PlateauTraining(runner, ["combination"], Schedule(every=2, round=4, window=100, cap=cap, average=3)).run()
 
 
+def chosen_model(wd: Path, step: int) -> str:
+    """The combination's final model as ``plateau.json`` records its choice, checked against its validation scores."""
+    state = json.loads((wd / "plateau.json").read_text())
+    v = state["validation"]["combination"]
+    assert state["final_step"] == step and v["average"] == (3 if v["bleu_averaged"] >= v["bleu_checkpoint"] else 1)
+    return f"average3_step_{step}.pt" if v["average"] == 3 else f"model_step_{step}.pt"
+
+
 def test_for_real_averaged_model_served_rerun_resumes_and_a_refusal_writes_nothing(tmp_path, monkeypatch, capsys):
     from tests.test_raw_text import write_raw_corpus
 
@@ -219,10 +276,13 @@ def test_for_real_averaged_model_served_rerun_resumes_and_a_refusal_writes_nothi
     jd = wd / "jobs" / "combination"
     out = capsys.readouterr().out
     assert "training stopped by the cap" in out
-    # the average of the checkpoints at steps 2, 4, 6 (onmt_average_models) is translated and served
+    # the average of the checkpoints at steps 2, 4, 6 (onmt_average_models) translates the validation source; it, or
+    # the checkpoint of step 6 where that scores higher there, is translated and served
     assert (jd / "average3_step_6.pt").exists() and "onmt_average_models" in (jd / "commands.sh").read_text()
-    assert yaml.safe_load((jd / "translate.yaml").read_text())["model"] == str(jd / "average3_step_6.pt")
-    assert json.loads((jd / "serve.json").read_text())["models"][0]["model"] == "average3_step_6.pt"
+    assert (jd / "hyp.valid.average3_step6").read_text().count("\n") == 40
+    chosen = chosen_model(wd, 6)
+    assert yaml.safe_load((jd / "translate.yaml").read_text())["model"] == str(jd / chosen)
+    assert json.loads((jd / "serve.json").read_text())["models"][0]["model"] == chosen
     assert res["jobs"]["combination"]["variants"]["test"]["bleu_signature"].startswith("nrefs:1|case:mixed")
     rows = [json.loads(l) for l in (jd / "curve.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [2, 4, 6] and all("valid_ppl" in r for r in rows)
@@ -238,7 +298,7 @@ def test_for_real_averaged_model_served_rerun_resumes_and_a_refusal_writes_nothi
     assert "Loading checkpoint from" in log and "model_step_6.pt" in log.split("Loading checkpoint from")[-1][:400]
     # every round resumed exactly: from step 4 to 6 in the first run, from 6 to 8 now
     assert log.count("then restoring the checkpoint's RNG states") == log.count("Loading checkpoint from") == 2
-    assert yaml.safe_load((jd / "translate.yaml").read_text())["model"] == str(jd / "average3_step_8.pt")
+    assert yaml.safe_load((jd / "translate.yaml").read_text())["model"] == str(jd / chosen_model(wd, 8))
     # another model in the same work directory is refused: one line, nothing on disk changed
     before = tree(wd)
     cmd = [sys.executable, "-m", "onmt_xl.experiments", "pipeline", "--workdir", wd, "--systems", "combination",
@@ -334,6 +394,11 @@ def test_the_closing_commands_name_the_system_best_on_validation(tmp_path):
     assert shown_system(systems, tmp_path) == "baseline"  # at the final step, not the best step
     (tmp_path / "plateau.json").write_text(json.dumps({"final_step": 6}), encoding="utf-8")
     assert shown_system(systems, tmp_path) == "combination"  # no score at the final step: the old rule
+    # the final models' validation BLEU where an average was chosen
+    (tmp_path / "plateau.json").write_text(json.dumps({"final_step": 4, "validation": {
+        "baseline": {"average": 1, "bleu_checkpoint": 33.4}, "combination": {"average": 5, "bleu_averaged": 33.9,
+                                                                              "bleu_checkpoint": 33.0}}}))
+    assert shown_system(systems, tmp_path) == "combination"
 
 
 def eole_run(files, wd: Path, cap: int, capsys) -> str:
@@ -371,10 +436,17 @@ def test_eole_to_the_plateau_resumes_exactly_and_goes_on(tmp_path, monkeypatch, 
     assert (root / "learning_curves.png").stat().st_size > 0
     state = json.loads((root / "plateau.json").read_text())
     assert (state["status"], state["final_step"]) == ("cap", 4)
-    used = "the checkpoint of step 4" if state["average"] == 1 else "the average of the last 2 checkpoints up to step 4"
-    assert f"translated with {used} (training stopped by the cap; learning_curves.png" in out
+    n = state["averages"]["combination"]
+    used = "the checkpoint of step 4" if n == 1 else "the average of the last 2 checkpoints up to step 4"
+    over = "" if state["average"] == 1 else "chosen on the validation pairs over " + (
+        "the average of the last 2 checkpoints; " if n == 1 else "that checkpoint alone; ")
+    assert f"translated with {used} ({over}training stopped by the cap; learning_curves.png" in out
+    if state["average"] == 2:  # the average and the checkpoint were both scored on the validation pairs
+        v = state["validation"]["combination"]
+        assert n == (2 if v["bleu_averaged"] >= v["bleu_checkpoint"] else 1)
+        assert (model / "hyp.valid.average2_step4").read_text(encoding="utf-8").count("\n") == 20
     shown = out.split("eole predict -model_path ")[-1].split(" -src")[0]
-    assert Path(shown) == (model / "step_4" if state["average"] == 1 else model / "average2_step_4")
+    assert Path(shown) == (model / "step_4" if n == 1 else model / "average2_step_4")
     assert Path(shown).is_dir() and json.loads((model / "done.json").read_text())["translated_with"] == shown
     # a higher cap: the same command goes on from step 4, resumed exactly
     log = root / "logs" / "train_combination.log"

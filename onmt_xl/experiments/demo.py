@@ -349,7 +349,8 @@ def add_subcommands(sub) -> None:
                    "comes (default by preset: " + ", ".join(f"{k} {v.cap:,}" for k, v in SCHEDULES.items()) + ")")
     p.add_argument("--average", type=_positive, metavar="N", help="the last N checkpoints (every " + ", ".join(
         f"{k} {v.every:,}" for k, v in SCHEDULES.items()) + " steps) averaged into the model translated and served, "
-                   "onmt_average_models (Eole: onmt_xl's average of the step directories) (default 5, the study's)")
+                   "onmt_average_models (Eole: onmt_xl's average of the step directories), or the last of them alone "
+                   "where it scores higher on the validation pairs (default 5, the study's)")
     _framework(p)
     p.set_defaults(func=run_pipeline)
 

@@ -427,12 +427,14 @@ class EoleRounds:
         log = self.root / "logs" / f"train_{system}.log"
         return validation_log(log.read_text(encoding="utf-8"), every, RESUMED) if log.exists() else {}
 
-    def translate_test(self, final: int, average: int, steps: Dict[str, int]) -> None:
-        every = self.runner.overrides["save_checkpoint_steps"]
+    def averaged_model(self, system: str, final: int, average: int, steps: int = 0) -> Path:
+        """The average of ``system``'s last ``average`` step directories up to ``final`` (made once)."""
+        every, dirs = self.runner.overrides["save_checkpoint_steps"], self.checkpoints(system)
+        return self.demo.averaged_model(system, [dirs[final - k * every] for k in reversed(range(average))])
+
+    def translate_test(self, final: int, averages: Dict[str, int], steps: Dict[str, int]) -> None:
         for s in steps:
-            dirs = self.checkpoints(s)
-            chosen = [dirs[final - k * every] for k in reversed(range(average))]
-            self.demo.chosen[s] = self.demo.averaged_model(s, chosen)
+            self.demo.chosen[s] = self.averaged_model(s, final, averages[s])
         with ThreadPoolExecutor(max_workers=self.runner.parallel) as pool:
             list(pool.map(self.demo.predict, steps))
 

@@ -16,8 +16,10 @@ against the validation targets; its validation perplexity is read from ``onmt_tr
 
 and one line says which. Every system is then translated with the average of its last ``--average`` checkpoints up
 to S, or up to the last step every system reached (cap, budget; then only the last checkpoints within the rule's
-tolerance of the last one's validation BLEU, so that a still rising curve is not averaged), by ``onmt_average_models``;
-``translate.yaml`` and ``serve.json`` name that averaged model. ``learning_curves.png`` plots the validation points of
+tolerance of the last one's validation BLEU, so that a still rising curve is not averaged), by ``onmt_average_models``,
+where that average translates the validation source at least as well (sacrebleu's BLEU) as the checkpoint at S
+alone; otherwise with that checkpoint (averaging in the early checkpoints of a curve flat from its start gives a
+worse model). ``translate.yaml`` and ``serve.json`` name the model chosen. ``learning_curves.png`` plots the validation points of
 every system. ``plateau.json`` records where the rounds stand; a rerun goes on from there (after a budget stop it trains
 on, after a plateau it only reports). As the rounds go, a checkpoint no step the rule could still choose needs is
 deleted.
@@ -167,9 +169,15 @@ class OpenNMTRounds:
         log = self.job_dir(system) / "train.log"
         return validation_log(log.read_text(encoding="utf-8"), every) if log.exists() else {}
 
-    def translate_test(self, final: int, average: int, steps: Dict[str, int]) -> None:
-        """Translate the test set with each system's average of its last ``average`` checkpoints up to ``final``."""
-        self.runner.jobs = [self.job(s, steps[s], final, average) for s in steps]
+    def averaged_model(self, system: str, final: int, average: int, steps: int) -> Path:
+        """The average of ``system``'s last ``average`` checkpoints up to ``final`` (``averageN_step_S.pt``, made
+        once by ``onmt_average_models``)."""
+        return self.runner.final_model(self.job(system, steps, final, average))
+
+    def translate_test(self, final: int, averages: Dict[str, int], steps: Dict[str, int]) -> None:
+        """Translate the test set with each system's average of its last ``averages[system]`` checkpoints up to
+        ``final`` (its checkpoint at ``final`` for 1)."""
+        self.runner.jobs = [self.job(s, steps[s], final, averages[s]) for s in steps]
         self.runner._run_jobs()
 
     def forget_test(self, system: str) -> None:
@@ -339,15 +347,57 @@ class PlateauTraining:
         if final is None:
             self.save_state(status=reason, step=None)
             return None
-        self.forget_stale(final, average)
-        rounds.translate_test(final, average, {s: self.steps_now(s) for s in self.systems})
-        self.save_state(status=reason, step=found, final_step=final, average=average)
+        validation = self.choose_models(final, average, curves)
+        averages = {s: v["average"] for s, v in validation.items()}
+        self.forget_stale(final, averages)
+        rounds.translate_test(final, averages, {s: self.steps_now(s) for s in self.systems})
+        self.save_state(status=reason, step=found, final_step=final, average=average, averages=averages,
+                        validation=validation)
         self.prune()
         plot = plot_curves(self.curves(), rounds.root / CURVE_PLOT, r.beam_size)
         if plot is not None:
             say(f"learning curves (validation BLEU and perplexity per checkpoint): {plot}")
-        rounds.record(status=f"finished: stopped by the {reason}", final_step=final, average=average)
+        rounds.record(status=f"finished: stopped by the {reason}", final_step=final, average=average,
+                      averages=averages)
         return rounds.results()
+
+    # -- the final models ------------------------------------------------------------------------------------
+    def averaged_valid_bleu(self, system: str, final: int, average: int) -> float:
+        """Validation BLEU of ``system``'s average of its last ``average`` checkpoints up to ``final``, translated
+        and scored as a checkpoint is (``hyp.valid.averageN_stepS`` in its job directory, translated once)."""
+        from onmt_xl.experiments.scoring import text_scores, tokenization_of
+
+        r, jd = self.runner, self.rounds.job_dir(system)
+        hyp = jd / f"hyp.valid.average{average}_step{final}"
+        if not hyp.exists():
+            model = self.rounds.averaged_model(system, final, average, self.steps_now(system))
+            tmp = hyp.with_name(hyp.name + ".partial")
+            with ticking(f"{system}: translating the validation source with the average"):
+                self.rounds.translate_valid(system, final, model, tmp)
+            tmp.replace(hyp)
+        return text_scores(read_lines(hyp), read_lines(r.path("data", "valid.tgt")), tokenization_of(r.workdir))["bleu"]
+
+    def choose_models(self, final: int, average: int,
+                      curves: Dict[str, List[Dict[str, Any]]]) -> Dict[str, Dict[str, Any]]:
+        """Per system, the model its test set is translated with: the average of its last ``average`` checkpoints up
+        to ``final`` where its validation BLEU is at least that of the checkpoint at ``final`` alone (a tie keeps the
+        average), else that checkpoint. ``{system: {"average": N chosen (1: the checkpoint), "bleu_averaged",
+        "bleu_checkpoint"}}``; one line per system says which."""
+        if average <= 1:
+            return {s: {"average": 1} for s in self.systems}
+        at_final = {s: next((r["bleu"] for r in curves.get(s, []) if r["step"] == final), None) for s in self.systems}
+        with ThreadPoolExecutor(max_workers=max(1, self.runner.parallel)) as pool:
+            averaged = dict(zip(self.systems, pool.map(lambda s: self.averaged_valid_bleu(s, final, average),
+                                                       self.systems)))
+        chosen = {}
+        for s in self.systems:
+            checkpoint = at_final[s]
+            keep = checkpoint is None or averaged[s] >= checkpoint
+            chosen[s] = {"average": average if keep else 1, "bleu_averaged": averaged[s], "bleu_checkpoint": checkpoint}
+            alone = f"{checkpoint:.2f}" if checkpoint is not None else "not scored"
+            say(f"  {s}: validation BLEU {averaged[s]:.2f} with the average, {alone} with the checkpoint of step "
+                f"{final:,} alone: translating with the {'average' if keep else 'checkpoint'}")
+        return chosen
 
     def averaged(self, final: int, rising: Optional[Dict[str, List[Dict[str, Any]]]] = None) -> int:
         """How many checkpoints the final models average: ``--average``, or fewer where a system lacks one of them
@@ -383,7 +433,8 @@ class PlateauTraining:
         if not final:
             what = "nothing to translate: no checkpoint was scored"
         elif average > 1:
-            what = f"the average of the last {average} checkpoints up to step {final:,}"
+            what = (f"the average of the last {average} checkpoints up to step {final:,}, or that checkpoint alone "
+                    f"where it scores higher on the validation pairs")
         else:
             what = f"the checkpoint of step {final:,}"
         if reason == PLATEAU:
@@ -397,13 +448,16 @@ class PlateauTraining:
                    f"at step {reached:,}; the same command with a budget goes on from there")
         return f"[plateau] training stopped by the {reason}: {why}; translating with {what}"
 
-    def forget_stale(self, final: int, average: int) -> None:
-        """A test translation of another final model (an earlier run stopped elsewhere) is translated again."""
+    def forget_stale(self, final: int, averages: Dict[str, int]) -> None:
+        """A test translation of another final model (an earlier run stopped elsewhere, or one that chose otherwise)
+        is translated again."""
         state = self.read_state()
-        if state.get("final_step") in (None, final) and state.get("average") in (None, average):
+        if state.get("final_step") is None:
             return
+        before = state.get("averages") or {s: state.get("average") for s in self.systems}
         for s in self.systems:
-            self.rounds.forget_test(s)
+            if state["final_step"] != final or before.get(s) != averages[s]:
+                self.rounds.forget_test(s)
 
 
 def describe_schedule(sch: Schedule, budget_s: Optional[float]) -> str:
@@ -421,8 +475,21 @@ def translated_with(workdir: Path) -> str:
     state = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     if not state.get("final_step"):
         return ""
-    n, step = state["average"], state["final_step"]
-    model = (f"the average of the last {n} checkpoints up to step {step:,}" if n > 1
-             else f"the checkpoint of step {step:,}")
-    return f"translated with {model} (training stopped by the {state['status']}; {CURVE_PLOT}: the learning curves)"
+    step = state["final_step"]
+    averages = state.get("averages") or {"": state["average"]}
+
+    def model(n: int) -> str:
+        return f"the average of the last {n} checkpoints up to step {step:,}" if n > 1 else \
+            f"the checkpoint of step {step:,}"
+
+    how = f"training stopped by the {state['status']}; {CURVE_PLOT}: the learning curves"
+    candidates = state["average"] if "averages" in state else 1  # older runs: no choice made
+    if len(set(averages.values())) == 1:
+        n = next(iter(averages.values()))
+        if candidates > 1:  # chosen on the validation pairs (choose_models)
+            how = ("chosen on the validation pairs over " + ("that checkpoint alone" if n > 1 else
+                   f"the average of the last {candidates} checkpoints") + f"; {how}")
+        return f"translated with {model(n)} ({how})"
+    each = "; ".join(f"{s} {model(n)}" for s, n in averages.items())
+    return f"translated with, each chosen on the validation pairs: {each} ({how})"
 

@@ -18,14 +18,19 @@ def shown_system(systems: List[str], workdir: Optional[Path] = None, jobs: str =
 
 
 def best_on_validation(systems: List[str], workdir: Path, jobs: str = "jobs") -> Optional[str]:
-    """The system of ``systems`` whose validation BLEU at ``plateau.json``'s final step is highest; None when a
-    system lacks that score (a run with --train-steps, or one not finished)."""
-    state = workdir / "plateau.json"
-    if not state.exists():
+    """The system of ``systems`` whose final model (``plateau.json``: its average or its checkpoint at the final
+    step) has the highest validation BLEU; None when a system lacks that score (a run with --train-steps, or one not
+    finished)."""
+    path = workdir / "plateau.json"
+    if not path.exists():
         return None
-    final = json.loads(state.read_text(encoding="utf-8")).get("final_step")
+    state = json.loads(path.read_text(encoding="utf-8"))
+    final, chosen = state.get("final_step"), state.get("validation") or {}
     scores = {}
     for system in systems:
+        if chosen.get(system, {}).get("average", 1) > 1:  # its average translates the test set
+            scores[system] = chosen[system]["bleu_averaged"]
+            continue
         curve = workdir / jobs / system / "curve.jsonl"
         rows = [json.loads(line) for line in curve.read_text(encoding="utf-8").splitlines() if line.strip()] \
             if curve.exists() else []
