@@ -104,3 +104,30 @@ def test_demo_through_eole_refuses_before_any_work(tmp_path, monkeypatch, capsys
     eole_installed(False)
     assert main(argv) == 2
     assert "--framework eole needs Eole 0.6.4" in capsys.readouterr().err and not wd.exists()
+
+
+def test_the_summary_answers_does_it_help():
+    """One line a system against the baseline: its BLEU difference, sacrebleu's paired bootstrap p, Holm-adjusted
+    where several systems are compared, and the verdict at 0.05; then what the p-value leaves out."""
+    from onmt_xl.experiments.demo import does_it_help, summary
+
+    def job(bleu, p=None):
+        test = {"bleu": bleu, "chrf": 50.0}
+        if p is not None:
+            test["p_bootstrap"] = p
+        return {"variants": {"test": test}, "parameters": 1}
+
+    one = does_it_help({"baseline": job(30.0), "combination": job(30.6, 0.02)})
+    assert one[0] == ("does it help? combination: +0.60 BLEU against the baseline (paired bootstrap p 0.020): better "
+                      "than the baseline at 0.05")
+    assert one[1].startswith("  (one training run a system:") and len(one) == 2
+    two = does_it_help({"baseline": job(30.0), "inxl": job(29.2, 0.01), "combination": job(30.6, 0.04)})
+    assert two[0] == ("does it help? inxl: -0.80 BLEU against the baseline (paired bootstrap p 0.010, Holm-adjusted "
+                      "over 2 systems 0.020): worse than the baseline at 0.05")
+    assert two[1].endswith("(paired bootstrap p 0.040, Holm-adjusted over 2 systems 0.040): better than the baseline "
+                           "at 0.05")
+    assert does_it_help({"baseline": job(30.0), "combination": job(30.1, 0.3)})[0].endswith(
+        "no significant difference at 0.05")
+    assert does_it_help({"combination": job(30.0, 0.5)}) == [] and does_it_help({"baseline": job(30.0)}) == []
+    lines = summary({"jobs": {"baseline": job(30.0), "combination": job(30.6, 0.02)}}).splitlines()
+    assert lines[3].startswith("does it help? combination: +0.60")

@@ -67,8 +67,41 @@ def system_jobs(systems: List[str], command: str, training_positions: str = "pre
                 xl_train=training_positions if SYSTEMS[s].uses_preorderer else "preorderer") for s in systems]
 
 
+#: the significance level of the summary's answer
+ALPHA = 0.05
+
+
+def does_it_help(jobs: Dict[str, Any]) -> List[str]:
+    """The summary's answer to "does it help?": each system's test BLEU against the baseline's, with its paired
+    bootstrap p (sacrebleu's, two-sided), Holm-adjusted over the systems where several are compared; nothing without
+    a baseline or p-values."""
+    from onmt_xl.experiments.stats import holm
+
+    base = jobs.get("baseline", {}).get("variants", {}).get("test", {})
+    tests = {n: e["variants"]["test"] for n, e in jobs.items()
+             if n != "baseline" and "p_bootstrap" in e.get("variants", {}).get("test", {})}
+    if "bleu" not in base or not tests:
+        return []
+    p = {n: t["p_bootstrap"] for n, t in tests.items()}
+    adjusted = holm(p) if len(p) > 1 else p
+    lines = []
+    for n, t in tests.items():
+        delta = t["bleu"] - base["bleu"]
+        holm_p = f", Holm-adjusted over {len(p)} systems {adjusted[n]:.3f}" if len(p) > 1 else ""
+        if adjusted[n] >= ALPHA:
+            verdict = "no significant difference"
+        else:
+            verdict = "better than the baseline" if delta > 0 else "worse than the baseline"
+        lines.append(f"does it help? {n}: {delta:+.2f} BLEU against the baseline (paired bootstrap p {p[n]:.3f}"
+                     f"{holm_p}): {verdict} at {ALPHA}")
+    lines.append("  (one training run a system: the p-value counts the variation between test sentences, not that "
+                 "between training runs with other seeds)")
+    return lines
+
+
 def summary(res: Dict[str, Any]) -> str:
-    """The preorderer's scores, then one line per system (from :func:`onmt_xl.experiments.scoring.collect`)."""
+    """The preorderer's scores, one line per system, then :func:`does_it_help`'s (from
+    :func:`onmt_xl.experiments.scoring.collect`)."""
     p = res.get("preorderer", {})
     nan = float("nan")
     lines = [f"preorderer (test set, {p.get('sentences', 0):.0f} sentences, {p.get('links', 'eflomal')} links): "
@@ -84,10 +117,10 @@ def summary(res: Dict[str, Any]) -> str:
     for name, e in res["jobs"].items():
         t = e["variants"].get("test", {})
         signed = signed or (t if "bleu_signature" in t else None)
-        sig = f"  p={t['p_bootstrap']:.4f} vs baseline (paired bootstrap)" if "p_bootstrap" in t else ""
         tok = f"  (tokenized BLEU {t['bleu_tokenized']:.2f})" if "bleu_tokenized" in t else ""
         lines.append(f"{name:12s} BLEU {t.get('bleu', nan):6.2f}  chrF {t.get('chrf', nan):6.2f}{tok}  "
-                     f"params {e.get('parameters', 0):,}{sig}")
+                     f"params {e.get('parameters', 0):,}")
+    lines += does_it_help(res["jobs"])
     if res.get("translated_with"):
         lines.append(res["translated_with"])
     if signed is not None and "scores" in res:
