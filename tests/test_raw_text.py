@@ -484,3 +484,17 @@ def test_pipeline_with_a_japanese_target_detokenizes_it_and_scores_it_on_ja_meca
         valid_hyp = (wd / "jobs" / "combination" / f"hyp.valid.step{row['step']}").read_text(encoding="utf-8")
         assert row["bleu"] == pytest.approx(BLEU(tokenize="ja-mecab").corpus_score(valid_hyp.splitlines(),
                                                                                    [valid_ref]).score)
+
+
+def test_a_byte_order_mark_and_crlf_line_ends_are_no_text(tmp_path):
+    """A file saved with a byte-order mark and Windows line ends (Notepad's UTF-8) reads as the same lines without
+    them, in the pipeline's raw text and in the commands on tokenized text; a U+FEFF inside a line stays."""
+    from onmt_xl.core.align.eflomal_aligner import read_tokenized
+    from onmt_xl.core.reorder.cli import read_tokens
+    from onmt_xl.experiments.stock import read_lines
+
+    path = tmp_path / "train.en"
+    path.write_bytes("\ufeffThe cat sat .\r\nA dog\ufeff ran .\r\n".encode("utf-8"))
+    assert read_lines(path) == ["The cat sat .", "A dog\ufeff ran ."]
+    assert read_tokenized(str(path))[0] == ["The", "cat", "sat", "."]
+    assert read_tokens(str(path))[0] == ["The", "cat", "sat", "."]

@@ -18,9 +18,10 @@ def say(msg: str) -> None:
 
 def read_lines(path: Path) -> List[str]:
     """The lines of ``path`` (gzipped where it ends in ``.gz``), as every report reads them (universal newlines;
-    other line separators such as U+2028 stay inside a line, as in OpenNMT's files)."""
+    other line separators such as U+2028 stay inside a line, as in OpenNMT's files; a byte-order mark opening the
+    file is no text and is dropped)."""
     opener = gzip.open if Path(path).suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as f:
+    with opener(path, "rt", encoding="utf-8-sig") as f:
         return [line.rstrip("\n") for line in f]
 
 

@@ -11,6 +11,8 @@ empty Pharaoh line), so outputs stay line-parallel with the inputs.
 
 from __future__ import annotations
 
+import codecs
+
 import contextlib
 import logging
 import os
@@ -216,10 +218,13 @@ def align_with_extra(
 
 
 def read_tokenized(path: str) -> List[List[str]]:
-    """One tokenized sentence per line (UTF-8), tokens separated by ASCII whitespace."""
+    """One tokenized sentence per line (UTF-8), tokens separated by ASCII whitespace; a byte-order mark opening the
+    file is dropped."""
     sents = []
     with open(path, "rb") as f:
         for n, raw in enumerate(f, start=1):
+            if n == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8):]
             try:
                 sents.append(split_tokens(raw.decode("utf-8")))
             except UnicodeDecodeError as e:

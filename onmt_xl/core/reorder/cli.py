@@ -53,9 +53,9 @@ class ParallelData:
 
 
 def read_tokens(path: str) -> List[List[str]]:
-    """One whitespace-tokenized sentence per line."""
+    """One whitespace-tokenized sentence per line (a byte-order mark opening the file dropped)."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:
             return [line.split() for line in f]
     except FileNotFoundError:
         raise XLUsageError(path, None, "file not found; check the path") from None
