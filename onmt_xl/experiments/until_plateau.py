@@ -19,8 +19,8 @@ to S, or up to the last step every system reached (cap, budget; then only the la
 tolerance of the last one's validation BLEU, so that a still rising curve is not averaged), by ``onmt_average_models``,
 where that average translates the validation source at least as well (sacrebleu's BLEU) as the checkpoint at S
 alone; otherwise with that checkpoint (averaging in the early checkpoints of a curve flat from its start gives a
-worse model). ``translate.yaml`` and ``serve.json`` name the model chosen. ``learning_curves.png`` plots the validation points of
-every system. ``plateau.json`` records where the rounds stand; a rerun goes on from there (after a budget stop it trains
+worse model). ``translate.yaml`` and ``serve.json`` name the model chosen. ``learning_curves.png`` plots the
+validation points of every system. ``plateau.json`` records where the rounds stand; a rerun goes on from there (after a budget stop it trains
 on, after a plateau it only reports). As the rounds go, a checkpoint no step the rule could still choose needs is
 deleted.
 
