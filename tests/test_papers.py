@@ -76,6 +76,47 @@ def test_few_seed_rows_carry_the_pooled_seed_variance_and_holm_is_recomputed():
     assert _claim(rep, "ExGRE improves")["measured"][0]["verdict"] == REVERSED
 
 
+def test_a_row_carrying_the_pooled_seed_variance_is_partial_while_any_job_of_its_study_is_left():
+    """The pool reads every system's runs, so a job of any system of the study, in the row's family or not, can move
+    a pooled row's interval; a row of two 8-seed sides carries nothing and stays final."""
+    eight = [40.0, 40.5, 39.5, 40.3, 39.7, 40.6, 39.4, 40.0]
+    systems = {"baseline": {"test_bleu": {"values": eight}}, "combination": {"test_bleu": {"values": eight}},
+               "exgre": {"test_bleu": {"values": [39.27, 39.27]}}}
+    exgre = {**_cmp(-0.74, -1.20, -0.27, 0.012, "the other baselines"), "p": 0.0015, "system_runs": 2,
+             "baseline_runs": 8}
+    comb = {**_cmp(-0.40, -0.80, -0.05, 0.03, "primary"), "p": 0.03, "system_runs": 8, "baseline_runs": 8}
+    study = _study(workdir="decisive_jaen", baseline="baseline", systems=systems,
+                   comparisons={"exgre": exgre, "combination": comb},
+                   family_members={"the other baselines": ["exgre"], "primary": ["combination"]})
+    left = [{"archive": "reports/decisive_jaen", "tier": "h", "seeds": [1, 2], "jobs": 1, "finished": 0,
+             "left": ["encoder_free_relative_s8"]}]  # a system of neither row, of another family
+    rep = papers.build({"decisive": study}, heads=4, progress=left)
+    assert _claim(rep, "ExGRE improves")["verdict"].endswith(papers.PARTIAL)
+    assert not _claim(rep, "Combination improves")["verdict"].endswith(papers.PARTIAL)
+    rep = papers.build({"decisive": study}, heads=4, progress=[{**left[0], "finished": 1, "left": []}])
+    assert not _claim(rep, "ExGRE improves")["verdict"].endswith(papers.PARTIAL)
+
+
+def test_runs_archived_after_the_report_was_built_make_their_rows_partial():
+    """A queue's finished jobs are archived before the 25-minute report reads them: until it does, the rows of their
+    system (and its Holm family) read runs that are no longer all, so they are partial."""
+    eight = [40.0, 40.5, 39.5, 40.3, 39.7, 40.6, 39.4, 40.0]
+    systems = {"baseline": {"seeds": list(range(1, 9)), "test_bleu": {"values": eight}},
+               "encoder_free": {"seeds": [1, 2], "test_bleu": {"values": [38.7, 38.8]}}}
+    study = _study(workdir="decisive_jaen", baseline="baseline", systems=systems,
+                   comparisons={"encoder_free": {**_cmp(-1.3, -1.8, -0.8, 0.0, "the other baselines"),
+                                                 "system_runs": 8, "baseline_runs": 8}},
+                   family_members={"the other baselines": ["encoder_free"]})
+    progress = [{"archive": "reports/decisive_jaen", "tier": "c", "seeds": [3, 4, 5, 6, 7, 8], "jobs": 6,
+                 "finished": 6, "left": [], "systems": ["encoder_free"]}]
+    full = "The full Transformer beats the encoder-free"
+    assert _claim(papers.build({"decisive": study}, heads=4, progress=progress), full)["verdict"].endswith(
+        papers.PARTIAL)
+    systems["encoder_free"]["seeds"] = list(range(1, 9))  # the report built again reads them all
+    assert not _claim(papers.build({"decisive": study}, heads=4, progress=progress), full)["verdict"].endswith(
+        papers.PARTIAL)
+
+
 def test_the_tally_counts_claims_and_an_untrained_comparison_system_is_labelled():
     values = {"baseline": [40.0, 40.2, 39.8], "encoder_free_inxl": [38.4, 38.5], "lstm": [11.0, 11.7]}
     study = _study(baseline="baseline", systems={n: {"test_bleu": {"values": v}} for n, v in values.items()},

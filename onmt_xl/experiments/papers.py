@@ -316,7 +316,8 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
     """Every study's measurement of ``claim`` (``baseline``/``pair``/``aer`` kinds), best study first; ``left``
     (:func:`jobs_left`) marks a row *partial* while jobs of its systems (of any system of its Holm
     family: ``baseline``'s comparisons, every ordering the report declared for a ``pair``, Tab. 3's systems for an
-    ``aer`` row) are not finished; ``pool``: see :func:`row_intervals.read`."""
+    ``aer`` row) are not finished, and a row carrying the pooled seed variance while any job of its study is (the
+    pool reads every system's runs); ``pool``: see :func:`row_intervals.read`."""
     out = []
     for study in STUDY_ORDER:
         report = studies.get(study)
@@ -329,6 +330,8 @@ def measure(claim: PaperClaim, studies: Dict[str, Dict[str, Any]],
 
         def measured(key: Tuple[str, str], c: Dict[str, Any], m: int, scale: float = 1.0, **kw: Any) -> Measured:
             r = read[key]
+            # a row carrying the pooled seed variance moves with every system's runs: partial while any is left
+            kw["partial"] = kw.get("partial", False) or (r.carried and bool(pending))
             return Measured(study, scale * r.delta, scale * r.low, scale * r.high, r.p_holm, m, _runs(c),
                             adj_low=scale * r.adj_low, adj_high=scale * r.adj_high, carried=r.carried, **kw)
 
@@ -397,6 +400,23 @@ def jobs_left(progress: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
         if row["left"]:
             entry["tiers"].add(row["tier"])
     return out
+
+
+def unread_runs(left: Dict[str, Dict[str, Any]], studies: Dict[str, Dict[str, Any]],
+                progress: Sequence[Dict[str, Any]]) -> None:
+    """Add to ``left`` (:func:`jobs_left`) each system of a ``progress`` row naming its systems whose finished jobs
+    the study's report has not read yet (archived after the report was built, until ``tools/study/papers_report.sh``
+    builds it again): its rows can still move, as with jobs left."""
+    for report in studies.values():
+        workdir = report.get("workdir")
+        for row in progress:
+            if Path(row["archive"]).name != workdir or not row.get("systems"):
+                continue
+            for system in row["systems"]:
+                read = set(((report.get("systems") or {}).get(system) or {}).get("seeds") or [])
+                done = {seed for seed in row["seeds"] if f"{system}_s{seed}" not in row["left"]}
+                if done - read:
+                    left.setdefault(workdir, {"systems": set(), "tiers": set(), "job_tiers": {}})["systems"].add(system)
 
 
 def interim_design(report: Dict[str, Any]) -> bool:
@@ -571,6 +591,7 @@ def build(studies: Dict[str, Dict[str, Any]], heads: int,
     if (third or {}).get("evidence"):
         studies = {**studies, "decisive_xlpos": third["evidence"]}
     left = jobs_left(progress)
+    unread_runs(left, {k: v for k, v in studies.items() if k != BEFORE_FEWSEED}, progress)
     claims = rows(studies, heads, left)
     if BEFORE_FEWSEED in studies and "decisive" in studies:
         note_fewseed_changes(claims, rows({"decisive": studies[BEFORE_FEWSEED]}, heads))
@@ -783,8 +804,9 @@ def markdown(report: Dict[str, Any]) -> str:
           "interval lies short of or beyond the paper's figure (other data and models: descriptive only). A row one "
           f"of whose systems scores below {row_intervals.UNTRAINED_SHARE:.0%} of the study baseline's BLEU is "
           f"labelled *{UNTRAINED}*; its verdict stands but says little about the claim. *(partial)*: jobs of the "
-          "row's systems, or of another system of its Holm family, are not finished yet (*What is missing*), so its "
-          "figure, *m*, Holm p and verdict can still move.", ""]
+          "row's systems, or of another system of its Holm family, are not finished yet (*What is missing*), or, "
+          "for a row carrying the pooled seed variance, jobs of any system of its study, so its figure, *m*, Holm p "
+          "and verdict can still move.", ""]
     if report.get("primaries"):  # the decisive question's answer leads, before how to read the rows
         md[4:4] = _primaries_markdown(report["primaries"], report.get("third_look")) + [""]
     md += ["Studies:"]
@@ -837,8 +859,10 @@ def markdown(report: Dict[str, Any]) -> str:
                "convergence.", ""]
     if partial:
         md += [f"Rows marked *(partial)* ({count(len(partial), 'claim')}) read finished runs while jobs of their "
-               "systems, or of another system of their Holm family, still train (the table below): their figures "
-               "and verdicts may change when those finish.", ""]
+               "systems, or of another system of their Holm family (for a row carrying the pooled seed variance, of "
+               "any system of its study), still train (the table below), or have finished after the study's report "
+               "was built (`bash tools/study/papers_report.sh` reads them): their figures and verdicts may change.",
+               ""]
     if not (not_run or partial):
         md += ["Every row has its verdict from finished runs" + ("; the jobs left in the table below feed no row yet."
                if left else ", and no tier has a job left."), ""]
