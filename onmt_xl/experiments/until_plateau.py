@@ -227,9 +227,7 @@ class PlateauTraining:
     def score(self, system: str) -> None:
         """Translate the validation source with each whole checkpoint of ``system`` at a multiple of
         :attr:`Schedule.every` that ``curve.jsonl`` lacks; append its BLEU, chrF and validation perplexity."""
-        from onmt_xl.experiments.scoring import text_scores, tokenization_of
-
-        r, jd = self.runner, self.rounds.job_dir(system)
+        jd = self.rounds.job_dir(system)
         if not jd.is_dir():
             return
         done = {row["step"] for row in read_curve(jd)}
@@ -237,21 +235,33 @@ class PlateauTraining:
         todo = [(step, c) for step, c in todo if step % self.schedule.every == 0 and step not in done]
         if not todo:
             return
-        refs = read_lines(r.path("data", "valid.tgt"))
         valid = self.rounds.validation(system, self.schedule.every)
         for step, ckpt in todo:
             hyp = jd / f"hyp.valid.step{step}"
-            tmp = hyp.with_name(hyp.name + ".partial")
-            with ticking(f"{system} step {step}: translating the validation source"):
-                seconds = self.rounds.translate_valid(system, step, ckpt, tmp)
-            tmp.replace(hyp)
-            scores = text_scores(read_lines(hyp), refs, tokenization_of(r.workdir))
+            seconds = self.translate_validation(system, step, ckpt, hyp, f"{system} step {step}")
+            scores = self.validation_scores(hyp)
             row = dict(step=step, bleu=scores["bleu"], chrf=scores["chrf"], translate_seconds=seconds,
                        **valid.get(step, {}))
             with open(jd / "curve.jsonl", "a", encoding="utf-8") as f:
                 f.write(json.dumps(row) + "\n")
             ppl = f", perplexity {row['valid_ppl']:.2f}" if "valid_ppl" in row else ""
             say(f"  {system} step {step}: validation BLEU {row['bleu']:.2f}{ppl}")
+
+    def translate_validation(self, system: str, step: int, model: Path, hyp: Path, what: str) -> float:
+        """Translate the validation source with ``model`` into ``hyp`` as the test set is; returns seconds."""
+        tmp = hyp.with_name(hyp.name + ".partial")
+        with ticking(f"{what}: translating the validation source"):
+            seconds = self.rounds.translate_valid(system, step, model, tmp)
+        tmp.replace(hyp)
+        return seconds
+
+    def validation_scores(self, hyp: Path) -> Dict[str, Any]:
+        """sacrebleu's scores of ``hyp`` against the validation targets
+        (:func:`~onmt_xl.experiments.scoring.text_scores`)."""
+        from onmt_xl.experiments.scoring import text_scores, tokenization_of
+
+        refs = read_lines(self.runner.path("data", "valid.tgt"))
+        return text_scores(read_lines(hyp), refs, tokenization_of(self.runner.workdir))
 
     def score_all(self) -> None:
         with ThreadPoolExecutor(max_workers=max(1, self.runner.parallel)) as pool:
@@ -365,17 +375,11 @@ class PlateauTraining:
     def averaged_valid_bleu(self, system: str, final: int, average: int) -> float:
         """Validation BLEU of ``system``'s average of its last ``average`` checkpoints up to ``final``, translated
         and scored as a checkpoint is (``hyp.valid.averageN_stepS`` in its job directory, translated once)."""
-        from onmt_xl.experiments.scoring import text_scores, tokenization_of
-
-        r, jd = self.runner, self.rounds.job_dir(system)
-        hyp = jd / f"hyp.valid.average{average}_step{final}"
+        hyp = self.rounds.job_dir(system) / f"hyp.valid.average{average}_step{final}"
         if not hyp.exists():
             model = self.rounds.averaged_model(system, final, average, self.steps_now(system))
-            tmp = hyp.with_name(hyp.name + ".partial")
-            with ticking(f"{system}: translating the validation source with the average"):
-                self.rounds.translate_valid(system, final, model, tmp)
-            tmp.replace(hyp)
-        return text_scores(read_lines(hyp), read_lines(r.path("data", "valid.tgt")), tokenization_of(r.workdir))["bleu"]
+            self.translate_validation(system, final, model, hyp, f"{system}, the average")
+        return self.validation_scores(hyp)["bleu"]
 
     def choose_models(self, final: int, average: int,
                       curves: Dict[str, List[Dict[str, Any]]]) -> Dict[str, Dict[str, Any]]:

@@ -11,7 +11,6 @@ empty Pharaoh line), so outputs stay line-parallel with the inputs.
 
 from __future__ import annotations
 
-import codecs
 
 import contextlib
 import logging
@@ -223,10 +222,8 @@ def read_tokenized(path: str) -> List[List[str]]:
     sents = []
     with open(path, "rb") as f:
         for n, raw in enumerate(f, start=1):
-            if n == 1 and raw.startswith(codecs.BOM_UTF8):
-                raw = raw[len(codecs.BOM_UTF8):]
             try:
-                sents.append(split_tokens(raw.decode("utf-8")))
+                sents.append(split_tokens(raw.decode("utf-8-sig" if n == 1 else "utf-8")))
             except UnicodeDecodeError as e:
                 raise XLInputError(path, n, f"not valid UTF-8 ({e.reason})") from None
     return sents
