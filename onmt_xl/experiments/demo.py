@@ -9,7 +9,8 @@ the paired-bootstrap p-value against the baseline. ``--framework eole`` runs the
 the scores are sacrebleu's standard ones on the detokenized output, with their signatures, and the summary ends
 with the commands that translate new raw text with a trained model and serve it. Without ``--train-steps``,
 ``pipeline`` trains each system to the study's plateau rule on the validation pairs, within ``--time-budget`` and
-``--max-steps``, and translates and serves the average of its last checkpoints, with a learning-curve plot
+``--max-steps``, and translates and serves the average of its last checkpoints (or the last alone, where that scores
+higher on the validation pairs), with a learning-curve plot
 (:mod:`onmt_xl.experiments.until_plateau`; with ``--framework eole`` the same rounds through Eole,
 :class:`onmt_xl.experiments.eole_demo.EoleRounds`, everything under ``WORKDIR/eole/``).
 
@@ -343,10 +344,11 @@ def add_subcommands(sub) -> None:
                        "align the training and test sets with eflomal, train the preorderer, build the vocabularies, "
                        "train each of --systems to the plateau of its validation BLEU (the study's rule, in rounds "
                        "that resume exactly, within --time-budget and --max-steps; learning_curves.png), translate the "
-                       "raw test source with the average of its last checkpoints into detokenized text and score it "
-                       "against the raw reference (sacrebleu's BLEU and chrF, with their signatures; the paired "
-                       "bootstrap against the baseline). Every file is one raw sentence per line, UTF-8; the run "
-                       "resumes where it stopped when started again.")
+                       "raw test source with the average of its last checkpoints (or the last alone, where it scores "
+                       "higher on the validation pairs) into detokenized text and score it against the raw reference "
+                       "(sacrebleu's BLEU and chrF, with their signatures; the paired bootstrap against the baseline "
+                       "answers 'does it help?'). Every file is one raw sentence per line, UTF-8; the run resumes "
+                       "where it stopped when started again.")
     p.add_argument("--preset", choices=("auto", "demo", "enja", "base", "big"), default="auto",
                    help="model size (onmt_xl.experiments.configs.PRESETS): auto = demo (d 128, 2+2 layers) below "
                    "10,000 training pairs, the study's enja (d 256, 3+3) below 200,000 or on a CPU, Transformer base "
