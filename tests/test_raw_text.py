@@ -257,6 +257,26 @@ def test_pipeline_notes_tokenized_input_in_one_line(tmp_path, capsys):
     assert len(out) == 1 and f"note: {tok_file} looks tokenized already" in out[0] and "--tokenize none" in out[0]
 
 
+def test_training_pairs_with_an_empty_side_are_named_before_any_work(tmp_path, capsys):
+    from onmt_xl.experiments.stages import Corpus
+
+    def files(src_lines, tgt_lines):
+        src, tgt = tmp_path / "train.en", tmp_path / "train.de"
+        src.write_text("".join(l + "\n" for l in src_lines), encoding="utf-8")
+        tgt.write_text("".join(l + "\n" for l in tgt_lines), encoding="utf-8")
+        return Corpus(str(src), str(tgt), str(src), str(tgt))
+
+    files(["a b", "c"], ["x", "y z"]).check_parallel()
+    assert capsys.readouterr().out == ""
+    files(["a b", " ", "c"], ["x", "y", "z"]).check_parallel()  # whitespace only is empty too
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"[onmt-xl] warning: {tmp_path / 'train.en'}, line 2: empty source line; training skips the pair"]
+    files(["a", "b", "", "d"], ["w", "", "", "z"]).check_parallel()  # the first names its file, the count all
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1 and f"{tmp_path / 'train.de'}, line 2: empty target line" in out[0]
+    assert out[0].endswith("2 of 4 pairs"), out
+
+
 # --- text written without spaces between words (Japanese, Chinese, Thai, ...) ---------------------------------
 
 #: hiragana and katakana the synthetic words are spelt in

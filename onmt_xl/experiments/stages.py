@@ -68,11 +68,15 @@ class Corpus:
 
     def check_parallel(self) -> None:
         """Before any work: each pair of files (train, valid, test) has as many lines on both sides
-        (:func:`read_parallel`'s error otherwise)."""
-        for src, tgt in ((self.train_src, self.train_tgt), (self.valid_src, self.valid_tgt),
-                         (self.test_src, self.test_tgt)):
+        (:func:`read_parallel`'s error otherwise); a warning where training pairs have an empty side
+        (:func:`empty_sides`)."""
+        for split, src, tgt in (("train", self.train_src, self.train_tgt), ("valid", self.valid_src, self.valid_tgt),
+                                ("test", self.test_src, self.test_tgt)):
             if src and tgt:
-                read_parallel(src, tgt)
+                s, t = read_parallel(src, tgt)
+                note = empty_sides(src, tgt, s, t) if split == "train" else None
+                if note:
+                    say(f"warning: {note}")
 
 
 #: the salt of the carve rule's hash (:func:`carve_test_pairs`); fixed in advance (reports/PREREG_decisive.md)
@@ -144,6 +148,22 @@ def read_parallel(src: str, tgt: str) -> Tuple[List[str], List[str]]:
     if len(s) != len(t):
         raise XLInputError(tgt, None, f"has {count(len(t), 'line')} but {src} has {len(s):,}")
     return s, t
+
+
+def empty_sides(src: str, tgt: str, s: Sequence[str], t: Sequence[str]) -> Optional[str]:
+    """One line on the training pairs of files ``src``/``tgt`` (lines ``s``/``t``) with an empty or whitespace-only
+    side, which training skips (``-skip_empty_level warning``, the default of both frameworks, logs each in
+    ``train.log``); None when there is none."""
+    empty = [(n, "source" if not a.split() else "target") for n, (a, b) in enumerate(zip(s, t), 1)
+             if not a.split() or not b.split()]
+    if not empty:
+        return None
+    n, side = empty[0]
+    first = f"{src if side == 'source' else tgt}, line {n:,}: empty {side} line"
+    if len(empty) == 1:
+        return f"{first}; training skips the pair"
+    return (f"{first}; training skips it and the other pairs with an empty side, {len(empty):,} of "
+            f"{count(len(s), 'pair')}")
 
 
 class DataStages:

@@ -467,10 +467,12 @@ class PlateauTraining:
 def describe_schedule(sch: Schedule, budget_s: Optional[float]) -> str:
     """The pipeline's line on how the systems train (after the preset line)."""
     budget = f", within {budget_s / 60:.0f} min (--time-budget)" if budget_s else ""
+    final = (f"the average of the last {sch.average} checkpoints (--average), or the last alone where it scores higher "
+             f"on the validation pairs" if sch.average > 1 else "the last checkpoint (--average 1)")
     return (f"training: to the plateau of validation BLEU (the study's rule: no later checkpoint more than "
             f"{sch.tolerance} BLEU above, {sch.window:,} steps past it), checkpoints every {sch.every:,} steps, rounds "
-            f"of {sch.round:,}, at most {sch.cap:,} steps (--max-steps){budget}; then the average of the last "
-            f"{sch.average} checkpoints (--average); --train-steps N trains N steps instead")
+            f"of {sch.round:,}, at most {sch.cap:,} steps (--max-steps){budget}; then {final}; --train-steps N trains "
+            f"N steps instead")
 
 
 def translated_with(workdir: Path) -> str:
