@@ -257,24 +257,29 @@ def test_pipeline_notes_tokenized_input_in_one_line(tmp_path, capsys):
     assert len(out) == 1 and f"note: {tok_file} looks tokenized already" in out[0] and "--tokenize none" in out[0]
 
 
-def test_training_pairs_with_an_empty_side_are_named_before_any_work(tmp_path, capsys):
+def test_empty_training_sides_are_named_and_empty_test_sources_refused_before_any_work(tmp_path, capsys):
+    from onmt_xl.core.errors import XLInputError
     from onmt_xl.experiments.stages import Corpus
 
-    def files(src_lines, tgt_lines):
-        src, tgt = tmp_path / "train.en", tmp_path / "train.de"
-        src.write_text("".join(l + "\n" for l in src_lines), encoding="utf-8")
-        tgt.write_text("".join(l + "\n" for l in tgt_lines), encoding="utf-8")
-        return Corpus(str(src), str(tgt), str(src), str(tgt))
+    def corpus(train_src, train_tgt, test_src=("a", "b")):
+        paths = {}
+        for name, lines in (("train.en", train_src), ("train.de", train_tgt), ("test.en", test_src),
+                            ("test.de", ["x"] * len(test_src))):
+            paths[name] = tmp_path / name
+            paths[name].write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        return Corpus(*(str(paths[n]) for n in ("train.en", "train.de", "test.en", "test.de")))
 
-    files(["a b", "c"], ["x", "y z"]).check_parallel()
+    corpus(["a b", "c"], ["x", "y z"]).check_parallel()
     assert capsys.readouterr().out == ""
-    files(["a b", " ", "c"], ["x", "y", "z"]).check_parallel()  # whitespace only is empty too
+    corpus(["a b", " ", "c"], ["x", "y", "z"]).check_parallel()  # whitespace only is empty too
     out = capsys.readouterr().out.splitlines()
     assert out == [f"[onmt-xl] warning: {tmp_path / 'train.en'}, line 2: empty source line; training skips the pair"]
-    files(["a", "b", "", "d"], ["w", "", "", "z"]).check_parallel()  # the first names its file, the count all
+    corpus(["a", "b", "", "d"], ["w", "", "", "z"]).check_parallel()  # the first names its file, the count all
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1 and f"{tmp_path / 'train.de'}, line 2: empty target line" in out[0]
     assert out[0].endswith("2 of 4 pairs"), out
+    with pytest.raises(XLInputError, match=r"test\.en, line 2: empty source line: remove the pair"):
+        corpus(["a"], ["x"], test_src=["a", "\t", "b"]).check_parallel()
 
 
 # --- text written without spaces between words (Japanese, Chinese, Thai, ...) ---------------------------------

@@ -69,7 +69,7 @@ class Corpus:
     def check_parallel(self) -> None:
         """Before any work: each pair of files (train, valid, test) has as many lines on both sides
         (:func:`read_parallel`'s error otherwise); a warning where training pairs have an empty side
-        (:func:`empty_sides`)."""
+        (:func:`empty_sides`); no empty test source line (:func:`check_test_sources`)."""
         for split, src, tgt in (("train", self.train_src, self.train_tgt), ("valid", self.valid_src, self.valid_tgt),
                                 ("test", self.test_src, self.test_tgt)):
             if src and tgt:
@@ -77,6 +77,8 @@ class Corpus:
                 note = empty_sides(src, tgt, s, t) if split == "train" else None
                 if note:
                     say(f"warning: {note}")
+                if split == "test":
+                    check_test_sources(src, s)
 
 
 #: the salt of the carve rule's hash (:func:`carve_test_pairs`); fixed in advance (reports/PREREG_decisive.md)
@@ -148,6 +150,16 @@ def read_parallel(src: str, tgt: str) -> Tuple[List[str], List[str]]:
     if len(s) != len(t):
         raise XLInputError(tgt, None, f"has {count(len(t), 'line')} but {src} has {len(s):,}")
     return s, t
+
+
+def check_test_sources(path: str, lines: Sequence[str]) -> None:
+    """No empty or whitespace-only test source line (:class:`XLInputError` naming the first): stock ``eole predict``
+    drops such a line, and every later output would pair with the wrong reference."""
+    for n, line in enumerate(lines, 1):
+        if not line.split():
+            raise XLInputError(path, n, "empty source line: remove the pair from the test source and reference (stock "
+                               "eole predict drops such a line, and the outputs would no longer pair with the "
+                               "references)")
 
 
 def empty_sides(src: str, tgt: str, s: Sequence[str], t: Sequence[str]) -> Optional[str]:
@@ -243,10 +255,7 @@ class DataStages:
 
     def _stage_test(self, data: Path, test_src: List[str], test_tgt: List[str]) -> List[str]:
         """The test split (the corpus' test pairs, then any carved ones) and its word-swapped sources."""
-        for n, line in enumerate(test_src, 1):
-            if not line.split():
-                raise XLInputError(self.corpus.test_src, n, "empty source line (onmt_translate drops it, so outputs "
-                                   "would no longer be parallel)")
+        check_test_sources(self.corpus.test_src, test_src)
         write_lines(data / "test.src", test_src)
         write_lines(data / "test.ref", test_tgt)
         for r in SWAP_RATIOS:
