@@ -257,7 +257,7 @@ def test_pipeline_notes_tokenized_input_in_one_line(tmp_path, capsys):
     assert len(out) == 1 and f"note: {tok_file} looks tokenized already" in out[0] and "--tokenize none" in out[0]
 
 
-def test_empty_training_sides_are_named_and_empty_test_sources_refused_before_any_work(tmp_path, capsys):
+def test_empty_training_sides_are_named_and_empty_sources_to_translate_refused_before_any_work(tmp_path, capsys):
     from onmt_xl.core.errors import XLInputError
     from onmt_xl.experiments.stages import Corpus
 
@@ -278,8 +278,14 @@ def test_empty_training_sides_are_named_and_empty_test_sources_refused_before_an
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1 and f"{tmp_path / 'train.de'}, line 2: empty target line" in out[0]
     assert out[0].endswith("2 of 4 pairs"), out
-    with pytest.raises(XLInputError, match=r"test\.en, line 2: empty source line: remove the pair"):
+    with pytest.raises(XLInputError, match=r"test\.en, line 2: empty source line: remove the pair from the test"):
         corpus(["a"], ["x"], test_src=["a", "\t", "b"]).check_parallel()
+    valid = corpus(["a"], ["x"])  # the validation pairs are translated and scored too
+    (tmp_path / "valid.en").write_text("a\n\n", encoding="utf-8")
+    (tmp_path / "valid.de").write_text("x\ny\n", encoding="utf-8")
+    valid.valid_src, valid.valid_tgt = str(tmp_path / "valid.en"), str(tmp_path / "valid.de")
+    with pytest.raises(XLInputError, match=r"valid\.en, line 2: empty source line: remove the pair from the valid"):
+        valid.check_parallel()
 
 
 # --- text written without spaces between words (Japanese, Chinese, Thai, ...) ---------------------------------

@@ -193,6 +193,18 @@ def test_one_checkpoint_to_translate_scores_no_average(tmp_path):
     assert training.averages_scored == [] and sorted(runner.finals) == [("baseline", 20, 1), ("combination", 20, 1)]
 
 
+def test_validation_translations_short_of_a_line_are_never_scored(tmp_path):
+    runner = StandInRunner(tmp_path, every=2)
+    training = PlateauTraining(runner, SYSTEMS, Schedule(every=2, round=6, window=4, cap=20, average=3))
+    (tmp_path / "data" / "valid.tgt").write_text("the cat sat on the mat\nthe dog ran in the park\n", encoding="utf-8")
+    hyp = tmp_path / "hyp.valid"
+    hyp.write_text("the cat sat on the mat\nthe dog ran in the park\n", encoding="utf-8")
+    assert training.validation_scores(hyp)["bleu"] == pytest.approx(100.0)
+    hyp.write_text("the dog ran in the park\n", encoding="utf-8")  # a line dropped: the later ones shift
+    with pytest.raises(ValueError, match="hyp.valid: 1 lines but 2 validation targets"):
+        training.validation_scores(hyp)
+
+
 def test_a_step_that_can_still_be_chosen_keeps_its_checkpoints(tmp_path):
     runner = StandInRunner(tmp_path, every=2)
     sch = Schedule(every=2, round=8, window=100, cap=8, average=2)

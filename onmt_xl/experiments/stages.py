@@ -69,7 +69,7 @@ class Corpus:
     def check_parallel(self) -> None:
         """Before any work: each pair of files (train, valid, test) has as many lines on both sides
         (:func:`read_parallel`'s error otherwise); a warning where training pairs have an empty side
-        (:func:`empty_sides`); no empty test source line (:func:`check_test_sources`)."""
+        (:func:`empty_sides`); no empty validation or test source line (:func:`check_translated_sources`)."""
         for split, src, tgt in (("train", self.train_src, self.train_tgt), ("valid", self.valid_src, self.valid_tgt),
                                 ("test", self.test_src, self.test_tgt)):
             if src and tgt:
@@ -77,8 +77,8 @@ class Corpus:
                 note = empty_sides(src, tgt, s, t) if split == "train" else None
                 if note:
                     say(f"warning: {note}")
-                if split == "test":
-                    check_test_sources(src, s)
+                if split != "train":
+                    check_translated_sources(src, s, split)
 
 
 #: the salt of the carve rule's hash (:func:`carve_test_pairs`); fixed in advance (reports/PREREG_decisive.md)
@@ -152,14 +152,15 @@ def read_parallel(src: str, tgt: str) -> Tuple[List[str], List[str]]:
     return s, t
 
 
-def check_test_sources(path: str, lines: Sequence[str]) -> None:
-    """No empty or whitespace-only test source line (:class:`XLInputError` naming the first): stock ``eole predict``
-    drops such a line, and every later output would pair with the wrong reference."""
+def check_translated_sources(path: str, lines: Sequence[str], split: str = "test") -> None:
+    """No empty or whitespace-only source line in a split that is translated and scored, ``test`` or ``valid``
+    (:class:`XLInputError` naming the first): stock ``eole predict`` drops such a line, and every later output would
+    pair with the wrong reference."""
+    pair = {"test": "test source and reference", "valid": "validation source and target"}[split]
     for n, line in enumerate(lines, 1):
         if not line.split():
-            raise XLInputError(path, n, "empty source line: remove the pair from the test source and reference (stock "
-                               "eole predict drops such a line, and the outputs would no longer pair with the "
-                               "references)")
+            raise XLInputError(path, n, f"empty source line: remove the pair from the {pair} (stock eole predict "
+                               "drops such a line, and the outputs would no longer pair with the references)")
 
 
 def empty_sides(src: str, tgt: str, s: Sequence[str], t: Sequence[str]) -> Optional[str]:
@@ -255,7 +256,7 @@ class DataStages:
 
     def _stage_test(self, data: Path, test_src: List[str], test_tgt: List[str]) -> List[str]:
         """The test split (the corpus' test pairs, then any carved ones) and its word-swapped sources."""
-        check_test_sources(self.corpus.test_src, test_src)
+        check_translated_sources(self.corpus.test_src, test_src)
         write_lines(data / "test.src", test_src)
         write_lines(data / "test.ref", test_tgt)
         for r in SWAP_RATIOS:
