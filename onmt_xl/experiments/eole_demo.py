@@ -349,9 +349,8 @@ class EoleDemo:
         if check.exists():
             out["monotone_check"] = json.loads(check.read_text())
         for s, hyp in hyps.items():
-            if len(hyp) != len(ref):
-                raise ValueError(f"{self.root / 'hyp' / (s + '.test')}: {len(hyp)} lines but {len(ref)} references")
-            test = dict(text_scores(hyp, ref, tokenization), translate_seconds=infos[s].get("translate_seconds"))
+            test = dict(text_scores(hyp, ref, tokenization, path=self.root / "hyp" / (s + ".test")),
+                        translate_seconds=infos[s].get("translate_seconds"))
             out["jobs"][s] = dict(infos[s], variants={"test": test})
         if "baseline" in hyps:
             others = {s: h for s, h in hyps.items() if s != "baseline"}

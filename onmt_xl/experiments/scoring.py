@@ -234,13 +234,18 @@ def bleu_tokenizer_of(tokenization) -> str:
     return "13a" if tokenization is None else tokenization.bleu_tokenize
 
 
-def text_scores(hyp: List[str], ref: List[str], tokenization=None) -> Dict[str, Any]:
+def text_scores(hyp: List[str], ref: List[str], tokenization=None, path: Optional[Path] = None,
+                refs_name: str = "references") -> Dict[str, Any]:
     """sacrebleu's corpus BLEU and chrF of ``hyp`` against ``ref``, with their signatures. With ``tokenization``
     (raw text, :mod:`onmt_xl.experiments.tokenization`) these are sacrebleu's standard scores of the detokenized
     output against the raw references (BLEU with the tokenizer recorded for the target language), and
     ``bleu_tokenized`` adds BLEU on both sides tokenized by it (an extra, not comparable with published scores);
-    without, the text is tokenized already and scored as it is."""
+    without, the text is tokenized already and scored as it is. ``hyp`` and ``ref`` must have as many lines
+    (sacrebleu would score the shorter prefix silently): a ValueError names ``path``, the translations' file."""
     from sacrebleu.metrics import BLEU, CHRF
+
+    if len(hyp) != len(ref):
+        raise ValueError(f"{path or 'the translations'}: {len(hyp)} lines but {len(ref)} {refs_name}")
 
     bleu = BLEU(tokenize=bleu_tokenizer_of(tokenization), force=True)  # no warning on tokenized text; the same score
     chrf = CHRF()
@@ -266,11 +271,8 @@ def scores_note(tokenization) -> Dict[str, str]:
 
 def _bleu_chrf(workdir: Path, job: Job, variant: str, hyp: List[str], refs: Dict[str, List[str]]) -> Dict[str, Any]:
     """:func:`text_scores` of a variant's translations against its references."""
-    ref = _refs(workdir, variant, refs)
-    if len(hyp) != len(ref):
-        raise ValueError(f"{workdir / 'jobs' / job.name / ('hyp.' + variant)}: {len(hyp)} lines but {len(ref)} "
-                         "references")
-    return text_scores(hyp, ref, tokenization_of(workdir))
+    return text_scores(hyp, _refs(workdir, variant, refs), tokenization_of(workdir),
+                       path=workdir / "jobs" / job.name / ("hyp." + variant))
 
 
 def _refs(workdir: Path, variant: str, cache: Dict[str, List[str]]) -> List[str]:

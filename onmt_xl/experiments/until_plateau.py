@@ -260,10 +260,8 @@ class PlateauTraining:
         (:func:`~onmt_xl.experiments.scoring.text_scores`)."""
         from onmt_xl.experiments.scoring import text_scores, tokenization_of
 
-        refs, lines = read_lines(self.runner.path("data", "valid.tgt")), read_lines(hyp)
-        if len(lines) != len(refs):
-            raise ValueError(f"{hyp}: {len(lines)} lines but {len(refs)} validation targets")
-        return text_scores(lines, refs, tokenization_of(self.runner.workdir))
+        return text_scores(read_lines(hyp), read_lines(self.runner.path("data", "valid.tgt")),
+                           tokenization_of(self.runner.workdir), path=hyp, refs_name="validation targets")
 
     def score_all(self) -> None:
         with ThreadPoolExecutor(max_workers=max(1, self.runner.parallel)) as pool:

@@ -11,7 +11,6 @@ empty Pharaoh line), so outputs stay line-parallel with the inputs.
 
 from __future__ import annotations
 
-
 import contextlib
 import logging
 import os
