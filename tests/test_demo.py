@@ -117,17 +117,18 @@ def test_the_summary_answers_does_it_help():
             test["p_bootstrap"] = p
         return {"variants": {"test": test}, "parameters": 1}
 
-    one = does_it_help({"baseline": job(30.0), "combination": job(30.6, 0.02)})
+    one = does_it_help({"jobs": {"baseline": job(30.0), "combination": job(30.6, 0.02)}})
     assert one[0] == ("does it help? combination: +0.60 BLEU against the baseline (paired bootstrap p 0.020): better "
                       "than the baseline at 0.05")
     assert one[1].startswith("  (one training run a system:") and len(one) == 2
-    two = does_it_help({"baseline": job(30.0), "inxl": job(29.2, 0.01), "combination": job(30.6, 0.04)})
+    two = does_it_help({"jobs": {"baseline": job(30.0), "inxl": job(29.2, 0.01), "combination": job(30.6, 0.04)}})
     assert two[0] == ("does it help? inxl: -0.80 BLEU against the baseline (paired bootstrap p 0.010, Holm-adjusted "
                       "over 2 systems 0.020): worse than the baseline at 0.05")
     assert two[1].endswith("(paired bootstrap p 0.040, Holm-adjusted over 2 systems 0.040): better than the baseline "
                            "at 0.05")
-    assert does_it_help({"baseline": job(30.0), "combination": job(30.1, 0.3)})[0].endswith(
+    assert does_it_help({"jobs": {"baseline": job(30.0), "combination": job(30.1, 0.3)}})[0].endswith(
         "no significant difference at 0.05")
-    assert does_it_help({"combination": job(30.0, 0.5)}) == [] and does_it_help({"baseline": job(30.0)}) == []
+    assert does_it_help({"jobs": {"combination": job(30.0, 0.5)}}) == []
+    assert does_it_help({"jobs": {"baseline": job(30.0)}}) == []
     lines = summary({"jobs": {"baseline": job(30.0), "combination": job(30.6, 0.02)}}).splitlines()
     assert lines[3].startswith("does it help? combination: +0.60")

@@ -103,3 +103,17 @@ def test_pipeline_trains_on_crossfitted_positions_eole(tmp_path):
                for line in lines)  # translation: the preorderer trained on everything
     again = pipeline(files, wd, "--framework", "eole", "--train-steps", "4", "--systems", "baseline,combination")
     assert again.returncode == 2 and "it trained with --training-positions crossfit" in again.stderr
+
+
+def test_pipeline_to_the_plateau_trains_on_crossfitted_positions(tmp_path):
+    """Without --train-steps (rounds to the plateau) too: every round's job keeps the option."""
+    files = write_raw_corpus(tmp_path / "corpus")
+    wd = tmp_path / "run"
+    out = pipeline(files, wd, "--max-steps", "100", "--systems", "combination", "--training-positions", "crossfit",
+                   "--gpu", "no", "--if-monotone", "train")
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "training stopped by the cap" in out.stdout
+    assert "\ntraining positions: cross-fitted, 5 folds: Kendall tau" in out.stdout.split("results: ", 1)[1]
+    cfg = yaml.safe_load((wd / "jobs" / "combination" / "config.yaml").read_text())
+    assert cfg["xl_positions_suffix"] == ".xlpos" and cfg["data"]["train"]["path_src"] == str(wd / "tok" / "train.src")
+    check_positions_file(wd)

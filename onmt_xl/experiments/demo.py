@@ -21,6 +21,9 @@ training (a rerun with ``--if-monotone train`` resumes from there); ``train`` tr
 of ``--systems`` none of which uses the preorderer (``baseline`` alone) never stop. The figures go to
 ``monotone_check.json``, the manifest and the summary.
 
+With ``--seeds N`` every system trains N times with N seeds and the summary pools its runs
+(:mod:`onmt_xl.experiments.seeds`).
+
 With ``--training-positions crossfit`` the systems using the preorderer train on cross-fitted positions
 (:meth:`onmt_xl.experiments.stages.DataStages.crossfit`, after the monotone check;
 :meth:`~onmt_xl.experiments.stages.DataStages.crossfit_training`); validation and translation keep the preorderer.
@@ -60,68 +63,120 @@ def make_demo_data(workdir: Path, seed: int = 1) -> Corpus:
                   test_align=str(out / "test.align"))
 
 
-def system_jobs(systems: List[str], command: str, training_positions: str = "preorderer") -> List[Job]:
-    """One job per system, named after it, with the shared training seed, translated on the test set;
-    ``training_positions`` (``--training-positions``) is where the training positions of the systems using the
-    preorderer come from (:class:`~onmt_xl.experiments.plan.Job`'s ``xl_train``)."""
-    return [Job(s, s, TRAINING["seed"], variants=["test"], experiments=[command],
-                xl_train=training_positions if SYSTEMS[s].uses_preorderer else "preorderer") for s in systems]
+def system_jobs(systems: List[str], command: str, training_positions: str = "preorderer", seeds: int = 1) -> List[Job]:
+    """``seeds`` jobs per system (:func:`onmt_xl.experiments.seeds.run_names`: the first named after it, with the
+    shared training seed), translated on the test set; ``training_positions`` (``--training-positions``) is where the
+    training positions of the systems using the preorderer come from (:class:`~onmt_xl.experiments.plan.Job`'s
+    ``xl_train``)."""
+    from onmt_xl.experiments.seeds import run_names
+
+    return [Job(name, s, seed, variants=["test"], experiments=[command],
+                xl_train=training_positions if SYSTEMS[s].uses_preorderer else "preorderer")
+            for name, (s, seed) in run_names(systems, seeds, TRAINING["seed"]).items()]
 
 
 #: the significance level of the summary's answer
 ALPHA = 0.05
 
 
-def does_it_help(jobs: Dict[str, Any]) -> List[str]:
+def does_it_help(res: Dict[str, Any]) -> List[str]:
     """The summary's answer to "does it help?": each system's test BLEU against the baseline's, with its paired
-    bootstrap p (sacrebleu's, two-sided), Holm-adjusted over the systems where several are compared; nothing without
-    a baseline or p-values."""
+    bootstrap p (sacrebleu's, two-sided; with ``--seeds`` the seed-pooled one over every run, ``res["seed_pooled"]``,
+    with its 95 % interval), Holm-adjusted over the systems where several are compared; nothing without a baseline or
+    p-values."""
     from onmt_xl.experiments.stats import holm
 
-    base = jobs.get("baseline", {}).get("variants", {}).get("test", {})
-    tests = {n: e["variants"]["test"] for n, e in jobs.items()
-             if n != "baseline" and "p_bootstrap" in e.get("variants", {}).get("test", {})}
-    if "bleu" not in base or not tests:
+    pooled = res.get("seed_pooled")
+    if pooled:
+        tests = {n: {"delta": c["delta"], "p": c["p"]} for n, c in pooled.items()}
+    else:
+        jobs = res["jobs"]
+        base = jobs.get("baseline", {}).get("variants", {}).get("test", {})
+        tests = {n: {"delta": e["variants"]["test"]["bleu"] - base.get("bleu", float("nan")),
+                     "p": e["variants"]["test"]["p_bootstrap"]} for n, e in jobs.items()
+                 if n != "baseline" and "p_bootstrap" in e.get("variants", {}).get("test", {})}
+        if "bleu" not in base:
+            return []
+    if not tests:
         return []
-    p = {n: t["p_bootstrap"] for n, t in tests.items()}
+    p = {n: t["p"] for n, t in tests.items()}
     adjusted = holm(p) if len(p) > 1 else p
     lines = []
     for n, t in tests.items():
-        delta = t["bleu"] - base["bleu"]
         holm_p = f", Holm-adjusted over {len(p)} systems {adjusted[n]:.3f}" if len(p) > 1 else ""
         if adjusted[n] >= ALPHA:
             verdict = "no significant difference"
         else:
-            verdict = "better than the baseline" if delta > 0 else "worse than the baseline"
-        lines.append(f"does it help? {n}: {delta:+.2f} BLEU against the baseline (paired bootstrap p {p[n]:.3f}"
-                     f"{holm_p}): {verdict} at {ALPHA}")
-    lines.append("  (one training run a system: the p-value counts the variation between test sentences, not that "
-                 "between training runs with other seeds)")
+            verdict = "better than the baseline" if t["delta"] > 0 else "worse than the baseline"
+        if pooled:
+            c = pooled[n]
+            how = (f", the means of {c['runs']} and {c['baseline_runs']} runs (95% interval [{c['low']:+.2f}, "
+                   f"{c['high']:+.2f}]; seed-pooled paired bootstrap p {p[n]:.3f}{holm_p})")
+        else:
+            how = f" (paired bootstrap p {p[n]:.3f}{holm_p})"
+        lines.append(f"does it help? {n}: {t['delta']:+.2f} BLEU against the baseline{how}: {verdict} at {ALPHA}")
+    if pooled:
+        seeds = res["seed_runs"]["baseline"]["seeds"]
+        lines.append(f"  ({len(seeds)} training runs a system, seeds {seeds[0]}-{seeds[-1]}: the interval and p count "
+                     "the variation between test sentences and between training runs; few runs estimate the latter "
+                     "roughly)")
+    else:
+        lines.append("  (one training run a system: the p-value counts the variation between test sentences, not "
+                     "that between training runs with other seeds; --seeds N trains N)")
+    return lines
+
+
+def _system_lines(res: Dict[str, Any]) -> List[str]:
+    """One line per system: its test BLEU, chrF and parameters; with ``--seeds`` the mean ± sd over its runs."""
+    from onmt_xl.experiments.stats import mean_sd
+
+    nan = float("nan")
+    groups = {s: g["runs"] for s, g in res.get("seed_runs", {}).items()} or {n: [n] for n in res["jobs"]}
+    lines = []
+    for system, names in groups.items():
+        entries = [res["jobs"][n] for n in names if n in res["jobs"]]
+        tests = [e["variants"].get("test", {}) for e in entries]
+        params = f"params {entries[0].get('parameters', 0):,}" if entries else "params 0"
+        if len(names) == 1:
+            t = tests[0] if tests else {}
+            tok = f"  (tokenized BLEU {t['bleu_tokenized']:.2f})" if "bleu_tokenized" in t else ""
+            lines.append(f"{system:12s} BLEU {t.get('bleu', nan):6.2f}  chrF {t.get('chrf', nan):6.2f}{tok}  "
+                         f"{params}")
+            continue
+
+        def spread(key: str) -> str:
+            values = [t[key] for t in tests if key in t]
+            if not values:
+                return f"{nan:6.2f}"
+            mean, sd = mean_sd(values)
+            return f"{mean:6.2f} ± {sd:.2f}" if sd is not None else f"{mean:6.2f}"
+
+        each = ", ".join(f"{t['bleu']:.2f}" for t in tests if "bleu" in t)
+        tok = f"  (tokenized BLEU {spread('bleu_tokenized').strip()})" if any("bleu_tokenized" in t for t in tests) \
+            else ""
+        lines.append(f"{system:12s} BLEU {spread('bleu')}  chrF {spread('chrf')}{tok}  {params}  "
+                     f"(mean ± sd of {len(tests)} runs: BLEU {each})")
     return lines
 
 
 def summary(res: Dict[str, Any]) -> str:
-    """The preorderer's scores, one line per system, then :func:`does_it_help`'s (from
+    """The preorderer's scores, one line per system (:func:`_system_lines`), then :func:`does_it_help`'s (from
     :func:`onmt_xl.experiments.scoring.collect`)."""
     p = res.get("preorderer", {})
     nan = float("nan")
     lines = [f"preorderer (test set, {p.get('sentences', 0):.0f} sentences, {p.get('links', 'eflomal')} links): "
              f"Kendall tau {p.get('tau', nan):.4f} (monotone order {p.get('monotone_tau', nan):.4f}), "
              f"exact match {p.get('exact_match', nan):.3f}"]
-    signed = None
     if "monotone_check" in res:
         from onmt_xl.core.reorder.monotone_check import MonotoneCheck
 
         lines.append(MonotoneCheck.from_dict(res["monotone_check"]).format())
     if res.get("training_positions"):
         lines.append(res["training_positions"])
-    for name, e in res["jobs"].items():
-        t = e["variants"].get("test", {})
-        signed = signed or (t if "bleu_signature" in t else None)
-        tok = f"  (tokenized BLEU {t['bleu_tokenized']:.2f})" if "bleu_tokenized" in t else ""
-        lines.append(f"{name:12s} BLEU {t.get('bleu', nan):6.2f}  chrF {t.get('chrf', nan):6.2f}{tok}  "
-                     f"params {e.get('parameters', 0):,}")
-    lines += does_it_help(res["jobs"])
+    lines += _system_lines(res)
+    signed = next((e["variants"]["test"] for e in res["jobs"].values()
+                   if "bleu_signature" in e["variants"].get("test", {})), None)
+    lines += does_it_help(res)
     if res.get("translated_with"):
         lines.append(res["translated_with"])
     if signed is not None and "scores" in res:
@@ -142,7 +197,8 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
     quiet_onmt_warnings()  # only OpenNMT-py 3.5.1's torch.cuda.amp deprecations
     schedule = getattr(args, "schedule", None)  # pipeline without --train-steps: to the plateau (until_plateau.py)
     positions = getattr(args, "training_positions", "preorderer")
-    runner = Runner(corpus, args.workdir, system_jobs(args.systems, command, positions),
+    seeds = getattr(args, "seeds", 1)
+    runner = Runner(corpus, args.workdir, system_jobs(args.systems, command, positions, seeds),
                     preset=getattr(args, "preset", "demo"),
                     train_steps=args.train_steps or (schedule.cap if schedule else None), beam_size=args.beam_size,
                     gpu={"auto": None, "yes": True, "no": False}[args.gpu],
@@ -153,7 +209,7 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
     if schedule is not None:
         from onmt_xl.experiments.until_plateau import PlateauTraining
 
-        res = PlateauTraining(runner, args.systems, schedule, args.time_budget).run(sys.argv[1:])
+        res = PlateauTraining(runner, [j.name for j in runner.jobs], schedule, args.time_budget).run(sys.argv[1:])
     else:
         res = runner.run(sys.argv[1:])
     if res is None:  # stopped by the monotone check, which said why
@@ -164,6 +220,11 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
         res["translated_with"] = translated_with(runner.workdir)
     if any(job.xl_train == "crossfit" for job in runner.jobs):
         res["training_positions"] = runner.crossfit_line()
+    if seeds > 1:
+        from onmt_xl.experiments.seeds import seed_results
+
+        seed_results(res, {j.name: (j.system, j.seed) for j in runner.jobs},
+                     lambda name: runner.path("jobs", name, "hyp.test"), runner.workdir, runner.path("results.json"))
     if runner.tokenization.active:  # what this version writes, for the model just scored, where no translation wrote it
         for job in runner.jobs:
             runner.translate_config(job)
@@ -173,6 +234,7 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
 
 def run_demo(args) -> int:
     _quiet(args)
+    _say_seeds(args)
     if args.framework == "eole":
         from onmt_xl.experiments.eole_demo import check_eole, run_eole_demo
 
@@ -188,6 +250,15 @@ def _quiet(args) -> None:
         set_quiet()
 
 
+def _say_seeds(args) -> None:
+    """The line on ``--seeds`` (none for one seed)."""
+    from onmt_xl.experiments.seeds import describe
+    from onmt_xl.experiments.stock import say
+
+    if args.seeds > 1:
+        say(describe(args.seeds, TRAINING["seed"]))
+
+
 def run_pipeline(args) -> int:
     _quiet(args)
     _check_training_options(args)
@@ -197,6 +268,7 @@ def run_pipeline(args) -> int:
     corpus.check_parallel()
     _note_tokenized(corpus, args.tokenize)
     _choose_preset(args)
+    _say_seeds(args)
     if args.framework == "eole":
         from onmt_xl.experiments.eole_demo import check_eole, run_eole_demo
 
@@ -301,6 +373,11 @@ def _common(p: argparse.ArgumentParser, steps_default: str = "the preset's, 400"
                    help=f"comma-separated, from: {', '.join(SYSTEMS)}; 'baseline' gives the p-values")
     p.add_argument("--train-steps", type=_positive, metavar="N", help=f"training steps of every system (default: "
                    f"{steps_default})")
+    p.add_argument("--seeds", type=_positive, default=1, metavar="N",
+                   help="train every system N times, with N training seeds (its first run named after it, the k-th "
+                   "SYSTEM_seedK): the summary gives the mean ± sd over the runs, and 'does it help?' the seed-pooled "
+                   "paired bootstrap over them, which counts the variation between training runs as well as between "
+                   "test sentences; N times the training (default 1)")
     p.add_argument("--preorder-iterations", type=int, default=5, help="preorder-train's passes (default 5)")
     p.add_argument("--beam-size", type=int, default=5, help="beam size of the test translations (default 5)")
     p.add_argument("--gpu", choices=("auto", "yes", "no"), default="auto",

@@ -81,9 +81,10 @@ def _put(out: Dict[str, Any], place: Tuple[str, ...], key: str, value: Any) -> N
 
 
 def eole_config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Dict[str, Any]] = None,
-                preset: str = "demo") -> Dict[str, Any]:
+                preset: str = "demo", name: Optional[str] = None) -> Dict[str, Any]:
     """The Eole ``train``/``build_vocab`` configuration of ``system`` (one of :data:`EOLE_SYSTEMS`): the
-    OpenNMT-py :func:`~onmt_xl.experiments.configs.config` with the same arguments, translated."""
+    OpenNMT-py :func:`~onmt_xl.experiments.configs.config` with the same arguments, translated; its files under the
+    run's ``name`` (default: the system's, :func:`eole_paths`)."""
     if system not in EOLE_SYSTEMS:
         raise ValueError(f"system {system!r} is not ported to Eole yet; the Eole adapter has {', '.join(EOLE_SYSTEMS)}")
     spec = system_named(system)
@@ -92,7 +93,7 @@ def eole_config(system: str, workdir: str = DEMO_WORKDIR, overrides: Optional[Di
     if unknown:
         raise ValueError(f"system {system}: no Eole translation for {', '.join(unknown)} "
                          "(onmt_xl.experiments.eole_configs.PLACES)")
-    paths = eole_paths(system, workdir)
+    paths = eole_paths(name or system, workdir)
     data = {split: {k: v for k, v in d.items()} for split, d in onmt["data"].items()}
     if set(data) != {"train", "valid"} or any(set(d) - {"path_src", "path_tgt", "path_align", "transforms"}
                                               for d in data.values()):

@@ -146,16 +146,26 @@ class EoleDemo:
     """Eole's build_vocab, train and predict for ``systems`` in ``runner``'s work directory (data prepared by it);
     ``average``: translate with the average of the last ``average`` checkpoints (:func:`average_eole_models`)."""
 
-    def __init__(self, runner, systems: List[str], average: int = 1):
+    def __init__(self, runner, systems: List[str], average: int = 1, runs: Optional[Dict[str, tuple]] = None):
         self.runner, self.systems, self.average = runner, list(systems), average
+        #: run name -> (system, training seed) of the runs other than a system's own (``--seeds``,
+        #: :func:`onmt_xl.experiments.seeds.run_names`); every method's ``system`` is a run's name
+        self.runs: Dict[str, tuple] = dict(runs or {})
         self.root = runner.path("eole")
         #: system -> the model its test set is translated with, where the rounds chose it (:class:`EoleRounds`)
         self.chosen: Dict[str, Path] = {}
 
+    def system_of(self, name: str) -> str:
+        """The system run ``name`` trains."""
+        return self.runs.get(name, (name, None))[0]
+
     def config(self, system: str) -> Dict[str, Any]:
-        """``system``'s Eole configuration (:func:`eole_config`); with ``--training-positions crossfit`` a system
-        using the preorderer trains on the cross-fitted positions (:meth:`DataStages.crossfit_training`)."""
-        cfg = eole_config(system, str(self.runner.workdir), self.runner.overrides, self.runner.preset)
+        """Run ``system``'s Eole configuration (:func:`eole_config`; a further seed's run under its own name, with its
+        seed); with ``--training-positions crossfit`` a system using the preorderer trains on the cross-fitted
+        positions (:meth:`DataStages.crossfit_training`)."""
+        name, (system, seed) = system, self.runs.get(system, (system, None))
+        overrides = self.runner.overrides if name == system else {**self.runner.overrides, "seed": seed}
+        cfg = eole_config(system, str(self.runner.workdir), overrides, self.runner.preset, name=name)
         if trains_on_crossfit(self.runner, system):
             cfg["data"]["train"] = self.runner.crossfit_training(cfg["data"]["train"])
             cfg["transforms_configs"][SYSTEMS[system].transform]["xl_positions_suffix"] = XLPOS_SUFFIX
@@ -262,8 +272,9 @@ class EoleDemo:
         found = PARAMETERS.findall(log.read_text(encoding="utf-8")) if log.exists() else []
         if not (model / "config.json").exists() or not found:
             raise RuntimeError(f"eole train {system} finished without a model in {model}; see {log}")
-        info = dict(system=system, framework="eole", train_seconds=seconds, train_steps=steps,
-                    resumed_from=resumed.name if resumed else None, parameters=int(found[-1]),
+        info = dict(system=self.system_of(system), seed=self.config(system)["seed"], framework="eole",
+                    train_seconds=seconds, train_steps=steps, resumed_from=resumed.name if resumed else None,
+                    parameters=int(found[-1]),
                     threads=self.runner.threads, device=self.runner.device_name())
         done.write_text(json.dumps(info, indent=2))
         return info
@@ -466,7 +477,12 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
     lock = runner._lock_workdir()  # noqa: F841 - held for the process's lifetime
     if runner.tokenize_as is not None and runner.path("tok", "tokenization.json").exists():
         runner.tokenize(runner.tokenize_as, runner.subword_size)  # recorded: only read, so the configurations are whole
-    EoleDemo(runner, args.systems).check_configs()  # a refused run changes nothing
+    from onmt_xl.experiments.configs import TRAINING
+    from onmt_xl.experiments.seeds import run_names
+
+    seeds = getattr(args, "seeds", 1)
+    runs = run_names(args.systems, seeds, TRAINING["seed"])  # --seeds: every system's runs, the first its own
+    EoleDemo(runner, list(runs), runs=runs).check_configs()  # a refused run changes nothing
     runner.stage_data()
     runner.tokenize(runner.tokenize_as, runner.subword_size)  # onmt-xl pipeline: raw text (tokenization.py)
     runner.align()
@@ -481,8 +497,8 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
     if schedule is not None:
         from onmt_xl.experiments.until_plateau import PlateauTraining, translated_with
 
-        demo = EoleDemo(runner, args.systems)
-        res = PlateauTraining(runner, args.systems, schedule, getattr(args, "time_budget", None),
+        demo = EoleDemo(runner, list(runs), runs=runs)
+        res = PlateauTraining(runner, list(runs), schedule, getattr(args, "time_budget", None),
                               rounds=EoleRounds(demo)).run()
         if res is None:  # nothing scored to translate with: the stop line said why
             return 0
@@ -493,8 +509,13 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
             runner.overrides.update(keep_checkpoint=average)
             if getattr(args, "eole_every", None):
                 runner.overrides.update(save_checkpoint_steps=args.eole_every)
-        demo = EoleDemo(runner, args.systems, average)
+        demo = EoleDemo(runner, list(runs), average, runs=runs)
         res = demo.run()
+    if seeds > 1:
+        from onmt_xl.experiments.seeds import seed_results
+
+        seed_results(res, runs, lambda name: demo.root / "hyp" / f"{name}.test", runner.workdir,
+                     demo.root / "results.json")
     if crossfit:
         res["training_positions"] = runner.crossfit_line()
     models = {s: demo.final_model(s) for s in args.systems}

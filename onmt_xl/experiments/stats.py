@@ -45,21 +45,22 @@ def holm(p_values: Mapping[str, float]) -> Dict[str, float]:
     return out
 
 
-def bleu_statistics(hyps: Sequence[str], refs: Sequence[str]) -> np.ndarray:
+def bleu_statistics(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "13a") -> np.ndarray:
     """sacrebleu's per-sentence BLEU statistics, ``(sentences, 2 + 2·4)``: hypothesis and reference length, then
-    matching and total n-grams for n = 1..4 (the same tokenization as ``sacrebleu.corpus_bleu``). Read-only and
-    memoised: a report compares each run with several others, and tokenizing dominates."""
+    matching and total n-grams for n = 1..4 (the same tokenization as ``sacrebleu.corpus_bleu``, its ``tokenize``).
+    Read-only and memoised: a report compares each run with several others, and tokenizing dominates."""
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses for {len(refs)} references")
-    return _bleu_statistics(tuple(hyps), tuple(refs))
+    return _bleu_statistics(tuple(hyps), tuple(refs), tokenize)
 
 
 @functools.lru_cache(maxsize=256)
-def _bleu_statistics(hyps: Tuple[str, ...], refs: Tuple[str, ...]) -> np.ndarray:
+def _bleu_statistics(hyps: Tuple[str, ...], refs: Tuple[str, ...], tokenize: str) -> np.ndarray:
     from sacrebleu.metrics import BLEU
 
     # force: tokenized text is scored on purpose; it only silences sacrebleu's detokenization warning
-    stats = np.asarray(BLEU(force=True)._extract_corpus_statistics(list(hyps), [list(refs)]), dtype=np.int64)
+    bleu = BLEU(tokenize=tokenize, force=True)
+    stats = np.asarray(bleu._extract_corpus_statistics(list(hyps), [list(refs)]), dtype=np.int64)
     stats.setflags(write=False)
     return stats
 
@@ -152,12 +153,14 @@ def pooled_bootstrap(system: np.ndarray, baseline: np.ndarray, metric: Callable[
 
 
 def seed_pooled_bootstrap(system: Sequence[Sequence[str]], baseline: Sequence[Sequence[str]], refs: Sequence[str],
-                          n_samples: int = 1000, seed: int = DEFAULT_SEED, confidence: float = 0.95) -> Comparison:
-    """:func:`pooled_bootstrap` of corpus BLEU: ``system`` and ``baseline`` hold one hypothesis list per seed run."""
+                          n_samples: int = 1000, seed: int = DEFAULT_SEED, confidence: float = 0.95,
+                          tokenize: str = "13a") -> Comparison:
+    """:func:`pooled_bootstrap` of corpus BLEU (sacrebleu's, its ``tokenize``): ``system`` and ``baseline`` hold one
+    hypothesis list per seed run."""
     if not system or not baseline:
         raise ValueError("each side needs at least one seed run")
-    sys_stats = np.stack([bleu_statistics(h, refs) for h in system])
-    base_stats = np.stack([bleu_statistics(h, refs) for h in baseline])
+    sys_stats = np.stack([bleu_statistics(h, refs, tokenize) for h in system])
+    base_stats = np.stack([bleu_statistics(h, refs, tokenize) for h in baseline])
     return pooled_bootstrap(sys_stats, base_stats, bleu_from_statistics, n_samples, seed, confidence)
 
 

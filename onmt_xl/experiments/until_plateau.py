@@ -105,14 +105,20 @@ class OpenNMTRounds:
 
     def __init__(self, runner):
         self.runner, self.root = runner, Path(runner.workdir)
+        #: the runner's jobs by name, as the command made them (system, seed, ``xl_train``): every round's job of a
+        #: run is its own, with the round's steps
+        self.templates: Dict[str, Job] = {j.name: j for j in runner.jobs}
 
     def configure(self, schedule: Schedule) -> None:
         self.runner.overrides.update(save_checkpoint_steps=schedule.every, valid_steps=schedule.every,
                                      keep_checkpoint=-1)
 
     def job(self, system: str, steps: int, final: Optional[int] = None, average: int = 1) -> Job:
-        return Job(system, system, TRAINING["seed"], train_steps=steps, final_step=final, average=average,
-                   variants=["test"] if final else [], experiments=["pipeline"])
+        """The job of run ``system`` (a runner's job of that name, else the system itself with the study's seed)
+        trained to ``steps``, translating the test set with its final model where ``final`` is given."""
+        template = self.templates.get(system) or Job(system, system, TRAINING["seed"])
+        return replace(template, train_steps=steps, final_step=final, average=average,
+                       variants=["test"] if final else [], experiments=["pipeline"])
 
     def job_dir(self, system: str) -> Path:
         """Where ``system``'s ``curve.jsonl`` and validation translations go."""

@@ -1,0 +1,76 @@
+"""``--seeds N`` of ``onmt-xl demo`` and ``onmt-xl pipeline``: every system trained N times, with N training seeds,
+and the answer to "does it help?" over them.
+
+A system's first run is named after it (``jobs/SYSTEM/``; Eole's ``eole/models/SYSTEM/``) and trains with the study's
+seed (:data:`onmt_xl.experiments.configs.TRAINING`); its k-th run is ``SYSTEM_seedK``, the same model with the seed
+k − 1 above it. The runs of every system train together (to the plateau: the rule holds for every run). The
+summary gives each system's mean ± sd of test BLEU and chrF over its runs; Δ against the baseline is the difference
+of the mean BLEUs, its 95 % interval and p from the seed-pooled paired bootstrap
+(:func:`onmt_xl.experiments.stats.seed_pooled_bootstrap`: each replicate draws the test sentences, the same for
+every run, and each side's runs with replacement), p Holm-adjusted over the systems compared. The first run is the
+one translated and served by the closing commands.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Sequence, Tuple
+
+#: the bootstrap's replicates and seed (sacrebleu's paired bootstrap uses as many)
+N_SAMPLES = 1000
+BOOTSTRAP_SEED = 12345
+
+
+def run_names(systems: Sequence[str], seeds: int, first_seed: int) -> Dict[str, Tuple[str, int]]:
+    """``{run name: (system, training seed)}`` for ``seeds`` runs of each of ``systems``, the first runs first."""
+    runs: Dict[str, Tuple[str, int]] = {}
+    for k in range(1, seeds + 1):
+        for system in systems:
+            runs[system if k == 1 else f"{system}_seed{k}"] = (system, first_seed + k - 1)
+    return runs
+
+
+def describe(seeds: int, first_seed: int) -> str:
+    """The line a run with ``--seeds`` opens with; "" for one seed."""
+    if seeds <= 1:
+        return ""
+    later = "SYSTEM_seed2" if seeds == 2 else f"SYSTEM_seed2 to SYSTEM_seed{seeds}"
+    return (f"seeds: every system trains {seeds} times (--seeds), with the training seeds {first_seed}-"
+            f"{first_seed + seeds - 1}: as SYSTEM, then {later}; the summary pools the runs of each system")
+
+
+def runs_by_system(runs: Dict[str, Tuple[str, int]]) -> Dict[str, List[str]]:
+    """``{system: [its run names, the first first]}``."""
+    out: Dict[str, List[str]] = {}
+    for name, (system, _) in runs.items():
+        out.setdefault(system, []).append(name)
+    return out
+
+
+def seed_results(res: Dict[str, Any], runs: Dict[str, Tuple[str, int]], hyp: Callable[[str], Path], workdir: Path,
+                 results: Path) -> None:
+    """Add to ``res`` (:func:`onmt_xl.experiments.scoring.collect`'s shape) and to its file ``results``
+    ``seed_runs``, ``{system: {"runs": [names], "seeds": [training seeds]}}``, and where there is a baseline
+    ``seed_pooled``, ``{system: Δ mean BLEU against it ("delta") with "low", "high" (95 %), "p", the runs of each
+    side and the bootstrap's samples and seed}``. ``hyp(name)``: a run's test translation, scored against
+    ``workdir``'s test references as :func:`~onmt_xl.experiments.scoring.text_scores` scores it."""
+    from onmt_xl.experiments.scoring import bleu_tokenizer_of, tokenization_of
+    from onmt_xl.experiments.stats import seed_pooled_bootstrap
+    from onmt_xl.experiments.stock import read_lines
+
+    grouped = runs_by_system(runs)
+    res["seed_runs"] = {s: {"runs": names, "seeds": [runs[n][1] for n in names]} for s, names in grouped.items()}
+    if "baseline" in grouped:
+        refs = read_lines(Path(workdir) / "data" / "test.ref")
+        tokenize = bleu_tokenizer_of(tokenization_of(workdir))
+        hyps = {n: read_lines(hyp(n)) for n in runs}
+        res["seed_pooled"] = {}
+        for system, names in grouped.items():
+            if system == "baseline":
+                continue
+            c = seed_pooled_bootstrap([hyps[n] for n in names], [hyps[n] for n in grouped["baseline"]], refs,
+                                      N_SAMPLES, BOOTSTRAP_SEED, tokenize=tokenize)
+            res["seed_pooled"][system] = dict(delta=c.delta, low=c.low, high=c.high, p=c.p_value, runs=c.system_runs,
+                                              baseline_runs=c.baseline_runs, n_samples=c.n_samples, seed=c.seed)
+    Path(results).write_text(json.dumps(res, indent=2))
