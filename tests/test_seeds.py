@@ -111,6 +111,11 @@ def test_the_summary_gives_mean_and_sd_and_the_seed_pooled_answer():
                        "30.00, 30.40)")
     assert text[2].startswith("combination  BLEU  31.00 ± 0.14  chrF  51.50 ± 0.71  params 1,000")
     assert not any("seed2" in line for line in text)  # the runs are inside their system's line
+    # the baseline alone, or no baseline: no answer, and never one run against another
+    res["jobs"]["baseline_seed2"]["variants"]["test"]["p_bootstrap"] = 0.01
+    alone = {"jobs": {n: e for n, e in res["jobs"].items() if n.startswith("baseline")},
+             "seed_runs": {"baseline": res["seed_runs"]["baseline"]}, "seed_pooled": {}}
+    assert does_it_help(alone) == [] and "does it help?" not in summary(alone)
 
 
 def pipeline(files: dict, wd: Path, *extra: str) -> subprocess.CompletedProcess:

@@ -86,8 +86,9 @@ def does_it_help(res: Dict[str, Any]) -> List[str]:
     p-values."""
     from onmt_xl.experiments.stats import holm
 
-    pooled = res.get("seed_pooled")
-    if pooled:
+    seeded = "seed_runs" in res  # --seeds: the pooled comparisons only, never one run against another
+    pooled = res.get("seed_pooled") or {}
+    if seeded:
         tests = {n: {"delta": c["delta"], "p": c["p"]} for n, c in pooled.items()}
     else:
         jobs = res["jobs"]
@@ -108,14 +109,14 @@ def does_it_help(res: Dict[str, Any]) -> List[str]:
             verdict = "no significant difference"
         else:
             verdict = "better than the baseline" if t["delta"] > 0 else "worse than the baseline"
-        if pooled:
+        if seeded:
             c = pooled[n]
             how = (f", the means of {c['runs']} and {c['baseline_runs']} runs (95% interval [{c['low']:+.2f}, "
                    f"{c['high']:+.2f}]; seed-pooled paired bootstrap p {p[n]:.3f}{holm_p})")
         else:
             how = f" (paired bootstrap p {p[n]:.3f}{holm_p})"
         lines.append(f"does it help? {n}: {t['delta']:+.2f} BLEU against the baseline{how}: {verdict} at {ALPHA}")
-    if pooled:
+    if seeded:
         seeds = res["seed_runs"]["baseline"]["seeds"]
         lines.append(f"  ({len(seeds)} training runs a system, seeds {seeds[0]}-{seeds[-1]}: the interval and p count "
                      "the variation between test sentences and between training runs; few runs estimate the latter "
