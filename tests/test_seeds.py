@@ -206,3 +206,38 @@ def test_pipeline_seeds_through_eole(tmp_path, monkeypatch, capsys):
         cfg = yaml.safe_load((wd / "eole" / f"{name}.yaml").read_text())
         assert cfg["seed"] == seed and cfg["training"]["model_path"] == str(wd / "eole" / "models" / name)
         assert json.loads((wd / "eole" / "models" / name / "done.json").read_text())["system"] == "combination"
+
+
+def test_each_system_serves_its_run_best_on_validation(tmp_path):
+    from onmt_xl.experiments.seeds import served_runs
+
+    runs = run_names(["baseline", "combination"], 2, 1234)
+    assert served_runs(runs, tmp_path) == {"baseline": "baseline", "combination": "combination"}  # unscored: first
+    (tmp_path / "plateau.json").write_text(json.dumps({"final_step": 4, "validation": {
+        "combination_seed2": {"average": 3, "bleu_averaged": 31.0}}}))
+    for name, bleu in (("baseline", 20.0), ("baseline_seed2", 19.0), ("combination", 30.0)):
+        (tmp_path / "jobs" / name).mkdir(parents=True)
+        (tmp_path / "jobs" / name / "curve.jsonl").write_text(json.dumps({"step": 4, "bleu": bleu}) + "\n")
+    assert served_runs(runs, tmp_path) == {"baseline": "baseline", "combination": "combination_seed2"}
+    assert served_runs(run_names(["baseline"], 1, 1234), tmp_path) == {}
+
+
+def test_the_closing_commands_name_the_served_run(tmp_path):
+    from onmt_xl.experiments.tokenization import Tokenization
+    from onmt_xl.experiments.usage import next_steps
+
+    class Runner:
+        workdir, beam_size, tokenization = tmp_path, 5, Tokenization("words")
+
+        def path(self, *parts):
+            return tmp_path.joinpath(*parts)
+
+    (tmp_path / "jobs" / "combination_seed2").mkdir(parents=True)
+    (tmp_path / "jobs" / "combination_seed2" / "translate.yaml").write_text("model: m.pt\n")
+    text = next_steps(Runner(), ["combination"], served={"combination": "combination_seed2"})
+    assert ("translate new raw text with combination_seed2 (of combination's runs, the best on the validation pairs; "
+            "detokenized output):") in text
+    assert f"-config {tmp_path / 'jobs' / 'combination_seed2' / 'translate.yaml'}" in text
+    eole = next_steps(Runner(), ["combination"], "eole", {"combination": Path("m2")}, tmp_path / "serve.yaml",
+                      {"combination": "combination_seed2"})
+    assert "eole predict -model_path m2 " in eole and '"model": "combination"' in eole

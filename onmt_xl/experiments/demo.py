@@ -221,15 +221,18 @@ def run_systems(corpus: Corpus, args, command: str) -> int:
         res["translated_with"] = translated_with(runner.workdir)
     if any(job.xl_train == "crossfit" for job in runner.jobs):
         res["training_positions"] = runner.crossfit_line()
+    served = None
     if seeds > 1:
-        from onmt_xl.experiments.seeds import seed_results
+        from onmt_xl.experiments.seeds import seed_results, served_runs
 
-        seed_results(res, {j.name: (j.system, j.seed) for j in runner.jobs},
-                     lambda name: runner.path("jobs", name, "hyp.test"), runner.workdir, runner.path("results.json"))
+        runs = {j.name: (j.system, j.seed) for j in runner.jobs}
+        seed_results(res, runs, lambda name: runner.path("jobs", name, "hyp.test"), runner.workdir,
+                     runner.path("results.json"))
+        served = served_runs(runs, runner.workdir)
     if runner.tokenization.active:  # what this version writes, for the model just scored, where no translation wrote it
         for job in runner.jobs:
             runner.translate_config(job)
-    say(f"results: {runner.path('results.json')}\n" + summary(res) + next_steps(runner, args.systems))
+    say(f"results: {runner.path('results.json')}\n" + summary(res) + next_steps(runner, args.systems, served=served))
     return 0
 
 

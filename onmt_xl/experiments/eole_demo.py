@@ -518,10 +518,15 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
                      demo.root / "results.json")
     if crossfit:
         res["training_positions"] = runner.crossfit_line()
-    models = {s: demo.final_model(s) for s in args.systems}
+    served = {}
+    if seeds > 1:  # each system's run best on the validation pairs is the one served
+        from onmt_xl.experiments.seeds import served_runs
+
+        served = served_runs(runs, demo.root, "models")
+    models = {s: demo.final_model(served.get(s, s)) for s in args.systems}
     serve = write_serve_config(runner.path("eole", SERVE_CONFIG), models, runner.beam_size)
     say(f"results: {runner.path('eole', 'results.json')}\n" + summary(res)
-        + next_steps(runner, args.systems, "eole", models, serve))
+        + next_steps(runner, args.systems, "eole", models, serve, served))
     return 0
 
 

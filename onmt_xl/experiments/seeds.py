@@ -7,8 +7,8 @@ k − 1 above it. The runs of every system train together (to the plateau: the r
 summary gives each system's mean ± sd of test BLEU and chrF over its runs; Δ against the baseline is the difference
 of the mean BLEUs, its 95 % interval and p from the seed-pooled paired bootstrap
 (:func:`onmt_xl.experiments.stats.seed_pooled_bootstrap`: each replicate draws the test sentences, the same for
-every run, and each side's runs with replacement), p Holm-adjusted over the systems compared. The first run is the
-one translated and served by the closing commands.
+every run, and each side's runs with replacement), p Holm-adjusted over the systems compared. The closing commands
+(and Eole's ``serve.yaml``) name each system's run best on the validation pairs (:func:`served_runs`).
 """
 
 from __future__ import annotations
@@ -46,6 +46,16 @@ def runs_by_system(runs: Dict[str, Tuple[str, int]]) -> Dict[str, List[str]]:
     for name, (system, _) in runs.items():
         out.setdefault(system, []).append(name)
     return out
+
+
+def served_runs(runs: Dict[str, Tuple[str, int]], workdir: Path, jobs: str = "jobs") -> Dict[str, str]:
+    """``{system: its run the closing commands name and Eole's server serves}`` for the systems with several runs: the
+    one whose final model scores highest on the validation pairs
+    (:func:`onmt_xl.experiments.usage.best_on_validation`; ``workdir`` and ``jobs`` as there), else the first."""
+    from onmt_xl.experiments.usage import best_on_validation
+
+    return {system: best_on_validation(names, Path(workdir), jobs) or names[0]
+            for system, names in runs_by_system(runs).items() if len(names) > 1}
 
 
 def seed_results(res: Dict[str, Any], runs: Dict[str, Tuple[str, int]], hyp: Callable[[str], Path], workdir: Path,

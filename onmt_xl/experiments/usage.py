@@ -42,21 +42,27 @@ def best_on_validation(systems: List[str], workdir: Path, jobs: str = "jobs") ->
 
 
 def next_steps(runner, systems: List[str], framework: str = "opennmt", eole_models: Optional[Dict[str, Path]] = None,
-               eole_serve: Optional[Path] = None) -> str:
+               eole_serve: Optional[Path] = None, served: Optional[Dict[str, str]] = None) -> str:
     """The closing lines of a run on raw text: how to translate new raw text with a trained model and serve it,
-    as a user copies them (nothing without a tokenization: the models then expect tokenized text)."""
+    as a user copies them (nothing without a tokenization: the models then expect tokenized text). ``served``: with
+    ``--seeds``, each system's run these name (:func:`onmt_xl.experiments.seeds.served_runs`); ``eole_models`` and
+    ``eole_serve``'s ids are by system."""
     if not runner.tokenization.active:
         return ""
     eole = framework == "eole"
-    name = shown_system(systems, Path(runner.workdir) / "eole" if eole else Path(runner.workdir),
+    served = served or {}
+    runs = [served.get(s, s) for s in systems]
+    name = shown_system(runs, Path(runner.workdir) / "eole" if eole else Path(runner.workdir),
                         "models" if eole else "jobs")
+    system = systems[runs.index(name)]
+    which = f"of {system}'s runs, the best on the validation pairs; " if system in served else ""
     if eole:
-        model = (eole_models or {}).get(name) or runner.path("eole", "models", name)
-        lines = (f"\ntranslate new raw text with {name} (detokenized output; the model's config.json carries the "
-                 f"tokenization):\n  eole predict -model_path {model} -src new.txt -output new.out")
+        model = (eole_models or {}).get(system) or runner.path("eole", "models", name)
+        lines = (f"\ntranslate new raw text with {name} ({which}detokenized output; the model's config.json carries "
+                 f"the tokenization):\n  eole predict -model_path {model} -src new.txt -output new.out")
         serve = eole_serve  # eole serve -c's configuration of the run's models, where one was written
         if serve is not None:
-            request = json.dumps({"model": name, "inputs": ["A raw sentence."], "beam_size": runner.beam_size})
+            request = json.dumps({"model": system, "inputs": ["A raw sentence."], "beam_size": runner.beam_size})
             lines += ("\nserve it (raw text in, detokenized text out; Eole's server takes the decoding options from "
                       f"each request):\n  eole serve -c {serve} --host 127.0.0.1 --port 5000\n"
                       "  curl -X POST http://127.0.0.1:5000/infer -H 'Content-Type: application/json' "
@@ -65,7 +71,7 @@ def next_steps(runner, systems: List[str], framework: str = "opennmt", eole_mode
     job = runner.path("jobs", name)
     if not (job / "translate.yaml").exists():
         return ""
-    return (f"\ntranslate new raw text with {name} (detokenized output):\n"
+    return (f"\ntranslate new raw text with {name} ({which}detokenized output):\n"
             f"  onmt_translate -config {job / 'translate.yaml'} -src new.txt -output new.out\n"
             f"serve it (raw text in, detokenized text out):\n"
             f"  onmt_server --ip 127.0.0.1 --port 5000 --url_root /translator --model_config {job / 'serve.json'}\n"
