@@ -511,17 +511,14 @@ def run_eole_demo(corpus: Corpus, args, summary) -> int:
                 runner.overrides.update(save_checkpoint_steps=args.eole_every)
         demo = EoleDemo(runner, list(runs), average, runs=runs)
         res = demo.run()
-    if seeds > 1:
-        from onmt_xl.experiments.seeds import seed_results
-
-        seed_results(res, runs, lambda name: demo.root / "hyp" / f"{name}.test", runner.workdir,
-                     demo.root / "results.json")
     if crossfit:
         res["training_positions"] = runner.crossfit_line()
     served = {}
-    if seeds > 1:  # each system's run best on the validation pairs is the one served
-        from onmt_xl.experiments.seeds import served_runs
+    if seeds > 1:  # the runs pooled; each system's run best on the validation pairs is the one served
+        from onmt_xl.experiments.seeds import seed_results, served_runs
 
+        seed_results(res, runs, lambda name: demo.root / "hyp" / f"{name}.test", runner.workdir,
+                     demo.root / "results.json")
         served = served_runs(runs, demo.root, "models")
     models = {s: demo.final_model(served.get(s, s)) for s in args.systems}
     serve = write_serve_config(runner.path("eole", SERVE_CONFIG), models, runner.beam_size)
