@@ -5,8 +5,6 @@ seed-pooled paired bootstrap; through OpenNMT-py and Eole."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ import yaml
 from onmt_xl.experiments.demo import does_it_help, summary, system_jobs
 from onmt_xl.experiments.seeds import run_names, runs_by_system, seed_results
 from tests.conftest import run_env
+from tests.test_training_positions import pipeline
 
 
 def test_run_names_first_runs_keep_the_system_name():
@@ -118,15 +117,6 @@ def test_the_summary_gives_mean_and_sd_and_the_seed_pooled_answer():
     assert does_it_help(alone) == [] and "does it help?" not in summary(alone)
 
 
-def pipeline(files: dict, wd: Path, *extra: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "onmt_xl.experiments", "pipeline", "--workdir", str(wd),
-           "--train-src", files["train_src"], "--train-tgt", files["train_tgt"],
-           "--valid-src", files["valid_src"], "--valid-tgt", files["valid_tgt"],
-           "--test-src", files["test_src"], "--test-ref", files["test_tgt"], "--preorder-iterations", "1",
-           "--beam-size", "1", "--gpu", "no", "--if-monotone", "train", *extra]
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=run_env())
-
-
 def check_seeded_summary(out: str, results: Path) -> None:
     assert "Traceback" not in out
     summary_text = out.split("results: ", 1)[1]
@@ -142,7 +132,8 @@ def test_pipeline_seeds_through_opennmt(tmp_path):
 
     files = write_raw_corpus(tmp_path / "corpus")
     wd = tmp_path / "run"
-    done = pipeline(files, wd, "--seeds", "2", "--train-steps", "4", "--systems", "baseline,combination")
+    done = pipeline(files, wd, "--seeds", "2", "--train-steps", "4", "--systems", "baseline,combination", "--gpu", "no",
+                    "--if-monotone", "train")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     check_seeded_summary(done.stdout, wd / "results.json")
     assert ("seeds: every system trains 2 times (--seeds), with the training seeds 1234-1235: as SYSTEM, then "
