@@ -5,6 +5,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import run_env
 
 
@@ -45,11 +47,10 @@ def test_demo_runs_and_resumes(tmp_path):
     assert f"Loading checkpoint from {moved}/jobs/combination/model_step_6.pt" in log
 
 
+@pytest.mark.needs_eole
 def test_demo_through_eole_runs_and_resumes(tmp_path):
     """``onmt-xl demo --framework eole``: the same data stages, then Eole's build_vocab/train/predict (with the
     adapter's seams) on the yaml_configs/eole/ configurations; the default demo stays OpenNMT-py's (above)."""
-    import pytest
-
     pytest.importorskip("eole", reason="Eole is not installed (bash tools/install.sh eole)")
     wd = tmp_path / "demo"
     cmd = [sys.executable, "-m", "onmt_xl.experiments", "demo", "--framework", "eole", "--workdir", str(wd),
@@ -82,6 +83,7 @@ def test_demo_through_eole_runs_and_resumes(tmp_path):
     assert (moved / "eole" / "models" / "combination" / "step_8").is_dir()
 
 
+@pytest.mark.needs_eole
 def test_demo_through_eole_refuses_before_any_work(tmp_path, monkeypatch, capsys):
     """Without Eole, or with a system not ported to it, one error line, exit 2 and nothing written. Every system is
     ported today, so one is taken out of the adapter's list; Eole's presence is faked either way."""

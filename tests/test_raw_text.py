@@ -140,6 +140,7 @@ def test_pipeline_raw_text_opennmt(tmp_path):
     assert "baseline: extending from 6 to 8 steps, from its step-6 checkpoint" in again
 
 
+@pytest.mark.needs_eole
 def test_pipeline_raw_text_eole(tmp_path):
     pytest.importorskip("eole", reason="Eole is not installed (bash tools/install.sh eole)")
     # 40 steps: Eole's tiny model says nothing before (empty lines), here it ends sentences with a full stop

@@ -174,6 +174,7 @@ def test_pipeline_seeds_to_the_plateau_trains_every_run(tmp_path, monkeypatch):
         assert (jd / "hyp.test").read_text(encoding="utf-8").count("\n") == 20
 
 
+@pytest.mark.needs_eole
 def test_pipeline_seeds_through_eole(tmp_path, monkeypatch, capsys):
     pytest.importorskip("eole", reason="Eole is not installed (bash tools/install.sh eole)")
     import argparse

@@ -83,6 +83,7 @@ def test_pipeline_trains_on_crossfitted_positions_opennmt(tmp_path):
     assert "Traceback" not in again.stderr
 
 
+@pytest.mark.needs_eole
 def test_pipeline_trains_on_crossfitted_positions_eole(tmp_path):
     pytest.importorskip("eole", reason="Eole is not installed (bash tools/install.sh eole)")
     files = write_raw_corpus(tmp_path / "corpus")

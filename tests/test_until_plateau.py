@@ -364,6 +364,7 @@ def test_eole_checkpoint_average(tmp_path):
     assert not (out / "optimizer.pt").exists()
 
 
+@pytest.mark.needs_eole
 def test_eole_pipeline_translates_with_the_averaged_model(tmp_path, monkeypatch, capsys):
     pytest.importorskip("eole", reason="Eole is not installed (bash tools/install.sh eole)")
     import argparse
@@ -432,6 +433,7 @@ def eole_run(files, wd: Path, cap: int, capsys) -> str:
     return capsys.readouterr().out
 
 
+@pytest.mark.needs_eole
 def test_eole_to_the_plateau_resumes_exactly_and_goes_on(tmp_path, monkeypatch, capsys):
     pytest.importorskip("eole", reason="Eole is not installed (bash tools/install.sh eole)")
     from tests.test_raw_text import write_raw_corpus
