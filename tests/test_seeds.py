@@ -233,3 +233,33 @@ def test_the_closing_commands_name_the_served_run(tmp_path):
     eole = next_steps(Runner(), ["combination"], "eole", {"combination": Path("m2")}, tmp_path / "serve.yaml",
                       {"combination": "combination_seed2"})
     assert "eole predict -model_path m2 " in eole and '"model": "combination"' in eole
+
+
+def test_split_run_inverts_run_names():
+    from onmt_xl.experiments.seeds import split_run
+
+    runs = run_names(["baseline", "disan_nogate"], 3, 1234)
+    assert [split_run(n) for n in runs] == [("baseline", 1), ("disan_nogate", 1), ("baseline", 2),
+                                           ("disan_nogate", 2), ("baseline", 3), ("disan_nogate", 3)]
+
+
+def test_the_learning_curves_colour_each_system_once(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from onmt_xl.experiments.curve import plot_curves
+
+    rows = [{"step": 100, "bleu": 1.0, "valid_ppl": 20.0}, {"step": 200, "bleu": 2.0, "valid_ppl": 15.0}]
+    seen, real = [], plt.Axes.plot
+
+    def plot(self, *args, **kw):
+        seen.append((kw["label"], kw["color"], kw["linestyle"]))
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(plt.Axes, "plot", plot)
+    names = list(run_names(["baseline", "combination"], 2, 1234))
+    assert plot_curves({n: rows for n in names}, tmp_path / "c.png") == tmp_path / "c.png"
+    assert seen[::2] == [("baseline", "C0", "-"), ("combination", "C1", "-"), ("baseline_seed2", "C0", "--"),
+                         ("combination_seed2", "C1", "--")]

@@ -46,7 +46,8 @@ def plateau_step(curves: Dict[str, List[Dict[str, Any]]], tolerance: float = 0.5
 
 def plot_curves(curves: Dict[str, List[Dict[str, Any]]], out: Path, beam_size: int = 5) -> Optional[Path]:
     """Validation BLEU (translated with ``beam_size``) and perplexity against steps, one line per curve
-    (``{name: rows}``), to ``out``; None when no curve has a point."""
+    (``{name: rows}``), to ``out``; None when no curve has a point. The runs of one system (``--seeds``,
+    :func:`onmt_xl.experiments.seeds.split_run`) share its colour, each with its own line style."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -54,11 +55,17 @@ def plot_curves(curves: Dict[str, List[Dict[str, Any]]], out: Path, beam_size: i
 
     if not any(curves.values()):
         return None
+    from onmt_xl.experiments.seeds import split_run
+
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    colours: Dict[str, str] = {}
     for name, rows in curves.items():
-        ax1.plot([r["step"] for r in rows], [r["bleu"] for r in rows], marker="o", label=name)
+        system, k = split_run(name)
+        style = dict(marker="o", label=name, color=colours.setdefault(system, f"C{len(colours) % 10}"),
+                     linestyle=("-", "--", ":", "-.")[(k - 1) % 4])
+        ax1.plot([r["step"] for r in rows], [r["bleu"] for r in rows], **style)
         ppl = [r for r in rows if "valid_ppl" in r]
-        ax2.plot([r["step"] for r in ppl], [r["valid_ppl"] for r in ppl], marker="o", label=name)
+        ax2.plot([r["step"] for r in ppl], [r["valid_ppl"] for r in ppl], **style)
     ax1.set(xlabel="training steps", ylabel=f"validation BLEU (beam {beam_size})")
     ax2.set(xlabel="training steps", ylabel="validation perplexity", yscale="log")
     # plain numbers on the log axis (matplotlib's default labels its minor ticks as 2.1×10¹)

@@ -14,6 +14,7 @@ every run, and each side's runs with replacement), p Holm-adjusted over the syst
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
@@ -38,6 +39,15 @@ def describe(seeds: int, first_seed: int) -> str:
     later = "SYSTEM_seed2" if seeds == 2 else f"SYSTEM_seed2 to SYSTEM_seed{seeds}"
     return (f"seeds: every system trains {seeds} times (--seeds), with the training seeds {first_seed}-"
             f"{first_seed + seeds - 1}: as SYSTEM, then {later}; the summary pools the runs of each system")
+
+
+_RUN = re.compile(r"^(.+)_seed(\d+)$")
+
+
+def split_run(name: str) -> Tuple[str, int]:
+    """``(system, k)`` of the k-th run ``name`` (:func:`run_names`: ``SYSTEM`` is the first, ``SYSTEM_seedK``)."""
+    m = _RUN.match(name)
+    return (m.group(1), int(m.group(2))) if m else (name, 1)
 
 
 def runs_by_system(runs: Dict[str, Tuple[str, int]]) -> Dict[str, List[str]]:
