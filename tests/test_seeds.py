@@ -263,3 +263,14 @@ def test_the_learning_curves_colour_each_system_once(tmp_path, monkeypatch):
     assert plot_curves({n: rows for n in names}, tmp_path / "c.png") == tmp_path / "c.png"
     assert seen[::2] == [("baseline", "C0", "-"), ("combination", "C1", "-"), ("baseline_seed2", "C0", "--"),
                          ("combination_seed2", "C1", "--")]
+
+
+def test_seeds_is_a_count_and_a_list_is_refused_in_words(capsys):
+    from onmt_xl.experiments.cli import main
+
+    for value, said in (("1234,5678", "'1234,5678': the number of training runs a system, e.g. 3 (the training seeds "
+                                      "1234, 1235, 1236); a list of seeds is onmt-xl experiments' --seeds"),
+                        ("0", "'0': a whole number of at least 1")):
+        with pytest.raises(SystemExit) as stop:
+            main(["demo", "--seeds", value])
+        assert stop.value.code == 2 and said in capsys.readouterr().err

@@ -370,6 +370,15 @@ def _positive(text: str) -> int:
     return value
 
 
+def _seed_count(text: str) -> int:
+    """``--seeds``: a count (``onmt-xl experiments --seeds`` takes a list of seeds, said where one is given)."""
+    if "," in text:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: the number of training runs a system, e.g. 3 (the training seeds {TRAINING['seed']}, "
+            f"{TRAINING['seed'] + 1}, {TRAINING['seed'] + 2}); a list of seeds is onmt-xl experiments' --seeds")
+    return _positive(text)
+
+
 def _common(p: argparse.ArgumentParser, steps_default: str = "the preset's, 400") -> None:
     p.add_argument("--workdir", default=DEMO_WORKDIR, type=workdir_path,
                    help="where everything is written (resumable)")
@@ -377,7 +386,7 @@ def _common(p: argparse.ArgumentParser, steps_default: str = "the preset's, 400"
                    help=f"comma-separated, from: {', '.join(SYSTEMS)}; 'baseline' gives the p-values")
     p.add_argument("--train-steps", type=_positive, metavar="N", help=f"training steps of every system (default: "
                    f"{steps_default})")
-    p.add_argument("--seeds", type=_positive, default=1, metavar="N",
+    p.add_argument("--seeds", type=_seed_count, default=1, metavar="N",
                    help="train every system N times, with N training seeds (its first run named after it, the k-th "
                    "SYSTEM_seedK): the summary gives the mean ± sd over the runs, and 'does it help?' the seed-pooled "
                    "paired bootstrap over them, which counts the variation between training runs as well as between "
