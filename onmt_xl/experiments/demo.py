@@ -259,8 +259,9 @@ def _say_seeds(args) -> None:
     from onmt_xl.experiments.seeds import describe
     from onmt_xl.experiments.stock import say
 
-    if args.seeds > 1:
-        say(describe(args.seeds, TRAINING["seed"]))
+    line = describe(args.seeds, TRAINING["seed"])
+    if line:
+        say(line)
 
 
 def run_pipeline(args) -> int:

@@ -148,8 +148,8 @@ class EoleDemo:
 
     def __init__(self, runner, systems: List[str], average: int = 1, runs: Optional[Dict[str, tuple]] = None):
         self.runner, self.systems, self.average = runner, list(systems), average
-        #: run name -> (system, training seed) of the runs other than a system's own (``--seeds``,
-        #: :func:`onmt_xl.experiments.seeds.run_names`); every method's ``system`` is a run's name
+        #: run name -> (system, training seed) (``--seeds``, :func:`onmt_xl.experiments.seeds.run_names`; a name not
+        #: in it is a system's own run); every method's ``system`` is a run's name
         self.runs: Dict[str, tuple] = dict(runs or {})
         self.root = runner.path("eole")
         #: system -> the model its test set is translated with, where the rounds chose it (:class:`EoleRounds`)
