@@ -85,6 +85,38 @@ def test_seed_results_pool_the_runs_of_each_side(tmp_path):
     assert json.loads((tmp_path / "results.json").read_text())["seed_pooled"]["combination"] == c
 
 
+def test_each_run_is_compared_with_the_baseline_run_of_its_seed(tmp_path):
+    """results.json's per-run p and sign test: the run against the baseline's run of the same training seed, never
+    against the baseline's first run (what the scoring shared with single runs gives every run); the baseline's runs
+    get none."""
+    from onmt_xl.experiments.scoring import paired_bootstrap, sign_test
+
+    refs, noisy = corpus()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "test.ref").write_text("\n".join(refs) + "\n", encoding="utf-8")
+    runs = run_names(["baseline", "combination"], 3, 1234)
+    rates = {"baseline": 2, "baseline_seed2": 9, "baseline_seed3": 3, "combination": 5, "combination_seed2": 3,
+             "combination_seed3": 4}
+    hyps = {name: noisy(k, rates[name]) for k, name in enumerate(runs)}
+    for name, lines in hyps.items():
+        (tmp_path / f"{name}.hyp").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    stale = dict(p_bootstrap=0.5, sign_better=1, sign_worse=1, p_sign=1.0)  # as collect leaves them
+    res = {"jobs": {n: {"variants": {"test": dict(stale) if n != "baseline" else {}}} for n in runs}}
+    seed_results(res, runs, lambda n: tmp_path / f"{n}.hyp", tmp_path, tmp_path / "results.json")
+    written = json.loads((tmp_path / "results.json").read_text())["jobs"]
+    for k, name in ((1, "combination"), (2, "combination_seed2"), (3, "combination_seed3")):
+        base = "baseline" if k == 1 else f"baseline_seed{k}"
+        test = written[name]["variants"]["test"]
+        st = sign_test(hyps[name], hyps[base], refs)
+        assert test["baseline_run"] == base
+        assert test["p_bootstrap"] == paired_bootstrap({name: hyps[name]}, hyps[base], refs)[name]
+        assert (test["sign_better"], test["sign_worse"], test["p_sign"]) == (st.better, st.worse, st.p_value)
+        if k > 1:  # the runs differ enough that the other pairing would read otherwise
+            assert sign_test(hyps[name], hyps["baseline"], refs) != st
+    for name in ("baseline", "baseline_seed2", "baseline_seed3"):
+        assert written[name]["variants"]["test"] == {}
+
+
 def seeded_res():
     def job(bleu, chrf=50.0):
         return {"variants": {"test": {"bleu": bleu, "chrf": chrf}}, "parameters": 1000}

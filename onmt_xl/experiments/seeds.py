@@ -73,8 +73,9 @@ def seed_results(res: Dict[str, Any], runs: Dict[str, Tuple[str, int]], hyp: Cal
     """Add to ``res`` (:func:`onmt_xl.experiments.scoring.collect`'s shape) and to its file ``results``
     ``seed_runs``, ``{system: {"runs": [names], "seeds": [training seeds]}}``, and where there is a baseline
     ``seed_pooled``, ``{system: Δ mean BLEU against it ("delta") with "low", "high" (95 %), "p", the runs of each
-    side and the bootstrap's samples and seed}``. ``hyp(name)``: a run's test translation, scored against
-    ``workdir``'s test references as :func:`~onmt_xl.experiments.scoring.text_scores` scores it."""
+    side and the bootstrap's samples and seed}``, and each run's own comparison made against the baseline's run of
+    its seed (:func:`pair_runs`). ``hyp(name)``: a run's test translation, scored against ``workdir``'s test
+    references as :func:`~onmt_xl.experiments.scoring.text_scores` scores it."""
     from onmt_xl.experiments.scoring import bleu_tokenizer_of, tokenization_of
     from onmt_xl.experiments.stats import seed_pooled_bootstrap
     from onmt_xl.experiments.stock import read_lines
@@ -93,4 +94,37 @@ def seed_results(res: Dict[str, Any], runs: Dict[str, Tuple[str, int]], hyp: Cal
                                       N_SAMPLES, BOOTSTRAP_SEED, tokenize=tokenize)
             res["seed_pooled"][system] = dict(delta=c.delta, low=c.low, high=c.high, p=c.p_value, runs=c.system_runs,
                                               baseline_runs=c.baseline_runs, n_samples=c.n_samples, seed=c.seed)
+        pair_runs(res, runs, hyps, refs, tokenize)
     Path(results).write_text(json.dumps(res, indent=2))
+
+
+#: the keys of a run's test scores that compare it with one baseline run (:func:`onmt_xl.experiments.scoring.collect`)
+PAIRED_KEYS = ("p_bootstrap", "sign_better", "sign_worse", "p_sign")
+
+
+def pair_runs(res: Dict[str, Any], runs: Dict[str, Tuple[str, int]], hyps: Dict[str, List[str]], refs: List[str],
+              tokenize: str) -> None:
+    """Each run's comparison with one baseline run in ``res["jobs"][run]["variants"]["test"]``: the scoring shared with
+    single runs compares every run with the baseline's first; here a run is compared with the baseline's run of
+    the same training seed (``"baseline_run"``), sacrebleu's paired bootstrap (its ``p_bootstrap``) and, where the
+    entry had one, the sign test. The baseline's own runs get none: they are the references."""
+    from onmt_xl.experiments.scoring import paired_bootstrap, sign_test
+
+    by_seed = {seed: name for name, (system, seed) in runs.items() if system == "baseline"}
+    against: Dict[str, Dict[str, List[str]]] = {}
+    for name, (system, seed) in runs.items():
+        test = res.get("jobs", {}).get(name, {}).get("variants", {}).get("test")
+        if test is None:
+            continue
+        signed = "p_sign" in test
+        for key in PAIRED_KEYS + ("baseline_run",):
+            test.pop(key, None)
+        if system != "baseline" and seed in by_seed:
+            against.setdefault(by_seed[seed], {})[name] = hyps[name]
+            test["baseline_run"] = by_seed[seed]
+            if signed:
+                st = sign_test(hyps[name], hyps[by_seed[seed]], refs, tokenize=tokenize)
+                test.update(sign_better=st.better, sign_worse=st.worse, p_sign=st.p_value)
+    for base, others in against.items():
+        for name, p in paired_bootstrap(others, hyps[base], refs, N_SAMPLES, BOOTSTRAP_SEED, tokenize).items():
+            res["jobs"][name]["variants"]["test"]["p_bootstrap"] = p
