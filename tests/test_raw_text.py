@@ -258,8 +258,7 @@ def test_pipeline_notes_tokenized_input_in_one_line(tmp_path, capsys):
     assert len(out) == 1 and f"note: {tok_file} looks tokenized already" in out[0] and "--tokenize none" in out[0]
 
 
-def test_empty_training_sides_are_named_and_empty_sources_to_translate_refused_before_any_work(tmp_path, capsys):
-    from onmt_xl.core.errors import XLInputError
+def test_empty_lines_are_named_before_any_work(tmp_path, capsys):
     from onmt_xl.experiments.stages import Corpus
 
     def corpus(train_src, train_tgt, test_src=("a", "b")):
@@ -279,14 +278,20 @@ def test_empty_training_sides_are_named_and_empty_sources_to_translate_refused_b
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 1 and f"{tmp_path / 'train.de'}, line 2: empty target line" in out[0]
     assert out[0].endswith("2 of 4 pairs"), out
-    with pytest.raises(XLInputError, match=r"test\.en, line 2: empty source line: remove the pair from the test"):
-        corpus(["a"], ["x"], test_src=["a", "\t", "b"]).check_parallel()
-    valid = corpus(["a"], ["x"])  # the validation pairs are translated and scored too
+    # translated and scored splits: an empty source line is translated as an empty line in place
+    # (tests/test_empty_sources.py), said once a split
+    corpus(["a"], ["x"], test_src=["a", "\t", "b", ""]).check_parallel()
+    assert capsys.readouterr().out.splitlines() == [
+        f"[onmt-xl] warning: {tmp_path / 'test.en'}, line 2: empty source line and 1 more (2 of 4 test pairs); each "
+        "is translated as an empty line at its place and scored against its reference"]
+    valid = corpus(["a"], ["x"])
     (tmp_path / "valid.en").write_text("a\n\n", encoding="utf-8")
     (tmp_path / "valid.de").write_text("x\ny\n", encoding="utf-8")
     valid.valid_src, valid.valid_tgt = str(tmp_path / "valid.en"), str(tmp_path / "valid.de")
-    with pytest.raises(XLInputError, match=r"valid\.en, line 2: empty source line: remove the pair from the valid"):
-        valid.check_parallel()
+    valid.check_parallel()
+    assert capsys.readouterr().out.splitlines() == [
+        f"[onmt-xl] warning: {tmp_path / 'valid.en'}, line 2: empty source line; it is translated as an empty line "
+        "at its place and scored against its target"]
 
 
 # --- text written without spaces between words (Japanese, Chinese, Thai, ...) ---------------------------------

@@ -38,7 +38,7 @@ from onmt_xl.experiments.jobs import (DEVICE_OPTIONS, RUN_OPTIONS, SCHEDULE_OPTI
 from onmt_xl.experiments.plan import EOLE_INSTALL, XLPOS_SUFFIX
 from onmt_xl.experiments.stages import Corpus, vocab_line
 from onmt_xl.experiments.systems import SYSTEMS
-from onmt_xl.experiments.stock import read_lines, say
+from onmt_xl.experiments.stock import read_lines, say, write_lines
 from onmt_xl.core.progress import ticking
 
 #: Eole's log line with the model's size (``BaseModel.count_parameters``)
@@ -321,7 +321,23 @@ class EoleDemo:
         return hyp
 
     def translate(self, system: str, model: Path, src: Path, out: Path, log: Path) -> float:
-        """``eole predict`` of ``src`` into ``out`` with ``model`` as the test set is translated; returns seconds."""
+        """``eole predict`` of ``src`` into ``out`` with ``model`` as the test set is translated; returns seconds.
+        An empty (or whitespace-only) source line gets an empty line at its place: stock ``eole predict`` drops it
+        (every later line would pair with the wrong reference), so the others are translated without it."""
+        lines = read_lines(src)
+        empty = {i for i, line in enumerate(lines) if not line.split()}
+        if not empty:
+            return self._predict(system, model, src, out, log)
+        kept, got = out.with_name(out.name + ".src"), out.with_name(out.name + ".kept")
+        write_lines(kept, [line for i, line in enumerate(lines) if i not in empty])
+        seconds = self._predict(system, model, kept, got, log) if len(empty) < len(lines) else 0.0
+        translated = iter(read_lines(got) if got.exists() else [])
+        write_lines(out, ["" if i in empty else next(translated) for i in range(len(lines))])
+        kept.unlink()
+        got.unlink(missing_ok=True)
+        return seconds
+
+    def _predict(self, system: str, model: Path, src: Path, out: Path, log: Path) -> float:
         args = ["predict", "-model_path", model, "-src", src, "-output", out, "-beam_size", self.runner.beam_size,
                 "-batch_size", 64, "-batch_type", "sents", "-seed", self.config(system)["seed"]]
         if self.runner.gpu:

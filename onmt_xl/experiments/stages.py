@@ -69,16 +69,14 @@ class Corpus:
     def check_parallel(self) -> None:
         """Before any work: each pair of files (train, valid, test) has as many lines on both sides
         (:func:`read_parallel`'s error otherwise); a warning where training pairs have an empty side
-        (:func:`empty_sides`); no empty validation or test source line (:func:`check_translated_sources`)."""
+        (:func:`empty_sides`), and where validation or test source lines are empty (:func:`empty_sources`)."""
         for split, src, tgt in (("train", self.train_src, self.train_tgt), ("valid", self.valid_src, self.valid_tgt),
                                 ("test", self.test_src, self.test_tgt)):
             if src and tgt:
                 s, t = read_parallel(src, tgt)
-                note = empty_sides(src, tgt, s, t) if split == "train" else None
+                note = empty_sides(src, tgt, s, t) if split == "train" else empty_sources(src, s, split)
                 if note:
                     say(f"warning: {note}")
-                if split != "train":
-                    check_translated_sources(src, s, split)
 
 
 #: the salt of the carve rule's hash (:func:`carve_test_pairs`); fixed in advance (reports/PREREG_decisive.md)
@@ -152,15 +150,19 @@ def read_parallel(src: str, tgt: str) -> Tuple[List[str], List[str]]:
     return s, t
 
 
-def check_translated_sources(path: str, lines: Sequence[str], split: str = "test") -> None:
-    """No empty or whitespace-only source line in a split that is translated and scored, ``test`` or ``valid``
-    (:class:`XLInputError` naming the first): stock ``eole predict`` drops such a line, and every later output would
-    pair with the wrong reference."""
-    pair = {"test": "test source and reference", "valid": "validation source and target"}[split]
-    for n, line in enumerate(lines, 1):
-        if not line.split():
-            raise XLInputError(path, n, f"empty source line: remove the pair from the {pair} (stock eole predict "
-                               "drops such a line, and the outputs would no longer pair with the references)")
+def empty_sources(path: str, lines: Sequence[str], split: str = "test") -> Optional[str]:
+    """One line on the empty or whitespace-only source lines of ``path`` (lines ``lines``), a split that is translated
+    and scored (``test`` or ``valid``): each is translated as an empty line at its place (OpenNMT-py's
+    ``onmt_translate`` through :mod:`onmt_xl.opennmt.seams.output`, Eole by
+    :meth:`~onmt_xl.experiments.eole_demo.EoleDemo.translate`) and scored against its reference; None when there is
+    none."""
+    empty = [n for n, line in enumerate(lines, 1) if not line.split()]
+    if not empty:
+        return None
+    pairs = {"test": "test pairs", "valid": "validation pairs"}[split]
+    more = f" and {len(empty) - 1:,} more ({len(empty):,} of {len(lines):,} {pairs})" if len(empty) > 1 else ""
+    return (f"{path}, line {empty[0]:,}: empty source line{more}; {'each is' if more else 'it is'} translated as an "
+            f"empty line at its place and scored against its {'reference' if split == 'test' else 'target'}")
 
 
 def empty_sides(src: str, tgt: str, s: Sequence[str], t: Sequence[str]) -> Optional[str]:
@@ -256,7 +258,6 @@ class DataStages:
 
     def _stage_test(self, data: Path, test_src: List[str], test_tgt: List[str]) -> List[str]:
         """The test split (the corpus' test pairs, then any carved ones) and its word-swapped sources."""
-        check_translated_sources(self.corpus.test_src, test_src)
         write_lines(data / "test.src", test_src)
         write_lines(data / "test.ref", test_tgt)
         for r in SWAP_RATIOS:
