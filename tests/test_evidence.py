@@ -116,7 +116,7 @@ def test_a_moved_work_directory_is_the_same_run(tmp_path):
     (jd / "config.yaml").write_text(text)
     assert runner.config_problem(job) is None
     (jd / "config.yaml").write_text(yaml.safe_dump({**yaml.safe_load(text), "heads": 1}))
-    with pytest.raises(XLInputError, match=rf"needs now in heads \(1 there, 8 now\): use another"):
+    with pytest.raises(XLInputError, match=r"needs now in heads \(1 there, 8 now\): use another"):
         runner._checked_config(job)
     moved = yaml.safe_load(text)
     moved["src_vocab"] = "/somewhere/else/vocab.src"  # not under the former directory: another file

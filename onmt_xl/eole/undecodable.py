@@ -14,7 +14,6 @@ is how ``eole predict`` knows a model's transforms and encoder); any other run k
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys

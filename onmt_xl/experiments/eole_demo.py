@@ -229,7 +229,7 @@ class EoleDemo:
         a step's ``optimizer.pt``, weights and artifacts, then ``vocab.json`` and ``config.json``."""
         dirs = dict(sorted(self.step_dirs(system).items()))
         while dirs and not _whole(dirs[max(dirs)]):
-            step, d = max(dirs), dirs.pop(max(dirs))
+            d = dirs.pop(max(dirs))
             d.replace(d.with_name(d.name + ".broken"))
             say(f"  {system}: {d.name} is cut short (the run stopped while saving it): set aside as {d.name}.broken")
         return dirs

@@ -214,7 +214,7 @@ CLAIMS: Tuple[PaperClaim, ...] = (
     PaperClaim(D, "Tab. 4", f"The encoder-free Transformer with InXL PE beats a 6-layer LSTM "
                f"({fig(T4['encoder_free_inxl'])} vs {fig(T4['lstm'])}); the LSTM at the study's 8,000 steps "
                "(preregistered)", gain(T4, "encoder_free_inxl", "lstm"), "pair", "encoder_free_inxl", "lstm", tier="h"),
-    PaperClaim(D, "Tab. 4", f"The same, the LSTM trained on to its own plateau (a deviation: "
+    PaperClaim(D, "Tab. 4", "The same, the LSTM trained on to its own plateau (a deviation: "
                "`reports/PREREG_decisive_baselines.md`)", gain(T4, "encoder_free_inxl", "lstm"), "pair",
                "encoder_free_inxl", PLATEAU_LSTM, tier=PLATEAU_STAGE, repeat=True),
     PaperClaim(D, "Fig. 3", "BLEU peaks at an intermediate τ: τ = 0 and τ = H both score below τ = H/2", None, "tau",
