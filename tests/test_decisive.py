@@ -119,6 +119,9 @@ def test_a_carved_work_directory_tests_on_the_given_and_the_carved_pairs_and_tra
             Runner(corpus, str(tmp_path / wd), [], preset="demo", train_steps=4, gpu=False, valid_size=20,
                    tune_size=10, test_from_train=other).stage_data()
     assert not (before / "carve.json").exists()  # without a carve, the study's layout as before
+    # dev0's training pair: a test source seen in training, unless the carve removed it
+    assert json.loads((before / "overlap.json").read_text())["test"]["verbatim"] == 1
+    assert "test" not in json.loads((data / "overlap.json").read_text())
 
 
 def _parser():

@@ -175,6 +175,11 @@ def summary(res: Dict[str, Any]) -> str:
     if res.get("training_positions"):
         lines.append(res["training_positions"])
     lines += _system_lines(res)
+    test_overlap = res.get("overlap", {}).get("test")
+    if test_overlap:
+        from onmt_xl.experiments.stages import overlap_line
+
+        lines.append(f"note: {overlap_line('test', test_overlap)}")
     signed = next((e["variants"]["test"] for e in res["jobs"].values()
                    if "bleu_signature" in e["variants"].get("test", {})), None)
     lines += does_it_help(res)

@@ -362,19 +362,14 @@ class EoleDemo:
     def scores(self, infos: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
         """``results.json``: the preorderer's scores, per system BLEU/chrF (and the p-value against the baseline),
         in the shape of :func:`onmt_xl.experiments.scoring.collect` so that the demo's summary prints it."""
-        from onmt_xl.experiments.scoring import (bleu_tokenizer_of, paired_bootstrap, scores_note, text_scores,
-                                                 tokenization_of)
+        from onmt_xl.experiments.scoring import (bleu_tokenizer_of, paired_bootstrap, run_records, scores_note,
+                                                 text_scores, tokenization_of)
 
         ref = read_lines(self.runner.path("data", "test.ref"))
         hyps = {s: read_lines(self.root / "hyp" / f"{s}.test") for s in self.systems}
         tokenization = tokenization_of(self.runner.workdir)
-        out: Dict[str, Any] = {"framework": "eole", "jobs": {}, "scores": scores_note(tokenization)}
-        pre = self.runner.path("preorderer.json")
-        if pre.exists():
-            out["preorderer"] = json.loads(pre.read_text())
-        check = self.runner.path("monotone_check.json")
-        if check.exists():
-            out["monotone_check"] = json.loads(check.read_text())
+        out: Dict[str, Any] = {"framework": "eole", "jobs": {}, "scores": scores_note(tokenization),
+                               **run_records(self.runner.workdir)}
         for s, hyp in hyps.items():
             test = dict(text_scores(hyp, ref, tokenization, path=self.root / "hyp" / (s + ".test")),
                         translate_seconds=infos[s].get("translate_seconds"))

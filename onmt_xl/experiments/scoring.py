@@ -180,13 +180,7 @@ def collect(workdir: Path, jobs: Sequence[Job]) -> Dict[str, Any]:
     Also written to ``workdir/results.json``."""
     workdir = Path(workdir)
     refs = {"test": _lines(workdir / "data" / "test.ref")}
-    out: Dict[str, Any] = {"jobs": {}, "scores": scores_note(tokenization_of(workdir))}
-    pre = workdir / "preorderer.json"
-    if pre.exists():
-        out["preorderer"] = json.loads(pre.read_text())
-    check = workdir / "monotone_check.json"  # demo and pipeline only
-    if check.exists():
-        out["monotone_check"] = json.loads(check.read_text())
+    out: Dict[str, Any] = {"jobs": {}, "scores": scores_note(tokenization_of(workdir)), **run_records(workdir)}
     for job in jobs:
         info = _job_info(workdir, job)
         if info is not None:
@@ -195,6 +189,19 @@ def collect(workdir: Path, jobs: Sequence[Job]) -> Dict[str, Any]:
     if any("aer" in j.experiments for j in jobs):
         out["aer_references"] = aer_references(workdir)
     (workdir / "results.json").write_text(json.dumps(out, indent=2))
+    return out
+
+
+def run_records(workdir: Path) -> Dict[str, Any]:
+    """What the stages recorded for the results, where they did: ``preorderer`` (``preorderer.json``),
+    ``monotone_check`` (``monotone_check.json``, demo and pipeline) and ``overlap`` (``data/overlap.json``: the test
+    and validation sources that are training sources verbatim, :func:`onmt_xl.experiments.stages.source_overlap`)."""
+    out: Dict[str, Any] = {}
+    workdir = Path(workdir)
+    for key, path in (("preorderer", workdir / "preorderer.json"), ("monotone_check", workdir / "monotone_check.json"),
+                      ("overlap", workdir / "data" / "overlap.json")):
+        if path.exists():
+            out[key] = json.loads(path.read_text(encoding="utf-8"))
     return out
 
 

@@ -165,6 +165,43 @@ def empty_sources(path: str, lines: Sequence[str], split: str = "test") -> Optio
             f"empty line at its place and scored against its {'reference' if split == 'test' else 'target'}")
 
 
+def verbatim_sources(train_src: Sequence[str], lines: Sequence[str]) -> List[int]:
+    """The 0-based indices of the non-empty ``lines`` whose text (whitespace-normalised) is a training source."""
+    train = {_norm(s) for s in train_src}
+    return [i for i, line in enumerate(lines) if line.split() and _norm(line) in train]
+
+
+#: the file that records :func:`source_overlap` (``WORKDIR/data/overlap.json``), read into the results
+OVERLAP_FILE = "overlap.json"
+
+
+def source_overlap(train_src: Sequence[str], splits: Dict[str, Tuple[str, Sequence[str]]]) -> Dict[str, Any]:
+    """``{split: {"verbatim", "sentences", "file", "first_line"}}`` for each of ``splits`` (``{split: (file, lines)}``,
+    ``test`` and ``valid``) with sources that are training sources verbatim (:func:`verbatim_sources`):
+    ``first_line`` is 1-based in ``file``. A model can recall the translation it was trained on for such a
+    sentence, so its scores read higher than on new text."""
+    out: Dict[str, Any] = {}
+    for split, (path, lines) in splits.items():
+        hits = verbatim_sources(train_src, lines)
+        if hits:
+            out[split] = dict(verbatim=len(hits), sentences=len(lines), file=str(path), first_line=hits[0] + 1)
+    return out
+
+
+def overlap_line(split: str, entry: Dict[str, Any]) -> str:
+    """The warning on ``split``'s entry of :func:`source_overlap`."""
+    share = f"{entry['verbatim']:,} of the {entry['sentences']:,} {'test' if split == 'test' else 'validation'} " \
+            f"sources ({100 * entry['verbatim'] / entry['sentences']:.1f}%)"
+    verb = "is a training source" if entry["verbatim"] == 1 else "are training sources"
+    where = f"whitespace-normalised; the first: {entry['file']}, line {entry['first_line']:,}"
+    if split == "test":
+        return (f"{share} {verb} verbatim ({where}): a model can recall their training translations, so the test "
+                "scores read higher than on new text; remove those pairs from the training files to score unseen "
+                "sentences")
+    return (f"{share} {verb} verbatim ({where}): validation BLEU, which chooses the plateau and the checkpoints, "
+            "reads higher than on new text")
+
+
 def empty_sides(src: str, tgt: str, s: Sequence[str], t: Sequence[str]) -> Optional[str]:
     """One line on the training pairs of files ``src``/``tgt`` (lines ``s``/``t``) with an empty or whitespace-only
     side, which training skips (``-skip_empty_level warning``, the default of both frameworks, logs each in
@@ -207,8 +244,23 @@ class DataStages:
         test_src = self._stage_test(data, test_src + carved[0], test_tgt + carved[1])
         if self.corpus.gold_text and self.corpus.gold_align:
             self._stage_gold(data)
+        self._stage_overlap(data, given=len(test_tgt))
         (data / "ready").write_text("")
         say(f"data: {n_train:,} train, {n_valid:,} valid, {n_tune:,} tuning, {len(test_src):,} test pairs -> {data}")
+
+    def _stage_overlap(self, data: Path, given: int) -> None:
+        """``data/overlap.json`` (:func:`source_overlap` of the staged test and validation sources against the
+        training ones), with one warning a split that has any; a line names the corpus' own file where it comes
+        from one (the first ``given`` test lines; the validation file where one was given)."""
+        test, valid = read_lines(data / "test.src"), read_lines(data / "valid.src")
+        overlap = source_overlap(read_lines(data / "train.src"), {"test": (data / "test.src", test),
+                                                                  "valid": (data / "valid.src", valid)})
+        for split, entry in overlap.items():
+            own = self.corpus.test_src if split == "test" else self.corpus.valid_src
+            if own and (split == "valid" or entry["first_line"] <= given):
+                entry["file"] = str(own)
+            say(f"warning: {overlap_line(split, entry)}")
+        (data / OVERLAP_FILE).write_text(json.dumps(overlap, indent=2) + "\n", encoding="utf-8")
 
     def _check_carve(self, data: Path, carve: int) -> None:
         """A staged ``data/`` serves only a run that asks for the same carve (another would test on other pairs)."""

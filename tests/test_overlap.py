@@ -1,0 +1,80 @@
+"""Test and validation sources that are training sources verbatim (:func:`onmt_xl.experiments.stages.source_overlap`):
+counted when the splits are staged, one warning a split, ``data/overlap.json``, and a note in the summary beside
+the scores they inflate."""
+
+from __future__ import annotations
+
+import json
+
+from onmt_xl.experiments.demo import summary
+from onmt_xl.experiments.runner import Runner
+from onmt_xl.experiments.scoring import run_records
+from onmt_xl.experiments.stages import Corpus, overlap_line, source_overlap, verbatim_sources
+
+
+def test_verbatim_sources_compare_whitespace_normalised_text_and_skip_empty_lines():
+    train = ["a  b c", "d e", "", "f"]
+    assert verbatim_sources(train, [" a b  c ", "d e f", "", "  ", "f", "F"]) == [0, 4]
+    assert verbatim_sources([], ["a"]) == []
+    overlap = source_overlap(train, {"test": ("t.src", ["x", "f", "d e"]), "valid": ("v.src", ["x", "y"])})
+    assert overlap == {"test": dict(verbatim=2, sentences=3, file="t.src", first_line=2)}  # no line: no entry
+
+
+def test_the_warning_names_the_share_the_first_line_and_what_it_means():
+    one = overlap_line("valid", dict(verbatim=1, sentences=30, file="v.src", first_line=8))
+    assert one == ("1 of the 30 validation sources (3.3%) is a training source verbatim (whitespace-normalised; the "
+                   "first: v.src, line 8): validation BLEU, which chooses the plateau and the checkpoints, reads "
+                   "higher than on new text")
+    many = overlap_line("test", dict(verbatim=77, sentences=5000, file="t.src", first_line=1204))
+    assert many.startswith("77 of the 5,000 test sources (1.5%) are training sources verbatim (whitespace-normalised; "
+                           "the first: t.src, line 1,204): a model can recall their training translations")
+    assert many.endswith("remove those pairs from the training files to score unseen sentences")
+
+
+def write_corpus(d, train_src, test_src, valid_src):
+    files = {}
+    for name, lines in (("train.src", train_src), ("train.tgt", [f"t{i}" for i in range(len(train_src))]),
+                        ("test.src", test_src), ("test.tgt", [f"r{i}" for i in range(len(test_src))]),
+                        ("valid.src", valid_src), ("valid.tgt", [f"v{i}" for i in range(len(valid_src))])):
+        files[name] = d / name
+        files[name].write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return Corpus(*(str(files[n]) for n in ("train.src", "train.tgt", "test.src", "test.tgt")),
+                  valid_src=str(files["valid.src"]), valid_tgt=str(files["valid.tgt"]))
+
+
+def test_staging_records_the_overlap_and_warns_once_a_split(tmp_path, capsys):
+    train = [f"w{i} x{i % 3}" for i in range(40)]
+    corpus = write_corpus(tmp_path, train, ["new a", train[7], "new b", " " + train[2], "new c"], ["new d", "new e"])
+    runner = Runner(corpus, str(tmp_path / "wd"), [], preset="demo", train_steps=4, gpu=False)
+    runner.stage_data()
+    out = [line for line in capsys.readouterr().out.splitlines() if "verbatim" in line]
+    assert out == [f"[onmt-xl] warning: 2 of the 5 test sources (40.0%) are training sources verbatim "
+                   f"(whitespace-normalised; the first: {tmp_path / 'test.src'}, line 2): a model can recall their "
+                   "training translations, so the test scores read higher than on new text; remove those pairs from "
+                   "the training files to score unseen sentences"]
+    recorded = json.loads((tmp_path / "wd" / "data" / "overlap.json").read_text())
+    assert recorded == {"test": dict(verbatim=2, sentences=5, file=str(tmp_path / "test.src"), first_line=2)}
+    assert run_records(tmp_path / "wd")["overlap"] == recorded
+    runner.stage_data()  # staged already: nothing said again
+    assert "verbatim" not in capsys.readouterr().out
+    (tmp_path / "clean").mkdir()
+    clean = write_corpus(tmp_path / "clean", train, ["new"], ["v"])
+    Runner(clean, str(tmp_path / "wd2"), [], preset="demo", train_steps=4, gpu=False).stage_data()
+    assert json.loads((tmp_path / "wd2" / "data" / "overlap.json").read_text()) == {}
+    assert "verbatim" not in capsys.readouterr().out
+
+
+def test_the_summary_notes_the_test_overlap_beside_the_scores():
+    def job(bleu):
+        return {"variants": {"test": {"bleu": bleu, "chrf": 50.0, "p_bootstrap": 0.5}}, "parameters": 10}
+
+    res = {"jobs": {"baseline": job(30.0), "combination": job(30.2)},
+           "overlap": {"test": dict(verbatim=3, sentences=30, file="t.src", first_line=5),
+                       "valid": dict(verbatim=1, sentences=30, file="v.src", first_line=8)}}
+    lines = summary(res).splitlines()
+    note = [n for n, line in enumerate(lines) if line.startswith("note: 3 of the 30 test sources (10.0%)")]
+    helps = [n for n, line in enumerate(lines) if line.startswith("does it help?")]
+    assert len(note) == 1 and helps and note[0] < helps[0]  # beside the scores, before the answer
+    assert not any("validation sources" in line for line in lines)  # said when staging; the scores are the test's
+    del res["overlap"]
+    assert not any("verbatim" in line for line in summary(res).splitlines())
