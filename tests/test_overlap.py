@@ -8,7 +8,7 @@ import json
 
 from onmt_xl.experiments.demo import summary
 from onmt_xl.experiments.runner import Runner
-from onmt_xl.experiments.scoring import run_records
+from onmt_xl.experiments.scoring import run_records, text_scores
 from onmt_xl.experiments.stages import Corpus, overlap_line, source_overlap, verbatim_sources
 
 
@@ -17,7 +17,7 @@ def test_verbatim_sources_compare_whitespace_normalised_text_and_skip_empty_line
     assert verbatim_sources(train, [" a b  c ", "d e f", "", "  ", "f", "F"]) == [0, 4]
     assert verbatim_sources([], ["a"]) == []
     overlap = source_overlap(train, {"test": ("t.src", ["x", "f", "d e"]), "valid": ("v.src", ["x", "y"])})
-    assert overlap == {"test": dict(verbatim=2, sentences=3, file="t.src", first_line=2)}  # no line: no entry
+    assert overlap == {"test": dict(verbatim=2, sentences=3, file="t.src", first_line=2, lines=[2, 3])}  # none: none
 
 
 def test_the_warning_names_the_share_the_first_line_and_what_it_means():
@@ -53,7 +53,8 @@ def test_staging_records_the_overlap_and_warns_once_a_split(tmp_path, capsys):
                    "training translations, so the test scores read higher than on new text; remove those pairs from "
                    "the training files to score unseen sentences"]
     recorded = json.loads((tmp_path / "wd" / "data" / "overlap.json").read_text())
-    assert recorded == {"test": dict(verbatim=2, sentences=5, file=str(tmp_path / "test.src"), first_line=2)}
+    assert recorded == {"test": dict(verbatim=2, sentences=5, file=str(tmp_path / "test.src"), first_line=2,
+                                     lines=[2, 4])}
     assert run_records(tmp_path / "wd")["overlap"] == recorded
     runner.stage_data()  # staged already: nothing said again
     assert "verbatim" not in capsys.readouterr().out
@@ -64,17 +65,39 @@ def test_staging_records_the_overlap_and_warns_once_a_split(tmp_path, capsys):
     assert "verbatim" not in capsys.readouterr().out
 
 
-def test_the_summary_notes_the_test_overlap_beside_the_scores():
-    def job(bleu):
-        return {"variants": {"test": {"bleu": bleu, "chrf": 50.0, "p_bootstrap": 0.5}}, "parameters": 10}
+def test_bleu_on_the_unseen_sentences_leaves_the_seen_lines_out():
+    from sacrebleu.metrics import BLEU
 
-    res = {"jobs": {"baseline": job(30.0), "combination": job(30.2)},
-           "overlap": {"test": dict(verbatim=3, sentences=30, file="t.src", first_line=5),
-                       "valid": dict(verbatim=1, sentences=30, file="v.src", first_line=8)}}
+    ref = [f"the cat {i} sat on the mat ." for i in range(10)]
+    hyp = [r if i % 3 else "a dog ran" for i, r in enumerate(ref)]
+    scores = text_scores(hyp, ref, seen=[1, 4])
+    kept = [n for n in range(10) if n not in (0, 3)]
+    assert scores["bleu_unseen"] == BLEU().corpus_score([hyp[n] for n in kept], [[ref[n] for n in kept]]).score
+    assert scores["unseen_sentences"] == 8 and scores["bleu"] < scores["bleu_unseen"]
+    assert "bleu_unseen" not in text_scores(hyp, ref) and "bleu_unseen" not in text_scores(hyp[:1], ref[:1], seen=[1])
+
+
+def test_the_summary_notes_the_test_overlap_beside_the_scores():
+    def job(bleu, unseen=None):
+        test = {"bleu": bleu, "chrf": 50.0, "p_bootstrap": 0.5}
+        if unseen is not None:
+            test.update(bleu_unseen=unseen, unseen_sentences=27)
+        return {"variants": {"test": test}, "parameters": 10}
+
+    res = {"jobs": {"baseline": job(30.0, 28.5), "combination": job(30.2, 28.25)},
+           "overlap": {"test": dict(verbatim=3, sentences=30, file="t.src", first_line=5, lines=[5, 9, 20]),
+                       "valid": dict(verbatim=1, sentences=30, file="v.src", first_line=8, lines=[8])}}
     lines = summary(res).splitlines()
     note = [n for n, line in enumerate(lines) if line.startswith("note: 3 of the 30 test sources (10.0%)")]
     helps = [n for n, line in enumerate(lines) if line.startswith("does it help?")]
     assert len(note) == 1 and helps and note[0] < helps[0]  # beside the scores, before the answer
+    assert lines[note[0] + 1] == "  BLEU on the other 27 test sentences: baseline 28.50, combination 28.25"
     assert not any("validation sources" in line for line in lines)  # said when staging; the scores are the test's
+    # --seeds: each system's mean over its runs
+    res["jobs"].update(baseline_seed2=job(31.0, 29.5), combination_seed2=job(30.0, 28.75))
+    res["seed_runs"] = {"baseline": {"runs": ["baseline", "baseline_seed2"], "seeds": [1234, 1235]},
+                        "combination": {"runs": ["combination", "combination_seed2"], "seeds": [1234, 1235]}}
+    assert ("  BLEU on the other 27 test sentences (the mean of each system's runs): baseline 29.00, combination "
+            "28.50") in summary(res).splitlines()
     del res["overlap"]
-    assert not any("verbatim" in line for line in summary(res).splitlines())
+    assert not any("verbatim" in line or "other 27" in line for line in summary(res).splitlines())

@@ -160,6 +160,30 @@ def _system_lines(res: Dict[str, Any]) -> List[str]:
     return lines
 
 
+def _overlap_lines(res: Dict[str, Any]) -> List[str]:
+    """The note on the test sources that are training sources (``overlap``,
+    :func:`onmt_xl.experiments.stages.source_overlap`) and each system's BLEU on the other sentences (``bleu_unseen``;
+    with ``--seeds`` the mean over its runs); nothing where none is."""
+    from onmt_xl.experiments.stages import overlap_line
+
+    entry = res.get("overlap", {}).get("test")
+    if not entry:
+        return []
+    lines = [f"note: {overlap_line('test', entry)}"]
+    groups = {s: g["runs"] for s, g in res.get("seed_runs", {}).items()} or {n: [n] for n in res["jobs"]}
+    scores, n = [], None
+    for system, names in groups.items():
+        tests = [res["jobs"][r]["variants"].get("test", {}) for r in names if r in res["jobs"]]
+        values = [t["bleu_unseen"] for t in tests if "bleu_unseen" in t]
+        if values:
+            n = tests[0].get("unseen_sentences", n)
+            scores.append(f"{system} {sum(values) / len(values):.2f}")
+    if scores:
+        mean = " (the mean of each system's runs)" if res.get("seed_runs") else ""
+        lines.append(f"  BLEU on the other {n:,} test sentences{mean}: {', '.join(scores)}")
+    return lines
+
+
 def summary(res: Dict[str, Any]) -> str:
     """The preorderer's scores, one line per system (:func:`_system_lines`), then :func:`does_it_help`'s (from
     :func:`onmt_xl.experiments.scoring.collect`)."""
@@ -175,11 +199,7 @@ def summary(res: Dict[str, Any]) -> str:
     if res.get("training_positions"):
         lines.append(res["training_positions"])
     lines += _system_lines(res)
-    test_overlap = res.get("overlap", {}).get("test")
-    if test_overlap:
-        from onmt_xl.experiments.stages import overlap_line
-
-        lines.append(f"note: {overlap_line('test', test_overlap)}")
+    lines += _overlap_lines(res)
     signed = next((e["variants"]["test"] for e in res["jobs"].values()
                    if "bleu_signature" in e["variants"].get("test", {})), None)
     lines += does_it_help(res)

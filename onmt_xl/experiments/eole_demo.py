@@ -363,15 +363,16 @@ class EoleDemo:
         """``results.json``: the preorderer's scores, per system BLEU/chrF (and the p-value against the baseline),
         in the shape of :func:`onmt_xl.experiments.scoring.collect` so that the demo's summary prints it."""
         from onmt_xl.experiments.scoring import (bleu_tokenizer_of, paired_bootstrap, run_records, scores_note,
-                                                 text_scores, tokenization_of)
+                                                 seen_test_lines, text_scores, tokenization_of)
 
         ref = read_lines(self.runner.path("data", "test.ref"))
+        seen = seen_test_lines(self.runner.workdir)
         hyps = {s: read_lines(self.root / "hyp" / f"{s}.test") for s in self.systems}
         tokenization = tokenization_of(self.runner.workdir)
         out: Dict[str, Any] = {"framework": "eole", "jobs": {}, "scores": scores_note(tokenization),
                                **run_records(self.runner.workdir)}
         for s, hyp in hyps.items():
-            test = dict(text_scores(hyp, ref, tokenization, path=self.root / "hyp" / (s + ".test")),
+            test = dict(text_scores(hyp, ref, tokenization, path=self.root / "hyp" / (s + ".test"), seen=seen),
                         translate_seconds=infos[s].get("translate_seconds"))
             out["jobs"][s] = dict(infos[s], variants={"test": test})
         if "baseline" in hyps:

@@ -242,13 +242,15 @@ def bleu_tokenizer_of(tokenization) -> str:
 
 
 def text_scores(hyp: List[str], ref: List[str], tokenization=None, path: Optional[Path] = None,
-                refs_name: str = "references") -> Dict[str, Any]:
+                refs_name: str = "references", seen: Sequence[int] = ()) -> Dict[str, Any]:
     """sacrebleu's corpus BLEU and chrF of ``hyp`` against ``ref``, with their signatures. With ``tokenization``
     (raw text, :mod:`onmt_xl.experiments.tokenization`) these are sacrebleu's standard scores of the detokenized
     output against the raw references (BLEU with the tokenizer recorded for the target language), and
     ``bleu_tokenized`` adds BLEU on both sides tokenized by it (an extra, not comparable with published scores);
     without, the text is tokenized already and scored as it is. ``hyp`` and ``ref`` must have as many lines
-    (sacrebleu would score the shorter prefix silently): a ValueError names ``path``, the translations' file."""
+    (sacrebleu would score the shorter prefix silently): a ValueError names ``path``, the translations' file.
+    ``seen``: the 1-based lines whose source is a training source (:func:`onmt_xl.experiments.stages.source_overlap`);
+    where some other line is left, ``bleu_unseen`` is BLEU on the other lines (``unseen_sentences`` of them)."""
     from sacrebleu.metrics import BLEU, CHRF
 
     if len(hyp) != len(ref):
@@ -259,6 +261,11 @@ def text_scores(hyp: List[str], ref: List[str], tokenization=None, path: Optiona
     out: Dict[str, Any] = {"bleu": bleu.corpus_score(hyp, [ref]).score, "chrf": chrf.corpus_score(hyp, [ref]).score,
                            "bleu_signature": bleu.get_signature().format(),
                            "chrf_signature": chrf.get_signature().format()}
+    skip = set(seen)
+    unseen = [n for n in range(len(hyp)) if n + 1 not in skip]
+    if skip and unseen:
+        out["bleu_unseen"] = bleu.corpus_score([hyp[n] for n in unseen], [[ref[n] for n in unseen]]).score
+        out["unseen_sentences"] = len(unseen)
     if tokenization is not None:
         from onmt_xl.experiments.tokenization import tokenize_lines
 
@@ -277,9 +284,17 @@ def scores_note(tokenization) -> Dict[str, str]:
 
 
 def _bleu_chrf(workdir: Path, job: Job, variant: str, hyp: List[str], refs: Dict[str, List[str]]) -> Dict[str, Any]:
-    """:func:`text_scores` of a variant's translations against its references."""
+    """:func:`text_scores` of a variant's translations against its references (``test``: with BLEU on the sentences
+    unseen in training, :func:`seen_test_lines`)."""
     return text_scores(hyp, _refs(workdir, variant, refs), tokenization_of(workdir),
-                       path=workdir / "jobs" / job.name / ("hyp." + variant))
+                       path=workdir / "jobs" / job.name / ("hyp." + variant),
+                       seen=seen_test_lines(workdir) if variant == "test" else ())
+
+
+def seen_test_lines(workdir: Path) -> List[int]:
+    """The 1-based test lines whose source is a training source (``data/overlap.json``; none where not recorded)."""
+    path = Path(workdir) / "data" / "overlap.json"
+    return json.loads(path.read_text(encoding="utf-8")).get("test", {}).get("lines", []) if path.exists() else []
 
 
 def _refs(workdir: Path, variant: str, cache: Dict[str, List[str]]) -> List[str]:

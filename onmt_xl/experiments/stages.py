@@ -176,15 +176,16 @@ OVERLAP_FILE = "overlap.json"
 
 
 def source_overlap(train_src: Sequence[str], splits: Dict[str, Tuple[str, Sequence[str]]]) -> Dict[str, Any]:
-    """``{split: {"verbatim", "sentences", "file", "first_line"}}`` for each of ``splits`` (``{split: (file, lines)}``,
-    ``test`` and ``valid``) with sources that are training sources verbatim (:func:`verbatim_sources`):
-    ``first_line`` is 1-based in ``file``. A model can recall the translation it was trained on for such a
-    sentence, so its scores read higher than on new text."""
+    """``{split: {"verbatim", "sentences", "file", "first_line", "lines"}}`` for each of ``splits`` (``{split: (file,
+    lines)}``, ``test`` and ``valid``) with sources that are training sources verbatim (:func:`verbatim_sources`):
+    ``lines`` are theirs, 1-based, ``first_line`` the first. A model can recall the translation it was trained on
+    for such a sentence, so its scores read higher than on new text."""
     out: Dict[str, Any] = {}
     for split, (path, lines) in splits.items():
         hits = verbatim_sources(train_src, lines)
         if hits:
-            out[split] = dict(verbatim=len(hits), sentences=len(lines), file=str(path), first_line=hits[0] + 1)
+            out[split] = dict(verbatim=len(hits), sentences=len(lines), file=str(path), first_line=hits[0] + 1,
+                              lines=[i + 1 for i in hits])
     return out
 
 
@@ -250,8 +251,9 @@ class DataStages:
 
     def _stage_overlap(self, data: Path, given: int) -> None:
         """``data/overlap.json`` (:func:`source_overlap` of the staged test and validation sources against the
-        training ones), with one warning a split that has any; a line names the corpus' own file where it comes
-        from one (the first ``given`` test lines; the validation file where one was given)."""
+        training ones; ``lines`` those of ``data/SPLIT.src``), with one warning a split that has any; ``file`` and
+        ``first_line`` name the corpus' own file where the line comes from one (the first ``given`` test lines, the
+        same lines there; the validation file where one was given)."""
         test, valid = read_lines(data / "test.src"), read_lines(data / "valid.src")
         overlap = source_overlap(read_lines(data / "train.src"), {"test": (data / "test.src", test),
                                                                   "valid": (data / "valid.src", valid)})
