@@ -58,6 +58,10 @@ def test_staging_records_the_overlap_and_warns_once_a_split(tmp_path, capsys):
     assert run_records(tmp_path / "wd")["overlap"] == recorded
     runner.stage_data()  # staged already: nothing said again
     assert "verbatim" not in capsys.readouterr().out
+    (tmp_path / "wd" / "data" / "overlap.json").unlink()  # staged by a version before the count: counted now
+    runner.stage_data()
+    assert json.loads((tmp_path / "wd" / "data" / "overlap.json").read_text()) == recorded
+    assert "2 of the 5 test sources" in capsys.readouterr().out
     (tmp_path / "clean").mkdir()
     clean = write_corpus(tmp_path / "clean", train, ["new"], ["v"])
     Runner(clean, str(tmp_path / "wd2"), [], preset="demo", train_steps=4, gpu=False).stage_data()

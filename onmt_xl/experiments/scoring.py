@@ -196,10 +196,12 @@ def run_records(workdir: Path) -> Dict[str, Any]:
     """What the stages recorded for the results, where they did: ``preorderer`` (``preorderer.json``),
     ``monotone_check`` (``monotone_check.json``, demo and pipeline) and ``overlap`` (``data/overlap.json``: the test
     and validation sources that are training sources verbatim, :func:`onmt_xl.experiments.stages.source_overlap`)."""
+    from onmt_xl.experiments.stages import OVERLAP_FILE
+
     out: Dict[str, Any] = {}
     workdir = Path(workdir)
     for key, path in (("preorderer", workdir / "preorderer.json"), ("monotone_check", workdir / "monotone_check.json"),
-                      ("overlap", workdir / "data" / "overlap.json")):
+                      ("overlap", workdir / "data" / OVERLAP_FILE)):
         if path.exists():
             out[key] = json.loads(path.read_text(encoding="utf-8"))
     return out
@@ -293,7 +295,9 @@ def _bleu_chrf(workdir: Path, job: Job, variant: str, hyp: List[str], refs: Dict
 
 def seen_test_lines(workdir: Path) -> List[int]:
     """The 1-based test lines whose source is a training source (``data/overlap.json``; none where not recorded)."""
-    path = Path(workdir) / "data" / "overlap.json"
+    from onmt_xl.experiments.stages import OVERLAP_FILE
+
+    path = Path(workdir) / "data" / OVERLAP_FILE
     return json.loads(path.read_text(encoding="utf-8")).get("test", {}).get("lines", []) if path.exists() else []
 
 

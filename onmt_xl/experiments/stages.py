@@ -232,6 +232,8 @@ class DataStages:
         carve = int(getattr(self, "test_from_train", 0) or 0)
         if (data / "ready").exists():
             self._check_carve(data, carve)
+            if not (data / OVERLAP_FILE).exists():  # staged by an earlier version
+                self._stage_overlap(data)
             return
         manifest = self.path("manifest.json")  # restored from an archive: the carve its jobs were tested on
         recorded = json.loads(manifest.read_text(encoding="utf-8")).get("carve") if manifest.exists() else None
@@ -245,16 +247,18 @@ class DataStages:
         test_src = self._stage_test(data, test_src + carved[0], test_tgt + carved[1])
         if self.corpus.gold_text and self.corpus.gold_align:
             self._stage_gold(data)
-        self._stage_overlap(data, given=len(test_tgt))
+        self._stage_overlap(data)
         (data / "ready").write_text("")
         say(f"data: {n_train:,} train, {n_valid:,} valid, {n_tune:,} tuning, {len(test_src):,} test pairs -> {data}")
 
-    def _stage_overlap(self, data: Path, given: int) -> None:
+    def _stage_overlap(self, data: Path) -> None:
         """``data/overlap.json`` (:func:`source_overlap` of the staged test and validation sources against the
         training ones; ``lines`` those of ``data/SPLIT.src``), with one warning a split that has any; ``file`` and
-        ``first_line`` name the corpus' own file where the line comes from one (the first ``given`` test lines, the
-        same lines there; the validation file where one was given)."""
+        ``first_line`` name the corpus' own file where the line comes from one (the test lines before any carved
+        ones, the same lines there; the validation file where one was given)."""
         test, valid = read_lines(data / "test.src"), read_lines(data / "valid.src")
+        carve = data / "carve.json"
+        given = json.loads(carve.read_text(encoding="utf-8"))["test_given"] if carve.exists() else len(test)
         overlap = source_overlap(read_lines(data / "train.src"), {"test": (data / "test.src", test),
                                                                   "valid": (data / "valid.src", valid)})
         for split, entry in overlap.items():
