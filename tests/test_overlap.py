@@ -69,6 +69,25 @@ def test_staging_records_the_overlap_and_warns_once_a_split(tmp_path, capsys):
     assert "verbatim" not in capsys.readouterr().out
 
 
+def test_test_sources_that_are_validation_sources_are_named(tmp_path, capsys):
+    """The same file (or the same sentences) as validation and test pairs: the checkpoints are chosen on the test."""
+    train = [f"w{i} x{i % 3}" for i in range(40)]
+    dev = ["new a", "new b", "new c", "new d"]
+    corpus = write_corpus(tmp_path, train, dev, dev[2:] + ["other"])
+    Runner(corpus, str(tmp_path / "wd"), [], preset="demo", train_steps=4, gpu=False).stage_data()
+    out = [line for line in capsys.readouterr().out.splitlines() if "verbatim" in line]
+    assert out == [f"[onmt-xl] warning: 2 of the 4 test sources (50.0%) are validation sources verbatim "
+                   f"(whitespace-normalised; the first: {tmp_path / 'test.src'}, line 3): the plateau and the "
+                   "checkpoints are chosen on them, so the test scores read higher than on new text; give validation "
+                   "pairs apart from the test pairs"]
+    recorded = json.loads((tmp_path / "wd" / "data" / "overlap.json").read_text())
+    assert recorded == {"test_in_valid": dict(verbatim=2, sentences=4, file=str(tmp_path / "test.src"), first_line=3,
+                                              lines=[3, 4])}
+    res = {"jobs": {"baseline": {"variants": {"test": {"bleu": 1.0, "chrf": 2.0}}}}, "overlap": recorded}
+    assert [line for line in summary(res).splitlines() if line.startswith("note:")] == [
+        "note: " + out[0].split("warning: ", 1)[1]]
+
+
 def test_bleu_on_the_unseen_sentences_leaves_the_seen_lines_out():
     from sacrebleu.metrics import BLEU
 

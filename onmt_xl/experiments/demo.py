@@ -161,15 +161,17 @@ def _system_lines(res: Dict[str, Any]) -> List[str]:
 
 
 def _overlap_lines(res: Dict[str, Any]) -> List[str]:
-    """The note on the test sources that are training sources (``overlap``,
-    :func:`onmt_xl.experiments.stages.source_overlap`) and each system's BLEU on the other sentences (``bleu_unseen``;
-    with ``--seeds`` the mean over its runs); nothing where none is."""
+    """The notes on the test sources that are validation sources and on those that are training sources
+    (``overlap``, :meth:`onmt_xl.experiments.stages.DataStages._stage_overlap`), with each system's BLEU on the
+    sentences unseen in training (``bleu_unseen``; with ``--seeds`` the mean over its runs); nothing where none is."""
     from onmt_xl.experiments.stages import overlap_line
 
-    entry = res.get("overlap", {}).get("test")
+    overlap = res.get("overlap", {})
+    lines = [f"note: {overlap_line('test_in_valid', overlap['test_in_valid'])}"] if "test_in_valid" in overlap else []
+    entry = overlap.get("test")
     if not entry:
-        return []
-    lines = [f"note: {overlap_line('test', entry)}"]
+        return lines
+    lines.append(f"note: {overlap_line('test', entry)}")
     groups = {s: g["runs"] for s, g in res.get("seed_runs", {}).items()} or {n: [n] for n in res["jobs"]}
     scores, n = [], None
     for system, names in groups.items():

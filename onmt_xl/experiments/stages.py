@@ -189,18 +189,25 @@ def source_overlap(train_src: Sequence[str], splits: Dict[str, Tuple[str, Sequen
     return out
 
 
-def overlap_line(split: str, entry: Dict[str, Any]) -> str:
-    """The warning on ``split``'s entry of :func:`source_overlap`."""
-    share = f"{entry['verbatim']:,} of the {entry['sentences']:,} {'test' if split == 'test' else 'validation'} " \
-            f"sources ({100 * entry['verbatim'] / entry['sentences']:.1f}%)"
-    verb = "is a training source" if entry["verbatim"] == 1 else "are training sources"
+#: per entry of ``data/overlap.json``: whose sources it counts, among which sources, and what that does to the scores
+OVERLAP_KINDS = {
+    "test": ("test", "training", "a model can recall their training translations, so the test scores read higher "
+             "than on new text; remove those pairs from the training files to score unseen sentences"),
+    "valid": ("validation", "training", "validation BLEU, which chooses the plateau and the checkpoints, reads higher "
+              "than on new text"),
+    "test_in_valid": ("test", "validation", "the plateau and the checkpoints are chosen on them, so the test scores "
+                      "read higher than on new text; give validation pairs apart from the test pairs"),
+}
+
+
+def overlap_line(kind: str, entry: Dict[str, Any]) -> str:
+    """The warning on ``kind``'s entry of ``data/overlap.json`` (:data:`OVERLAP_KINDS`, :func:`source_overlap`)."""
+    split, among, meaning = OVERLAP_KINDS[kind]
+    n = entry["verbatim"]
+    share = f"{n:,} of the {entry['sentences']:,} {split} sources ({100 * n / entry['sentences']:.1f}%)"
+    verb = f"is a {among} source" if n == 1 else f"are {among} sources"
     where = f"whitespace-normalised; the first: {entry['file']}, line {entry['first_line']:,}"
-    if split == "test":
-        return (f"{share} {verb} verbatim ({where}): a model can recall their training translations, so the test "
-                "scores read higher than on new text; remove those pairs from the training files to score unseen "
-                "sentences")
-    return (f"{share} {verb} verbatim ({where}): validation BLEU, which chooses the plateau and the checkpoints, "
-            "reads higher than on new text")
+    return f"{share} {verb} verbatim ({where}): {meaning}"
 
 
 def empty_sides(src: str, tgt: str, s: Sequence[str], t: Sequence[str]) -> Optional[str]:
@@ -252,20 +259,22 @@ class DataStages:
         say(f"data: {n_train:,} train, {n_valid:,} valid, {n_tune:,} tuning, {len(test_src):,} test pairs -> {data}")
 
     def _stage_overlap(self, data: Path) -> None:
-        """``data/overlap.json`` (:func:`source_overlap` of the staged test and validation sources against the
-        training ones; ``lines`` those of ``data/SPLIT.src``), with one warning a split that has any; ``file`` and
+        """``data/overlap.json``: :func:`source_overlap` of the staged test and validation sources against the
+        training ones (``test``, ``valid``) and of the test sources against the validation ones (``test_in_valid``);
+        ``lines`` those of ``data/SPLIT.src``. One warning an entry (:func:`overlap_line`); ``file`` and
         ``first_line`` name the corpus' own file where the line comes from one (the test lines before any carved
         ones, the same lines there; the validation file where one was given)."""
         test, valid = read_lines(data / "test.src"), read_lines(data / "valid.src")
         carve = data / "carve.json"
         given = json.loads(carve.read_text(encoding="utf-8"))["test_given"] if carve.exists() else len(test)
-        overlap = source_overlap(read_lines(data / "train.src"), {"test": (data / "test.src", test),
-                                                                  "valid": (data / "valid.src", valid)})
-        for split, entry in overlap.items():
-            own = self.corpus.test_src if split == "test" else self.corpus.valid_src
-            if own and (split == "valid" or entry["first_line"] <= given):
+        overlap = {**source_overlap(read_lines(data / "train.src"), {"test": (data / "test.src", test),
+                                                                     "valid": (data / "valid.src", valid)}),
+                   **source_overlap(valid, {"test_in_valid": (data / "test.src", test)})}
+        for kind, entry in overlap.items():
+            own = self.corpus.valid_src if kind == "valid" else self.corpus.test_src
+            if own and (kind == "valid" or entry["first_line"] <= given):
                 entry["file"] = str(own)
-            say(f"warning: {overlap_line(split, entry)}")
+            say(f"warning: {overlap_line(kind, entry)}")
         (data / OVERLAP_FILE).write_text(json.dumps(overlap, indent=2) + "\n", encoding="utf-8")
 
     def _check_carve(self, data: Path, carve: int) -> None:
