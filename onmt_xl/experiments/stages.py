@@ -193,10 +193,11 @@ def source_overlap(train_src: Sequence[str], splits: Dict[str, Tuple[str, Sequen
 OVERLAP_KINDS = {
     "test": ("test", "training", "a model can recall their training translations, so the test scores read higher "
              "than on new text; remove those pairs from the training files to score unseen sentences"),
-    "valid": ("validation", "training", "validation BLEU, which chooses the plateau and the checkpoints, reads higher "
-              "than on new text"),
-    "test_in_valid": ("test", "validation", "the plateau and the checkpoints are chosen on them, so the test scores "
-                      "read higher than on new text; give validation pairs apart from the test pairs"),
+    "valid": ("validation", "training", "validation BLEU, which chooses the plateau and the checkpoints when "
+              "training to it (the default), reads higher than on new text"),
+    "test_in_valid": ("test", "validation", "training to the plateau (the default), the plateau and the checkpoints "
+                      "are chosen on them, so the test scores read higher than on new text; give validation pairs "
+                      "apart from the test pairs"),
 }
 
 
