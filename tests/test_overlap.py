@@ -42,31 +42,29 @@ def write_corpus(d, train_src, test_src, valid_src):
                   valid_src=str(files["valid.src"]), valid_tgt=str(files["valid.tgt"]))
 
 
+def staged(corpus, wd, capsys):
+    """Stage ``corpus`` in ``wd``: the lines said on verbatim sources, and ``data/overlap.json``."""
+    Runner(corpus, str(wd), [], preset="demo", train_steps=4, gpu=False).stage_data()
+    out = [line for line in capsys.readouterr().out.splitlines() if "verbatim" in line]
+    return out, json.loads((wd / "data" / "overlap.json").read_text())
+
+
 def test_staging_records_the_overlap_and_warns_once_a_split(tmp_path, capsys):
     train = [f"w{i} x{i % 3}" for i in range(40)]
     corpus = write_corpus(tmp_path, train, ["new a", train[7], "new b", " " + train[2], "new c"], ["new d", "new e"])
-    runner = Runner(corpus, str(tmp_path / "wd"), [], preset="demo", train_steps=4, gpu=False)
-    runner.stage_data()
-    out = [line for line in capsys.readouterr().out.splitlines() if "verbatim" in line]
+    out, recorded = staged(corpus, tmp_path / "wd", capsys)
     assert out == [f"[onmt-xl] warning: 2 of the 5 test sources (40.0%) are training sources verbatim "
                    f"(whitespace-normalised; the first: {tmp_path / 'test.src'}, line 2): a model can recall their "
                    "training translations, so the test scores read higher than on new text; remove those pairs from "
                    "the training files to score unseen sentences"]
-    recorded = json.loads((tmp_path / "wd" / "data" / "overlap.json").read_text())
     assert recorded == {"test": dict(verbatim=2, sentences=5, file=str(tmp_path / "test.src"), first_line=2,
                                      lines=[2, 4])}
     assert run_records(tmp_path / "wd")["overlap"] == recorded
-    runner.stage_data()  # staged already: nothing said again
-    assert "verbatim" not in capsys.readouterr().out
+    assert staged(corpus, tmp_path / "wd", capsys) == ([], recorded)  # staged already: nothing said again
     (tmp_path / "wd" / "data" / "overlap.json").unlink()  # staged by a version before the count: counted now
-    runner.stage_data()
-    assert json.loads((tmp_path / "wd" / "data" / "overlap.json").read_text()) == recorded
-    assert "2 of the 5 test sources" in capsys.readouterr().out
+    assert staged(corpus, tmp_path / "wd", capsys) == (out, recorded)
     (tmp_path / "clean").mkdir()
-    clean = write_corpus(tmp_path / "clean", train, ["new"], ["v"])
-    Runner(clean, str(tmp_path / "wd2"), [], preset="demo", train_steps=4, gpu=False).stage_data()
-    assert json.loads((tmp_path / "wd2" / "data" / "overlap.json").read_text()) == {}
-    assert "verbatim" not in capsys.readouterr().out
+    assert staged(write_corpus(tmp_path / "clean", train, ["new"], ["v"]), tmp_path / "wd2", capsys) == ([], {})
 
 
 def test_test_sources_that_are_validation_sources_are_named(tmp_path, capsys):
@@ -74,13 +72,11 @@ def test_test_sources_that_are_validation_sources_are_named(tmp_path, capsys):
     train = [f"w{i} x{i % 3}" for i in range(40)]
     dev = ["new a", "new b", "new c", "new d"]
     corpus = write_corpus(tmp_path, train, dev, dev[2:] + ["other"])
-    Runner(corpus, str(tmp_path / "wd"), [], preset="demo", train_steps=4, gpu=False).stage_data()
-    out = [line for line in capsys.readouterr().out.splitlines() if "verbatim" in line]
+    out, recorded = staged(corpus, tmp_path / "wd", capsys)
     assert out == [f"[onmt-xl] warning: 2 of the 4 test sources (50.0%) are validation sources verbatim "
                    f"(whitespace-normalised; the first: {tmp_path / 'test.src'}, line 3): training to the plateau "
                    "(the default), the plateau and the checkpoints are chosen on them, so the test scores read higher "
                    "than on new text; give validation pairs apart from the test pairs"]
-    recorded = json.loads((tmp_path / "wd" / "data" / "overlap.json").read_text())
     assert recorded == {"test_in_valid": dict(verbatim=2, sentences=4, file=str(tmp_path / "test.src"), first_line=3,
                                               lines=[3, 4])}
     res = {"jobs": {"baseline": {"variants": {"test": {"bleu": 1.0, "chrf": 2.0}}}}, "overlap": recorded}
