@@ -127,14 +127,18 @@ def does_it_help(res: Dict[str, Any]) -> List[str]:
     return lines
 
 
+def _run_groups(res: Dict[str, Any]) -> Dict[str, List[str]]:
+    """``{system: its runs}``: ``--seeds``' runs (``seed_runs``), else each job alone."""
+    return {s: g["runs"] for s, g in res.get("seed_runs", {}).items()} or {n: [n] for n in res["jobs"]}
+
+
 def _system_lines(res: Dict[str, Any]) -> List[str]:
     """One line per system: its test BLEU, chrF and parameters; with ``--seeds`` the mean ± sd over its runs."""
     from onmt_xl.experiments.stats import mean_sd
 
     nan = float("nan")
-    groups = {s: g["runs"] for s, g in res.get("seed_runs", {}).items()} or {n: [n] for n in res["jobs"]}
     lines = []
-    for system, names in groups.items():
+    for system, names in _run_groups(res).items():
         entries = [res["jobs"][n] for n in names if n in res["jobs"]]
         tests = [e["variants"].get("test", {}) for e in entries]
         params = f"params {entries[0].get('parameters', 0):,}" if entries else "params 0"
@@ -172,9 +176,8 @@ def _overlap_lines(res: Dict[str, Any]) -> List[str]:
     if not entry:
         return lines
     lines.append(f"note: {overlap_line('test', entry)}")
-    groups = {s: g["runs"] for s, g in res.get("seed_runs", {}).items()} or {n: [n] for n in res["jobs"]}
     scores, n = [], None
-    for system, names in groups.items():
+    for system, names in _run_groups(res).items():
         tests = [res["jobs"][r]["variants"].get("test", {}) for r in names if r in res["jobs"]]
         values = [t["bleu_unseen"] for t in tests if "bleu_unseen" in t]
         if values:

@@ -366,11 +366,11 @@ class EoleDemo:
                                                  seen_test_lines, text_scores, tokenization_of)
 
         ref = read_lines(self.runner.path("data", "test.ref"))
-        seen = seen_test_lines(self.runner.workdir)
         hyps = {s: read_lines(self.root / "hyp" / f"{s}.test") for s in self.systems}
         tokenization = tokenization_of(self.runner.workdir)
         out: Dict[str, Any] = {"framework": "eole", "jobs": {}, "scores": scores_note(tokenization),
                                **run_records(self.runner.workdir)}
+        seen = seen_test_lines(out)
         for s, hyp in hyps.items():
             test = dict(text_scores(hyp, ref, tokenization, path=self.root / "hyp" / (s + ".test"), seen=seen),
                         translate_seconds=infos[s].get("translate_seconds"))

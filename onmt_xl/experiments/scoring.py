@@ -184,7 +184,7 @@ def collect(workdir: Path, jobs: Sequence[Job]) -> Dict[str, Any]:
     for job in jobs:
         info = _job_info(workdir, job)
         if info is not None:
-            out["jobs"][job.name] = _job_entry(workdir, job, info, refs)
+            out["jobs"][job.name] = _job_entry(workdir, job, info, refs, seen_test_lines(out))
     _significance(workdir, jobs, out, refs)
     if any("aer" in j.experiments for j in jobs):
         out["aer_references"] = aer_references(workdir)
@@ -207,8 +207,10 @@ def run_records(workdir: Path) -> Dict[str, Any]:
     return out
 
 
-def _job_entry(workdir: Path, job: Job, info: Dict[str, Any], refs: Dict[str, List[str]]) -> Dict[str, Any]:
-    """A finished job's ``done.json`` info with the scores of each of its variants translated so far."""
+def _job_entry(workdir: Path, job: Job, info: Dict[str, Any], refs: Dict[str, List[str]],
+               seen: Sequence[int] = ()) -> Dict[str, Any]:
+    """A finished job's ``done.json`` info with the scores of each of its variants translated so far (``seen``: the
+    test lines whose source is a training source, :func:`seen_test_lines`)."""
     jd = workdir / "jobs" / job.name
     timing = json.loads((jd / "translate_seconds.json").read_text()) if (jd / "translate_seconds.json").exists() else {}
     entry = dict(info, variants={})
@@ -224,7 +226,7 @@ def _job_entry(workdir: Path, job: Job, info: Dict[str, Any], refs: Dict[str, Li
         if variant in ("gold_align", "test_align"):
             v.update(_aer(workdir, variant, hyp))
         else:
-            v.update(_bleu_chrf(workdir, job, variant, hyp, refs))
+            v.update(_bleu_chrf(workdir, job, variant, hyp, refs, seen if variant == "test" else ()))
         entry["variants"][variant] = v
     return entry
 
@@ -285,20 +287,17 @@ def scores_note(tokenization) -> Dict[str, str]:
             "bleu_tokenized": f"extra: BLEU (tok:none) on output and references tokenized by {tokenization.describe()}"}
 
 
-def _bleu_chrf(workdir: Path, job: Job, variant: str, hyp: List[str], refs: Dict[str, List[str]]) -> Dict[str, Any]:
-    """:func:`text_scores` of a variant's translations against its references (``test``: with BLEU on the sentences
-    unseen in training, :func:`seen_test_lines`)."""
+def _bleu_chrf(workdir: Path, job: Job, variant: str, hyp: List[str], refs: Dict[str, List[str]],
+               seen: Sequence[int] = ()) -> Dict[str, Any]:
+    """:func:`text_scores` of a variant's translations against its references (``seen`` as there)."""
     return text_scores(hyp, _refs(workdir, variant, refs), tokenization_of(workdir),
-                       path=workdir / "jobs" / job.name / ("hyp." + variant),
-                       seen=seen_test_lines(workdir) if variant == "test" else ())
+                       path=workdir / "jobs" / job.name / ("hyp." + variant), seen=seen)
 
 
-def seen_test_lines(workdir: Path) -> List[int]:
-    """The 1-based test lines whose source is a training source (``data/overlap.json``; none where not recorded)."""
-    from onmt_xl.experiments.stages import OVERLAP_FILE
-
-    path = Path(workdir) / "data" / OVERLAP_FILE
-    return json.loads(path.read_text(encoding="utf-8")).get("test", {}).get("lines", []) if path.exists() else []
+def seen_test_lines(records: Dict[str, Any]) -> List[int]:
+    """The 1-based test lines whose source is a training source, from :func:`run_records`' ``overlap`` (none where
+    not recorded)."""
+    return records.get("overlap", {}).get("test", {}).get("lines", [])
 
 
 def _refs(workdir: Path, variant: str, cache: Dict[str, List[str]]) -> List[str]:
