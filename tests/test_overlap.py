@@ -24,7 +24,7 @@ def test_the_warning_names_the_share_the_first_line_and_what_it_means():
     one = overlap_line("valid", dict(verbatim=1, sentences=30, file="v.src", first_line=8))
     assert one == ("1 of the 30 validation sources (3.3%) is a training source verbatim (whitespace-normalised; the "
                    "first: v.src, line 8): validation BLEU, which chooses the plateau and the checkpoints when "
-                   "training to it (the default), reads higher than on new text")
+                   "training to it (the default), can read higher than on new text")
     many = overlap_line("test", dict(verbatim=77, sentences=5000, file="t.src", first_line=1204))
     assert many.startswith("77 of the 5,000 test sources (1.5%) are training sources verbatim (whitespace-normalised; "
                            "the first: t.src, line 1,204): a model can recall their training translations")
@@ -55,8 +55,8 @@ def test_staging_records_the_overlap_and_warns_once_a_split(tmp_path, capsys):
     out, recorded = staged(corpus, tmp_path / "wd", capsys)
     assert out == [f"[onmt-xl] warning: 2 of the 5 test sources (40.0%) are training sources verbatim "
                    f"(whitespace-normalised; the first: {tmp_path / 'test.src'}, line 2): a model can recall their "
-                   "training translations, so the test scores read higher than on new text; remove those pairs from "
-                   "the training files to score unseen sentences"]
+                   "training translations, so the test scores can read higher than on new text; remove those pairs "
+                   "from the training files to score unseen sentences"]
     assert recorded == {"test": dict(verbatim=2, sentences=5, file=str(tmp_path / "test.src"), first_line=2,
                                      lines=[2, 4])}
     assert run_records(tmp_path / "wd")["overlap"] == recorded
@@ -75,8 +75,8 @@ def test_test_sources_that_are_validation_sources_are_named(tmp_path, capsys):
     out, recorded = staged(corpus, tmp_path / "wd", capsys)
     assert out == [f"[onmt-xl] warning: 2 of the 4 test sources (50.0%) are validation sources verbatim "
                    f"(whitespace-normalised; the first: {tmp_path / 'test.src'}, line 3): training to the plateau "
-                   "(the default), the plateau and the checkpoints are chosen on them, so the test scores read higher "
-                   "than on new text; give validation pairs apart from the test pairs"]
+                   "(the default), the plateau and the checkpoints are chosen on them, so the test scores can read "
+                   "higher than on new text; give validation pairs apart from the test pairs"]
     assert recorded == {"test_in_valid": dict(verbatim=2, sentences=4, file=str(tmp_path / "test.src"), first_line=3,
                                               lines=[3, 4])}
     res = {"jobs": {"baseline": {"variants": {"test": {"bleu": 1.0, "chrf": 2.0}}}}, "overlap": recorded}

@@ -179,7 +179,7 @@ def source_overlap(train_src: Sequence[str], splits: Dict[str, Tuple[str, Sequen
     """``{split: {"verbatim", "sentences", "file", "first_line", "lines"}}`` for each of ``splits`` (``{split: (file,
     lines)}``, ``test`` and ``valid``) with sources that are training sources verbatim (:func:`verbatim_sources`):
     ``lines`` are theirs, 1-based, ``first_line`` the first. A model can recall the translation it was trained on
-    for such a sentence, so its scores read higher than on new text."""
+    for such a sentence, so its scores can read higher than on new text."""
     out: Dict[str, Any] = {}
     for split, (path, lines) in splits.items():
         hits = verbatim_sources(train_src, lines)
@@ -191,12 +191,12 @@ def source_overlap(train_src: Sequence[str], splits: Dict[str, Tuple[str, Sequen
 
 #: per entry of ``data/overlap.json``: whose sources it counts, among which sources, and what that does to the scores
 OVERLAP_KINDS = {
-    "test": ("test", "training", "a model can recall their training translations, so the test scores read higher "
-             "than on new text; remove those pairs from the training files to score unseen sentences"),
+    "test": ("test", "training", "a model can recall their training translations, so the test scores can "
+             "read higher than on new text; remove those pairs from the training files to score unseen sentences"),
     "valid": ("validation", "training", "validation BLEU, which chooses the plateau and the checkpoints when "
-              "training to it (the default), reads higher than on new text"),
+              "training to it (the default), can read higher than on new text"),
     "test_in_valid": ("test", "validation", "training to the plateau (the default), the plateau and the checkpoints "
-                      "are chosen on them, so the test scores read higher than on new text; give validation pairs "
+                      "are chosen on them, so the test scores can read higher than on new text; give validation pairs "
                       "apart from the test pairs"),
 }
 
